@@ -1,0 +1,163 @@
+package integration_test
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestContinuousRunsItemsInTurn: a continuous worker takes the items in
+// list order, goes on after exit codes listed in -i, and stops with the
+// first code that is not listed.
+func TestContinuousRunsItemsInTurn(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "turn:list", "a", "b", "c", "d")
+	// a and b succeed, c exits 3 (listed), d exits 4 (not listed).
+	r := runW8y(t, portEnv(s), "-u", s.URL, "-k", "turn", "-c", "-i", "0", "-i", "3", "-q", "sh", "-c",
+		started+`; case "$W8Y_ITEM" in c) exit 3;; d) exit 4;; esac`)
+	if r.Code != 4 {
+		t.Errorf("exit %d, want 4; stderr:\n%s", r.Code, r.Stderr)
+	}
+	got, _ := s.Client.LRange(ctx(t), "started", 0, -1).Result()
+	if !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+		t.Errorf("items run %q, want a b c d", got)
+	}
+	s.noLocks(t, "turn")
+}
+
+// commandsProcessed reads Redis' count of the commands it has served.
+func (s *server) commandsProcessed(t *testing.T) int {
+	t.Helper()
+	info, err := s.Client.Info(ctx(t), "stats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "total_commands_processed:"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("INFO stats has no total_commands_processed")
+	return 0
+}
+
+// TestContinuousIdleIsQuiet: with every item locked by someone else, a
+// continuous worker makes one pass per --idle-wait, not a busy loop.
+func TestContinuousIdleIsQuiet(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	items := []string{"a", "b", "c"}
+	s.seed(t, "idle:list", items...)
+	for _, item := range items {
+		s.Client.Set(ctx(t), "idle:lock:"+item, "someone-else", time.Hour)
+	}
+	p := startW8y(t, nil, "-u", s.URL, "-k", "idle", "-c", "true")
+
+	// Wait until the first pass has been made, then count commands over a
+	// window of several idle waits.
+	perPass := 1 + 2*len(items) // LLEN, then LMOVE and SET per item
+	base := s.commandsProcessed(t)
+	for s.commandsProcessed(t)-base < perPass {
+		select {
+		case <-p.done:
+			t.Fatalf("w8y exited: %s", p.wait(t).Stderr)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	const window = 3 * time.Second
+	before := s.commandsProcessed(t)
+	time.Sleep(window)                          // a measurement window, not a synchronisation
+	sent := s.commandsProcessed(t) - before - 1 // less our own INFO
+
+	// The idle wait is 1s ±25%, so at most window/0.75s passes, plus one
+	// that straddles the window's start.
+	maxPasses := int(window/(750*time.Millisecond)) + 1
+	if sent > maxPasses*perPass || sent < perPass {
+		t.Errorf("%d commands in %s while idle; want between %d and %d (%d per pass)", sent, window, perPass, maxPasses*perPass, perPass)
+	}
+	t.Logf("idle: %d commands in %s (%.1f/s)", sent, window, float64(sent)/window.Seconds())
+
+	p.signal(t, syscall.SIGTERM)
+	if r := p.wait(t); r.Code != 0 {
+		t.Errorf("exit %d after SIGTERM, want 0; stderr:\n%s", r.Code, r.Stderr)
+	}
+	// SIGTERM may land mid-pass, so the list may be rotated, but it holds
+	// the same items.
+	got := s.list(t, "idle:list")
+	slices.Sort(got)
+	if !slices.Equal(got, items) {
+		t.Errorf("list holds %q, want %q", got, items)
+	}
+	for _, item := range items {
+		if v, _ := s.Client.Get(ctx(t), "idle:lock:"+item).Result(); v != "someone-else" {
+			t.Errorf("someone else's lock on %q is now %q", item, v)
+		}
+	}
+}
+
+// TestContinuousRidesOutRedisOutage: a continuous worker started while Redis
+// is down keeps retrying, and processes items once Redis is up; a Redis
+// restart while it idles does not end it either.
+func TestContinuousRidesOutRedisOutage(t *testing.T) {
+	t.Parallel()
+	port := freePort(t)
+	url := fmt.Sprintf("redis://127.0.0.1:%d", port)
+	env := []string{fmt.Sprintf("REDIS_PORT=%d", port)}
+	// The child succeeds even when the test kills Redis before redis-cli has
+	// read its reply, which would otherwise end the worker with code 1.
+	p := startW8y(t, env, "-u", url, "-k", "out", "-c", "--idle-wait", "100ms", "sh", "-c", started+"; exit 0")
+
+	// w8y logs each failed attempt; wait for two, proving it retries.
+	deadline := time.Now().Add(testTimeout)
+	for strings.Count(p.stderrSoFar(), "retrying after backoff") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no retries logged:\n%s", p.stderrSoFar())
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("w8y exited while Redis was down: %+v", p.wait(t))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+
+	s := startRedisOn(t, port)
+	s.seed(t, "out:list", "a")
+	if got := s.popStarted(t); got != "a" {
+		t.Errorf("started %q, want a", got)
+	}
+
+	// Restart Redis under the worker, then give it work again.
+	s.stop()
+	s = startRedisOn(t, port)
+	s.seed(t, "out:list", "b")
+	if got := s.popStarted(t); got != "b" {
+		t.Errorf("after the restart, started %q, want b", got)
+	}
+
+	p.signal(t, syscall.SIGTERM)
+	if r := p.wait(t); r.Code != 0 {
+		t.Errorf("exit %d after SIGTERM, want 0; stderr:\n%s", r.Code, r.Stderr)
+	}
+}
+
+// TestContinuousStopsOnWrongKeyType: a wrong key type is not a hiccup, so
+// even a continuous worker exits 125 at once.
+func TestContinuousStopsOnWrongKeyType(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.Client.HSet(ctx(t), "typed:list", "field", "value")
+	r := runW8y(t, nil, "-u", s.URL, "-k", "typed", "-c", "-q", "true")
+	if r.Code != 125 {
+		t.Errorf("exit %d, want 125", r.Code)
+	}
+	oneLine(t, r.Stderr, "WRONGTYPE")
+}

@@ -1,0 +1,351 @@
+// Package integration_test runs the built w8y binary against real
+// redis-server processes that the tests start on free loopback ports.
+package integration_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// binary is the w8y built once for all tests, with the race detector, so
+// that data races in w8y itself fail the tests too.
+var binary string
+
+func TestMain(m *testing.M) {
+	os.Exit(buildAndRun(m))
+}
+
+func buildAndRun(m *testing.M) int {
+	for _, tool := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			fmt.Fprintf(os.Stderr, "integration tests need %s: run scripts/ensure-redis.sh (make test does)\n", tool)
+			return 1
+		}
+	}
+	dir, err := os.MkdirTemp("", "w8y-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "w8y")
+	build := exec.Command("go", "build", "-race", "-o", binary, ".")
+	build.Dir = ".."
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build w8y:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// testTimeout bounds every wait in these tests, so a broken w8y fails a test
+// instead of hanging the suite.
+const testTimeout = 30 * time.Second
+
+// server is a redis-server owned by one test.
+type server struct {
+	Port   int
+	URL    string
+	Client *redis.Client
+	cmd    *exec.Cmd
+	dir    string
+}
+
+// freePort asks the kernel for a free loopback port.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startRedis starts a throwaway redis-server on a free loopback port, waits
+// until it answers and stops it when the test ends. extra are more
+// redis-server arguments.
+func startRedis(t *testing.T, extra ...string) *server {
+	t.Helper()
+	return startRedisOn(t, freePort(t), extra...)
+}
+
+// startRedisOn is startRedis on a given port.
+func startRedisOn(t *testing.T, port int, extra ...string) *server {
+	t.Helper()
+	s := &server{Port: port, URL: fmt.Sprintf("redis://127.0.0.1:%d", port), dir: t.TempDir()}
+	args := append([]string{
+		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log"),
+	}, extra...)
+	s.cmd = exec.Command("redis-server", args...)
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	t.Cleanup(s.stop)
+	opt := &redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), MaxRetries: -1}
+	if i := slices.Index(extra, "--requirepass"); i >= 0 {
+		opt.Password = extra[i+1]
+	}
+	s.Client = redis.NewClient(opt)
+	t.Cleanup(func() { s.Client.Close() })
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Client.Ping(context.Background()).Err() != nil {
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+			t.Fatalf("redis-server on port %d never answered:\n%s", port, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return s
+}
+
+// stop ends the server and waits for it.
+func (s *server) stop() {
+	if s.cmd.ProcessState != nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+}
+
+// ctx returns a context bounded by testTimeout.
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	return c
+}
+
+// seed replaces key with a list of items.
+func (s *server) seed(t *testing.T, key string, items ...string) {
+	t.Helper()
+	c := ctx(t)
+	if err := s.Client.Del(c, key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(items) > 0 {
+		if err := s.Client.RPush(c, key, toAny(items)...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// list returns the whole list at key.
+func (s *server) list(t *testing.T, key string) []string {
+	t.Helper()
+	items, err := s.Client.LRange(ctx(t), key, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return items
+}
+
+// keys returns the keys matching pattern, sorted.
+func (s *server) keys(t *testing.T, pattern string) []string {
+	t.Helper()
+	keys, err := s.Client.Keys(ctx(t), pattern).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// noLocks fails the test if any lock under prefix is left.
+func (s *server) noLocks(t *testing.T, prefix string) {
+	t.Helper()
+	if locks := s.keys(t, prefix+":lock:*"); len(locks) != 0 {
+		t.Errorf("locks left behind: %q", locks)
+	}
+}
+
+// popStarted waits until a child has reported its start by pushing to the
+// list "started" and returns what it pushed.
+func (s *server) popStarted(t *testing.T) string {
+	t.Helper()
+	got, err := s.Client.BLPop(ctx(t), testTimeout, "started").Result()
+	if err != nil {
+		t.Fatalf("no child reported its start: %v", err)
+	}
+	return got[1]
+}
+
+func toAny(items []string) []any {
+	out := make([]any, len(items))
+	for i, item := range items {
+		out[i] = item
+	}
+	return out
+}
+
+// result is how a w8y run ended.
+type result struct {
+	Code   int
+	Stdout string
+	Stderr string
+}
+
+// proc is a w8y process running in the background.
+type proc struct {
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	stderr syncBuffer
+	done   chan struct{}
+}
+
+// syncBuffer is a bytes.Buffer that a test may read while w8y writes to it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// stderrSoFar is what w8y has written to stderr until now.
+func (p *proc) stderrSoFar() string { return p.stderr.String() }
+
+// startW8y starts w8y with args and env (added to a minimal environment).
+func startW8y(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(binary, args...), done: make(chan struct{})}
+	// The race detector sleeps a second at exit unless told not to; a race
+	// still makes w8y exit 66, which fails the test's exit code check.
+	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "GORACE=atexit_sleep_ms=0"}, env...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	// A process that w8y failed to stop would hold the output pipes open and
+	// make Wait hang; the test fails on it elsewhere, so don't hang here.
+	p.cmd.WaitDelay = 5 * time.Second
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start w8y: %v", err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			p.kill()
+		}
+		if t.Failed() {
+			t.Logf("w8y %q wrote on stderr:\n%s", args, p.stderr.String())
+		}
+	})
+	return p
+}
+
+// wait waits for w8y to exit and returns how it ended.
+func (p *proc) wait(t *testing.T) result {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(testTimeout):
+		p.kill()
+		t.Fatalf("w8y did not exit within %s; stderr:\n%s", testTimeout, p.stderr.String())
+	}
+	return result{Code: p.cmd.ProcessState.ExitCode(), Stdout: p.stdout.String(), Stderr: p.stderr.String()}
+}
+
+// kill ends a w8y that a failing test left running, and the process groups
+// of its children, which w8y can no longer stop.
+func (p *proc) kill() {
+	for _, child := range childrenOf(p.cmd.Process.Pid) {
+		_ = syscall.Kill(-child, syscall.SIGKILL)
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// childrenOf lists the pids whose parent is pid.
+func childrenOf(pid int) []int {
+	var children []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(stat, ')')
+		fields := strings.Fields(string(stat[i+1:]))
+		if len(fields) >= 2 && fields[1] == strconv.Itoa(pid) {
+			if child, err := strconv.Atoi(e.Name()); err == nil {
+				children = append(children, child)
+			}
+		}
+	}
+	return children
+}
+
+// signal sends sig to w8y.
+func (p *proc) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal w8y: %v", err)
+	}
+}
+
+// runW8y runs w8y to completion.
+func runW8y(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	return startW8y(t, env, args...).wait(t)
+}
+
+// oneLine checks that stderr is exactly one line starting "w8y: " and
+// containing want.
+func oneLine(t *testing.T, stderr, want string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "w8y: ") || !strings.Contains(lines[0], want) {
+		t.Errorf("stderr is not one line containing %q:\n%s", want, stderr)
+	}
+}
+
+// processGone waits until pid no longer runs (gone, or a zombie waiting for
+// a parent that is not this test) and fails the test if it still runs.
+func processGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		// The state follows the command name in parentheses.
+		if i := bytes.LastIndexByte(stat, ')'); err == nil && i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still runs: %s", pid, stat)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

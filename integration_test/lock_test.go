@@ -1,0 +1,121 @@
+package integration_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLockLostStopsTheChild changes or deletes the lock from outside while a
+// child runs: w8y stops the child's whole group, leaves the other holder's
+// lock alone and exits 122.
+func TestLockLostStopsTheChild(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		tamper func(s *server, key string) error
+		after  string // the lock's value afterwards; "" for none
+	}{
+		{"deleted", func(s *server, key string) error { return s.Client.Del(ctx(t), key).Err() }, ""},
+		{"overwritten", func(s *server, key string) error { return s.Client.Set(ctx(t), key, "intruder", 0).Err() }, "intruder"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := startRedis(t)
+			s.seed(t, "lost:list", "a", "b")
+			p, _, grandchild := startGroupChild(t, s, "-u", s.URL, "-k", "lost", "-x", "600ms")
+			if err := tt.tamper(s, "lost:lock:a"); err != nil {
+				t.Fatal(err)
+			}
+			r := p.wait(t)
+			if r.Code != 122 {
+				t.Errorf("exit %d, want 122; stderr:\n%s", r.Code, r.Stderr)
+			}
+			if !strings.Contains(r.Stderr, "lock lost") {
+				t.Errorf("no log of the lost lock:\n%s", r.Stderr)
+			}
+			processGone(t, grandchild)
+			got, _ := s.Client.Get(ctx(t), "lost:lock:a").Result()
+			if got != tt.after {
+				t.Errorf("lock value afterwards %q, want %q", got, tt.after)
+			}
+			if got := s.list(t, "lost:list"); !slices.Equal(got, []string{"b", "a"}) {
+				t.Errorf("list %q", got)
+			}
+		})
+	}
+}
+
+// TestLockIsRefreshed runs a child for several lock expiries: the lock stays
+// ours throughout, and the child's exit code comes through.
+func TestLockIsRefreshed(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "long:list", "a")
+	// The child waits on Redis for the test, which first watches the lock
+	// outlive three expiries.
+	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "long", "-x", "1s"},
+		report(":", `redis-cli -p "$REDIS_PORT" blpop gate 30 >/dev/null; exit 5`)...)...)
+	s.popStarted(t)
+	token, err := s.Client.Get(ctx(t), "long:lock:a").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait for three refreshes by watching the lock's TTL rise: each PEXPIRE
+	// resets it to 1s, so a rise means a refresh.
+	refreshes, last := 0, int64(1<<62)
+	for refreshes < 3 {
+		ttl, err := s.Client.PTTL(ctx(t), "long:lock:a").Result()
+		if err != nil || ttl <= 0 {
+			t.Fatalf("the lock expired or vanished (TTL %s, %v) while its child ran", ttl, err)
+		}
+		if ttl.Milliseconds() > last {
+			refreshes++
+		}
+		last = ttl.Milliseconds()
+		if v, _ := s.Client.Get(ctx(t), "long:lock:a").Result(); v != token {
+			t.Fatalf("lock value changed to %q", v)
+		}
+	}
+	s.Client.RPush(ctx(t), "gate", "go")
+	if r := p.wait(t); r.Code != 5 {
+		t.Errorf("exit %d, want 5; stderr:\n%s", r.Code, r.Stderr)
+	}
+	s.noLocks(t, "long")
+}
+
+// TestLockLostWhenRedisStalls pauses Redis' writes while a child runs, so
+// refreshes cannot get through: w8y stops the child's group before the lease
+// could run out, without waiting for Redis, and exits 122.
+func TestLockLostWhenRedisStalls(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "stall:list", "a")
+	const ttl = 3 * time.Second
+	p, _, grandchild := startGroupChild(t, s, "-u", s.URL, "-k", "stall", "-x", ttl.String())
+
+	// Refreshes are scripts, which a WRITE pause holds back.
+	pausedAt := time.Now()
+	if err := s.Client.Do(ctx(t), "CLIENT", "PAUSE", 20_000, "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	processGone(t, grandchild)
+	// The last refresh was sent before the pause, so the lease ends no later
+	// than pausedAt+ttl: the child must be gone before then.
+	if gone := time.Since(pausedAt); gone >= ttl {
+		t.Errorf("the child ran %s into the pause, past the %s lease", gone, ttl)
+	}
+	if err := s.Client.Do(ctx(t), "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := p.wait(t)
+	if r.Code != 122 {
+		t.Errorf("exit %d, want 122; stderr:\n%s", r.Code, r.Stderr)
+	}
+	if !strings.Contains(r.Stderr, "before its lease ran out") {
+		t.Errorf("no log of the failing refreshes:\n%s", r.Stderr)
+	}
+	s.noLocks(t, "stall")
+}

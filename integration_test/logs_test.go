@@ -1,0 +1,103 @@
+package integration_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestJSONLogs: --log-format json writes one JSON object per line, with an
+// event for the start and the end of the item.
+func TestJSONLogs(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "json:list", "a")
+	r := runW8y(t, nil, "-u", s.URL, "-k", "json", "--log-format", "json", "sh", "-c", "exit 3")
+	if r.Code != 3 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	events := map[string]map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(r.Stderr), "\n") {
+		var event map[string]any
+		if err := json.Unmarshal([]byte(line), &event); err != nil {
+			t.Fatalf("not JSON: %q: %v", line, err)
+		}
+		events[event["message"].(string)] = event
+	}
+	startedEv, finished := events["item started"], events["item finished"]
+	if startedEv == nil || finished == nil {
+		t.Fatalf("missing start or finish event:\n%s", r.Stderr)
+	}
+	for _, ev := range []map[string]any{startedEv, finished} {
+		if ev["item"] != "a" || ev["lock_key"] != "json:lock:a" || ev["pid"] == nil || ev["time"] == nil {
+			t.Errorf("event lacks item, lock_key, pid or time: %v", ev)
+		}
+	}
+	if holder, _ := startedEv["holder"].(string); strings.Count(holder, ":") != 2 {
+		t.Errorf("start event's holder %q is not host:pid:random", holder)
+	}
+	if finished["exit_code"] != 3.0 || finished["duration_s"] == nil {
+		t.Errorf("finish event lacks exit_code 3 or duration_s: %v", finished)
+	}
+}
+
+// TestQuietAndLogFile: --quiet leaves stderr to the child alone, and
+// --log-file appends w8y's logs to the file across runs.
+func TestQuietAndLogFile(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "quiet:list", "a", "b")
+	r := runW8y(t, nil, "-u", s.URL, "-k", "quiet", "-q", "sh", "-c", "echo child-out; echo child-err >&2")
+	if r.Code != 0 || r.Stdout != "child-out\n" || r.Stderr != "child-err\n" {
+		t.Errorf("-q: exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
+	}
+
+	logFile := filepath.Join(t.TempDir(), "w8y.log")
+	for range 2 {
+		r = runW8y(t, nil, "-u", s.URL, "-k", "quiet", "-f", logFile, "-t", "true")
+		if r.Code != 0 || r.Stderr != "" {
+			t.Errorf("-f: exit %d, stderr %q", r.Code, r.Stderr)
+		}
+	}
+	data, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), "item finished"); n != 2 {
+		t.Errorf("log file has %d finish events, want 2 (appended):\n%s", n, data)
+	}
+}
+
+// TestPasswords: a password in the URL works, and a wrong one fails with
+// 125 and a line that names the cause but never the password.
+func TestPasswords(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t, "--requirepass", "right-horse-battery")
+	s.seed(t, "auth:list", "a")
+
+	r := runW8y(t, nil, "-u", "redis://:right-horse-battery@127.0.0.1:"+itoa(s.Port), "-k", "auth", "-q", "echo", "{}")
+	if r.Code != 0 || r.Stdout != "a\n" {
+		t.Errorf("right password: exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
+	}
+	for _, url := range []string{
+		"redis://:wrong-staple-secret@127.0.0.1:" + itoa(s.Port),
+		"redis://127.0.0.1:" + itoa(s.Port),
+	} {
+		r = runW8y(t, nil, "-u", url, "-k", "auth", "--log-format", "json", "echo", "{}")
+		if r.Code != 125 {
+			t.Errorf("%s: exit %d, want 125", url, r.Code)
+		}
+		lastLine := r.Stderr[strings.LastIndex(strings.TrimRight(r.Stderr, "\n"), "\n")+1:]
+		if !strings.HasPrefix(lastLine, "w8y: ") || !(strings.Contains(lastLine, "WRONGPASS") || strings.Contains(lastLine, "NOAUTH")) {
+			t.Errorf("%s: last stderr line %q does not name the cause", url, lastLine)
+		}
+		if strings.Contains(r.Stderr, "staple") || strings.Contains(r.Stderr, "horse") {
+			t.Errorf("a password leaked:\n%s", r.Stderr)
+		}
+	}
+	if got := s.list(t, "auth:list"); len(got) != 1 {
+		t.Errorf("list %q", got)
+	}
+}

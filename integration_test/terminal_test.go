@@ -1,0 +1,79 @@
+package integration_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runInTerminal runs w8y with args under script(1), which gives it a
+// pseudo-terminal as its controlling terminal with w8y in the foreground, as
+// in an interactive shell. typeKeys is called once the child has started, with
+// a writer to the terminal's keyboard.
+func runInTerminal(t *testing.T, s *server, child string, typeKeys func(keyboard io.Writer)) (int, string) {
+	t.Helper()
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatal("this test needs script(1) from util-linux (Debian's bsdutils)")
+	}
+	command := fmt.Sprintf("%s -q -u %s -k tty sh -c '%s'", binary, s.URL, child)
+	cmd := exec.Command("script", "-qec", command, "/dev/null")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("REDIS_PORT=%d", s.Port), "GORACE=atexit_sleep_ms=0")
+	keyboard, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var screen bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &screen, &screen
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer keyboard.Close()
+
+	s.popStarted(t)
+	typeKeys(keyboard)
+	select {
+	case <-done:
+	case <-time.After(testTimeout):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("w8y in a terminal did not finish; the screen shows:\n%s", screen.String())
+	}
+	return cmd.ProcessState.ExitCode(), screen.String()
+}
+
+// TestTerminalReadsReachTheChild: a child that reads the terminal gets what
+// is typed, instead of being stopped for reading from a background group.
+func TestTerminalReadsReachTheChild(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "tty:list", "a")
+	code, screen := runInTerminal(t, s, started+`; read line; echo "got $line for $W8Y_ITEM"`, func(keyboard io.Writer) {
+		io.WriteString(keyboard, "hello\n")
+	})
+	if code != 0 || !strings.Contains(screen, "got hello for a") {
+		t.Errorf("exit %d; the screen shows:\n%s", code, screen)
+	}
+	s.noLocks(t, "tty")
+}
+
+// TestTerminalCtrlCReachesTheChild: Ctrl-C interrupts the child's group,
+// and w8y exits with the child's status, 130.
+func TestTerminalCtrlCReachesTheChild(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "tty:list", "a")
+	code, screen := runInTerminal(t, s, started+`; sleep 1000`, func(keyboard io.Writer) {
+		io.WriteString(keyboard, "\x03")
+	})
+	if code != 130 {
+		t.Errorf("exit %d, want 130; the screen shows:\n%s", code, screen)
+	}
+	s.noLocks(t, "tty")
+}

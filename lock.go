@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+)
+
+// ErrLockLost is reported when a held lock no longer carries our token, or
+// could not be refreshed before its lease was about to run out.
+var ErrLockLost = errors.New("lock lost")
+
+var (
+	//go:embed refresh.lua
+	refreshSource string
+	//go:embed release.lua
+	releaseSource string
+
+	refreshScript = redis.NewScript(refreshSource)
+	releaseScript = redis.NewScript(releaseSource)
+)
+
+// Lock is an item's lock that this run holds in Redis: the key's value is
+// Token, and the key expires TTL after it was last set or refreshed.
+type Lock struct {
+	Key   string
+	Token string
+	TTL   time.Duration
+
+	client redis.Scripter
+	// expires is the earliest moment the server may expire the key: when the
+	// command that last set its expiry was sent, plus TTL. The server applies
+	// TTL when it receives the command, which is never earlier.
+	expires time.Time
+}
+
+// newToken returns a lock value unique to this run that tells an operator who
+// holds a lock: "host:pid:random".
+func newToken() (string, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	random := make([]byte, 6)
+	if _, err := rand.Read(random); err != nil {
+		return "", fmt.Errorf("make lock token: %w", err)
+	}
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(random)), nil
+}
+
+// Refresh extends the lock to TTL from now if it still holds our token. It
+// returns ErrLockLost if the key is gone or holds another value.
+func (l *Lock) Refresh(ctx context.Context) error {
+	sent := time.Now()
+	n, err := refreshScript.Run(ctx, l.client, []string{l.Key}, l.Token, l.TTL.Milliseconds()).Int()
+	if err != nil {
+		return redisError("refresh lock "+quoteKey(l.Key), err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %s no longer holds our token", ErrLockLost, quoteKey(l.Key))
+	}
+	l.expires = sent.Add(l.TTL)
+	return nil
+}
+
+// Release deletes the lock if it still holds our token, and reports whether
+// it did. A lock that someone else holds now is left alone.
+func (l *Lock) Release(ctx context.Context) (bool, error) {
+	n, err := releaseScript.Run(ctx, l.client, []string{l.Key}, l.Token).Int()
+	if err != nil {
+		return false, redisError("release lock "+quoteKey(l.Key), err)
+	}
+	return n == 1, nil
+}
+
+// lease keeps a Lock alive in the background until stopped, and reports on
+// Lost if it could not.
+type lease struct {
+	lost   chan error
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// keepAlive starts refreshing l about every TTL/3. If the lock stops holding
+// our token, or refreshes keep failing until less than giveUp is left of the
+// lease, it sends ErrLockLost on Lost and stops: giveUp is the time the caller
+// needs to stop the child before the server could hand the item to another.
+func (l *Lock) keepAlive(ctx context.Context, giveUp time.Duration, log zerolog.Logger) *lease {
+	ctx, cancel := context.WithCancel(ctx)
+	k := &lease{lost: make(chan error, 1), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(k.done)
+		if err := l.hold(ctx, giveUp, log); err != nil && ctx.Err() == nil {
+			k.lost <- err
+		}
+	}()
+	return k
+}
+
+// Lost delivers at most one error, ErrLockLost wrapped with its cause.
+func (k *lease) Lost() <-chan error { return k.lost }
+
+// Stop ends the refreshing and waits for it to finish.
+func (k *lease) Stop() {
+	k.cancel()
+	<-k.done
+}
+
+// hold runs the refresh loop until ctx is done or the lock is lost.
+func (l *Lock) hold(ctx context.Context, giveUp time.Duration, log zerolog.Logger) error {
+	period := l.TTL / 3
+	// A failed refresh is retried a few times within one period, so a single
+	// dropped packet costs nothing.
+	retry := max(l.TTL/15, 10*time.Millisecond)
+	timer := time.NewTimer(period)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+		}
+		deadline := l.expires.Add(-giveUp)
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("%w: could not refresh %s before its lease ran out", ErrLockLost, quoteKey(l.Key))
+		}
+		// No refresh may run past the moment the child must be stopped.
+		callCtx, cancel := context.WithDeadline(ctx, deadline)
+		err := l.Refresh(callCtx)
+		cancel()
+		switch {
+		case err == nil:
+			timer.Reset(period)
+		case errors.Is(err, ErrLockLost):
+			return err
+		case ctx.Err() != nil:
+			return ctx.Err()
+		default:
+			log.Warn().Err(err).Str("lock_key", l.Key).Msg("lock refresh failed; retrying")
+			timer.Reset(min(retry, max(time.Until(deadline), 0)))
+		}
+	}
+}
+
+// quoteKey quotes a key for messages, so odd bytes in items stay visible.
+func quoteKey(key string) string { return fmt.Sprintf("%q", key) }

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+)
+
+// newLogger builds w8y's logger from the options: console lines on stderr by
+// default, JSON with --log-format json, appended to --log-file if given. With
+// --quiet and no --log-file it logs nothing. The returned close function
+// closes the log file, if any.
+func newLogger(opts *Options, stderr io.Writer) (zerolog.Logger, func() error, error) {
+	closeLog := func() error { return nil }
+	out := stderr
+	switch {
+	case opts.LogFile != "":
+		f, err := os.OpenFile(opts.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return zerolog.Nop(), closeLog, fmt.Errorf("open log file: %w", err)
+		}
+		out, closeLog = f, f.Close
+	case opts.Quiet:
+		return zerolog.Nop(), closeLog, nil
+	}
+	colour := isTerminal(out)
+	// The refresher and the signal router log from their own goroutines.
+	out = zerolog.SyncWriter(out)
+	if opts.LogFormat == "console" {
+		cw := zerolog.ConsoleWriter{Out: out, NoColor: !colour, TimeFormat: time.RFC3339}
+		if opts.NoLogTimestamps {
+			cw.PartsExclude = []string{zerolog.TimestampFieldName}
+		}
+		out = cw
+	}
+	level, err := zerolog.ParseLevel(opts.LogLevel)
+	if err != nil {
+		return zerolog.Nop(), closeLog, usageError("invalid --log-level %q", opts.LogLevel)
+	}
+	ctx := zerolog.New(out).Level(level).With()
+	if !opts.NoLogTimestamps {
+		ctx = ctx.Timestamp()
+	}
+	return ctx.Logger(), closeLog, nil
+}
+
+// isTerminal reports whether w is a terminal, where colour helps. go-isatty
+// is in the build anyway, through zerolog's console writer.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
+}

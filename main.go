@@ -1,0 +1,133 @@
+// Command w8y runs an executable on one item of a circular Redis list at a
+// time, holding the item's lock while the executable runs.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+)
+
+// version is stamped at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes of w8y's own making. Otherwise w8y exits with the child's code.
+const (
+	// exitOK: the child succeeded, nothing was eligible, or --continuous drained.
+	exitOK = 0
+	// exitLockLost: the lock was lost while the child ran, and the child was
+	// stopped. 122 is unused by shells and by timeout(1).
+	exitLockLost = 122
+	// exitFailure: w8y itself failed (options, URL, Redis), as env(1) and
+	// timeout(1) use 125.
+	exitFailure = 125
+	// exitNotExecutable: the executable exists but cannot be run, as in shells.
+	exitNotExecutable = 126
+	// exitNotFound: the executable does not exist, as in shells.
+	exitNotFound = 127
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is w8y from parsed arguments to exit code. It is the only place that
+// turns errors into exit codes and the one line on stderr that explains them.
+func run(args []string, stdout, stderr io.Writer) int {
+	opts, err := parseOptions(args, stdout)
+	if errors.Is(err, errHelp) {
+		return exitOK
+	}
+	if err != nil {
+		return fail(stderr, err)
+	}
+	log, closeLog, err := newLogger(opts, stderr)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer closeLog()
+
+	code, err := serve(opts, log)
+	if err != nil {
+		if opts.LogFile != "" {
+			log.Error().Err(err).Msg("w8y failed")
+		}
+		return fail(stderr, err)
+	}
+	return code
+}
+
+// fail prints err as one line on stderr and returns its exit code.
+func fail(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "w8y: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+	return exitCode(err)
+}
+
+// exitCode maps an error from w8y to its documented exit code.
+func exitCode(err error) int {
+	switch {
+	case errors.Is(err, ErrLockLost):
+		return exitLockLost
+	case errors.Is(err, ErrNotExecutable):
+		return exitNotExecutable
+	case errors.Is(err, ErrNotFound):
+		return exitNotFound
+	default:
+		return exitFailure
+	}
+}
+
+// serve sets up Redis, signals and the terminal, then runs the worker.
+func serve(opts *Options, log zerolog.Logger) (int, error) {
+	command, err := resolveCommand(opts.Command, opts.EnvVar, os.Environ())
+	if err != nil {
+		return 0, err
+	}
+	// go-redis logs through a process-wide logger, and only w8y's own
+	// logger may write to stderr.
+	redis.SetLogger(redisLog{log: log})
+	client, err := newRedisClient(opts.RedisURL)
+	if err != nil {
+		return 0, err
+	}
+	defer client.Close()
+	token, err := newToken()
+	if err != nil {
+		return 0, err
+	}
+	if opts.KeyPrefix == "" {
+		log.Warn().Msg("no --key-prefix: using the keys 'list' and 'lock:<item>' at the top of the database")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, len(forwardedSignals))
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+	router := newSignalRouter(log)
+	routed := router.route(sigs, ctx.Done())
+	defer func() {
+		cancel()
+		<-routed
+	}()
+
+	keys := Keys{Prefix: opts.KeyPrefix}
+	w := &worker{
+		opts:    opts,
+		rotator: &Rotator{Client: client, Keys: keys, Token: token, TTL: time.Duration(opts.KeyExpiry), Log: log},
+		command: command,
+		router:  router,
+		term:    stdinTerminal(),
+		log:     log,
+	}
+	log.Debug().Str("list", keys.List()).Str("holder", token).Bool("continuous", opts.Continuous).Msg("w8y starting")
+	return w.run(ctx)
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	flags "github.com/jessevdk/go-flags"
+)
+
+// Options holds everything w8y can be told on its command line or through
+// W8Y_* environment variables. A flag on the command line beats the variable.
+type Options struct {
+	RedisURL        string   `short:"u" long:"redis-url" env:"W8Y_REDIS_URL" default:"redis://localhost:6379" value-name:"URL" description:"Redis URL to connect to: redis://[user:password@]host:port[/db]"`
+	KeyPrefix       string   `short:"k" long:"key-prefix" env:"W8Y_KEY_PREFIX" value-name:"PREFIX" description:"Prefix for all keys, forced to end in ':'; the list is <prefix>list, locks are <prefix>lock:<item>"`
+	KeyExpiry       Duration `short:"x" long:"key-expiry" env:"W8Y_KEY_EXPIRY" default:"5" value-name:"EXPIRY" description:"Lock expiry: seconds, or a Go duration such as 1500ms; the lock is refreshed about every third of it"`
+	EnvVar          string   `short:"e" long:"env-var" env:"W8Y_ENV_VAR" value-name:"NAME" description:"Environment variable to set to the work item, besides W8Y_ITEM"`
+	Continuous      bool     `short:"c" long:"continuous" env:"W8Y_CONTINUOUS" description:"Keep taking items until stopped, instead of running one item"`
+	ExitCodes       []int    `short:"i" long:"exit-codes" env:"W8Y_EXIT_CODES" env-delim:"," default:"0" value-name:"CODE" description:"Child exit code that lets --continuous go on to the next item (repeatable)"`
+	Quiet           bool     `short:"q" long:"quiet" env:"W8Y_QUIET" description:"Silence w8y's own logs, leaving the child's stdout and stderr alone"`
+	LogFile         string   `short:"f" long:"log-file" env:"W8Y_LOG_FILE" value-name:"PATH" description:"Append w8y's logs to this file instead of stderr"`
+	NoLogTimestamps bool     `short:"t" long:"no-log-timestamps" env:"W8Y_NO_LOG_TIMESTAMPS" description:"Leave timestamps out of log lines"`
+	LogFormat       string   `long:"log-format" env:"W8Y_LOG_FORMAT" default:"console" choice:"console" choice:"json" description:"Log format"`
+	LogLevel        string   `long:"log-level" env:"W8Y_LOG_LEVEL" default:"info" choice:"debug" choice:"info" choice:"warn" choice:"error" description:"Least severe log level written"`
+	KillAfter       Duration `long:"kill-after" env:"W8Y_KILL_AFTER" default:"10s" value-name:"DURATION" description:"Grace between SIGTERM and SIGKILL when w8y stops a child's group itself (lock lost, processes left behind), capped at a third of --key-expiry so the group is gone before the lock could expire"`
+	NoWorkExitCode  int      `long:"no-work-exit-code" env:"W8Y_NO_WORK_EXIT_CODE" default:"0" value-name:"CODE" description:"Exit code when no item could be taken"`
+	IdleWait        Duration `long:"idle-wait" env:"W8Y_IDLE_WAIT" default:"1s" value-name:"DURATION" description:"With --continuous, the pause (with jitter) after a pass that found nothing"`
+	Version         bool     `long:"version" description:"Print the version and exit"`
+
+	// Command is the executable followed by its arguments.
+	Command []string `no-flag:"true"`
+}
+
+// Duration is a flag value given in seconds ("5", "0.5") or as a Go
+// duration ("1500ms"). Plain numbers are seconds because the first w8y took
+// --key-expiry in whole seconds.
+type Duration time.Duration
+
+// UnmarshalFlag implements flags.Unmarshaler.
+func (d *Duration) UnmarshalFlag(value string) error {
+	if secs, err := strconv.ParseFloat(value, 64); err == nil {
+		*d = Duration(secs * float64(time.Second))
+		return nil
+	}
+	parsed, err := time.ParseDuration(value)
+	if err != nil {
+		return fmt.Errorf("%q is neither seconds nor a duration such as 1500ms", value)
+	}
+	*d = Duration(parsed)
+	return nil
+}
+
+// MarshalFlag implements flags.Marshaler, so --help shows defaults readably.
+func (d Duration) MarshalFlag() (string, error) { return time.Duration(d).String(), nil }
+
+// minKeyExpiry is the shortest lock expiry accepted: below it, a refresh every
+// third of the expiry would compete with ordinary network latency.
+const minKeyExpiry = 100 * time.Millisecond
+
+// minIdleWait is the shortest --idle-wait accepted, so that an idle
+// --continuous worker can never spin on Redis.
+const minIdleWait = 10 * time.Millisecond
+
+// errUsage marks a problem with the command line or environment options.
+var errUsage = errors.New("usage")
+
+// usageErr is an errUsage whose message needs no "usage" prefix.
+type usageErr struct{ msg string }
+
+func (e usageErr) Error() string        { return e.msg }
+func (e usageErr) Is(target error) bool { return target == errUsage }
+
+// usageError returns an errUsage with a formatted message.
+func usageError(format string, args ...any) error {
+	return usageErr{msg: fmt.Sprintf(format, args...)}
+}
+
+// errHelp is returned by parseOptions after --help or --version was served.
+var errHelp = errors.New("help shown")
+
+// parseOptions reads options from args and the W8Y_* environment. Parsing
+// stops at the first argument that is not an option (the executable), so the
+// executable's own flags reach it untouched; "--" works too. Help and version
+// output go to stdout, and errHelp reports that nothing else should run.
+func parseOptions(args []string, stdout io.Writer) (*Options, error) {
+	var opts Options
+	parser := flags.NewParser(&opts, flags.HelpFlag|flags.PassDoubleDash|flags.PassAfterNonOption)
+	parser.Name = "w8y"
+	parser.Usage = "[OPTIONS] [--] executable [args...]"
+	rest, err := parser.ParseArgs(args)
+	if err != nil {
+		var ferr *flags.Error
+		if errors.As(err, &ferr) && ferr.Type == flags.ErrHelp {
+			parser.WriteHelp(stdout)
+			fmt.Fprint(stdout, helpFooter)
+			return nil, errHelp
+		}
+		return nil, usageError("%s (see w8y --help)", strings.ReplaceAll(err.Error(), "`", "'"))
+	}
+	if opts.Version {
+		fmt.Fprintf(stdout, "w8y %s\n", version)
+		return nil, errHelp
+	}
+	opts.Command = rest
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	return &opts, nil
+}
+
+// helpFooter follows the generated option list in --help.
+const helpFooter = `
+Arguments:
+  executable is run directly (no shell) with {} in any argument replaced by
+  the item; W8Y_ITEM and W8Y_LOCK_KEY are set in its environment.
+
+Exit codes:
+  N        the child's exit code
+  128+N    the child was killed by signal N
+  0        no item could be taken (see --no-work-exit-code), or --continuous drained after SIGTERM/SIGINT
+  122      the lock was lost while the child ran; the child was stopped
+  125      w8y itself failed: bad option, bad URL, Redis unreachable or erroring, wrong key type
+  126      the executable was found but cannot be run
+  127      the executable was not found
+`
+
+// validate checks the options that go-flags cannot check by itself. It
+// normalises KeyPrefix as a side effect.
+func (o *Options) validate() error {
+	if len(o.Command) == 0 {
+		return usageError("missing executable (usage: w8y [OPTIONS] [--] executable [args...])")
+	}
+	if o.Command[0] == "" {
+		return usageError("the executable name is empty")
+	}
+	if time.Duration(o.KeyExpiry) < minKeyExpiry {
+		return usageError("--key-expiry must be at least %s, got %s", minKeyExpiry, time.Duration(o.KeyExpiry))
+	}
+	if o.KillAfter < 0 {
+		return usageError("--kill-after must not be negative, got %s", time.Duration(o.KillAfter))
+	}
+	if time.Duration(o.IdleWait) < minIdleWait {
+		return usageError("--idle-wait must be at least %s, got %s", minIdleWait, time.Duration(o.IdleWait))
+	}
+	if o.NoWorkExitCode < 0 || o.NoWorkExitCode > 255 {
+		return usageError("--no-work-exit-code must be 0-255, got %d", o.NoWorkExitCode)
+	}
+	for _, code := range o.ExitCodes {
+		if code < 0 || code > 255 {
+			return usageError("--exit-codes must be 0-255, got %d", code)
+		}
+	}
+	if o.EnvVar != "" && (strings.ContainsAny(o.EnvVar, "=\x00") || o.EnvVar != strings.TrimSpace(o.EnvVar)) {
+		return usageError("--env-var %q is not a valid environment variable name", o.EnvVar)
+	}
+	o.KeyPrefix = normalizePrefix(o.KeyPrefix)
+	return nil
+}
+
+// normalizePrefix forces a non-empty prefix to end in ':', as the first w8y
+// did, so "-k work" and "-k work:" name the same keys.
+func normalizePrefix(prefix string) string {
+	if prefix == "" || strings.HasSuffix(prefix, ":") {
+		return prefix
+	}
+	return prefix + ":"
+}

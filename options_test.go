@@ -1,0 +1,192 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseOptions(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		check   func(t *testing.T, o *Options)
+		wantErr string
+	}{
+		{
+			name: "defaults",
+			args: []string{"echo", "{}"},
+			check: func(t *testing.T, o *Options) {
+				if o.RedisURL != "redis://localhost:6379" || o.KeyPrefix != "" || time.Duration(o.KeyExpiry) != 5*time.Second {
+					t.Errorf("defaults: url %q prefix %q expiry %s", o.RedisURL, o.KeyPrefix, time.Duration(o.KeyExpiry))
+				}
+				if !slices.Equal(o.ExitCodes, []int{0}) || o.NoWorkExitCode != 0 || time.Duration(o.IdleWait) != time.Second {
+					t.Errorf("defaults: exit codes %v, no-work %d, idle %s", o.ExitCodes, o.NoWorkExitCode, time.Duration(o.IdleWait))
+				}
+				if o.LogFormat != "console" || time.Duration(o.KillAfter) != 10*time.Second {
+					t.Errorf("defaults: log format %q kill-after %s", o.LogFormat, time.Duration(o.KillAfter))
+				}
+			},
+		},
+		{
+			name: "parsing stops at the executable",
+			args: []string{"-k", "work", "ls", "-l", "-k", "{}"},
+			check: func(t *testing.T, o *Options) {
+				if !slices.Equal(o.Command, []string{"ls", "-l", "-k", "{}"}) {
+					t.Errorf("command %q", o.Command)
+				}
+			},
+		},
+		{
+			name: "double dash",
+			args: []string{"-c", "--", "-weird-name", "--flag"},
+			check: func(t *testing.T, o *Options) {
+				if !o.Continuous || !slices.Equal(o.Command, []string{"-weird-name", "--flag"}) {
+					t.Errorf("continuous %v command %q", o.Continuous, o.Command)
+				}
+			},
+		},
+		{
+			name: "prefix forced to end in a colon",
+			args: []string{"-k", "work", "true"},
+			check: func(t *testing.T, o *Options) {
+				if o.KeyPrefix != "work:" {
+					t.Errorf("prefix %q", o.KeyPrefix)
+				}
+			},
+		},
+		{
+			name: "prefix with colon kept",
+			args: []string{"--key-prefix=a:b:", "true"},
+			check: func(t *testing.T, o *Options) {
+				if o.KeyPrefix != "a:b:" {
+					t.Errorf("prefix %q", o.KeyPrefix)
+				}
+			},
+		},
+		{
+			name: "expiry in seconds",
+			args: []string{"-x", "30", "true"},
+			check: func(t *testing.T, o *Options) {
+				if time.Duration(o.KeyExpiry) != 30*time.Second {
+					t.Errorf("expiry %s", time.Duration(o.KeyExpiry))
+				}
+			},
+		},
+		{
+			name: "expiry in fractional seconds",
+			args: []string{"-x", "0.5", "true"},
+			check: func(t *testing.T, o *Options) {
+				if time.Duration(o.KeyExpiry) != 500*time.Millisecond {
+					t.Errorf("expiry %s", time.Duration(o.KeyExpiry))
+				}
+			},
+		},
+		{
+			name: "expiry as a Go duration",
+			args: []string{"--key-expiry", "1500ms", "true"},
+			check: func(t *testing.T, o *Options) {
+				if time.Duration(o.KeyExpiry) != 1500*time.Millisecond {
+					t.Errorf("expiry %s", time.Duration(o.KeyExpiry))
+				}
+			},
+		},
+		{
+			name: "repeated exit codes replace the default",
+			args: []string{"-i", "3", "-i", "4", "true"},
+			check: func(t *testing.T, o *Options) {
+				if !slices.Equal(o.ExitCodes, []int{3, 4}) {
+					t.Errorf("exit codes %v", o.ExitCodes)
+				}
+			},
+		},
+		{
+			name: "options from the environment",
+			args: []string{"true"},
+			env: map[string]string{
+				"W8Y_REDIS_URL": "redis://example.invalid:1", "W8Y_KEY_PREFIX": "jobs", "W8Y_CONTINUOUS": "true",
+				"W8Y_EXIT_CODES": "0,3", "W8Y_KEY_EXPIRY": "2s", "W8Y_ENV_VAR": "ITEM", "W8Y_LOG_FORMAT": "json",
+				"W8Y_QUIET": "true", "W8Y_IDLE_WAIT": "250ms", "W8Y_NO_WORK_EXIT_CODE": "3",
+			},
+			check: func(t *testing.T, o *Options) {
+				if o.RedisURL != "redis://example.invalid:1" || o.KeyPrefix != "jobs:" || !o.Continuous || !o.Quiet {
+					t.Errorf("url %q prefix %q continuous %v quiet %v", o.RedisURL, o.KeyPrefix, o.Continuous, o.Quiet)
+				}
+				if !slices.Equal(o.ExitCodes, []int{0, 3}) || time.Duration(o.KeyExpiry) != 2*time.Second || o.EnvVar != "ITEM" {
+					t.Errorf("exit codes %v expiry %s env var %q", o.ExitCodes, time.Duration(o.KeyExpiry), o.EnvVar)
+				}
+				if o.LogFormat != "json" || time.Duration(o.IdleWait) != 250*time.Millisecond || o.NoWorkExitCode != 3 {
+					t.Errorf("log format %q idle %s no-work %d", o.LogFormat, time.Duration(o.IdleWait), o.NoWorkExitCode)
+				}
+			},
+		},
+		{
+			name: "a flag beats the environment",
+			args: []string{"-k", "flag", "true"},
+			env:  map[string]string{"W8Y_KEY_PREFIX": "env"},
+			check: func(t *testing.T, o *Options) {
+				if o.KeyPrefix != "flag:" {
+					t.Errorf("prefix %q", o.KeyPrefix)
+				}
+			},
+		},
+		{name: "unknown flag", args: []string{"--bogus", "true"}, wantErr: "unknown flag 'bogus'"},
+		{name: "missing executable", args: []string{"-k", "work"}, wantErr: "missing executable"},
+		{name: "empty executable", args: []string{""}, wantErr: "executable name is empty"},
+		{name: "zero expiry", args: []string{"-x", "0", "true"}, wantErr: "--key-expiry must be at least"},
+		{name: "negative expiry", args: []string{"-x", "-5", "true"}, wantErr: "--key-expiry must be at least"},
+		{name: "garbage expiry", args: []string{"-x", "soon", "true"}, wantErr: "neither seconds nor a duration"},
+		{name: "negative kill-after", args: []string{"--kill-after", "-1s", "true"}, wantErr: "--kill-after"},
+		{name: "idle wait that would spin", args: []string{"--idle-wait", "0", "true"}, wantErr: "--idle-wait"},
+		{name: "exit code out of range", args: []string{"-i", "256", "true"}, wantErr: "--exit-codes must be 0-255"},
+		{name: "no-work exit code out of range", args: []string{"--no-work-exit-code", "-1", "true"}, wantErr: "--no-work-exit-code"},
+		{name: "bad log format", args: []string{"--log-format", "xml", "true"}, wantErr: "xml"},
+		{name: "bad env var name", args: []string{"-e", "A=B", "true"}, wantErr: "not a valid environment variable"},
+		{name: "bad environment value", args: []string{"true"}, env: map[string]string{"W8Y_KEY_EXPIRY": "later"}, wantErr: "neither seconds"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			o, err := parseOptions(tt.args, io.Discard)
+			if tt.wantErr != "" {
+				if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want a usage error containing %q", err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), "\n") {
+					t.Errorf("error spans lines: %q", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			tt.check(t, o)
+		})
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"--version"}} {
+		var out strings.Builder
+		_, err := parseOptions(args, &out)
+		if !errors.Is(err, errHelp) {
+			t.Errorf("%v: error %v, want errHelp", args, err)
+		}
+		if out.Len() == 0 {
+			t.Errorf("%v printed nothing", args)
+		}
+	}
+	var out strings.Builder
+	_, _ = parseOptions([]string{"--help"}, &out)
+	for _, want := range []string{"--redis-url", "W8Y_KEY_PREFIX", "Exit codes:", "122", "125", "126", "127"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+)
+
+// ErrNoWork is returned by Take when one pass over the list found no item
+// whose lock could be taken, or the list is empty or missing.
+var ErrNoWork = errors.New("no item could be taken")
+
+// errStopped is returned by Take when stop was closed between candidates.
+var errStopped = errors.New("stopped")
+
+// listClient is the part of the Redis client that rotating the list needs.
+type listClient interface {
+	redis.Scripter
+	LLen(ctx context.Context, key string) *redis.IntCmd
+	LMove(ctx context.Context, source, destination, srcpos, destpos string) *redis.StringCmd
+	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
+}
+
+// Keys names the Redis keys under one prefix. Other programs write these
+// keys, so their layout is part of w8y's interface.
+type Keys struct {
+	Prefix string
+}
+
+// List is the circular list of work items.
+func (k Keys) List() string { return k.Prefix + "list" }
+
+// Lock is the lock key of item.
+func (k Keys) Lock(item string) string { return k.Prefix + "lock:" + item }
+
+// Rotator takes work items from the circular list.
+type Rotator struct {
+	Client listClient
+	Keys   Keys
+	Token  string
+	TTL    time.Duration
+	Log    zerolog.Logger
+}
+
+// Take rotates the list one candidate at a time (LMOVE list list LEFT RIGHT,
+// which never shortens it) and tries each candidate's lock (SET NX with the
+// expiry), looking at no more candidates than the list held at the start.
+// The first lock taken wins. It returns ErrNoWork after a pass without one,
+// and errStopped if stop is closed between candidates.
+func (r *Rotator) Take(ctx context.Context, stop <-chan struct{}) (string, *Lock, error) {
+	list := r.Keys.List()
+	n, err := r.Client.LLen(ctx, list).Result()
+	if err != nil {
+		return "", nil, redisError("read length of "+quoteKey(list), err)
+	}
+	for range n {
+		select {
+		case <-stop:
+			return "", nil, errStopped
+		default:
+		}
+		item, err := r.Client.LMove(ctx, list, list, "LEFT", "RIGHT").Result()
+		if errors.Is(err, redis.Nil) {
+			// Another client emptied the list during the pass.
+			break
+		}
+		if err != nil {
+			return "", nil, redisError("rotate "+quoteKey(list), err)
+		}
+		if reason := badItem(item); reason != "" {
+			r.Log.Warn().Str("item", item).Msg("skipping item: " + reason)
+			continue
+		}
+		lock := &Lock{Key: r.Keys.Lock(item), Token: r.Token, TTL: r.TTL, client: r.Client}
+		sent := time.Now()
+		ok, err := r.Client.SetNX(ctx, lock.Key, lock.Token, lock.TTL).Result()
+		if err != nil {
+			return "", nil, redisError("take lock "+quoteKey(lock.Key), err)
+		}
+		if ok {
+			lock.expires = sent.Add(lock.TTL)
+			return item, lock, nil
+		}
+	}
+	return "", nil, ErrNoWork
+}
+
+// badItem says why item cannot be handed to a child, or returns "".
+func badItem(item string) string {
+	switch {
+	case item == "":
+		return "it is empty"
+	case strings.ContainsRune(item, 0):
+		return "it holds a NUL byte, which cannot pass through argv or the environment"
+	}
+	return ""
+}

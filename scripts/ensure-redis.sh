@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Makes sure redis-server and redis-cli are on PATH, installing Debian's
+# redis-server package if they are not. The integration tests and the demo
+# start their own throwaway redis-server, so nothing is started here.
+# Idempotent, and silent when Redis is already installed.
+set -euo pipefail
+
+if command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1; then
+	exit 0
+fi
+
+if ! command -v apt-get >/dev/null 2>&1; then
+	echo "ensure-redis: redis-server/redis-cli are missing and apt-get is not available; install Redis by hand" >&2
+	exit 1
+fi
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+	if ! command -v sudo >/dev/null 2>&1; then
+		echo "ensure-redis: redis-server/redis-cli are missing; run as root or install sudo" >&2
+		exit 1
+	fi
+	sudo=(sudo)
+fi
+
+echo "ensure-redis: installing redis-server with apt-get" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+
+# The Debian package starts a system redis-server on port 6379 where a service
+# manager runs; w8y's tests and demo never use it.
+if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
+	echo "ensure-redis: redis-server or redis-cli still not on PATH after installing" >&2
+	exit 1
+fi

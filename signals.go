@@ -1,0 +1,113 @@
+package main
+
+import (
+	"os"
+	"slices"
+	"sync"
+	"syscall"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+)
+
+// forwardedSignals are passed on to the running child's whole process group.
+var forwardedSignals = []os.Signal{
+	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
+}
+
+// stopSignals also make w8y stop taking items. A second one while a child
+// runs kills the child's group.
+var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
+// signalRouter passes the signals w8y receives to the running child's
+// process group and turns stop signals into a stop request.
+type signalRouter struct {
+	log zerolog.Logger
+
+	mu      sync.Mutex
+	child   *Child
+	stopSig syscall.Signal
+	stop    chan struct{}
+}
+
+func newSignalRouter(log zerolog.Logger) *signalRouter {
+	return &signalRouter{log: log, stop: make(chan struct{})}
+}
+
+// route handles signals from sigs until done is closed. It returns a channel
+// that is closed when it has finished.
+func (r *signalRouter) route(sigs <-chan os.Signal, done <-chan struct{}) <-chan struct{} {
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-sigs:
+				r.handle(sig.(syscall.Signal))
+			}
+		}
+	}()
+	return finished
+}
+
+// handle forwards sig to the child, if one runs, and records stop requests.
+func (r *signalRouter) handle(sig syscall.Signal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	isStop := slices.Contains(stopSignals, os.Signal(sig))
+	if isStop && r.stopSig != 0 && r.child != nil {
+		r.log.Warn().Str("signal", unix.SignalName(sig)).Int("pid", r.child.PID).Msg("second stop signal: killing the child's process group")
+		_ = r.child.Signal(syscall.SIGKILL)
+		return
+	}
+	if isStop && r.stopSig == 0 {
+		r.stopSig = sig
+		close(r.stop)
+		r.log.Info().Str("signal", unix.SignalName(sig)).Msg("stopping: no new items will be taken")
+	}
+	if r.child == nil {
+		if !isStop {
+			r.log.Debug().Str("signal", unix.SignalName(sig)).Msg("no child running; signal ignored")
+		}
+		return
+	}
+	if err := r.child.Signal(sig); err != nil {
+		r.log.Error().Err(err).Str("signal", unix.SignalName(sig)).Int("pid", r.child.PID).Msg("could not forward signal")
+	}
+}
+
+// Stopped is closed once a stop signal has arrived.
+func (r *signalRouter) Stopped() <-chan struct{} { return r.stop }
+
+// StopSignal is the first stop signal received, or 0.
+func (r *signalRouter) StopSignal() syscall.Signal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopSig
+}
+
+// startChild calls start unless a stop was requested (then errStopped), and
+// routes signals to the child from the moment it exists, so none is lost
+// between its start and its registration.
+func (r *signalRouter) startChild(start func() (*Child, error)) (*Child, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopSig != 0 {
+		return nil, errStopped
+	}
+	child, err := start()
+	if err != nil {
+		return nil, err
+	}
+	r.child = child
+	return child, nil
+}
+
+// childDone stops routing signals to the child.
+func (r *signalRouter) childDone() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.child = nil
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// signalGroup sends sig to every process in the process group led by pid.
+func signalGroup(pid int, sig syscall.Signal) error {
+	err := syscall.Kill(-pid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+// groupAlive reports whether any process that is not a zombie is left in
+// the group led by pid. Zombies count for kill(2), and an orphan's zombie
+// lingers until init reaps it, so kill(-pid, 0) alone would wait on the dead.
+func groupAlive(pid int) bool {
+	if syscall.Kill(-pid, 0) != nil {
+		return false
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	group := strconv.Itoa(pid)
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The fields after the parenthesised command name are the state,
+		// the parent's pid and the process group.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(stat[i+1:]))
+		if len(fields) >= 3 && fields[2] == group && fields[0] != "Z" {
+			return true
+		}
+	}
+	return false
+}
+
+// terminal is the controlling terminal that w8y hands to each child, so that
+// a child in its own process group can still read it and receive Ctrl-C.
+type terminal struct {
+	fd int
+	// foreground is set when stdin is a terminal whose foreground process
+	// group is w8y's: then w8y may lend it to the child.
+	foreground bool
+}
+
+// stdinTerminal returns the terminal on stdin if w8y is in its foreground.
+func stdinTerminal() terminal {
+	const fd = 0
+	pgrp, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+	if err != nil {
+		return terminal{fd: fd}
+	}
+	return terminal{fd: fd, foreground: pgrp == syscall.Getpgrp()}
+}
+
+// sysProcAttr puts the child in a new process group, which becomes the
+// terminal's foreground group when w8y held the foreground.
+func (t terminal) sysProcAttr() *syscall.SysProcAttr {
+	if t.foreground {
+		return &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: t.fd}
+	}
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+// reclaim makes w8y's process group the terminal's foreground again after a
+// child that held it has exited.
+func (t terminal) reclaim() error {
+	if !t.foreground {
+		return nil
+	}
+	// tcsetpgrp from a background group raises SIGTTOU unless the calling
+	// thread blocks it, so block it on this thread alone; ignoring it for
+	// the whole process would leak the ignored disposition into children.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var set, old unix.Sigset_t
+	bits := uint(unsafe.Sizeof(set.Val[0]) * 8)
+	sig := uint(unix.SIGTTOU) - 1
+	set.Val[sig/bits] |= 1 << (sig % bits)
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, &old); err != nil {
+		return err
+	}
+	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil) //nolint:errcheck // restoring a mask we just read cannot fail
+	return unix.IoctlSetPointerInt(t.fd, unix.TIOCSPGRP, syscall.Getpgrp())
+}

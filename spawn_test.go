@@ -1,0 +1,99 @@
+package main
+
+import (
+	"os/exec"
+	"slices"
+	"syscall"
+	"testing"
+)
+
+func TestExpandArgs(t *testing.T) {
+	tests := []struct {
+		args []string
+		item string
+		want []string
+	}{
+		{[]string{"hello", "world,", "{}"}, "a:0", []string{"hello", "world,", "a:0"}},
+		{[]string{"--item={}", "/data/{}/{}.csv"}, "x", []string{"--item=x", "/data/x/x.csv"}},
+		{[]string{"{", "}", "{ }"}, "x", []string{"{", "}", "{ }"}},
+		{[]string{"{}"}, "with space and $HOME", []string{"with space and $HOME"}},
+		{[]string{"{}"}, "{}", []string{"{}"}},
+		{nil, "x", []string{}},
+	}
+	for _, tt := range tests {
+		got := expandArgs(tt.args, tt.item)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("expandArgs(%q, %q) = %q, want %q", tt.args, tt.item, got, tt.want)
+		}
+	}
+}
+
+func TestBuildEnvironment(t *testing.T) {
+	c := Command{Path: "/bin/true", Args: []string{"{}"}, EnvVar: "JOB", Environ: []string{"PATH=/bin", "W8Y_ITEM=stale"}}
+	cmd := c.build("a:1", "work:lock:a:1")
+	if !slices.Equal(cmd.Args, []string{"/bin/true", "a:1"}) {
+		t.Errorf("args %q", cmd.Args)
+	}
+	for _, want := range []string{"W8Y_ITEM=a:1", "W8Y_LOCK_KEY=work:lock:a:1", "JOB=a:1", "PATH=/bin"} {
+		if !slices.Contains(cmd.Environ(), want) {
+			t.Errorf("environment %q lacks %q", cmd.Environ(), want)
+		}
+	}
+	if slices.Contains(cmd.Environ(), "W8Y_ITEM=stale") {
+		t.Errorf("stale W8Y_ITEM survived: %q", cmd.Environ())
+	}
+	if len(c.Environ) != 2 {
+		t.Errorf("build changed the template environment: %q", c.Environ)
+	}
+}
+
+func TestExitOf(t *testing.T) {
+	tests := []struct {
+		script string
+		want   ChildExit
+	}{
+		{"exit 0", ChildExit{Code: 0}},
+		{"exit 7", ChildExit{Code: 7}},
+		{"exit 255", ChildExit{Code: 255}},
+		{"kill -KILL $$", ChildExit{Code: 137, Signal: syscall.SIGKILL}},
+		{"kill -TERM $$", ChildExit{Code: 143, Signal: syscall.SIGTERM}},
+	}
+	for _, tt := range tests {
+		cmd := exec.Command("sh", "-c", tt.script)
+		_ = cmd.Run()
+		if got := exitOf(cmd.ProcessState); got != tt.want {
+			t.Errorf("%q: %+v, want %+v", tt.script, got, tt.want)
+		}
+	}
+}
+
+func TestResolveCommand(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		exe  string
+		want error
+	}{
+		{"on PATH", "sh", nil},
+		{"missing", "/nonexistent/w8y-test", ErrNotFound},
+		{"missing on PATH", "w8y-no-such-command", ErrNotFound},
+		{"a directory", dir, ErrNotExecutable},
+		{"no run bit", "spawn_test.go", ErrNotFound},
+		{"no run bit, as a path", "./spawn_test.go", ErrNotExecutable},
+	}
+	for _, tt := range tests {
+		_, err := resolveCommand([]string{tt.exe}, "", nil)
+		if (tt.want == nil && err != nil) || (tt.want != nil && !errorsIs(err, tt.want)) {
+			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
+		}
+	}
+}
+
+// BenchmarkExpandArgs measures building a child's arguments, done once per
+// item taken.
+func BenchmarkExpandArgs(b *testing.B) {
+	args := []string{"--report", "{}", "--out=/data/{}/report.csv", "--verbose"}
+	for b.Loop() {
+		expandArgs(args, "customer:12345")
+	}
+}

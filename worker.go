@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+const (
+	// releaseTimeout bounds releasing a lock after the child has exited. It
+	// does not depend on the run's context, so a stop still releases.
+	releaseTimeout = 5 * time.Second
+	// backoffBase and backoffCap bound the pause between retries after a
+	// Redis error in --continuous mode: quick enough to ride out a restart,
+	// slow enough not to hammer a Redis that is down.
+	backoffBase = 250 * time.Millisecond
+	backoffCap  = 30 * time.Second
+)
+
+// worker takes items, runs the child for each and releases their locks.
+type worker struct {
+	opts    *Options
+	rotator *Rotator
+	command Command
+	router  *signalRouter
+	term    terminal
+	log     zerolog.Logger
+}
+
+// run runs one item, or keeps running items with --continuous. It returns
+// the exit code, or an error that run maps to one.
+func (w *worker) run(ctx context.Context) (int, error) {
+	if w.opts.Continuous {
+		return w.loop(ctx)
+	}
+	exit, err := w.step(ctx)
+	switch {
+	case errors.Is(err, ErrNoWork):
+		w.log.Info().Msg("no item could be taken")
+		return w.opts.NoWorkExitCode, nil
+	case errors.Is(err, errStopped):
+		return 128 + int(w.router.StopSignal()), nil
+	case err != nil:
+		return 0, err
+	}
+	return exit.Code, nil
+}
+
+// loop is --continuous: it takes the next item after each child that exits
+// with one of --exit-codes, pauses after a pass that found nothing, retries
+// Redis errors with backoff, and returns 0 once a stop signal has drained it.
+func (w *worker) loop(ctx context.Context) (int, error) {
+	failures := 0
+	for {
+		exit, err := w.step(ctx)
+		if w.stopping() && (err == nil || errors.Is(err, errStopped) || errors.Is(err, ErrNoWork) || errors.Is(err, ErrLockLost)) {
+			w.log.Info().Msg("drained; exiting")
+			return 0, nil
+		}
+		var pause time.Duration
+		switch {
+		case err == nil:
+			failures = 0
+			if !slices.Contains(w.opts.ExitCodes, exit.Code) {
+				return exit.Code, nil
+			}
+			continue
+		case errors.Is(err, ErrNoWork):
+			failures = 0
+			pause = jitter(time.Duration(w.opts.IdleWait))
+		case errors.Is(err, ErrLockLost), errors.Is(err, errRedis):
+			w.log.Error().Err(err).Msg("retrying after backoff")
+			pause = jitter(min(backoffBase<<failures, backoffCap))
+			if backoffBase<<failures < backoffCap {
+				failures++
+			}
+		default:
+			return 0, err
+		}
+		if !w.sleep(pause) {
+			w.log.Info().Msg("drained; exiting")
+			return 0, nil
+		}
+	}
+}
+
+// stopping reports whether a stop signal has arrived.
+func (w *worker) stopping() bool {
+	select {
+	case <-w.router.Stopped():
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep pauses for d and reports false if a stop signal cut it short.
+func (w *worker) sleep(d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-w.router.Stopped():
+		return false
+	}
+}
+
+// jitter spreads d over ±25%, so that workers started together drift apart
+// instead of polling Redis in lockstep.
+func jitter(d time.Duration) time.Duration {
+	return d*3/4 + rand.N(d/2+1)
+}
+
+// step takes one item, runs the child on it and releases the lock.
+func (w *worker) step(ctx context.Context) (ChildExit, error) {
+	item, lock, err := w.rotator.Take(ctx, w.router.Stopped())
+	if err != nil {
+		return ChildExit{}, err
+	}
+	defer w.release(ctx, lock)
+	return w.runChild(ctx, item, lock)
+}
+
+// runChild runs the child for item while keeping its lock alive. If the
+// lock is lost, the child's group is stopped before the lease could run out,
+// and the error wraps ErrLockLost.
+func (w *worker) runChild(ctx context.Context, item string, lock *Lock) (ChildExit, error) {
+	log := w.log.With().Str("item", item).Str("lock_key", lock.Key).Logger()
+	child, err := w.router.startChild(func() (*Child, error) {
+		return start(w.command.build(item, lock.Key), w.term)
+	})
+	if err != nil {
+		return ChildExit{}, err
+	}
+	defer w.router.childDone()
+	log.Info().Int("pid", child.PID).Str("holder", lock.Token).Msg("item started")
+
+	grace := killGrace(time.Duration(w.opts.KillAfter), lock.TTL)
+	lease := lock.keepAlive(ctx, grace+stopMargin(lock.TTL), log)
+	var lost error
+	select {
+	case <-child.Done():
+		if child.endStragglers(time.Now().Add(grace)) {
+			log.Warn().Int("pid", child.PID).Msg("the child left processes in its group; they were stopped")
+		}
+	case lost = <-lease.Lost():
+		log.Error().Err(lost).Int("pid", child.PID).Msg("lock lost: stopping the child")
+		child.Stop(grace)
+	}
+	lease.Stop()
+	if err := w.term.reclaim(); err != nil {
+		log.Warn().Err(err).Msg("could not take the terminal back from the child")
+	}
+
+	exit := child.Exit()
+	log.Info().Int("pid", child.PID).Int("exit_code", exit.Code).Str("status", exit.String()).
+		Float64("duration_s", time.Since(child.Started).Seconds()).Msg("item finished")
+	return exit, lost
+}
+
+// killGrace is the time a child gets between SIGTERM and SIGKILL when w8y
+// stops it: --kill-after, but at most a third of the lock's TTL, so that a
+// child whose lock is being lost is gone before the lease ends.
+func killGrace(killAfter, ttl time.Duration) time.Duration {
+	return min(killAfter, ttl/3)
+}
+
+// stopMargin is kept free at the end of a lease on top of the kill grace, for
+// the SIGKILL to land and the process to be gone: a tenth of the TTL, at
+// most half a second.
+func stopMargin(ttl time.Duration) time.Duration {
+	return min(ttl/10, 500*time.Millisecond)
+}
+
+// release gives up lock if it is still ours.
+func (w *worker) release(ctx context.Context, lock *Lock) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	released, err := lock.Release(ctx)
+	switch {
+	case err != nil:
+		w.log.Error().Err(err).Str("lock_key", lock.Key).Msg("could not release the lock; it will expire by itself")
+	case !released:
+		w.log.Warn().Str("lock_key", lock.Key).Msg("the lock was no longer ours at release; left alone")
+	}
+}
