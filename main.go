@@ -121,8 +121,11 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 
 	keys := Keys{Prefix: opts.KeyPrefix}
 	w := &worker{
-		opts:    opts,
-		rotator: &Rotator{Client: client, Keys: keys, Token: token, TTL: time.Duration(opts.KeyExpiry), Log: log},
+		opts: opts,
+		rotator: &Rotator{
+			Client: client, Keys: keys, Token: token, TTL: time.Duration(opts.KeyExpiry),
+			MaxItemLen: command.maxItemLen(keys.Lock(""), argMax()), Log: log,
+		},
 		command: command,
 		router:  router,
 		term:    stdinTerminal(),

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -43,7 +44,10 @@ type Rotator struct {
 	Keys   Keys
 	Token  string
 	TTL    time.Duration
-	Log    zerolog.Logger
+	// MaxItemLen is the longest item the child can be given (see
+	// Command.maxItemLen); longer ones are skipped.
+	MaxItemLen int
+	Log        zerolog.Logger
 }
 
 // Take rotates the list one candidate at a time (LMOVE list list LEFT RIGHT,
@@ -71,8 +75,8 @@ func (r *Rotator) Take(ctx context.Context, stop <-chan struct{}) (string, *Lock
 		if err != nil {
 			return "", nil, redisError("rotate "+quoteKey(list), err)
 		}
-		if reason := badItem(item); reason != "" {
-			r.Log.Warn().Str("item", item).Msg("skipping item: " + reason)
+		if reason := badItem(item, r.MaxItemLen); reason != "" {
+			r.Log.Warn().Str("item", clip(item)).Msg("skipping item: " + reason)
 			continue
 		}
 		lock := &Lock{Key: r.Keys.Lock(item), Token: r.Token, TTL: r.TTL, client: r.Client}
@@ -89,13 +93,28 @@ func (r *Rotator) Take(ctx context.Context, stop <-chan struct{}) (string, *Lock
 	return "", nil, ErrNoWork
 }
 
-// badItem says why item cannot be handed to a child, or returns "".
-func badItem(item string) string {
+// badItem says why item cannot be handed to a child whose arguments and
+// environment fit items of up to maxLen bytes, or returns "".
+func badItem(item string, maxLen int) string {
 	switch {
 	case item == "":
 		return "it is empty"
 	case strings.ContainsRune(item, 0):
 		return "it holds a NUL byte, which cannot pass through argv or the environment"
+	case len(item) > maxLen:
+		return fmt.Sprintf("it is %d bytes long, and the command's arguments and environment fit at most %d", len(item), maxLen)
 	}
 	return ""
+}
+
+// clipLen is how much of a skipped item a log line shows: enough to find it
+// with LRANGE, short enough that a megabyte item does not flood the log.
+const clipLen = 64
+
+// clip shortens item for a log line.
+func clip(item string) string {
+	if len(item) <= clipLen {
+		return item
+	}
+	return fmt.Sprintf("%s... (%d bytes)", item[:clipLen], len(item))
 }
