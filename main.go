@@ -26,6 +26,8 @@ const (
 	// exitLockLost: the lock was lost while the child ran, and the child was
 	// stopped. 122 is unused by shells and by timeout(1).
 	exitLockLost = 122
+	// exitTimeout: the child ran past --timeout and was stopped, as timeout(1).
+	exitTimeout = 124
 	// exitFailure: w8y itself failed (options, URL, Redis), as env(1) and
 	// timeout(1) use 125.
 	exitFailure = 125
@@ -42,6 +44,9 @@ func main() {
 // run is w8y from parsed arguments to exit code. It is the only place that
 // turns errors into exit codes and the one line on stderr that explains them.
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && args[0] == guardArg {
+		return runGuard()
+	}
 	opts, err := parseOptions(args, stdout)
 	if errors.Is(err, errHelp) {
 		return exitOK
@@ -76,6 +81,8 @@ func exitCode(err error) int {
 	switch {
 	case errors.Is(err, ErrLockLost):
 		return exitLockLost
+	case errors.Is(err, ErrTimeout):
+		return exitTimeout
 	case errors.Is(err, ErrNotExecutable):
 		return exitNotExecutable
 	case errors.Is(err, ErrNotFound):
@@ -119,6 +126,22 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 		<-routed
 	}()
 
+	spawn := &spawner{term: stdinTerminal()}
+	defer spawn.close()
+	if opts.Subreaper {
+		if err := becomeSubreaper(); err != nil {
+			return 0, fmt.Errorf("become a child subreaper: %w", err)
+		}
+	}
+	if opts.Subreaper || os.Getpid() == 1 {
+		spawn.reaper = newReaper(log)
+		reaped := spawn.reaper.run(ctx)
+		defer func() {
+			cancel()
+			<-reaped
+		}()
+	}
+
 	keys := Keys{Prefix: opts.KeyPrefix}
 	w := &worker{
 		opts: opts,
@@ -128,7 +151,7 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 		},
 		command: command,
 		router:  router,
-		term:    stdinTerminal(),
+		spawn:   spawn,
 		log:     log,
 	}
 	log.Debug().Str("list", keys.List()).Str("holder", token).Bool("continuous", opts.Continuous).Msg("w8y starting")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,9 @@ type Options struct {
 	NoLogTimestamps bool     `short:"t" long:"no-log-timestamps" env:"W8Y_NO_LOG_TIMESTAMPS" description:"Leave timestamps out of log lines"`
 	LogFormat       string   `long:"log-format" env:"W8Y_LOG_FORMAT" default:"console" choice:"console" choice:"json" description:"Log format"`
 	LogLevel        string   `long:"log-level" env:"W8Y_LOG_LEVEL" default:"info" choice:"debug" choice:"info" choice:"warn" choice:"error" description:"Least severe log level written"`
-	KillAfter       Duration `long:"kill-after" env:"W8Y_KILL_AFTER" default:"10s" value-name:"DURATION" description:"Grace between SIGTERM and SIGKILL when w8y stops a child's group itself (lock lost, processes left behind), capped at a third of --key-expiry so the group is gone before the lock could expire"`
+	Timeout         Duration `long:"timeout" env:"W8Y_TIMEOUT" value-name:"DURATION" description:"Stop a child still running after DURATION (SIGTERM to its group, SIGKILL after --kill-after) and exit 124; 0 means never"`
+	KillAfter       Duration `long:"kill-after" env:"W8Y_KILL_AFTER" value-name:"DURATION" description:"Grace between SIGTERM and SIGKILL when w8y stops a child's group itself (timeout, lock lost, processes left behind); at most a third of --key-expiry, so a group whose lock is being lost is gone before the lock could expire (default: 10s, or a third of --key-expiry if less)"`
+	Subreaper       bool     `long:"subreaper" env:"W8Y_SUBREAPER" description:"Become a child subreaper: processes that a child orphans are re-parented to w8y, which reaps them (always on when w8y is PID 1)"`
 	NoWorkExitCode  int      `long:"no-work-exit-code" env:"W8Y_NO_WORK_EXIT_CODE" default:"0" value-name:"CODE" description:"Exit code when no item could be taken"`
 	IdleWait        Duration `long:"idle-wait" env:"W8Y_IDLE_WAIT" default:"1s" value-name:"DURATION" description:"With --continuous, the pause (with jitter) after a pass that found nothing"`
 	Version         bool     `long:"version" description:"Print the version and exit"`
@@ -60,6 +63,13 @@ func (d Duration) MarshalFlag() (string, error) { return time.Duration(d).String
 // third of the expiry would compete with ordinary network latency.
 const minKeyExpiry = 100 * time.Millisecond
 
+// defaultKillAfter is --kill-after when it is not given and the key expiry
+// allows it: time for a child to save its work, not for it to dawdle.
+const defaultKillAfter = 10 * time.Second
+
+// unsetDuration marks a Duration option that was not given at all.
+const unsetDuration = Duration(math.MinInt64)
+
 // minIdleWait is the shortest --idle-wait accepted, so that an idle
 // --continuous worker can never spin on Redis.
 const minIdleWait = 10 * time.Millisecond
@@ -86,7 +96,7 @@ var errHelp = errors.New("help shown")
 // executable's own flags reach it untouched; "--" works too. Help and version
 // output go to stdout, and errHelp reports that nothing else should run.
 func parseOptions(args []string, stdout io.Writer) (*Options, error) {
-	var opts Options
+	opts := Options{KillAfter: unsetDuration}
 	parser := flags.NewParser(&opts, flags.HelpFlag|flags.PassDoubleDash|flags.PassAfterNonOption)
 	parser.Name = "w8y"
 	parser.Usage = "[OPTIONS] [--] executable [args...]"
@@ -122,6 +132,7 @@ Exit codes:
   128+N    the child was killed by signal N
   0        no item could be taken (see --no-work-exit-code), or --continuous drained after SIGTERM/SIGINT
   122      the lock was lost while the child ran; the child was stopped
+  124      the child ran past --timeout; it was stopped
   125      w8y itself failed: bad option, bad URL, Redis unreachable or erroring, wrong key type
   126      the executable was found but cannot be run
   127      the executable was not found
@@ -139,8 +150,23 @@ func (o *Options) validate() error {
 	if time.Duration(o.KeyExpiry) < minKeyExpiry {
 		return usageError("--key-expiry must be at least %s, got %s", minKeyExpiry, time.Duration(o.KeyExpiry))
 	}
-	if o.KillAfter < 0 {
+	if o.Timeout < 0 {
+		return usageError("--timeout must not be negative, got %s", time.Duration(o.Timeout))
+	}
+	// A child whose lock is being lost gets SIGTERM, then SIGKILL after
+	// --kill-after, and must be gone before the server could expire the lock
+	// and let another host take the item. Refreshes every third of the
+	// expiry leave about two thirds to notice the loss and stop the child;
+	// a third keeps room for the refresh retries and the margin.
+	maxKillAfter := Duration(time.Duration(o.KeyExpiry) / 3)
+	switch {
+	case o.KillAfter == unsetDuration:
+		o.KillAfter = min(Duration(defaultKillAfter), maxKillAfter)
+	case o.KillAfter < 0:
 		return usageError("--kill-after must not be negative, got %s", time.Duration(o.KillAfter))
+	case o.KillAfter > maxKillAfter:
+		return usageError("--kill-after %s cannot fit in --key-expiry %s: a child whose lock is lost must be killed before the lock expires, so --kill-after may be at most a third of --key-expiry (%s); lower --kill-after or raise --key-expiry to %s or more",
+			time.Duration(o.KillAfter), time.Duration(o.KeyExpiry), time.Duration(maxKillAfter), 3*time.Duration(o.KillAfter))
 	}
 	if time.Duration(o.IdleWait) < minIdleWait {
 		return usageError("--idle-wait must be at least %s, got %s", minIdleWait, time.Duration(o.IdleWait))

@@ -27,8 +27,9 @@ func TestParseOptions(t *testing.T) {
 				if !slices.Equal(o.ExitCodes, []int{0}) || o.NoWorkExitCode != 0 || time.Duration(o.IdleWait) != time.Second {
 					t.Errorf("defaults: exit codes %v, no-work %d, idle %s", o.ExitCodes, o.NoWorkExitCode, time.Duration(o.IdleWait))
 				}
-				if o.LogFormat != "console" || time.Duration(o.KillAfter) != 10*time.Second {
-					t.Errorf("defaults: log format %q kill-after %s", o.LogFormat, time.Duration(o.KillAfter))
+				// 10s does not fit in the default 5s expiry: a third of it does.
+				if o.LogFormat != "console" || time.Duration(o.KillAfter) != 5*time.Second/3 || o.Timeout != 0 || o.Subreaper {
+					t.Errorf("defaults: log format %q kill-after %s timeout %s subreaper %v", o.LogFormat, time.Duration(o.KillAfter), time.Duration(o.Timeout), o.Subreaper)
 				}
 			},
 		},
@@ -125,6 +126,43 @@ func TestParseOptions(t *testing.T) {
 			},
 		},
 		{
+			name: "kill-after defaults to 10s when the expiry allows it",
+			args: []string{"-x", "60", "true"},
+			check: func(t *testing.T, o *Options) {
+				if time.Duration(o.KillAfter) != 10*time.Second {
+					t.Errorf("kill-after %s", time.Duration(o.KillAfter))
+				}
+			},
+		},
+		{
+			name: "kill-after of a third of the expiry fits",
+			args: []string{"-x", "3", "--kill-after", "1s", "--timeout", "1m", "--subreaper", "true"},
+			check: func(t *testing.T, o *Options) {
+				if time.Duration(o.KillAfter) != time.Second || time.Duration(o.Timeout) != time.Minute || !o.Subreaper {
+					t.Errorf("kill-after %s timeout %s subreaper %v", time.Duration(o.KillAfter), time.Duration(o.Timeout), o.Subreaper)
+				}
+			},
+		},
+		{
+			name: "zero kill-after is an immediate SIGKILL",
+			args: []string{"--kill-after", "0", "true"},
+			check: func(t *testing.T, o *Options) {
+				if o.KillAfter != 0 {
+					t.Errorf("kill-after %s", time.Duration(o.KillAfter))
+				}
+			},
+		},
+		{
+			name: "timeout and kill-after from the environment",
+			args: []string{"true"},
+			env:  map[string]string{"W8Y_TIMEOUT": "90", "W8Y_KILL_AFTER": "500ms", "W8Y_SUBREAPER": "true"},
+			check: func(t *testing.T, o *Options) {
+				if time.Duration(o.Timeout) != 90*time.Second || time.Duration(o.KillAfter) != 500*time.Millisecond || !o.Subreaper {
+					t.Errorf("timeout %s kill-after %s subreaper %v", time.Duration(o.Timeout), time.Duration(o.KillAfter), o.Subreaper)
+				}
+			},
+		},
+		{
 			name: "a flag beats the environment",
 			args: []string{"-k", "flag", "true"},
 			env:  map[string]string{"W8Y_KEY_PREFIX": "env"},
@@ -141,6 +179,9 @@ func TestParseOptions(t *testing.T) {
 		{name: "negative expiry", args: []string{"-x", "-5", "true"}, wantErr: "--key-expiry must be at least"},
 		{name: "garbage expiry", args: []string{"-x", "soon", "true"}, wantErr: "neither seconds nor a duration"},
 		{name: "negative kill-after", args: []string{"--kill-after", "-1s", "true"}, wantErr: "--kill-after"},
+		{name: "kill-after longer than the expiry allows", args: []string{"-x", "5", "--kill-after", "10s", "true"}, wantErr: "--kill-after 10s cannot fit in --key-expiry 5s"},
+		{name: "kill-after from the environment too long", args: []string{"-x", "3", "true"}, env: map[string]string{"W8Y_KILL_AFTER": "1001ms"}, wantErr: "raise --key-expiry to 3.003s"},
+		{name: "negative timeout", args: []string{"--timeout", "-1s", "true"}, wantErr: "--timeout must not be negative"},
 		{name: "idle wait that would spin", args: []string{"--idle-wait", "0", "true"}, wantErr: "--idle-wait"},
 		{name: "exit code out of range", args: []string{"-i", "256", "true"}, wantErr: "--exit-codes must be 0-255"},
 		{name: "no-work exit code out of range", args: []string{"--no-work-exit-code", "-1", "true"}, wantErr: "--no-work-exit-code"},
@@ -184,7 +225,7 @@ func TestHelpAndVersion(t *testing.T) {
 	}
 	var out strings.Builder
 	_, _ = parseOptions([]string{"--help"}, &out)
-	for _, want := range []string{"--redis-url", "W8Y_KEY_PREFIX", "Exit codes:", "122", "125", "126", "127"} {
+	for _, want := range []string{"--redis-url", "W8Y_KEY_PREFIX", "Exit codes:", "122", "124", "125", "126", "127"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -101,35 +102,73 @@ func exitOf(state *os.ProcessState) ChildExit {
 	return ChildExit{Code: state.ExitCode()}
 }
 
-// Child is a running child in a process group of its own.
+// Child is a running child in the process group of w8y's guard.
 type Child struct {
-	PID     int
+	PID int
+	// PGID is its process group, which the guard leads.
+	PGID    int
 	Started time.Time
 
-	cmd  *exec.Cmd
-	done chan struct{}
-	exit ChildExit
+	guard *guard
+	done  chan struct{}
+	exit  ChildExit
 }
 
-// start starts cmd in its own process group (in the terminal's foreground
-// when w8y has it) and returns once it runs. One goroutine owns cmd.Wait.
-func start(cmd *exec.Cmd, term terminal) (*Child, error) {
-	cmd.SysProcAttr = term.sysProcAttr()
-	if err := cmd.Start(); err != nil {
+// spawner starts children: each in the process group of a guard (see
+// guard), in the terminal's foreground when w8y has it, registered with the
+// reaper, and with the parent-death signal set.
+type spawner struct {
+	term   terminal
+	reaper *reaper
+	guard  *guard
+}
+
+// start starts cmd and returns once it runs. One goroutine owns cmd.Wait.
+func (s *spawner) start(cmd *exec.Cmd) (*Child, error) {
+	if s.guard == nil || !s.guard.usable() {
+		g, err := startGuard(s.reaper)
+		if err != nil {
+			return nil, err
+		}
+		s.guard = g
+	}
+	cmd.SysProcAttr = s.term.sysProcAttr(s.guard.pid)
+	c := &Child{PGID: s.guard.pid, guard: s.guard, done: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		// The parent-death signal fires when the thread that started the
+		// child exits, not when w8y does, and Go may end idle threads. A
+		// goroutine locked to its thread keeps that thread, and so the
+		// signal's trigger, alive until the child has been waited for.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := s.reaper.start(cmd); err != nil {
+			started <- err
+			return
+		}
+		c.PID, c.Started = cmd.Process.Pid, time.Now()
+		started <- nil
+		// Wait's only error besides an exit status is a failure to copy
+		// streams, and the streams are inherited, so ProcessState is set.
+		_ = cmd.Wait()
+		s.reaper.waited(c.PID)
+		c.exit = exitOf(cmd.ProcessState)
+		close(c.done)
+	}()
+	if err := <-started; err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
 		}
 		return nil, fmt.Errorf("%w: %w", ErrNotExecutable, err)
 	}
-	c := &Child{PID: cmd.Process.Pid, Started: time.Now(), cmd: cmd, done: make(chan struct{})}
-	go func() {
-		// Wait's only error besides an exit status is a failure to copy
-		// streams, and the streams are inherited, so ProcessState is set.
-		_ = cmd.Wait()
-		c.exit = exitOf(cmd.ProcessState)
-		close(c.done)
-	}()
 	return c, nil
+}
+
+// close ends the guard, telling it that w8y exits normally.
+func (s *spawner) close() {
+	if s.guard != nil && s.guard.usable() {
+		s.guard.stop()
+	}
 }
 
 // Done is closed when the child has exited.
@@ -138,9 +177,13 @@ func (c *Child) Done() <-chan struct{} { return c.done }
 // Exit is how the child ended; valid once Done is closed.
 func (c *Child) Exit() ChildExit { return c.exit }
 
-// Signal sends sig to the child's whole process group.
+// Signal sends sig to the child's whole process group. The guard ignores
+// every signal but SIGKILL, which ends it too.
 func (c *Child) Signal(sig syscall.Signal) error {
-	return signalGroup(c.PID, sig)
+	if sig == syscall.SIGKILL {
+		c.guard.doomed.Store(true)
+	}
+	return signalGroup(c.PGID, sig)
 }
 
 // Stop ends the child's process group: SIGTERM, then SIGKILL to whatever
@@ -169,11 +212,11 @@ const stragglerPoll = 10 * time.Millisecond
 // after it exited, so that none runs on once the lock is released: SIGTERM,
 // then SIGKILL at deadline. It reports whether there were any.
 func (c *Child) endStragglers(deadline time.Time) bool {
-	if !groupAlive(c.PID) {
+	if !groupAlive(c.PGID, c.guard.pid) {
 		return false
 	}
 	_ = c.Signal(syscall.SIGTERM)
-	for groupAlive(c.PID) {
+	for groupAlive(c.PGID, c.guard.pid) {
 		if time.Now().After(deadline) {
 			_ = c.Signal(syscall.SIGKILL)
 			break

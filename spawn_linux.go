@@ -13,29 +13,30 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// signalGroup sends sig to every process in the process group led by pid.
-func signalGroup(pid int, sig syscall.Signal) error {
-	err := syscall.Kill(-pid, sig)
+// signalGroup sends sig to every process in the process group pgid.
+func signalGroup(pgid int, sig syscall.Signal) error {
+	err := syscall.Kill(-pgid, sig)
 	if errors.Is(err, syscall.ESRCH) {
 		return nil
 	}
 	return err
 }
 
-// groupAlive reports whether any process that is not a zombie is left in
-// the group led by pid. Zombies count for kill(2), and an orphan's zombie
-// lingers until init reaps it, so kill(-pid, 0) alone would wait on the dead.
-func groupAlive(pid int) bool {
-	if syscall.Kill(-pid, 0) != nil {
+// groupAlive reports whether any process that is not a zombie, other than
+// except (the group's guard), is left in the process group pgid. Zombies
+// count for kill(2), and an orphan's zombie lingers until init reaps it, so
+// kill(-pgid, 0) alone would wait on the dead.
+func groupAlive(pgid, except int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
 		return false
 	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return true
 	}
-	group := strconv.Itoa(pid)
+	group, guard := strconv.Itoa(pgid), strconv.Itoa(except)
 	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' || e.Name() == guard {
 			continue
 		}
 		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
@@ -75,13 +76,15 @@ func stdinTerminal() terminal {
 	return terminal{fd: fd, foreground: pgrp == syscall.Getpgrp()}
 }
 
-// sysProcAttr puts the child in a new process group, which becomes the
-// terminal's foreground group when w8y held the foreground.
-func (t terminal) sysProcAttr() *syscall.SysProcAttr {
+// sysProcAttr puts the child in the process group pgid, which becomes the
+// terminal's foreground group when w8y held the foreground, and has the
+// kernel SIGKILL the child if w8y dies first.
+func (t terminal) sysProcAttr(pgid int) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Setpgid: true, Pgid: pgid, Pdeathsig: syscall.SIGKILL}
 	if t.foreground {
-		return &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: t.fd}
+		attr.Foreground, attr.Ctty = true, t.fd
 	}
-	return &syscall.SysProcAttr{Setpgid: true}
+	return attr
 }
 
 // reclaim makes w8y's process group the terminal's foreground again after a

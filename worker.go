@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -21,13 +22,16 @@ const (
 	backoffCap  = 30 * time.Second
 )
 
+// ErrTimeout is reported when a child ran past --timeout and was stopped.
+var ErrTimeout = errors.New("timed out")
+
 // worker takes items, runs the child for each and releases their locks.
 type worker struct {
 	opts    *Options
 	rotator *Rotator
 	command Command
 	router  *signalRouter
-	term    terminal
+	spawn   *spawner
 	log     zerolog.Logger
 }
 
@@ -57,7 +61,7 @@ func (w *worker) loop(ctx context.Context) (int, error) {
 	failures := 0
 	for {
 		exit, err := w.step(ctx)
-		if w.stopping() && (err == nil || errors.Is(err, errStopped) || errors.Is(err, ErrNoWork) || errors.Is(err, ErrLockLost)) {
+		if w.stopping() && (err == nil || errors.Is(err, errStopped) || errors.Is(err, ErrNoWork) || errors.Is(err, ErrLockLost) || errors.Is(err, ErrTimeout)) {
 			w.log.Info().Msg("drained; exiting")
 			return 0, nil
 		}
@@ -68,6 +72,9 @@ func (w *worker) loop(ctx context.Context) (int, error) {
 			if !slices.Contains(w.opts.ExitCodes, exit.Code) {
 				return exit.Code, nil
 			}
+			continue
+		case errors.Is(err, ErrTimeout) && slices.Contains(w.opts.ExitCodes, exitTimeout):
+			w.log.Warn().Err(err).Msg("going on: --exit-codes lists 124")
 			continue
 		case errors.Is(err, ErrNoWork):
 			failures = 0
@@ -128,11 +135,12 @@ func (w *worker) step(ctx context.Context) (ChildExit, error) {
 
 // runChild runs the child for item while keeping its lock alive. If the
 // lock is lost, the child's group is stopped before the lease could run out,
-// and the error wraps ErrLockLost.
+// and the error wraps ErrLockLost; if --timeout passes first, the group is
+// stopped and the error wraps ErrTimeout.
 func (w *worker) runChild(ctx context.Context, item string, lock *Lock) (ChildExit, error) {
 	log := w.log.With().Str("item", item).Str("lock_key", lock.Key).Logger()
 	child, err := w.router.startChild(func() (*Child, error) {
-		return start(w.command.build(item, lock.Key), w.term)
+		return w.spawn.start(w.command.build(item, lock.Key))
 	})
 	if err != nil {
 		return ChildExit{}, err
@@ -142,25 +150,38 @@ func (w *worker) runChild(ctx context.Context, item string, lock *Lock) (ChildEx
 
 	grace := killGrace(time.Duration(w.opts.KillAfter), lock.TTL)
 	lease := lock.keepAlive(ctx, grace+stopMargin(lock.TTL), log)
-	var lost error
+	var timeout <-chan time.Time
+	if d := time.Duration(w.opts.Timeout); d > 0 {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	var failed error
 	select {
 	case <-child.Done():
 		if child.endStragglers(time.Now().Add(grace)) {
 			log.Warn().Int("pid", child.PID).Msg("the child left processes in its group; they were stopped")
 		}
-	case lost = <-lease.Lost():
-		log.Error().Err(lost).Int("pid", child.PID).Msg("lock lost: stopping the child")
+	case failed = <-lease.Lost():
+		log.Error().Err(failed).Int("pid", child.PID).Msg("lock lost: stopping the child")
+		child.Stop(grace)
+	case <-timeout:
+		failed = fmt.Errorf("%w: item %q still ran after %s; it was stopped", ErrTimeout, item, time.Duration(w.opts.Timeout))
+		log.Error().Int("pid", child.PID).Msg("timed out: stopping the child")
+		// The lease goes on while the child stops: the lock is still ours,
+		// and the grace fits in the lease (see killGrace), so a lock lost
+		// meanwhile needs no faster kill.
 		child.Stop(grace)
 	}
 	lease.Stop()
-	if err := w.term.reclaim(); err != nil {
+	if err := w.spawn.term.reclaim(); err != nil {
 		log.Warn().Err(err).Msg("could not take the terminal back from the child")
 	}
 
 	exit := child.Exit()
 	log.Info().Int("pid", child.PID).Int("exit_code", exit.Code).Str("status", exit.String()).
 		Float64("duration_s", time.Since(child.Started).Seconds()).Msg("item finished")
-	return exit, lost
+	return exit, failed
 }
 
 // killGrace is the time a child gets between SIGTERM and SIGKILL when w8y
