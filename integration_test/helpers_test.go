@@ -233,7 +233,13 @@ func (p *proc) stderrSoFar() string { return p.stderr.String() }
 // startW8y starts w8y with args and env (added to a minimal environment).
 func startW8y(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(binary, args...), done: make(chan struct{})}
+	return startCommand(t, env, binary, args...)
+}
+
+// startCommand is startW8y for a command that runs w8y, such as unshare.
+func startCommand(t *testing.T, env []string, path string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(path, args...), done: make(chan struct{})}
 	// The race detector sleeps a second at exit unless told not to; a race
 	// still makes w8y exit 66, which fails the test's exit code check.
 	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "GORACE=atexit_sleep_ms=0"}, env...)

@@ -1,0 +1,185 @@
+package integration_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestTimeout: a child still running at --timeout has its whole group
+// stopped (SIGTERM, then SIGKILL after --kill-after for one that ignores
+// SIGTERM); w8y releases the lock and exits 124 with one line on stderr. In
+// continuous mode a timeout stops the worker too, unless --exit-codes lists
+// 124.
+func TestTimeout(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		args  []string
+		child string
+		want  int
+	}{
+		{"group stopped by SIGTERM", nil, `sleep 1000 & echo $! > "$PIDFILE"; ` + started + `; wait`, 124},
+		{"SIGTERM ignored, then SIGKILL", nil, `trap "" TERM; sleep 1000 & echo $! > "$PIDFILE"; ` + started + `; wait`, 124},
+		{"continuous worker stops", []string{"-c"}, `sleep 1000 & echo $! > "$PIDFILE"; ` + started + `; wait`, 124},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := startRedis(t)
+			s.seed(t, "to:list", "a", "b")
+			pidFile := filepath.Join(t.TempDir(), "grandchild")
+			args := append([]string{"-u", s.URL, "-k", "to", "-x", "3", "--kill-after", "300ms", "--timeout", "400ms", "-q"}, tt.args...)
+			p := startW8y(t, append(portEnv(s), "PIDFILE="+pidFile), append(args, "sh", "-c", tt.child)...)
+			if item := s.popStarted(t); item != "a" {
+				t.Errorf("took %q, want a", item)
+			}
+			grandchild := readPID(t, pidFile)
+			r := p.wait(t)
+			if r.Code != tt.want {
+				t.Errorf("exit %d, want %d; stderr:\n%s", r.Code, tt.want, r.Stderr)
+			}
+			oneLine(t, r.Stderr, `timed out: item "a" still ran after 400ms`)
+			processGone(t, grandchild)
+			s.noLocks(t, "to")
+			if got := s.list(t, "to:list"); !slices.Equal(got, []string{"b", "a"}) {
+				t.Errorf("list %q, want [b a]", got)
+			}
+		})
+	}
+}
+
+// TestTimeoutListedInExitCodes: with -i 124, a continuous worker goes on to
+// the next item after a timeout.
+func TestTimeoutListedInExitCodes(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "to124:list", "a", "b")
+	p := startW8y(t, portEnv(s), "-u", s.URL, "-k", "to124", "-c", "-i", "0", "-i", "124", "--timeout", "200ms", "-x", "3",
+		"sh", "-c", started+`; exec sleep 1000`)
+	for _, want := range []string{"a", "b", "a"} {
+		if got := s.popStarted(t); got != want {
+			t.Fatalf("started %q, want %q", got, want)
+		}
+	}
+	p.signal(t, syscall.SIGTERM)
+	if r := p.wait(t); r.Code != 0 {
+		t.Errorf("exit %d after SIGTERM, want 0; stderr:\n%s", r.Code, r.Stderr)
+	}
+	s.noLocks(t, "to124")
+}
+
+// guardOf returns the pid of w8y's guard: its child named w8y-guard.
+func guardOf(t *testing.T, w8y int) int {
+	t.Helper()
+	for _, pid := range childrenOf(w8y) {
+		cmdline, _ := os.ReadFile("/proc/" + itoa(pid) + "/cmdline")
+		if strings.HasPrefix(string(cmdline), "w8y-guard\x00") {
+			return pid
+		}
+	}
+	t.Fatalf("w8y %d has no guard among its children %v", w8y, childrenOf(w8y))
+	return 0
+}
+
+// TestKilledW8yTakesTheGroupWithIt: when w8y is SIGKILLed, and so can clean
+// nothing up, neither its child nor the child's own children run on: its
+// guard kills the group. The lock stays until it expires.
+func TestKilledW8yTakesTheGroupWithIt(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "sigkill:list", "a")
+	dir := t.TempDir()
+	p := startW8y(t, append(portEnv(s), "DIR="+dir), "-u", s.URL, "-k", "sigkill", "-x", "30",
+		"sh", "-c", `echo $$ > "$DIR/child"; sleep 1000 & echo $! > "$DIR/grandchild"; `+started+`; wait`)
+	s.popStarted(t)
+	child, grandchild := readPID(t, filepath.Join(dir, "child")), readPID(t, filepath.Join(dir, "grandchild"))
+	p.signal(t, syscall.SIGKILL)
+	p.wait(t)
+	processGone(t, child)
+	processGone(t, grandchild)
+	if got := s.keys(t, "sigkill:lock:*"); len(got) != 1 {
+		t.Errorf("locks %q: the lock should stay until it expires", got)
+	}
+}
+
+// TestParentDeathSignal: with the guard gone too, the kernel's parent-death
+// signal still ends w8y's direct child when w8y is SIGKILLed.
+func TestParentDeathSignal(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "pdeath:list", "a")
+	dir := t.TempDir()
+	p := startW8y(t, append(portEnv(s), "DIR="+dir), "-u", s.URL, "-k", "pdeath", "-x", "30",
+		"sh", "-c", `echo $$ > "$DIR/child"; `+started+`; exec sleep 1000`)
+	s.popStarted(t)
+	child := readPID(t, filepath.Join(dir, "child"))
+	guard := guardOf(t, p.cmd.Process.Pid)
+	if err := syscall.Kill(guard, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	processGone(t, guard)
+	p.signal(t, syscall.SIGKILL)
+	p.wait(t)
+	processGone(t, child)
+}
+
+// orphanMaker is a child that orphans a process (a shell that starts it in
+// the background and exits), kills it, and reports its start only once the
+// orphan's zombie has been reaped by whoever it was re-parented to. With no
+// one reaping, it never reports.
+const orphanMaker = `orphan=$(sh -c 'sleep 1000 >/dev/null & echo $!'); ` +
+	`kill -KILL "$orphan"; ` +
+	`while [ -e "/proc/$orphan" ]; do sleep 0.01; done; ` +
+	started + `; exec sleep 1000`
+
+// TestSubreaperReapsOrphans: with --subreaper, a process that the child
+// orphans is re-parented to w8y, which reaps it; the child's own exit code
+// still comes through.
+func TestSubreaperReapsOrphans(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "reap:list", "a")
+	p := startW8y(t, portEnv(s), "-u", s.URL, "-k", "reap", "--subreaper", "sh", "-c", orphanMaker)
+	s.popStarted(t)
+	p.signal(t, syscall.SIGTERM)
+	if r := p.wait(t); r.Code != 143 {
+		t.Errorf("exit %d, want 143; stderr:\n%s", r.Code, r.Stderr)
+	}
+	s.noLocks(t, "reap")
+}
+
+// TestReaperLeavesOwnChildAlone: reaping never takes the exit status of
+// w8y's own child, even one that exits at once, again and again.
+func TestReaperLeavesOwnChildAlone(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "own:list", "a")
+	for range 20 {
+		r := runW8y(t, nil, "-u", s.URL, "-k", "own", "-q", "--subreaper", "sh", "-c", "sh -c 'exit 0' & exit 7")
+		if r.Code != 7 {
+			t.Fatalf("exit %d, want 7; stderr:\n%s", r.Code, r.Stderr)
+		}
+	}
+}
+
+// TestPID1ReapsOrphans: as PID 1 of a PID namespace, as in a container, w8y
+// reaps orphans without being asked.
+func TestPID1ReapsOrphans(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "pid1:list", "a")
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Fatalf("unshare (util-linux) is needed to run w8y as PID 1: %v", err)
+	}
+	p := startCommand(t, portEnv(s), unshare, "--pid", "--fork", "--mount-proc", "--kill-child",
+		binary, "-u", s.URL, "-k", "pid1", "sh", "-c", `[ $PPID = 1 ] || exit 99; `+orphanMaker)
+	s.popStarted(t)
+	p.signal(t, syscall.SIGKILL)
+	p.wait(t)
+}
