@@ -9,7 +9,7 @@ endif
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build test bench lint demo clean
+.PHONY: all build test soak bench lint demo clean
 
 all: build
 
@@ -18,9 +18,20 @@ build:
 
 # The integration tests start their own redis-server on a free loopback port,
 # so they need redis-server and redis-cli installed, not running.
+# The chaos test runs on its own, with -v so that its figures (runs, faults
+# of each kind, overlaps found) are printed, and without the other tests
+# competing for the CPU.
 test:
 	bash scripts/ensure-redis.sh
-	go test -race -count=1 ./...
+	go test -race -count=1 -skip '^TestChaos$$' ./...
+	go test -race -count=1 -run '^TestChaos$$' -v ./integration_test/
+
+# The chaos test for longer, with more workers and items: 10 minutes by default.
+SOAK_SECONDS ?= 600
+soak:
+	bash scripts/ensure-redis.sh
+	W8Y_CHAOS_SECONDS=$(SOAK_SECONDS) W8Y_CHAOS_WORKERS=8 W8Y_CHAOS_ITEMS=20 \
+		go test -race -count=1 -timeout 0 -run '^TestChaos$$' -v ./integration_test/
 
 bench:
 	go test -run '^$$' -bench . -benchmem ./...

@@ -89,7 +89,14 @@ func startRedis(t *testing.T, extra ...string) *server {
 // startRedisOn is startRedis on a given port.
 func startRedisOn(t *testing.T, port int, extra ...string) *server {
 	t.Helper()
-	s := &server{Port: port, URL: fmt.Sprintf("redis://127.0.0.1:%d", port), dir: t.TempDir()}
+	return startRedisIn(t, port, t.TempDir(), extra...)
+}
+
+// startRedisIn is startRedisOn with dir as the server's directory, where
+// it finds the data that an earlier server saved there.
+func startRedisIn(t *testing.T, port int, dir string, extra ...string) *server {
+	t.Helper()
+	s := &server{Port: port, URL: fmt.Sprintf("redis://127.0.0.1:%d", port), dir: dir}
 	args := append([]string{
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log"),
@@ -123,6 +130,19 @@ func (s *server) stop() {
 	}
 	_ = s.cmd.Process.Kill()
 	_ = s.cmd.Wait()
+}
+
+// restart saves the data, stops the server and starts another on the same
+// port and directory, which loads it.
+func (s *server) restart(t *testing.T) *server {
+	t.Helper()
+	// SHUTDOWN SAVE saves even with no save points configured; its reply is
+	// the connection closing.
+	_ = s.Client.Do(context.Background(), "SHUTDOWN", "SAVE").Err()
+	if err := s.cmd.Wait(); err != nil {
+		t.Fatalf("redis-server did not shut down cleanly: %v", err)
+	}
+	return startRedisIn(t, s.Port, s.dir)
 }
 
 // ctx returns a context bounded by testTimeout.

@@ -1,32 +1,37 @@
 #!/usr/bin/env bash
-# Makes sure redis-server and redis-cli are on PATH, installing Debian's
-# redis-server package if they are not. The integration tests and the demo
-# start their own throwaway redis-server, so nothing is started here.
-# Idempotent, and silent when Redis is already installed.
+# Makes sure redis-server and redis-cli are on PATH, with the tools the
+# integration tests drive them with (flock, unshare and script, from
+# util-linux and bsdutils), installing Debian's packages if they are not. The
+# integration tests and the demo start their own throwaway redis-server, so
+# nothing is started here. Idempotent, and silent when all are installed.
 set -euo pipefail
 
-if command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1; then
+missing=0
+for tool in redis-server redis-cli flock unshare script; do
+	command -v "$tool" >/dev/null 2>&1 || missing=1
+done
+if [ "$missing" = 0 ]; then
 	exit 0
 fi
 
 if ! command -v apt-get >/dev/null 2>&1; then
-	echo "ensure-redis: redis-server/redis-cli are missing and apt-get is not available; install Redis by hand" >&2
+	echo "ensure-redis: redis-server, redis-cli, flock, unshare or script is missing and apt-get is not available; install Redis by hand" >&2
 	exit 1
 fi
 
 sudo=()
 if [ "$(id -u)" -ne 0 ]; then
 	if ! command -v sudo >/dev/null 2>&1; then
-		echo "ensure-redis: redis-server/redis-cli are missing; run as root or install sudo" >&2
+		echo "ensure-redis: redis-server, redis-cli, flock, unshare or script is missing; run as root or install sudo" >&2
 		exit 1
 	fi
 	sudo=(sudo)
 fi
 
-echo "ensure-redis: installing redis-server with apt-get" >&2
+echo "ensure-redis: installing redis-server, util-linux and bsdutils with apt-get" >&2
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server util-linux bsdutils >/dev/null
 
 # The Debian package starts a system redis-server on port 6379 where a service
 # manager runs; w8y's tests and demo never use it.

@@ -1,0 +1,287 @@
+package integration_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// chaosChild is each run's child. flock takes an exclusive lock on a file
+// named for the item and holds it while any process of the run lives (the
+// kernel drops it when the last one dies, however it dies), so a second run
+// of an item that overlaps the first in time cannot take it: it records the
+// overlap instead of running. The runs file counts the runs. Items ending
+// in 0 or 5 run for 2.5 key expiries, so their locks must be refreshed, and
+// can be lost, while they run; the others take 50ms.
+const chaosChild = `case "$W8Y_ITEM" in *0|*5) d=2.5;; *) d=0.05;; esac; ` +
+	`flock -n -E 99 "$CHAOS_DIR/lock.$W8Y_ITEM" sh -c 'echo "$W8Y_ITEM" >> "$CHAOS_DIR/runs"; sleep $0' "$d"; ` +
+	`if [ $? = 99 ]; then echo "$W8Y_ITEM" >> "$CHAOS_DIR/overlaps"; fi`
+
+// chaosSetting reads a positive integer setting of the chaos test from the
+// environment (make soak raises them), or returns def.
+func chaosSetting(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q is not a positive integer", name, v)
+	}
+	return n
+}
+
+// chaosWorker is one --continuous w8y of the chaos test.
+type chaosWorker struct {
+	p      *proc
+	marker string // in the environment of w8y and everything it starts
+}
+
+// TestChaos runs continuous workers over a list while injecting faults, and
+// checks w8y's promises from what the children and Redis record: no item is
+// ever run twice at once, the list ends holding exactly what the outside
+// writers left in it, no child outlives its worker, no lock outlives a
+// graceful stop, and every worker exits with the documented code.
+func TestChaos(t *testing.T) {
+	var (
+		seconds = chaosSetting(t, "W8Y_CHAOS_SECONDS", 20)
+		m       = chaosSetting(t, "W8Y_CHAOS_WORKERS", 5)
+		k       = chaosSetting(t, "W8Y_CHAOS_ITEMS", 12)
+		ttl     = time.Second
+	)
+	s := startRedis(t)
+	dir := t.TempDir()
+	want := map[string]int{} // the multiset of items the list should hold
+	var items []string
+	for i := range k {
+		items = append(items, "i"+itoa(i))
+		want["i"+itoa(i)]++
+	}
+	s.seed(t, "chaos:list", items...)
+
+	generation := 0
+	start := func() *chaosWorker {
+		generation++
+		w := &chaosWorker{marker: fmt.Sprintf("W8Y_CHAOS_MARK=%s-%d", filepath.Base(dir), generation)}
+		w.p = startW8y(t, []string{"CHAOS_DIR=" + dir, w.marker},
+			"-u", s.URL, "-k", "chaos", "-c", "-x", ttl.String(), "--idle-wait", "50ms", "--log-level", "warn",
+			"sh", "-c", chaosChild)
+		return w
+	}
+	workers := make([]*chaosWorker, m)
+	for i := range workers {
+		workers[i] = start()
+	}
+
+	faults := map[string]int{}
+	lockLost := 0
+	var violations []string
+	graceful := map[int]bool{} // pids of workers stopped with SIGTERM
+	// stop signals a worker, checks its exit code and that nothing it
+	// started runs on, and starts a replacement.
+	stop := func(i int, sig syscall.Signal) {
+		w := workers[i]
+		pid := w.p.cmd.Process.Pid
+		w.p.signal(t, sig)
+		// Check for leftovers from the moment the worker is gone: Wait below
+		// would also wait for leftovers holding its output pipes.
+		exitedAt(t, pid)
+		left := waitMarkerGone(w.marker, ttl)
+		r := w.p.wait(t)
+		switch {
+		case sig == syscall.SIGTERM && r.Code != 0:
+			violations = append(violations, fmt.Sprintf("worker %d exited %d after SIGTERM, want 0: %s", pid, r.Code, r.Stderr))
+		case sig == syscall.SIGKILL && w.p.cmd.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL:
+			violations = append(violations, fmt.Sprintf("worker %d did not die of SIGKILL: %v", pid, w.p.cmd.ProcessState))
+		}
+		if sig == syscall.SIGTERM {
+			graceful[pid] = true
+		}
+		lockLost += strings.Count(r.Stderr, "lock lost: stopping the child")
+		// Whatever killed the worker, its children must be gone before its
+		// lock could expire.
+		if len(left) > 0 {
+			violations = append(violations, fmt.Sprintf("processes %v outlived worker %d (%s)", left, pid, sig))
+		}
+	}
+
+	kinds := []string{"SIGKILL a worker", "SIGTERM a worker", "RPUSH an item", "restart redis-server", "LREM an item", "CLIENT PAUSE past the expiry"}
+	interval := time.Duration(seconds) * time.Second / time.Duration(3*len(kinds))
+	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
+	added := 0
+	for n := 0; time.Now().Before(deadline); n++ {
+		time.Sleep(interval) // the pace of the faults, not a synchronisation
+		kind := kinds[n%len(kinds)]
+		faults[kind]++
+		switch kind {
+		case "SIGKILL a worker", "SIGTERM a worker":
+			i := rand.N(m)
+			// SIGKILL a worker running a long item where there is one: its
+			// children would outlive it the longest.
+			if j := holderOfLongItem(t, s, workers); j >= 0 && kind == "SIGKILL a worker" {
+				i = j
+			}
+			stop(i, map[bool]syscall.Signal{true: syscall.SIGKILL, false: syscall.SIGTERM}[kind == "SIGKILL a worker"])
+			workers[i] = start()
+		case "RPUSH an item":
+			item := "n" + itoa(added)
+			added++
+			if err := s.Client.RPush(ctx(t), "chaos:list", item).Err(); err != nil {
+				t.Fatal(err)
+			}
+			want[item]++
+		case "LREM an item":
+			var present []string
+			for item, count := range want {
+				if count > 0 {
+					present = append(present, item)
+				}
+			}
+			if len(present) <= m {
+				faults[kind]--
+				continue
+			}
+			slices.Sort(present)
+			item := present[rand.N(len(present))]
+			if err := s.Client.LRem(ctx(t), "chaos:list", 0, item).Err(); err != nil {
+				t.Fatal(err)
+			}
+			delete(want, item)
+		case "restart redis-server":
+			s = s.restart(t)
+		case "CLIENT PAUSE past the expiry":
+			if err := s.Client.Do(ctx(t), "CLIENT", "PAUSE", (ttl + ttl/2).Milliseconds(), "WRITE").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := range workers {
+		stop(i, syscall.SIGTERM)
+	}
+
+	// The list holds exactly what the outside writers left in it.
+	got := map[string]int{}
+	for _, item := range s.list(t, "chaos:list") {
+		got[item]++
+	}
+	for item, count := range want {
+		if got[item] != count {
+			violations = append(violations, fmt.Sprintf("item %q is in the list %d times, want %d", item, got[item], count))
+		}
+	}
+	for item, count := range got {
+		if want[item] == 0 {
+			violations = append(violations, fmt.Sprintf("item %q is in the list %d times, want none", item, count))
+		}
+	}
+
+	// Locks left are those of SIGKILLed workers, which expire by themselves.
+	for _, key := range s.keys(t, "chaos:lock:*") {
+		token, _ := s.Client.Get(ctx(t), key).Result()
+		fields := strings.Split(token, ":")
+		if pid, err := strconv.Atoi(fields[len(fields)-2]); err == nil && graceful[pid] {
+			violations = append(violations, fmt.Sprintf("%s is still held by %s, which stopped gracefully", key, token))
+		}
+		if pttl, _ := s.Client.PTTL(ctx(t), key).Result(); pttl <= 0 || pttl > ttl {
+			violations = append(violations, fmt.Sprintf("%s has a TTL of %s, want one within %s", key, pttl, ttl))
+		}
+	}
+
+	runs, overlaps := lines(t, filepath.Join(dir, "runs")), lines(t, filepath.Join(dir, "overlaps"))
+	for _, item := range overlaps {
+		violations = append(violations, fmt.Sprintf("item %q ran twice at once", item))
+	}
+	t.Logf("chaos: %d workers (%d started in all), %d items at the start, %d added and %d removed from outside, %d in the list at the end",
+		m, generation, k, added, faults["LREM an item"], len(s.list(t, "chaos:list")))
+	t.Logf("chaos: %d runs in %ds; children stopped on a lost lock: %d; overlaps found: %d", len(runs), seconds, lockLost, len(overlaps))
+	for _, kind := range kinds {
+		t.Logf("chaos: fault %-30s x%d", kind, faults[kind])
+	}
+	if len(runs) < m {
+		violations = append(violations, fmt.Sprintf("only %d runs: the workers did not get going", len(runs)))
+	}
+	for _, v := range violations {
+		t.Error(v)
+	}
+}
+
+// holderOfLongItem returns the index of a worker that holds the lock of an
+// item ending in 0 or 5 (see chaosChild), or -1.
+func holderOfLongItem(t *testing.T, s *server, workers []*chaosWorker) int {
+	for _, key := range s.keys(t, "chaos:lock:*") {
+		if !strings.HasSuffix(key, "0") && !strings.HasSuffix(key, "5") {
+			continue
+		}
+		token, _ := s.Client.Get(ctx(t), key).Result()
+		for i, w := range workers {
+			if strings.Contains(token, ":"+itoa(w.p.cmd.Process.Pid)+":") {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// exitedAt blocks until the process pid has exited, without reaping it.
+func exitedAt(t *testing.T, pid int) {
+	t.Helper()
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+	if err != nil && !errors.Is(err, syscall.ECHILD) { // ECHILD: already reaped
+		t.Fatalf("waitid %d: %v", pid, err)
+	}
+}
+
+// lines reads a file of one record per line; a missing file has none.
+func lines(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(data))
+}
+
+// waitMarkerGone waits until no process carries marker in its environment,
+// and returns the pids of those that still do after timeout.
+func waitMarkerGone(marker string, timeout time.Duration) []int {
+	deadline := time.Now().Add(timeout)
+	for {
+		left := processesWith(marker)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// processesWith lists the live processes with marker in their environment.
+// A zombie's environment reads empty, so the dead are never listed.
+func processesWith(marker string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		environ, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err == nil && slices.Contains(strings.Split(string(environ), "\x00"), marker) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
