@@ -1,0 +1,114 @@
+-- Rotates the circular list KEYS[1] and tries each candidate's lock for a
+-- whole batch of candidates in one call, leaving Redis exactly as w8y's
+-- per-candidate path does with an LMOVE and a SET NX per candidate.
+--
+-- ARGV[1] lock key prefix: a candidate's lock is ARGV[1] .. item
+-- ARGV[2] our token
+-- ARGV[3] lock TTL in milliseconds
+-- ARGV[4] candidates left in this pass, or -1 to start a pass: the length of
+--         the list now, which saves the client a round trip for LLEN
+-- ARGV[5] longest item the child can be given
+-- ARGV[6] most candidates to look at in this call
+-- ARGV[7] how many bytes of a skipped item to return
+--
+-- Returns {left, taken, head1, size1, head2, size2, ...}: the candidates left
+-- in the pass after this call (0 when it is over), the item whose lock is now
+-- ours or nil, and for each item skipped because the child cannot be given it
+-- (empty, too long, holding a NUL byte) its first ARGV[7] bytes and its size.
+--
+-- Lock keys are not declared in KEYS: this is only correct where they live on
+-- the same server as the list (standalone Redis, or a prefix with a hash tag
+-- on Redis Cluster), which the client checks before using this script.
+local list = KEYS[1]
+local prefix, token, ttl = ARGV[1], ARGV[2], ARGV[3]
+local left = tonumber(ARGV[4])
+local maxLen = tonumber(ARGV[5])
+local clipLen = tonumber(ARGV[7])
+
+if left < 0 then
+  -- pcall, then return the error: a key of the wrong type reaches the client
+  -- as Redis' own WRONGTYPE error, as it would without a script.
+  left = redis.pcall("LLEN", list)
+  if type(left) == "table" then
+    return left
+  end
+end
+local want = math.min(left, tonumber(ARGV[6]))
+if want <= 0 then
+  return {0, false}
+end
+
+-- The script runs atomically, so reading the candidates, trying their locks
+-- and then rotating the list by as many as were looked at leaves the list as
+-- the same number of LMOVEs would, with a handful of calls instead of two per
+-- candidate.
+local items = redis.pcall("LRANGE", list, 0, want - 1)
+if items.err then
+  return items
+end
+local n = #items
+if n == 0 then
+  -- The list is empty or gone, which ends the pass.
+  return {0, false}
+end
+
+-- Items that the child cannot be given (empty, too long, holding a NUL byte)
+-- are skipped, but rotated like any other candidate.
+local keys, at, bad = {}, {}, {}
+for i = 1, n do
+  local item = items[i]
+  local size = #item
+  if size == 0 or size > maxLen or string.find(item, "\0", 1, true) then
+    bad[#bad + 1] = i
+  else
+    keys[#keys + 1] = prefix .. item
+    at[#keys] = i
+  end
+end
+
+-- looked is how many candidates this call rotated: up to the one taken, or
+-- all it wanted. When the list is shorter than that (someone removed items
+-- during the pass), LMOVE would have gone round it again, where every lock
+-- is as taken as the first time round.
+local looked, took = want, false
+if #keys > 0 then
+  -- MGET reads no value for a key of another type: SET NX then fails, and
+  -- the candidate counts as locked, as it does without a script.
+  local values = redis.call("MGET", unpack(keys))
+  for j = 1, #keys do
+    local v, taken = values[j], false
+    if not v then
+      taken = redis.call("SET", keys[j], token, "NX", "PX", ttl)
+    elseif v == token then
+      -- A lock holding our token is ours already: when go-redis retried a
+      -- call whose reply was lost, a pass that comes round to the item again
+      -- takes it back instead of passing it by until it expires.
+      taken = redis.call("PEXPIRE", keys[j], ttl) == 1
+    end
+    if taken then
+      looked, took = at[j], true
+      break
+    end
+  end
+end
+
+local reply = {left - looked, false}
+if took then
+  reply[2] = items[looked]
+end
+
+local turn = looked % n
+if turn > 0 then
+  -- RPUSH before LTRIM, so that the list never empties and keeps any
+  -- expiry set on it.
+  redis.call("RPUSH", list, unpack(items, 1, turn))
+  redis.call("LTRIM", list, turn, -1)
+end
+for _, i in ipairs(bad) do
+  if i > looked then
+    break
+  end
+  reply[#reply + 1] = string.sub(items[i], 1, clipLen)
+  reply[#reply + 1] = #items[i]
+end
+return reply
