@@ -97,7 +97,12 @@ if took then
   reply[2] = items[looked]
 end
 
-local turn = looked % n
+-- A list shorter than the candidates wanted was read whole, and going round
+-- it whole leaves it as it was.
+local turn = looked
+if n < want then
+  turn = looked % n
+end
 if turn > 0 then
   -- RPUSH before LTRIM, so that the list never empties and keeps any
   -- expiry set on it.
