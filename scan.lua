@@ -19,6 +19,7 @@
 -- Lock keys are not declared in KEYS: this is only correct where they live on
 -- the same server as the list (standalone Redis, or a prefix with a hash tag
 -- on Redis Cluster), which the client checks before using this script.
+local find, sub = string.find, string.sub
 local list = KEYS[1]
 local prefix, token, ttl = ARGV[1], ARGV[2], ARGV[3]
 local left = tonumber(ARGV[4])
@@ -55,14 +56,17 @@ end
 -- Items that the child cannot be given (empty, too long, holding a NUL byte)
 -- are skipped, but rotated like any other candidate.
 local keys, at, bad = {}, {}, {}
+local nkeys, nbad = 0, 0
 for i = 1, n do
   local item = items[i]
   local size = #item
-  if size == 0 or size > maxLen or string.find(item, "\0", 1, true) then
-    bad[#bad + 1] = i
+  if size == 0 or size > maxLen or find(item, "\0", 1, true) then
+    nbad = nbad + 1
+    bad[nbad] = i
   else
-    keys[#keys + 1] = prefix .. item
-    at[#keys] = i
+    nkeys = nkeys + 1
+    keys[nkeys] = prefix .. item
+    at[nkeys] = i
   end
 end
 
@@ -71,21 +75,16 @@ end
 -- during the pass), LMOVE would have gone round it again, where every lock
 -- is as taken as the first time round.
 local looked, took = want, false
-if #keys > 0 then
+-- Most batches find every lock taken: EXISTS tells so without sending the
+-- locks' values back. A lock that holds our own token is taken too, as it is
+-- for SET NX: this process never takes an item while it holds another, so
+-- such a lock can only come from a call whose reply was lost, and expires.
+if nkeys > 0 and redis.call("EXISTS", unpack(keys, 1, nkeys)) < nkeys then
   -- MGET reads no value for a key of another type: SET NX then fails, and
   -- the candidate counts as locked, as it does without a script.
-  local values = redis.call("MGET", unpack(keys))
-  for j = 1, #keys do
-    local v, taken = values[j], false
-    if not v then
-      taken = redis.call("SET", keys[j], token, "NX", "PX", ttl)
-    elseif v == token then
-      -- A lock holding our token is ours already: when go-redis retried a
-      -- call whose reply was lost, a pass that comes round to the item again
-      -- takes it back instead of passing it by until it expires.
-      taken = redis.call("PEXPIRE", keys[j], ttl) == 1
-    end
-    if taken then
+  local values = redis.call("MGET", unpack(keys, 1, nkeys))
+  for j = 1, nkeys do
+    if not values[j] and redis.call("SET", keys[j], token, "NX", "PX", ttl) then
       looked, took = at[j], true
       break
     end
@@ -113,7 +112,7 @@ for _, i in ipairs(bad) do
   if i > looked then
     break
   end
-  reply[#reply + 1] = string.sub(items[i], 1, clipLen)
+  reply[#reply + 1] = sub(items[i], 1, clipLen)
   reply[#reply + 1] = #items[i]
 end
 return reply
