@@ -26,6 +26,8 @@ local left = tonumber(ARGV[4])
 local maxLen = tonumber(ARGV[5])
 local clipLen = tonumber(ARGV[7])
 
+-- length is the list's length when this call knows it.
+local length
 if left < 0 then
   -- pcall, then return the error: a key of the wrong type reaches the client
   -- as Redis' own WRONGTYPE error, as it would without a script.
@@ -33,6 +35,7 @@ if left < 0 then
   if type(left) == "table" then
     return left
   end
+  length = left
 end
 local want = math.min(left, tonumber(ARGV[6]))
 if want <= 0 then
@@ -96,11 +99,15 @@ if took then
   reply[2] = items[looked]
 end
 
--- A list shorter than the candidates wanted was read whole, and going round
--- it whole leaves it as it was.
-local turn = looked
+-- A list shorter than the candidates wanted was read whole. Going round a
+-- list whole leaves it as it was, which spares an idle pass over a short
+-- list any write.
 if n < want then
-  turn = looked % n
+  length = n
+end
+local turn = looked
+if length then
+  turn = looked % length
 end
 if turn > 0 then
   -- RPUSH before LTRIM, so that the list never empties and keeps any

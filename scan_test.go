@@ -427,3 +427,26 @@ func TestScanLockExpiry(t *testing.T) {
 		t.Errorf("expires %s, want after the second call's %s and by the third's %s", lock.expires, earliest, latest)
 	}
 }
+
+// TestScanIdlePassWritesNothing: a pass over a short list whose locks are
+// all taken goes round it whole, which leaves it as it was: the script must
+// not rewrite it, since idle workers make such passes all day.
+func TestScanIdlePassWritesNothing(t *testing.T) {
+	rdb := startTestRedis(t).Client
+	ctx := context.Background()
+	keys := Keys{Prefix: "idle:"}
+	takeSetup{items: numbered(5), locked: numbered(5)}.seed(t, rdb, keys)
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	if _, _, err := testRotator(rdb, keys.Prefix, true, 0, &logs).Take(ctx, nil); !errors.Is(err, ErrNoWork) {
+		t.Fatalf("Take = %v, want ErrNoWork", err)
+	}
+	stats := rdb.Info(ctx, "commandstats").Val()
+	for _, cmd := range []string{"cmdstat_rpush", "cmdstat_ltrim", "cmdstat_set:"} {
+		if strings.Contains(stats, cmd) {
+			t.Errorf("an idle pass ran %s:\n%s", cmd, stats)
+		}
+	}
+}
