@@ -72,8 +72,11 @@ func (r *Rotator) takeInBatches(ctx context.Context, stop <-chan struct{}) (stri
 		default:
 		}
 		sent := time.Now()
+		// No more arguments: Redis refuses commands of more than 10 parts
+		// before AUTH, and a server that wants a password we lack must say
+		// NOAUTH, not "Protocol error".
 		reply, err := scanScript.Run(ctx, r.Client, []string{list},
-			r.Keys.Lock(""), r.Token, r.TTL.Milliseconds(), left, r.MaxItemLen, batch, clipLen).Slice()
+			r.Keys.Lock(""), r.Token, r.TTL.Milliseconds(), left, r.MaxItemLen, batch).Slice()
 		if err != nil {
 			return "", nil, redisError("scan "+quoteKey(list), err)
 		}
@@ -104,6 +107,7 @@ func (r *Rotator) readScan(reply []any) (left int64, item string, taken bool, er
 	item, taken = reply[1].(string)
 	for i := 2; i < len(reply); i += 2 {
 		head, _ := reply[i].(string)
+		head = head[:min(len(head), clipLen)]
 		size, _ := reply[i+1].(int64)
 		r.Log.Warn().Str("item", clipHead(head, int(size))).Msg("skipping item: " + whyBad(int(size), true, r.MaxItemLen))
 	}

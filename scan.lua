@@ -9,12 +9,11 @@
 --         the list now, which saves the client a round trip for LLEN
 -- ARGV[5] longest item the child can be given
 -- ARGV[6] most candidates to look at in this call
--- ARGV[7] how many bytes of a skipped item to return
 --
 -- Returns {left, taken, head1, size1, head2, size2, ...}: the candidates left
 -- in the pass after this call (0 when it is over), the item whose lock is now
 -- ours or nil, and for each item skipped because the child cannot be given it
--- (empty, too long, holding a NUL byte) its first ARGV[7] bytes and its size.
+-- (empty, too long, holding a NUL byte) its first clipLen bytes and its size.
 --
 -- Lock keys are not declared in KEYS: this is only correct where they live on
 -- the same server as the list (standalone Redis, or a prefix with a hash tag
@@ -24,7 +23,11 @@ local list = KEYS[1]
 local prefix, token, ttl = ARGV[1], ARGV[2], ARGV[3]
 local left = tonumber(ARGV[4])
 local maxLen = tonumber(ARGV[5])
-local clipLen = tonumber(ARGV[7])
+-- clipLen is w8y's clipLen, how much of a skipped item a warning shows. It
+-- is not an argument because Redis refuses commands of more than 10 parts
+-- from a client that has not authenticated, which would hide the NOAUTH
+-- error behind a protocol error.
+local clipLen = 64
 
 -- length is the list's length when this call knows it.
 local length
