@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -87,12 +88,16 @@ func redisError(what string, err error) error {
 }
 
 // userinfoPassword finds the password in scheme://user:password@host even when
-// the URL is too malformed for net/url to parse.
-var userinfoPassword = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)([^@]*)@`)
+// the URL is too malformed for net/url to parse. It is compiled on first use:
+// only a URL that fails to parse needs it, and a run that never does should
+// not pay for it at start-up.
+var userinfoPassword = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)([^@]*)@`)
+})
 
 // redactURL returns rawURL with any password replaced by "xxxxx".
 func redactURL(rawURL string) string {
-	return userinfoPassword.ReplaceAllString(rawURL, "${1}xxxxx@")
+	return userinfoPassword().ReplaceAllString(rawURL, "${1}xxxxx@")
 }
 
 // redact removes the password of rawURL from msg, wherever msg quotes it.
@@ -100,7 +105,7 @@ func redact(msg, rawURL string) string {
 	password := ""
 	if u, err := url.Parse(rawURL); err == nil && u.User != nil {
 		password, _ = u.User.Password()
-	} else if m := userinfoPassword.FindStringSubmatch(rawURL); m != nil {
+	} else if m := userinfoPassword().FindStringSubmatch(rawURL); m != nil {
 		password = m[2]
 	}
 	if password == "" {

@@ -148,6 +148,7 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 		rotator: &Rotator{
 			Client: client, Keys: keys, Token: token, TTL: time.Duration(opts.KeyExpiry),
 			MaxItemLen: command.maxItemLen(keys.Lock(""), argMax()), Log: log,
+			ServerScan: canScanOnServer(client, keys.Prefix),
 		},
 		command: command,
 		router:  router,

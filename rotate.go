@@ -47,15 +47,32 @@ type Rotator struct {
 	// MaxItemLen is the longest item the child can be given (see
 	// Command.maxItemLen); longer ones are skipped.
 	MaxItemLen int
-	Log        zerolog.Logger
+	// ServerScan makes Take rotate and try locks inside Redis, a batch of
+	// candidates per round trip (scan.lua), instead of two round trips per
+	// candidate. Set it from canScanOnServer.
+	ServerScan bool
+	// Batch is the most candidates one server-side call looks at; 0 means
+	// scanBatch. Tests set it low to cross batches with short lists.
+	Batch int
+	Log   zerolog.Logger
 }
 
 // Take rotates the list one candidate at a time (LMOVE list list LEFT RIGHT,
 // which never shortens it) and tries each candidate's lock (SET NX with the
 // expiry), looking at no more candidates than the list held at the start.
 // The first lock taken wins. It returns ErrNoWork after a pass without one,
-// and errStopped if stop is closed between candidates.
+// and errStopped if stop is closed between candidates (or, with ServerScan,
+// between batches of them). Both ways leave Redis in the same state.
 func (r *Rotator) Take(ctx context.Context, stop <-chan struct{}) (string, *Lock, error) {
+	if r.ServerScan {
+		return r.takeInBatches(ctx, stop)
+	}
+	return r.takeEach(ctx, stop)
+}
+
+// takeEach is Take with two round trips per candidate, for where scan.lua
+// cannot run (see canScanOnServer).
+func (r *Rotator) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Lock, error) {
 	list := r.Keys.List()
 	n, err := r.Client.LLen(ctx, list).Result()
 	if err != nil {
@@ -96,13 +113,20 @@ func (r *Rotator) Take(ctx context.Context, stop <-chan struct{}) (string, *Lock
 // badItem says why item cannot be handed to a child whose arguments and
 // environment fit items of up to maxLen bytes, or returns "".
 func badItem(item string, maxLen int) string {
+	return whyBad(len(item), strings.IndexByte(item, 0) >= 0, maxLen)
+}
+
+// whyBad is badItem for an item of size bytes that holds a NUL byte or not.
+// It checks the size first, so that scan.lua, which returns only the head of
+// a skipped item, gets the same reason without sending the whole item.
+func whyBad(size int, hasNUL bool, maxLen int) string {
 	switch {
-	case item == "":
+	case size == 0:
 		return "it is empty"
-	case strings.ContainsRune(item, 0):
+	case size > maxLen:
+		return fmt.Sprintf("it is %d bytes long, and the command's arguments and environment fit at most %d", size, maxLen)
+	case hasNUL:
 		return "it holds a NUL byte, which cannot pass through argv or the environment"
-	case len(item) > maxLen:
-		return fmt.Sprintf("it is %d bytes long, and the command's arguments and environment fit at most %d", len(item), maxLen)
 	}
 	return ""
 }
@@ -113,8 +137,14 @@ const clipLen = 64
 
 // clip shortens item for a log line.
 func clip(item string) string {
-	if len(item) <= clipLen {
-		return item
+	return clipHead(item[:min(len(item), clipLen)], len(item))
+}
+
+// clipHead is clip for an item of size bytes of which only head, its first
+// clipLen bytes or fewer, is known.
+func clipHead(head string, size int) string {
+	if size <= clipLen {
+		return head
 	}
-	return fmt.Sprintf("%s... (%d bytes)", item[:clipLen], len(item))
+	return fmt.Sprintf("%s... (%d bytes)", head, size)
 }

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// The hot paths of one item: choosing it, checking it, building the child's
+// command, and refreshing and releasing its lock. scripts/bench.sh measures
+// whole runs against references; these measure the parts.
+
+func BenchmarkBadItem(b *testing.B) {
+	item := "customer:" + strings.Repeat("4", 32)
+	for b.Loop() {
+		if badItem(item, 1<<17) != "" {
+			b.Fatal("a good item was bad")
+		}
+	}
+}
+
+func BenchmarkCommandBuild(b *testing.B) {
+	c := Command{Path: "/bin/sh", Args: []string{"-c", "report {} >/var/log/{}.log", "sh"}, EnvVar: "JOB", Environ: []string{"PATH=/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8"}}
+	for b.Loop() {
+		if cmd := c.build("customer:42", "work:lock:customer:42"); len(cmd.Env) != 6 {
+			b.Fatalf("env %q", cmd.Env)
+		}
+	}
+}
+
+// benchTake measures one Take over a list of n items whose locks are all
+// taken but the last, so that each Take looks at all of them, and releases
+// it again. A whole pass leaves the list as it was.
+func benchTake(b *testing.B, n int, serverScan bool) {
+	rdb := startTestRedis(b).Client
+	ctx := context.Background()
+	keys := Keys{Prefix: "bench:"}
+	items := numbered(n)
+	pipe := rdb.Pipeline()
+	pipe.RPush(ctx, keys.List(), anySlice(items)...)
+	for _, item := range items[:n-1] {
+		pipe.Set(ctx, keys.Lock(item), "someone-else", time.Hour)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		b.Fatal(err)
+	}
+	r := &Rotator{Client: rdb, Keys: keys, Token: testToken, TTL: time.Minute, MaxItemLen: 1 << 17, ServerScan: serverScan, Log: zerolog.New(io.Discard)}
+	b.ResetTimer()
+	for b.Loop() {
+		item, lock, err := r.Take(ctx, nil)
+		if err != nil || item != items[n-1] {
+			b.Fatalf("Take = %q, %v; want %q", item, err, items[n-1])
+		}
+		if released, err := lock.Release(ctx); !released || err != nil {
+			b.Fatalf("Release = %v, %v", released, err)
+		}
+	}
+}
+
+func BenchmarkTake(b *testing.B) {
+	for _, n := range []int{1, 100, 10000} {
+		b.Run(fmt.Sprintf("scan/%d", n), func(b *testing.B) { benchTake(b, n, true) })
+	}
+	// The per-candidate path, for comparison: 10,000 would take seconds.
+	for _, n := range []int{1, 100} {
+		b.Run(fmt.Sprintf("each/%d", n), func(b *testing.B) { benchTake(b, n, false) })
+	}
+}
+
+func BenchmarkRefresh(b *testing.B) {
+	rdb := startTestRedis(b).Client
+	ctx := context.Background()
+	lock := &Lock{Key: "bench:lock:x", Token: testToken, TTL: time.Minute, client: rdb}
+	rdb.Set(ctx, lock.Key, lock.Token, lock.TTL)
+	for b.Loop() {
+		if err := lock.Refresh(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package integration_test
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// scanItems is longer than w8y's scan batch (1000), so that one pass takes
+// several script calls.
+const scanItems = 2500
+
+// commandStats returns the calls per command from INFO commandstats.
+func (s *server) commandStats(t *testing.T) map[string]int {
+	t.Helper()
+	info, err := s.Client.Info(ctx(t), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats := map[string]int{}
+	for line := range strings.Lines(info) {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":calls=")
+		if !ok {
+			continue
+		}
+		calls, _, _ := strings.Cut(rest, ",")
+		stats[name], _ = strconv.Atoi(calls)
+	}
+	return stats
+}
+
+// TestScanLongList: a pass over a list longer than one script call rotates
+// it exactly as one LMOVE per candidate would, skips items that cannot be
+// passed without ending the pass, and takes the first free lock, here in
+// the third call.
+func TestScanLongList(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	items := make([]string, scanItems)
+	for i := range items {
+		items[i] = fmt.Sprintf("item:%d", i)
+	}
+	items[10] = ""
+	items[1200] = "bad\x00item"
+	const free = 2100
+	s.seed(t, "long:list", items...)
+	pipe := s.Client.Pipeline()
+	for i, item := range items {
+		if i != free && item != "" && !strings.Contains(item, "\x00") {
+			pipe.Set(ctx(t), "long:lock:"+item, "someone-else", time.Hour)
+		}
+	}
+	if _, err := pipe.Exec(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Client.ConfigResetStat(ctx(t)).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	r := runW8y(t, nil, "-u", s.URL, "-k", "long", "echo", "{}")
+	if r.Code != 0 || r.Stdout != items[free]+"\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
+	}
+	if n := strings.Count(r.Stderr, "skipping item"); n != 2 {
+		t.Errorf("%d warnings about skipped items, want 2:\n%s", n, r.Stderr)
+	}
+	// The scan ran on the server: no LMOVE came from w8y, and three batches
+	// rotated the list.
+	if stats := s.commandStats(t); stats["lmove"] != 0 || stats["rpush"] != 3 {
+		t.Errorf("commands run: %v; want no LMOVE and 3 RPUSH from scan.lua", stats)
+	}
+	want := append(slices.Clone(items[free+1:]), items[:free+1]...)
+	if got := s.list(t, "long:list"); !slices.Equal(got, want) {
+		t.Errorf("list after the run starts %q, want %q", got[:3], want[:3])
+	}
+	if n := s.Client.Exists(ctx(t), "long:lock:"+items[free]).Val(); n != 0 {
+		t.Errorf("the lock of %q is still there", items[free])
+	}
+}
+
+// TestScanOnePass: with every lock taken, a run looks at each candidate
+// once: the list ends as it began, and the script rotated no more than the
+// list's length, in batches.
+func TestScanOnePass(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	items := make([]string, scanItems)
+	pipe := s.Client.Pipeline()
+	for i := range items {
+		items[i] = "i" + itoa(i)
+		pipe.Set(ctx(t), "pass:lock:"+items[i], "someone-else", time.Hour)
+	}
+	if _, err := pipe.Exec(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	s.seed(t, "pass:list", items...)
+	if err := s.Client.ConfigResetStat(ctx(t)).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	r := runW8y(t, nil, "-u", s.URL, "-k", "pass", "--no-work-exit-code", "3", "true")
+	if r.Code != 3 {
+		t.Fatalf("exit %d, want 3 (no work): %s", r.Code, r.Stderr)
+	}
+	// 2500 candidates: LRANGE reads 1000, 1000 and 500; a second pass would
+	// read more. (Read before this test's own LRANGE.)
+	if stats := s.commandStats(t); stats["lrange"] != 3 || stats["llen"] != 1 {
+		t.Errorf("commands run: %v; want 1 LLEN and 3 LRANGE", stats)
+	}
+	if got := s.list(t, "pass:list"); !slices.Equal(got, items) {
+		t.Errorf("list after one pass starts %q, want it as before", got[:3])
+	}
+}
+
+// TestScanSurvivesScriptFlush: a flushed script cache (SCRIPT FLUSH, a
+// restarted or failed-over server) costs one EVAL, not an error.
+func TestScanSurvivesScriptFlush(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "flush:list", "a", "b", "c")
+	for _, want := range []string{"a", "b", "c"} {
+		if err := s.Client.ScriptFlush(ctx(t)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		r := runW8y(t, nil, "-u", s.URL, "-k", "flush", "echo", "{}")
+		if r.Code != 0 || r.Stdout != want+"\n" {
+			t.Errorf("after SCRIPT FLUSH: exit %d, stdout %q, want %q; stderr %q", r.Code, r.Stdout, want, r.Stderr)
+		}
+	}
+	// Each run sent EVALSHA, got NOSCRIPT and sent EVAL, for the scan and
+	// for the release.
+	if stats := s.commandStats(t); stats["eval"] != 6 {
+		t.Errorf("commands run: %v; want 6 EVAL", stats)
+	}
+	s.noLocks(t, "flush")
+}

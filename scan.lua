@@ -1,0 +1,128 @@
+-- Rotates the circular list KEYS[1] and tries each candidate's lock for a
+-- whole batch of candidates in one call, leaving Redis exactly as w8y's
+-- per-candidate path does with an LMOVE and a SET NX per candidate.
+--
+-- ARGV[1] lock key prefix: a candidate's lock is ARGV[1] .. item
+-- ARGV[2] our token
+-- ARGV[3] lock TTL in milliseconds
+-- ARGV[4] candidates left in this pass, or -1 to start a pass: the length of
+--         the list now, which saves the client a round trip for LLEN
+-- ARGV[5] longest item the child can be given
+-- ARGV[6] most candidates to look at in this call
+--
+-- Returns {left, taken, head1, size1, head2, size2, ...}: the candidates left
+-- in the pass after this call (0 when it is over), the item whose lock is now
+-- ours or nil, and for each item skipped because the child cannot be given it
+-- (empty, too long, holding a NUL byte) its first clipLen bytes and its size.
+--
+-- Lock keys are not declared in KEYS: this is only correct where they live on
+-- the same server as the list (standalone Redis, or a prefix with a hash tag
+-- on Redis Cluster), which the client checks before using this script.
+local find, sub = string.find, string.sub
+local list = KEYS[1]
+local prefix, token, ttl = ARGV[1], ARGV[2], ARGV[3]
+local left = tonumber(ARGV[4])
+local maxLen = tonumber(ARGV[5])
+-- clipLen is w8y's clipLen, how much of a skipped item a warning shows. It
+-- is not an argument because Redis refuses commands of more than 10 parts
+-- from a client that has not authenticated, which would hide the NOAUTH
+-- error behind a protocol error.
+local clipLen = 64
+
+-- length is the list's length when this call knows it.
+local length
+if left < 0 then
+  -- pcall, then return the error: a key of the wrong type reaches the client
+  -- as Redis' own WRONGTYPE error, as it would without a script.
+  left = redis.pcall("LLEN", list)
+  if type(left) == "table" then
+    return left
+  end
+  length = left
+end
+local want = math.min(left, tonumber(ARGV[6]))
+if want <= 0 then
+  return {0, false}
+end
+
+-- The script runs atomically, so reading the candidates, trying their locks
+-- and then rotating the list by as many as were looked at leaves the list as
+-- the same number of LMOVEs would, with a handful of calls instead of two per
+-- candidate.
+local items = redis.pcall("LRANGE", list, 0, want - 1)
+if items.err then
+  return items
+end
+local n = #items
+if n == 0 then
+  -- The list is empty or gone, which ends the pass.
+  return {0, false}
+end
+
+-- Items that the child cannot be given (empty, too long, holding a NUL byte)
+-- are skipped, but rotated like any other candidate.
+local keys, at, bad = {}, {}, {}
+local nkeys, nbad = 0, 0
+for i = 1, n do
+  local item = items[i]
+  local size = #item
+  if size == 0 or size > maxLen or find(item, "\0", 1, true) then
+    nbad = nbad + 1
+    bad[nbad] = i
+  else
+    nkeys = nkeys + 1
+    keys[nkeys] = prefix .. item
+    at[nkeys] = i
+  end
+end
+
+-- looked is how many candidates this call rotated: up to the one taken, or
+-- all it wanted. When the list is shorter than that (someone removed items
+-- during the pass), LMOVE would have gone round it again, where every lock
+-- is as taken as the first time round.
+local looked, took = want, false
+-- Most batches find every lock taken: EXISTS tells so without sending the
+-- locks' values back. A lock that holds our own token is taken too, as it is
+-- for SET NX: this process never takes an item while it holds another, so
+-- such a lock can only come from a call whose reply was lost, and expires.
+if nkeys > 0 and redis.call("EXISTS", unpack(keys, 1, nkeys)) < nkeys then
+  -- MGET reads no value for a key of another type: SET NX then fails, and
+  -- the candidate counts as locked, as it does without a script.
+  local values = redis.call("MGET", unpack(keys, 1, nkeys))
+  for j = 1, nkeys do
+    if not values[j] and redis.call("SET", keys[j], token, "NX", "PX", ttl) then
+      looked, took = at[j], true
+      break
+    end
+  end
+end
+
+local reply = {left - looked, false}
+if took then
+  reply[2] = items[looked]
+end
+
+-- A list shorter than the candidates wanted was read whole. Going round a
+-- list whole leaves it as it was, which spares an idle pass over a short
+-- list any write.
+if n < want then
+  length = n
+end
+local turn = looked
+if length then
+  turn = looked % length
+end
+if turn > 0 then
+  -- RPUSH before LTRIM, so that the list never empties and keeps any
+  -- expiry set on it.
+  redis.call("RPUSH", list, unpack(items, 1, turn))
+  redis.call("LTRIM", list, turn, -1)
+end
+for _, i in ipairs(bad) do
+  if i > looked then
+    break
+  end
+  reply[#reply + 1] = sub(items[i], 1, clipLen)
+  reply[#reply + 1] = #items[i]
+end
+return reply

@@ -1,0 +1,452 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+)
+
+func TestHasHashTag(t *testing.T) {
+	tests := []struct {
+		prefix string
+		want   bool
+	}{
+		{"", false},
+		{"work:", false},
+		{"{work}:", true},
+		{"jobs:{eu}:", true},
+		{"{}:", false},            // an empty tag hashes the whole key
+		{"a{}{b}:", false},        // only the first '{' counts, and its tag is empty
+		{"a{b:", false},           // no '}': the item could close the tag
+		{"a}b{c}:", true},         // a '}' before the first '{' does not matter
+		{"{a}{b}:", true},         // the first tag wins
+		{"x{y}z{:", true},         // the tag is closed before the stray '{'
+		{"{work:}lock:", true},    // the tag may hold ':'
+		{"work:{", false},         // an open tag at the end
+		{"work:}{", false},        // and after a stray '}'
+		{"{\x00}:", true},         // any byte makes a tag
+		{"a{bc}d{e}f}", true},     // trailing braces after a closed tag
+		{"{{}:", true},            // the tag is "{"
+		{"}{}:", false},           // an empty tag after a stray '}'
+		{"\u00e9{\u00e8}:", true}, // multi-byte runes around a tag
+	}
+	for _, tt := range tests {
+		if got := hasHashTag(tt.prefix); got != tt.want {
+			t.Errorf("hasHashTag(%q) = %v, want %v", tt.prefix, got, tt.want)
+		}
+	}
+}
+
+func TestCanScanOnServer(t *testing.T) {
+	// Clients connect lazily: none of these dials anything.
+	single := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer single.Close()
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	defer cluster.Close()
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1", "b": "127.0.0.1:2"}})
+	defer ring.Close()
+
+	tests := []struct {
+		name   string
+		client any
+		prefix string
+		want   bool
+	}{
+		{"single server, no prefix", single, "", true},
+		{"single server, plain prefix", single, "work:", true},
+		{"single server, hash tag", single, "{work}:", true},
+		{"cluster, no prefix", cluster, "", false},
+		{"cluster, plain prefix", cluster, "work:", false},
+		{"cluster, empty tag", cluster, "{}work:", false},
+		{"cluster, hash tag", cluster, "{work}:", true},
+		{"ring, plain prefix", ring, "work:", false},
+		{"ring, hash tag", ring, "jobs:{eu}:", true},
+	}
+	for _, tt := range tests {
+		if got := canScanOnServer(tt.client, tt.prefix); got != tt.want {
+			t.Errorf("%s: canScanOnServer(%q) = %v, want %v", tt.name, tt.prefix, got, tt.want)
+		}
+	}
+}
+
+// takeOutcome is everything a series of Takes leaves behind: what each
+// returned, the list, every lock key with its value, and the warnings.
+type takeOutcome struct {
+	Taken    []string
+	List     []string
+	Locks    map[string]string
+	Warnings []string
+}
+
+// takeSetup is the state of Redis before a series of Takes, under a prefix.
+type takeSetup struct {
+	items    []string
+	locked   []string // items whose lock someone else holds
+	hashLock []string // items whose lock key is a hash
+	ours     []string // items whose lock already holds our token
+}
+
+func (s takeSetup) seed(t *testing.T, rdb *redis.Client, keys Keys) {
+	t.Helper()
+	ctx := context.Background()
+	if len(s.items) > 0 {
+		if err := rdb.RPush(ctx, keys.List(), anySlice(s.items)...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, item := range s.locked {
+		rdb.Set(ctx, keys.Lock(item), "someone-else", time.Hour)
+	}
+	for _, item := range s.hashLock {
+		rdb.HSet(ctx, keys.Lock(item), "f", "v")
+	}
+	for _, item := range s.ours {
+		rdb.Set(ctx, keys.Lock(item), testToken, time.Hour)
+	}
+}
+
+const testToken = "host:1:token"
+
+// testRotator returns a Rotator for prefix on rdb that logs JSON to logs.
+func testRotator(client listClient, prefix string, serverScan bool, batch int, logs *bytes.Buffer) *Rotator {
+	return &Rotator{
+		Client: client, Keys: Keys{Prefix: prefix}, Token: testToken, TTL: time.Minute,
+		MaxItemLen: 100, ServerScan: serverScan, Batch: batch, Log: zerolog.New(logs),
+	}
+}
+
+// takeAll calls Take takes times, releasing each lock taken, and describes
+// what it left.
+func takeAll(t *testing.T, rdb *redis.Client, r *Rotator, takes int, logs *bytes.Buffer) takeOutcome {
+	t.Helper()
+	ctx := context.Background()
+	var out takeOutcome
+	for range takes {
+		item, lock, err := r.Take(ctx, nil)
+		switch {
+		case errors.Is(err, ErrNoWork):
+			out.Taken = append(out.Taken, "(no work)")
+		case err != nil:
+			t.Fatalf("Take: %v", err)
+		default:
+			if lock.Key != r.Keys.Lock(item) || lock.Token != testToken || lock.TTL != time.Minute {
+				t.Errorf("Take(%q) returned lock %+v", item, lock)
+			}
+			out.Taken = append(out.Taken, item)
+			// As the worker does: the next Take comes after the release.
+			if _, err := lock.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	out.List = rdb.LRange(ctx, r.Keys.List(), 0, -1).Val()
+	out.Locks = map[string]string{}
+	for _, key := range rdb.Keys(ctx, r.Keys.Lock("*")).Val() {
+		value, err := rdb.Get(ctx, key).Result()
+		if err != nil {
+			value = "(" + rdb.Type(ctx, key).Val() + ")"
+		}
+		out.Locks[strings.TrimPrefix(key, r.Keys.Prefix)] = value
+	}
+	for line := range strings.Lines(logs.String()) {
+		var entry struct{ Level, Item, Message string }
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		out.Warnings = append(out.Warnings, entry.Level+" "+entry.Message+": "+entry.Item)
+	}
+	return out
+}
+
+func anySlice(items []string) []any {
+	out := make([]any, len(items))
+	for i, item := range items {
+		out[i] = item
+	}
+	return out
+}
+
+func numbered(n int) []string {
+	items := make([]string, n)
+	for i := range items {
+		items[i] = fmt.Sprintf("i%d", i)
+	}
+	return items
+}
+
+// TestScanLeavesRedisAsPerCandidate runs the same Takes with both paths on
+// the same data: they must take the same items and leave the same list,
+// locks and warnings. Small batches make the scan cross several calls.
+func TestScanLeavesRedisAsPerCandidate(t *testing.T) {
+	rdb := startTestRedis(t).Client
+	long := strings.Repeat("x", 101)
+	tests := []struct {
+		name  string
+		setup takeSetup
+		batch int
+		takes int
+		want  []string // what the Takes return, to check the reference too
+	}{
+		{"missing list", takeSetup{}, 3, 1, []string{"(no work)"}},
+		{"all free", takeSetup{items: numbered(5)}, 3, 6, []string{"i0", "i1", "i2", "i3", "i4", "i0"}},
+		{"all locked", takeSetup{items: numbered(7), locked: numbered(7)}, 3, 2, []string{"(no work)", "(no work)"}},
+		{"free in the third batch", takeSetup{items: numbered(8), locked: numbered(7)}, 3, 2, []string{"i7", "i7"}},
+		{"free at a batch's end", takeSetup{items: numbered(8), locked: slices.Delete(numbered(8), 5, 6)}, 3, 2, []string{"i5", "i5"}},
+		{"every other free", takeSetup{items: numbered(9), locked: []string{"i0", "i2", "i4", "i6", "i8"}}, 2, 5, []string{"i1", "i3", "i5", "i7", "i1"}},
+		{"one batch exactly", takeSetup{items: numbered(4), locked: numbered(4)[:3]}, 4, 2, []string{"i3", "i3"}},
+		{"lock key of another type", takeSetup{items: []string{"h", "g"}, hashLock: []string{"h"}}, 3, 2, []string{"g", "g"}},
+		// A lock that holds our token can only be left from a call whose
+		// reply was lost; both paths pass it by until it expires.
+		{"lock holding our token", takeSetup{items: []string{"a", "b", "c"}, locked: []string{"a"}, ours: []string{"b"}}, 2, 2, []string{"c", "c"}},
+		{
+			"bad items skipped and rotated",
+			takeSetup{items: []string{"", "a\x00b", "p", long, "q", "r"}, locked: []string{"p"}},
+			2, 3, []string{"q", "r", "q"},
+		},
+		{"only bad items", takeSetup{items: []string{"", long, "\x00"}}, 2, 1, []string{"(no work)"}},
+		{"duplicates", takeSetup{items: []string{"d", "d", "e", "d"}}, 2, 3, []string{"d", "d", "e"}},
+	}
+	for n, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var outcomes [2]takeOutcome
+			for i, serverScan := range []bool{false, true} {
+				keys := Keys{Prefix: fmt.Sprintf("t%d:%v:", n, serverScan)}
+				tt.setup.seed(t, rdb, keys)
+				var logs bytes.Buffer
+				outcomes[i] = takeAll(t, rdb, testRotator(rdb, keys.Prefix, serverScan, tt.batch, &logs), tt.takes, &logs)
+			}
+			each, scan := outcomes[0], outcomes[1]
+			if !slices.Equal(each.Taken, tt.want) {
+				t.Errorf("per candidate took %q, want %q", each.Taken, tt.want)
+			}
+			compareOutcomes(t, each, scan)
+		})
+	}
+}
+
+func compareOutcomes(t *testing.T, each, scan takeOutcome) {
+	t.Helper()
+	if !slices.Equal(scan.Taken, each.Taken) {
+		t.Errorf("scan took %q, per candidate %q", scan.Taken, each.Taken)
+	}
+	if !slices.Equal(scan.List, each.List) {
+		t.Errorf("scan left the list\n%q\nper candidate\n%q", scan.List, each.List)
+	}
+	if fmt.Sprint(scan.Locks) != fmt.Sprint(each.Locks) {
+		t.Errorf("scan left the locks %q, per candidate %q", scan.Locks, each.Locks)
+	}
+	if !slices.Equal(scan.Warnings, each.Warnings) {
+		t.Errorf("scan warned\n%q\nper candidate\n%q", scan.Warnings, each.Warnings)
+	}
+}
+
+// interruptingClient runs write once, just before the call that starts the
+// second batch: the (batch+1)th LMOVE of the per-candidate path, or the
+// second EVALSHA of the scan. It stands for another program that changes
+// the list between two of Take's round trips.
+type interruptingClient struct {
+	listClient
+	batch int
+	calls int
+	write func()
+	wrote bool
+}
+
+func (c *interruptingClient) tick(before int) {
+	c.calls++
+	if c.calls == before {
+		c.write()
+		c.wrote = true
+	}
+}
+
+func (c *interruptingClient) LMove(ctx context.Context, src, dst, srcpos, dstpos string) *redis.StringCmd {
+	c.tick(c.batch + 1)
+	return c.listClient.LMove(ctx, src, dst, srcpos, dstpos)
+}
+
+func (c *interruptingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	c.tick(2)
+	return c.listClient.EvalSha(ctx, sha, keys, args...)
+}
+
+// TestScanSeesWritesBetweenBatches: another program that changes the list
+// between two batches affects the scan as it does the per-candidate path,
+// and the pass still looks at no more candidates than the list held at its
+// start.
+func TestScanSeesWritesBetweenBatches(t *testing.T) {
+	r := startTestRedis(t)
+	rdb := r.Client
+	// The scan's EVALSHA must not fail with NOSCRIPT, which would count a
+	// batch twice.
+	if err := scanScript.Load(context.Background(), rdb).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		write func(list string)
+		takes int
+		want  []string
+	}{
+		{"free item pushed at the head", func(list string) { rdb.LPush(ctx, list, "new") }, 1, []string{"new"}},
+		{"free item pushed at the tail is past the pass", func(list string) { rdb.RPush(ctx, list, "late") }, 2, []string{"(no work)", "late"}},
+		{"list shrinks below the candidates left", func(list string) {
+			for _, item := range []string{"i3", "i4", "i5", "i6", "i0"} {
+				rdb.LRem(ctx, list, 0, item)
+			}
+		}, 1, []string{"(no work)"}},
+		{"list deleted", func(list string) { rdb.Del(ctx, list) }, 1, []string{"(no work)"}},
+		{"list replaced by free items", func(list string) {
+			rdb.Del(ctx, list)
+			rdb.RPush(ctx, list, "x", "y")
+		}, 2, []string{"x", "y"}},
+	}
+	for n, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var outcomes [2]takeOutcome
+			for i, serverScan := range []bool{false, true} {
+				keys := Keys{Prefix: fmt.Sprintf("w%d:%v:", n, serverScan)}
+				takeSetup{items: numbered(7), locked: numbered(7)}.seed(t, rdb, keys)
+				client := &interruptingClient{listClient: rdb, batch: 3, write: func() { tt.write(keys.List()) }}
+				var logs bytes.Buffer
+				outcomes[i] = takeAll(t, rdb, testRotator(client, keys.Prefix, serverScan, 3, &logs), tt.takes, &logs)
+				if !client.wrote {
+					t.Fatalf("the write never ran (%d calls)", client.calls)
+				}
+			}
+			if !slices.Equal(outcomes[0].Taken, tt.want) {
+				t.Errorf("per candidate took %q, want %q", outcomes[0].Taken, tt.want)
+			}
+			compareOutcomes(t, outcomes[0], outcomes[1])
+		})
+	}
+}
+
+// TestScanSurvivesScriptFlush: SCRIPT FLUSH (or a restarted server) empties
+// the script cache; the next Take loads the script again without an error.
+func TestScanSurvivesScriptFlush(t *testing.T) {
+	rdb := startTestRedis(t).Client
+	ctx := context.Background()
+	keys := Keys{Prefix: "flush:"}
+	takeSetup{items: []string{"a", "b", "c"}}.seed(t, rdb, keys)
+	var logs bytes.Buffer
+	r := testRotator(rdb, keys.Prefix, true, 0, &logs)
+	for _, want := range []string{"a", "b", "c"} {
+		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		item, _, err := r.Take(ctx, nil)
+		if err != nil || item != want {
+			t.Fatalf("Take after SCRIPT FLUSH = %q, %v; want %q", item, err, want)
+		}
+	}
+}
+
+// TestScanStopsBetweenBatches: a closed stop channel ends Take before it
+// sends anything.
+func TestScanStopsBetweenBatches(t *testing.T) {
+	rdb := startTestRedis(t).Client
+	ctx := context.Background()
+	keys := Keys{Prefix: "stop:"}
+	takeSetup{items: numbered(3)}.seed(t, rdb, keys)
+	stop := make(chan struct{})
+	close(stop)
+	var logs bytes.Buffer
+	if _, _, err := testRotator(rdb, keys.Prefix, true, 0, &logs).Take(ctx, stop); !errors.Is(err, errStopped) {
+		t.Fatalf("Take with stop closed = %v, want errStopped", err)
+	}
+	if got := rdb.LRange(ctx, keys.List(), 0, -1).Val(); !slices.Equal(got, numbered(3)) {
+		t.Errorf("list %q after a stopped Take, want it untouched", got)
+	}
+}
+
+// TestScanErrors: a list key of the wrong type is the same fatal error as
+// without the script, and a lost server is a retryable one.
+func TestScanErrors(t *testing.T) {
+	r := startTestRedis(t)
+	ctx := context.Background()
+	r.Client.HSet(ctx, "wrong:list", "f", "v")
+	var logs bytes.Buffer
+	_, _, err := testRotator(r.Client, "wrong:", true, 0, &logs).Take(ctx, nil)
+	if !errors.Is(err, errFatalRedis) || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Errorf("Take on a hash = %v, want errFatalRedis with WRONGTYPE", err)
+	}
+
+	gone := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer gone.Close()
+	_, _, err = testRotator(gone, "gone:", true, 0, &logs).Take(ctx, nil)
+	if !errors.Is(err, errRedis) {
+		t.Errorf("Take without a server = %v, want errRedis", err)
+	}
+}
+
+// timingClient records when each scan call was sent.
+type timingClient struct {
+	listClient
+	sent []time.Time
+}
+
+func (c *timingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	c.sent = append(c.sent, time.Now())
+	return c.listClient.EvalSha(ctx, sha, keys, args...)
+}
+
+// TestScanLockExpiry: the lock's expires is counted from when the call that
+// took it was sent: not later, when the server may already have counted
+// down, and not from an earlier batch, which would give up the lock early.
+func TestScanLockExpiry(t *testing.T) {
+	rdb := startTestRedis(t).Client
+	ctx := context.Background()
+	if err := scanScript.Load(ctx, rdb).Err(); err != nil {
+		t.Fatal(err)
+	}
+	keys := Keys{Prefix: "exp:"}
+	takeSetup{items: numbered(5), locked: numbered(4)}.seed(t, rdb, keys)
+	client := &timingClient{listClient: rdb}
+	var logs bytes.Buffer
+	r := testRotator(client, keys.Prefix, true, 2, &logs)
+	_, lock, err := r.Take(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(client.sent) != 3 {
+		t.Fatalf("%d calls, want 3 batches of 2", len(client.sent))
+	}
+	earliest, latest := client.sent[1].Add(r.TTL), client.sent[2].Add(r.TTL)
+	if !lock.expires.After(earliest) || lock.expires.After(latest) {
+		t.Errorf("expires %s, want after the second call's %s and by the third's %s", lock.expires, earliest, latest)
+	}
+}
+
+// TestScanIdlePassWritesNothing: a pass over a short list whose locks are
+// all taken goes round it whole, which leaves it as it was: the script must
+// not rewrite it, since idle workers make such passes all day.
+func TestScanIdlePassWritesNothing(t *testing.T) {
+	rdb := startTestRedis(t).Client
+	ctx := context.Background()
+	keys := Keys{Prefix: "idle:"}
+	takeSetup{items: numbered(5), locked: numbered(5)}.seed(t, rdb, keys)
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	if _, _, err := testRotator(rdb, keys.Prefix, true, 0, &logs).Take(ctx, nil); !errors.Is(err, ErrNoWork) {
+		t.Fatalf("Take = %v, want ErrNoWork", err)
+	}
+	stats := rdb.Info(ctx, "commandstats").Val()
+	for _, cmd := range []string{"cmdstat_rpush", "cmdstat_ltrim", "cmdstat_set:"} {
+		if strings.Contains(stats, cmd) {
+			t.Errorf("an idle pass ran %s:\n%s", cmd, stats)
+		}
+	}
+}
