@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,6 +10,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+)
+
+var (
+	//go:embed trylock.lua
+	tryLockSource string
+	// tryLockScript is SET NX PX that also names a lock key of another type.
+	tryLockScript = redis.NewScript(tryLockSource)
 )
 
 // ErrNoWork is returned by Take when one pass over the list found no item
@@ -23,7 +31,6 @@ type listClient interface {
 	redis.Scripter
 	LLen(ctx context.Context, key string) *redis.IntCmd
 	LMove(ctx context.Context, source, destination, srcpos, destpos string) *redis.StringCmd
-	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
 }
 
 // Keys names the Redis keys under one prefix. Other programs write these
@@ -98,16 +105,28 @@ func (r *Rotator) takeEach(ctx context.Context, stop <-chan struct{}) (string, *
 		}
 		lock := &Lock{Key: r.Keys.Lock(item), Token: r.Token, TTL: r.TTL, client: r.Client}
 		sent := time.Now()
-		ok, err := r.Client.SetNX(ctx, lock.Key, lock.Token, lock.TTL).Result()
+		got, err := tryLockScript.Run(ctx, r.Client, []string{lock.Key}, lock.Token, lock.TTL.Milliseconds()).Result()
 		if err != nil {
 			return "", nil, redisError("take lock "+quoteKey(lock.Key), err)
 		}
-		if ok {
-			lock.expires = sent.Add(lock.TTL)
-			return item, lock, nil
+		switch got := got.(type) {
+		case int64:
+			if got == 1 {
+				lock.expires = sent.Add(lock.TTL)
+				return item, lock, nil
+			}
+		case string:
+			r.warnLockType(clip(item), got)
 		}
 	}
 	return "", nil, ErrNoWork
+}
+
+// warnLockType warns that the lock key of item (shown clipped) holds a value
+// of type kind instead of a lock. The item counts as locked: w8y can neither
+// take nor wait out such a key, and must not delete what it does not own.
+func (r *Rotator) warnLockType(item, kind string) {
+	r.Log.Warn().Str("item", item).Msgf("skipping item: its lock key holds a %s, not a lock; an operator must delete it before the item can run", kind)
 }
 
 // badItem says why item cannot be handed to a child whose arguments and

@@ -108,8 +108,12 @@ func (r *Rotator) readScan(reply []any) (left int64, item string, taken bool, er
 	for i := 2; i < len(reply); i += 2 {
 		head, _ := reply[i].(string)
 		head = head[:min(len(head), clipLen)]
-		size, _ := reply[i+1].(int64)
-		r.Log.Warn().Str("item", clipHead(head, int(size))).Msg("skipping item: " + whyBad(int(size), true, r.MaxItemLen))
+		switch v := reply[i+1].(type) {
+		case int64:
+			r.Log.Warn().Str("item", clipHead(head, int(v))).Msg("skipping item: " + whyBad(int(v), true, r.MaxItemLen))
+		case string:
+			r.warnLockType(head, v)
+		}
 	}
 	return left, item, taken, nil
 }

@@ -13,7 +13,9 @@
 -- Returns {left, taken, head1, size1, head2, size2, ...}: the candidates left
 -- in the pass after this call (0 when it is over), the item whose lock is now
 -- ours or nil, and for each item skipped because the child cannot be given it
--- (empty, too long, holding a NUL byte) its first clipLen bytes and its size.
+-- (empty, too long, holding a NUL byte) its first clipLen bytes and its size,
+-- then for each item whose lock key was found holding another type (a hash,
+-- say) its first clipLen bytes and that type's name.
 --
 -- Lock keys are not declared in KEYS: this is only correct where they live on
 -- the same server as the list (standalone Redis, or a prefix with a hash tag
@@ -81,6 +83,7 @@ end
 -- during the pass), LMOVE would have gone round it again, where every lock
 -- is as taken as the first time round.
 local looked, took = want, false
+local wrong, nwrong = {}, 0
 -- Most batches find every lock taken: EXISTS tells so without sending the
 -- locks' values back. A lock that holds our own token is taken too, as it is
 -- for SET NX: this process never takes an item while it holds another, so
@@ -90,9 +93,15 @@ if nkeys > 0 and redis.call("EXISTS", unpack(keys, 1, nkeys)) < nkeys then
   -- the candidate counts as locked, as it does without a script.
   local values = redis.call("MGET", unpack(keys, 1, nkeys))
   for j = 1, nkeys do
-    if not values[j] and redis.call("SET", keys[j], token, "NX", "PX", ttl) then
-      looked, took = at[j], true
-      break
+    if not values[j] then
+      if redis.call("SET", keys[j], token, "NX", "PX", ttl) then
+        looked, took = at[j], true
+        break
+      end
+      -- The key exists but holds no string: something other than a lock,
+      -- which w8y can neither take nor wait out. Tell the client.
+      nwrong = nwrong + 1
+      wrong[nwrong] = j
     end
   end
 end
@@ -124,5 +133,9 @@ for _, i in ipairs(bad) do
   end
   reply[#reply + 1] = sub(items[i], 1, clipLen)
   reply[#reply + 1] = #items[i]
+end
+for _, j in ipairs(wrong) do
+  reply[#reply + 1] = sub(items[at[j]], 1, clipLen)
+  reply[#reply + 1] = redis.call("TYPE", keys[j]).ok
 end
 return reply

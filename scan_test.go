@@ -275,7 +275,10 @@ func (c *interruptingClient) LMove(ctx context.Context, src, dst, srcpos, dstpos
 }
 
 func (c *interruptingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	c.tick(2)
+	// The per-candidate path's trylock.lua is not a batch.
+	if sha == scanScript.Hash() {
+		c.tick(2)
+	}
 	return c.listClient.EvalSha(ctx, sha, keys, args...)
 }
 

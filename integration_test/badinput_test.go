@@ -1,0 +1,161 @@
+package integration_test
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBadInput: every kind of bad input gets its documented exit code and
+// one clear line on stderr, and leaves the list exactly as it was. Items
+// that cannot be run are skipped with a one-line warning, and the pass goes
+// on to the next item, which is run.
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	secured := startRedis(t, "--requirepass", "right-horse-battery")
+	secured.seed(t, "auth:list", "a", "good")
+
+	// A server that accepts connections but never answers: the kernel
+	// completes the handshake into the backlog, and nothing ever reads.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { silent.Close() })
+
+	dir := t.TempDir()
+	noRunBit := filepath.Join(dir, "job.sh")
+	if err := os.WriteFile(noRunBit, []byte("#!/bin/sh\necho hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	megabyte := strings.Repeat("m", 1<<20)
+	printItem := []string{"printf", "%s", "{}"}
+
+	tests := []struct {
+		name  string
+		url   string   // the server's URL unless set
+		args  []string // before the command
+		cmd   []string // printItem unless set
+		items []string // []string{"bad", "good"} unless set
+		setup func(t *testing.T, s *server, list string)
+		code  int
+		line  string // what the one line on stderr says; "" for no line
+		ran   string // the item the child was run on, if any
+		after func(t *testing.T, s *server, list string, took time.Duration)
+	}{
+		{name: "malformed URL", url: "redis://127.0.0.1:port", code: 125, line: "invalid --redis-url"},
+		{name: "unknown scheme", url: "http://127.0.0.1:6379", code: 125, line: "invalid URL scheme"},
+		{name: "unknown option", args: []string{"--frobnicate"}, code: 125, line: "unknown flag 'frobnicate'"},
+		{name: "zero key expiry", args: []string{"-x", "0"}, code: 125, line: "--key-expiry must be at least"},
+		{name: "negative key expiry", args: []string{"--key-expiry=-5"}, code: 125, line: "--key-expiry must be at least"},
+		{name: "kill-after beyond the lease", args: []string{"-x", "3", "--kill-after", "2s"}, code: 125, line: "--kill-after 2s cannot fit in --key-expiry 3s"},
+		{
+			name: "wrong type at the list", items: []string{},
+			setup: func(t *testing.T, s *server, list string) { s.Client.Set(ctx(t), list, "not a list", 0) },
+			code:  125, line: "WRONGTYPE",
+			after: func(t *testing.T, s *server, list string, _ time.Duration) {
+				if v, _ := s.Client.Get(ctx(t), list).Result(); v != "not a list" {
+					t.Errorf("the list key changed: %q", v)
+				}
+			},
+		},
+		{
+			name: "wrong type at a lock key", items: []string{"hashed", "good"},
+			setup: func(t *testing.T, s *server, list string) {
+				s.Client.HSet(ctx(t), strings.TrimSuffix(list, "list")+"lock:hashed", "field", "value")
+			},
+			code: 0, line: `holds a hash, not a lock`, ran: "good",
+		},
+		{name: "NUL byte in an item", items: []string{"bad\x00item", "good"}, code: 0, line: "NUL byte", ran: "good"},
+		{name: "empty item", items: []string{"", "good"}, code: 0, line: "it is empty", ran: "good"},
+		{name: "1 MB item", items: []string{megabyte, "good"}, code: 0, line: "1048576 bytes long", ran: "good"},
+		{name: "non-UTF-8 item", items: []string{"caf\xe9\xff"}, code: 0, ran: "caf\xe9\xff"},
+		{name: "executable missing", cmd: []string{"/nonexistent/job", "{}"}, code: 127, line: "not found"},
+		{name: "executable without the run bit", cmd: []string{noRunBit, "{}"}, code: 126, line: "cannot be run"},
+		{name: "Redis down", url: "redis://127.0.0.1:" + itoa(freePort(t)), code: 125, line: "connection refused"},
+		{name: "password refused", url: "redis://:wrong-staple-secret@127.0.0.1:" + itoa(secured.Port), code: 125, line: "WRONGPASS"},
+		{name: "no password given", url: "redis://127.0.0.1:" + itoa(secured.Port), code: 125, line: "NOAUTH"},
+		{
+			name: "address that never answers", url: "redis://" + silent.Addr().String(), code: 125, line: "i/o timeout",
+			after: func(t *testing.T, _ *server, _ string, took time.Duration) {
+				if took > 20*time.Second {
+					t.Errorf("gave up on a silent server after %s; want a bounded timeout", took)
+				}
+			},
+		},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv, prefix := s, "bad"+itoa(i)
+			if strings.Contains(tt.url, itoa(secured.Port)) {
+				srv, prefix = secured, "auth"
+			}
+			list := prefix + ":list"
+			items := tt.items
+			if items == nil {
+				items = []string{"bad", "good"}
+			}
+			if srv == s {
+				if len(items) > 0 {
+					s.seed(t, list, items...)
+				}
+				if tt.setup != nil {
+					tt.setup(t, s, list)
+				}
+			} else {
+				items = srv.list(t, list)
+			}
+			url := tt.url
+			if url == "" {
+				url = s.URL
+			}
+			cmd := tt.cmd
+			if cmd == nil {
+				cmd = printItem
+			}
+			args := append([]string{"-u", url, "-k", prefix, "--log-level", "warn", "--no-log-timestamps"}, tt.args...)
+			began := time.Now()
+			r := runW8y(t, nil, append(args, cmd...)...)
+			took := time.Since(began)
+
+			if r.Code != tt.code {
+				t.Errorf("exit %d, want %d; stderr:\n%s", r.Code, tt.code, r.Stderr)
+			}
+			lines := strings.Split(strings.TrimRight(r.Stderr, "\n"), "\n")
+			switch {
+			case tt.line == "" && r.Stderr != "":
+				t.Errorf("stderr should be empty:\n%s", r.Stderr)
+			case tt.line != "" && (len(lines) != 1 || !strings.Contains(lines[0], tt.line)):
+				t.Errorf("stderr should be one line saying %q:\n%s", tt.line, r.Stderr)
+			case len(r.Stderr) > 1000:
+				t.Errorf("stderr has a %d-byte line", len(r.Stderr))
+			}
+			if strings.Contains(r.Stderr, "staple") || strings.Contains(r.Stderr, "horse") {
+				t.Errorf("a password leaked:\n%s", r.Stderr)
+			}
+			if r.Stdout != tt.ran {
+				t.Errorf("the child ran on %q, want %q", r.Stdout, tt.ran)
+			}
+			// A child that ran on the last item rotated the list back as it was.
+			if len(items) > 0 {
+				if got := srv.list(t, list); !slices.Equal(got, items) {
+					t.Errorf("list changed: %q, want %q", got, items)
+				}
+			}
+			if tt.after != nil {
+				tt.after(t, srv, list, took)
+			}
+			if srv == s {
+				if locks := s.keys(t, prefix+":lock:*"); len(locks) != 0 && tt.setup == nil {
+					t.Errorf("locks left: %q", locks)
+				}
+			}
+		})
+	}
+}
