@@ -16,8 +16,9 @@ const (
 	// the kernel's 8 MiB _STK_LIM.
 	maxArgMax = 8 << 20 / 4 * 3
 	// argSlack is kept free below the computed room for what the sum leaves
-	// out (alignment, the auxiliary vector), so that an item that passes the
-	// check is never refused by execve.
+	// out (alignment, the auxiliary vector, the W8Y_HOLDER variable, whose
+	// token is at most a host name and two numbers long), so that an item
+	// that passes the check is never refused by execve.
 	argSlack = 4096
 )
 

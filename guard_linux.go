@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
-	"sync/atomic"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -13,32 +17,34 @@ import (
 // runGuard). It is not an option: users never type it.
 const guardArg = "--w8y-guard"
 
-// guardQuit is what w8y writes to its guard when it exits normally.
-const guardQuit = 'q'
+// holderVar is set to the run's lock token in every child's environment. It
+// tells the child who holds its lock, and lets the guard find the processes
+// that a child started.
+const holderVar = "W8Y_HOLDER"
 
-// A guard is a small process (w8y itself, started with guardArg) that leads
-// the process group every child of this w8y joins, and SIGKILLs that group
-// the moment w8y dies without saying goodbye (SIGKILL, the OOM killer).
+// A guard is a small process (w8y itself, started with guardArg) that
+// SIGKILLs everything w8y started the moment w8y dies without saying goodbye
+// (SIGKILL, the OOM killer).
 //
 // The parent-death signal alone cannot do this: it reaches only the direct
 // child, and grandchildren would run on without a lock once it expired. No
-// signal reaches a process group when a process dies, but a pipe does reach
-// a process: the guard reads from a pipe that only w8y can write, and reads
-// end-of-file when the kernel closes w8y's end as w8y dies, however it dies.
-// Because the guard leads the group before any child exists, there is no
-// moment in which a child's group is not covered. One guard serves every
-// child a w8y runs, so it costs one process start per w8y, not per item.
+// signal reaches anyone when a process dies, but a pipe does: the guard
+// reads a pipe that only w8y writes, and reads end-of-file when the kernel
+// closes w8y's end as w8y dies, however it dies. Through the pipe, w8y tells
+// the guard each child's process group as it starts and ends. At end-of-file
+// the guard kills those groups, and also every process whose environment
+// carries this run's holderVar, which catches a process that a child started
+// in the moment before w8y could name its group, or that left the group.
+// One guard serves every child a w8y runs, so it costs one process start per
+// w8y, not per item.
 type guard struct {
 	pid  int
 	pipe *os.File
 	done chan struct{}
-	// doomed is set once w8y has SIGKILLed the group, which kills the guard
-	// too: no child may join its group after that.
-	doomed atomic.Bool
 }
 
-// startGuard starts a guard in a new process group.
-func startGuard(reap *reaper) (*guard, error) {
+// startGuard starts a guard for the run whose lock token is token.
+func startGuard(reap *reaper, token string) (*guard, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("make the guard's pipe: %w", err)
@@ -48,10 +54,10 @@ func startGuard(reap *reaper) (*guard, error) {
 		// Not os.Executable: /proc/self/exe still runs after the binary
 		// was replaced or deleted by an upgrade.
 		Path:       "/proc/self/exe",
-		Args:       []string{"w8y-guard", guardArg},
+		Args:       []string{"w8y-guard", guardArg, token},
 		ExtraFiles: []*os.File{r},
-		// Its own group, which children join, and never the terminal's
-		// foreground: it reads nothing there.
+		// A group of its own keeps it out of the terminal's foreground, and
+		// out of the groups that w8y signals.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
 	if err := reap.start(cmd); err != nil {
@@ -67,35 +73,81 @@ func startGuard(reap *reaper) (*guard, error) {
 	return g, nil
 }
 
-// usable reports whether a child may join the guard's group now.
+// usable reports whether the guard still runs.
 func (g *guard) usable() bool {
 	select {
 	case <-g.done:
 		return false
 	default:
-		return !g.doomed.Load()
+		return true
 	}
 }
 
-// stop tells the guard that w8y is exiting normally, then waits for it.
-// Nothing of the group is killed: w8y has already ended its children.
+// watch tells the guard that the process group pgid holds a child of w8y.
+// Pipe writes this short are atomic and never block on a live guard.
+func (g *guard) watch(pgid int) { fmt.Fprintf(g.pipe, "+%d\n", pgid) }
+
+// forget tells the guard that the process group pgid has ended.
+func (g *guard) forget(pgid int) { fmt.Fprintf(g.pipe, "-%d\n", pgid) }
+
+// stop tells the guard that w8y is exiting normally. It does not wait for
+// the guard: that would add the guard's start-up to a one-shot run, and the
+// guard leaves by itself once it reads the goodbye, with no terminal or
+// output of w8y's open.
 func (g *guard) stop() {
-	_, _ = g.pipe.Write([]byte{guardQuit})
+	fmt.Fprintln(g.pipe, "q")
 	g.pipe.Close()
-	<-g.done
 }
 
 // runGuard is the guard's side (see guard): it ignores the signals w8y
-// forwards to its children's group, waits on the pipe from w8y (fd 3), and
-// SIGKILLs its whole process group if the pipe ends without w8y's goodbye.
-func runGuard() int {
-	signal.Ignore(forwardedSignals...)
+// forwards, follows the process groups w8y names on the pipe (fd 3), and
+// kills what w8y started if the pipe ends without w8y's goodbye.
+func runGuard(token string, stderr io.Writer) int {
 	pipe := os.NewFile(3, "w8y-guard-pipe")
-	var b [1]byte
-	if n, _ := pipe.Read(b[:]); n == 1 && b[0] == guardQuit {
-		return exitOK
+	if token == "" || pipe == nil {
+		fmt.Fprintf(stderr, "w8y: %s is for w8y's own use, not an option\n", guardArg)
+		return exitFailure
 	}
-	// End-of-file, or anything but the goodbye: w8y is gone.
-	_ = syscall.Kill(0, syscall.SIGKILL)
+	signal.Ignore(forwardedSignals...)
+	var groups []int
+	lines := bufio.NewScanner(pipe)
+	for lines.Scan() {
+		line := lines.Text()
+		if line == "q" {
+			return exitOK
+		}
+		pgid, err := strconv.Atoi(line[min(1, len(line)):])
+		switch {
+		case err != nil:
+		case line[0] == '+':
+			groups = append(groups, pgid)
+		case line[0] == '-':
+			groups = slices.DeleteFunc(groups, func(g int) bool { return g == pgid })
+		}
+	}
+	// End-of-file without the goodbye: w8y is gone.
+	for _, pgid := range groups {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	for _, pid := range processesWithEnv(holderVar + "=" + token) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 	return exitFailure
+}
+
+// processesWithEnv lists the processes whose environment holds the entry kv.
+func processesWithEnv(kv string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		environ, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err == nil && slices.Contains(strings.Split(string(environ), "\x00"), kv) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

@@ -44,8 +44,8 @@ func main() {
 // run is w8y from parsed arguments to exit code. It is the only place that
 // turns errors into exit codes and the one line on stderr that explains them.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 1 && args[0] == guardArg {
-		return runGuard()
+	if len(args) == 2 && args[0] == guardArg {
+		return runGuard(args[1], stderr)
 	}
 	opts, err := parseOptions(args, stdout)
 	if errors.Is(err, errHelp) {
@@ -126,7 +126,7 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 		<-routed
 	}()
 
-	spawn := &spawner{term: stdinTerminal()}
+	spawn := &spawner{term: stdinTerminal(), token: token}
 	defer spawn.close()
 	if opts.Subreaper {
 		if err := becomeSubreaper(); err != nil {

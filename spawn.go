@@ -102,38 +102,38 @@ func exitOf(state *os.ProcessState) ChildExit {
 	return ChildExit{Code: state.ExitCode()}
 }
 
-// Child is a running child in the process group of w8y's guard.
+// Child is a running child in a process group of its own.
 type Child struct {
-	PID int
-	// PGID is its process group, which the guard leads.
-	PGID    int
+	PID     int
 	Started time.Time
 
-	guard *guard
-	done  chan struct{}
-	exit  ChildExit
+	done chan struct{}
+	exit ChildExit
 }
 
-// spawner starts children: each in the process group of a guard (see
-// guard), in the terminal's foreground when w8y has it, registered with the
-// reaper, and with the parent-death signal set.
+// spawner starts children: each in a process group of its own that the
+// guard watches (see guard), in the terminal's foreground when w8y has it,
+// registered with the reaper, and with the parent-death signal set.
 type spawner struct {
 	term   terminal
 	reaper *reaper
-	guard  *guard
+	// token is the run's lock token, which the guard finds children by.
+	token string
+	guard *guard
 }
 
 // start starts cmd and returns once it runs. One goroutine owns cmd.Wait.
 func (s *spawner) start(cmd *exec.Cmd) (*Child, error) {
 	if s.guard == nil || !s.guard.usable() {
-		g, err := startGuard(s.reaper)
+		g, err := startGuard(s.reaper, s.token)
 		if err != nil {
 			return nil, err
 		}
 		s.guard = g
 	}
-	cmd.SysProcAttr = s.term.sysProcAttr(s.guard.pid)
-	c := &Child{PGID: s.guard.pid, guard: s.guard, done: make(chan struct{})}
+	cmd.SysProcAttr = s.term.sysProcAttr()
+	cmd.Env = append(cmd.Env, holderVar+"="+s.token)
+	c := &Child{done: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
 		// The parent-death signal fires when the thread that started the
@@ -147,6 +147,7 @@ func (s *spawner) start(cmd *exec.Cmd) (*Child, error) {
 			return
 		}
 		c.PID, c.Started = cmd.Process.Pid, time.Now()
+		s.guard.watch(c.PID)
 		started <- nil
 		// Wait's only error besides an exit status is a failure to copy
 		// streams, and the streams are inherited, so ProcessState is set.
@@ -164,6 +165,10 @@ func (s *spawner) start(cmd *exec.Cmd) (*Child, error) {
 	return c, nil
 }
 
+// forget tells the guard that c's process group has ended, once w8y has
+// stopped whatever c left in it.
+func (s *spawner) forget(c *Child) { s.guard.forget(c.PID) }
+
 // close ends the guard, telling it that w8y exits normally.
 func (s *spawner) close() {
 	if s.guard != nil && s.guard.usable() {
@@ -177,13 +182,9 @@ func (c *Child) Done() <-chan struct{} { return c.done }
 // Exit is how the child ended; valid once Done is closed.
 func (c *Child) Exit() ChildExit { return c.exit }
 
-// Signal sends sig to the child's whole process group. The guard ignores
-// every signal but SIGKILL, which ends it too.
+// Signal sends sig to the child's whole process group.
 func (c *Child) Signal(sig syscall.Signal) error {
-	if sig == syscall.SIGKILL {
-		c.guard.doomed.Store(true)
-	}
-	return signalGroup(c.PGID, sig)
+	return signalGroup(c.PID, sig)
 }
 
 // Stop ends the child's process group: SIGTERM, then SIGKILL to whatever
@@ -212,11 +213,11 @@ const stragglerPoll = 10 * time.Millisecond
 // after it exited, so that none runs on once the lock is released: SIGTERM,
 // then SIGKILL at deadline. It reports whether there were any.
 func (c *Child) endStragglers(deadline time.Time) bool {
-	if !groupAlive(c.PGID, c.guard.pid) {
+	if !groupAlive(c.PID) {
 		return false
 	}
 	_ = c.Signal(syscall.SIGTERM)
-	for groupAlive(c.PGID, c.guard.pid) {
+	for groupAlive(c.PID) {
 		if time.Now().After(deadline) {
 			_ = c.Signal(syscall.SIGKILL)
 			break

@@ -22,11 +22,11 @@ func signalGroup(pgid int, sig syscall.Signal) error {
 	return err
 }
 
-// groupAlive reports whether any process that is not a zombie, other than
-// except (the group's guard), is left in the process group pgid. Zombies
-// count for kill(2), and an orphan's zombie lingers until init reaps it, so
-// kill(-pgid, 0) alone would wait on the dead.
-func groupAlive(pgid, except int) bool {
+// groupAlive reports whether any process that is not a zombie is left in
+// the process group pgid. Zombies count for kill(2), and an orphan's zombie
+// lingers until init reaps it, so kill(-pgid, 0) alone would wait on the
+// dead; /proc is read only when kill finds someone.
+func groupAlive(pgid int) bool {
 	if syscall.Kill(-pgid, 0) != nil {
 		return false
 	}
@@ -34,9 +34,9 @@ func groupAlive(pgid, except int) bool {
 	if err != nil {
 		return true
 	}
-	group, guard := strconv.Itoa(pgid), strconv.Itoa(except)
+	group := strconv.Itoa(pgid)
 	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' || e.Name() == guard {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
 			continue
 		}
 		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
@@ -76,11 +76,11 @@ func stdinTerminal() terminal {
 	return terminal{fd: fd, foreground: pgrp == syscall.Getpgrp()}
 }
 
-// sysProcAttr puts the child in the process group pgid, which becomes the
+// sysProcAttr puts the child in a new process group, which becomes the
 // terminal's foreground group when w8y held the foreground, and has the
 // kernel SIGKILL the child if w8y dies first.
-func (t terminal) sysProcAttr(pgid int) *syscall.SysProcAttr {
-	attr := &syscall.SysProcAttr{Setpgid: true, Pgid: pgid, Pdeathsig: syscall.SIGKILL}
+func (t terminal) sysProcAttr() *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if t.foreground {
 		attr.Foreground, attr.Ctty = true, t.fd
 	}

@@ -146,6 +146,7 @@ func (w *worker) runChild(ctx context.Context, item string, lock *Lock) (ChildEx
 		return ChildExit{}, err
 	}
 	defer w.router.childDone()
+	defer w.spawn.forget(child)
 	log.Info().Int("pid", child.PID).Str("holder", lock.Token).Msg("item started")
 
 	grace := killGrace(time.Duration(w.opts.KillAfter), lock.TTL)

@@ -215,9 +215,15 @@ func TestChildEnvironment(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
 	s.seed(t, "env:list", "item one")
-	r := runW8y(t, []string{"W8Y_ENV_VAR=JOB", "W8Y_KEY_PREFIX=env", "W8Y_QUIET=true", "W8Y_REDIS_URL=" + s.URL},
-		"sh", "-c", `printf '%s|%s|%s' "$JOB" "$W8Y_ITEM" "$W8Y_LOCK_KEY"`)
-	if r.Code != 0 || r.Stdout != "item one|item one|env:lock:item one" || r.Stderr != "" {
+	r := runW8y(t, append(portEnv(s), "W8Y_ENV_VAR=JOB", "W8Y_KEY_PREFIX=env", "W8Y_QUIET=true", "W8Y_REDIS_URL="+s.URL),
+		"sh", "-c", `printf '%s|%s|%s|' "$JOB" "$W8Y_ITEM" "$W8Y_LOCK_KEY"; redis-cli -p "$REDIS_PORT" get "$W8Y_LOCK_KEY" | tr -d '\n'; printf '|%s' "$W8Y_HOLDER"`)
+	// W8Y_HOLDER is the lock's value while the child runs.
+	prefix := "item one|item one|env:lock:item one|"
+	holder, _ := strings.CutPrefix(r.Stdout, prefix)
+	if r.Code != 0 || !strings.HasPrefix(r.Stdout, prefix) || r.Stderr != "" {
 		t.Errorf("exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
+	}
+	if token, env, _ := strings.Cut(holder, "|"); token == "" || token != env {
+		t.Errorf("the lock held %q, W8Y_HOLDER is %q", token, env)
 	}
 }

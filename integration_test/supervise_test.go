@@ -88,20 +88,26 @@ func guardOf(t *testing.T, w8y int) int {
 
 // TestKilledW8yTakesTheGroupWithIt: when w8y is SIGKILLed, and so can clean
 // nothing up, neither its child nor the child's own children run on: its
-// guard kills the group. The lock stays until it expires.
+// guard kills the child's group and every process with the run's
+// W8Y_HOLDER. The lock stays until it expires.
 func TestKilledW8yTakesTheGroupWithIt(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
 	s.seed(t, "sigkill:list", "a")
 	dir := t.TempDir()
 	p := startW8y(t, append(portEnv(s), "DIR="+dir), "-u", s.URL, "-k", "sigkill", "-x", "30",
-		"sh", "-c", `echo $$ > "$DIR/child"; sleep 1000 & echo $! > "$DIR/grandchild"; `+started+`; wait`)
+		"sh", "-c", `echo $$ > "$DIR/child"; sleep 1000 & echo $! > "$DIR/grandchild"; `+
+			`env -i sleep 1000 & echo $! > "$DIR/bare"; `+started+`; wait`)
 	s.popStarted(t)
 	child, grandchild := readPID(t, filepath.Join(dir, "child")), readPID(t, filepath.Join(dir, "grandchild"))
+	// Without W8Y_HOLDER in its environment, only its process group gives
+	// this one away.
+	bare := readPID(t, filepath.Join(dir, "bare"))
 	p.signal(t, syscall.SIGKILL)
 	p.wait(t)
 	processGone(t, child)
 	processGone(t, grandchild)
+	processGone(t, bare)
 	if got := s.keys(t, "sigkill:lock:*"); len(got) != 1 {
 		t.Errorf("locks %q: the lock should stay until it expires", got)
 	}
