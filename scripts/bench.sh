@@ -250,7 +250,8 @@ verdict "one-shot peak RSS MB" "$(awk -v k="$peak" 'BEGIN {printf "%.1f", k / 10
 # rss_kb prints the resident set of pid in kB.
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 # taken prints how many locks the server's scripts have set so far.
-taken() { rcli INFO commandstats | tr -d '\r' | awk -F'[=,]' '/^cmdstat_set:/ {print $2}'; }
+# Before the first SET, INFO has no line for it at all: that is 0.
+taken() { rcli INFO commandstats | tr -d '\r' | awk -F'[=,]' '/^cmdstat_set:/ {n = $2} END {print n + 0}'; }
 rcli CONFIG RESETSTAT >/dev/null
 "$w8y" -q -c -u "$url" -k tput true &
 mem_pid=$!
