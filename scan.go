@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -74,9 +75,9 @@ func (r *Rotator) takeInBatches(ctx context.Context, stop <-chan struct{}) (stri
 		sent := time.Now()
 		// No more arguments: Redis refuses commands of more than 10 parts
 		// before AUTH, and a server that wants a password we lack must say
-		// NOAUTH, not "Protocol error".
+		// NOAUTH, not "Protocol error". New settings go into scanOptions.
 		reply, err := scanScript.Run(ctx, r.Client, []string{list},
-			r.Keys.Lock(""), r.Token, r.TTL.Milliseconds(), left, r.MaxItemLen, batch).Slice()
+			r.Keys.Prefix, r.Token, r.TTL.Milliseconds(), left, r.MaxItemLen, r.scanOptions(batch)).Slice()
 		if err != nil {
 			return "", nil, redisError("scan "+quoteKey(list), err)
 		}
@@ -92,6 +93,12 @@ func (r *Rotator) takeInBatches(ctx context.Context, stop <-chan struct{}) (stri
 		}
 	}
 	return "", nil, ErrNoWork
+}
+
+// scanOptions is scan.lua's last argument: settings as space-separated
+// name=value words, so that new ones need no new argument (see scan.lua).
+func (r *Rotator) scanOptions(batch int) string {
+	return "batch=" + strconv.Itoa(batch)
 }
 
 // readScan decodes scan.lua's reply and logs the items it skipped. It

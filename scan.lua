@@ -2,13 +2,18 @@
 -- whole batch of candidates in one call, leaving Redis exactly as w8y's
 -- per-candidate path does with an LMOVE and a SET NX per candidate.
 --
--- ARGV[1] lock key prefix: a candidate's lock is ARGV[1] .. item
+-- ARGV[1] key prefix: a candidate's lock is ARGV[1] .. "lock:" .. item
 -- ARGV[2] our token
 -- ARGV[3] lock TTL in milliseconds
 -- ARGV[4] candidates left in this pass, or -1 to start a pass: the length of
 --         the list now, which saves the client a round trip for LLEN
 -- ARGV[5] longest item the child can be given
--- ARGV[6] most candidates to look at in this call
+-- ARGV[6] options: words of the form name=value, separated by spaces, read
+--         into opt below; a name the script does not know is ignored. They
+--         share one argument because Redis refuses commands of more than 10
+--         parts before AUTH (see clipLen), and EVALSHA with one key and six
+--         arguments is exactly 10. Known options:
+--           batch=N  most candidates to look at in this call
 --
 -- Returns {left, taken, head1, size1, head2, size2, ...}: the candidates left
 -- in the pass after this call (0 when it is over), the item whose lock is now
@@ -22,7 +27,12 @@
 -- on Redis Cluster), which the client checks before using this script.
 local find, sub = string.find, string.sub
 local list = KEYS[1]
-local prefix, token, ttl = ARGV[1], ARGV[2], ARGV[3]
+local keyPrefix, token, ttl = ARGV[1], ARGV[2], ARGV[3]
+local prefix = keyPrefix .. "lock:"
+local opt = {}
+for name, value in string.gmatch(ARGV[6] or "", "([%w_]+)=(%S*)") do
+  opt[name] = value
+end
 local left = tonumber(ARGV[4])
 local maxLen = tonumber(ARGV[5])
 -- clipLen is w8y's clipLen, how much of a skipped item a warning shows. It
@@ -42,7 +52,7 @@ if left < 0 then
   end
   length = left
 end
-local want = math.min(left, tonumber(ARGV[6]))
+local want = math.min(left, tonumber(opt.batch))
 if want <= 0 then
   return {0, false}
 end
