@@ -65,6 +65,8 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt -l: these files need gofmt:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
 	go run $(STATICCHECK) ./...
+	go vet -tags w8y_lean .
+	go run $(STATICCHECK) -tags w8y_lean .
 
 demo:
 	bash scripts/demo.sh

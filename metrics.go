@@ -33,6 +33,10 @@ type metrics struct {
 	running     prometheus.Gauge
 }
 
+// results lists every result, for metrics that show each from the start,
+// at zero.
+var results = []result{resultSuccess, resultFailure, resultTimeout, resultLockLost, resultInterrupted}
+
 // durationBuckets bound the run-duration histogram: from 10ms to about 11
 // hours in steps of 4, since items range from a quick sync to a nightly
 // report, and twelve buckets keep each scrape small.

@@ -162,6 +162,7 @@ Exit codes:
   125      w8y itself failed: bad option, bad URL, Redis unreachable or erroring, wrong key type
   126      the executable was found but cannot be run
   127      the executable was not found
+  With --status: 0, or 125 when the list cannot be read.
 `
 
 // validate checks the options that go-flags cannot check by itself. It

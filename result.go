@@ -25,10 +25,6 @@ const (
 	resultInterrupted result = "interrupted"
 )
 
-// results lists every result, for metrics that should show each from the
-// start, at zero.
-var results = []result{resultSuccess, resultFailure, resultTimeout, resultLockLost, resultInterrupted}
-
 // classify names how a run ended: exit is the child's exit (zero when it
 // never started), err what runChild reported, stopped whether w8y had a stop
 // signal before the child ended, and exitCodes the codes that count as
