@@ -6,10 +6,14 @@ ifeq ($(shell command -v go 2>/dev/null),)
 export PATH := $(PATH):/usr/local/go/bin
 endif
 
-VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+LDFLAGS = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+# Where make build and make man write: bin/ unless told otherwise.
+BIN ?= bin
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build test soak bench lint demo clean
+.PHONY: all build man test soak bench lint demo clean
 
 all: build
 
@@ -17,8 +21,19 @@ all: build
 # relocations, a one-shot run starts about a millisecond sooner (see
 # README's Benchmarks). w8y needs no cgo: Go's own resolver reads
 # /etc/resolv.conf and /etc/hosts.
+#
+# Two builds of the same code: bin/w8y leaves out the Prometheus client
+# (-tags w8y_lean), whose start-up cost every one-shot run would pay, and
+# bin/w8y-metrics has it; bin/w8y hands a run with --metrics-addr over to
+# bin/w8y-metrics next to it (see metrics_lean.go). Install both.
 build:
-	CGO_ENABLED=0 go build -ldflags "-X main.version=$(VERSION)" -o bin/w8y .
+	CGO_ENABLED=0 go build -tags w8y_lean -ldflags "$(LDFLAGS)" -o $(BIN)/w8y .
+	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/w8y-metrics .
+
+# The man page, generated from the options so that it cannot drift from
+# them; dated by the last commit, so that the same source gives the same page.
+man: build
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s) $(BIN)/w8y --man-page >$(BIN)/w8y.1
 
 # The integration tests start their own redis-server on a free loopback port,
 # so they need redis-server and redis-cli installed, not running.
@@ -50,6 +65,8 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt -l: these files need gofmt:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
 	go run $(STATICCHECK) ./...
+	go vet -tags w8y_lean .
+	go run $(STATICCHECK) -tags w8y_lean .
 
 demo:
 	bash scripts/demo.sh

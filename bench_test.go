@@ -56,7 +56,7 @@ func benchTake(b *testing.B, n int, serverScan bool) {
 		if err != nil || item != items[n-1] {
 			b.Fatalf("Take = %q, %v; want %q", item, err, items[n-1])
 		}
-		if released, err := lock.Release(ctx); !released || err != nil {
+		if released, err := lock.Release(ctx, nil); !released || err != nil {
 			b.Fatalf("Release = %v, %v", released, err)
 		}
 	}

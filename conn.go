@@ -35,9 +35,13 @@ func (l redisLog) Printf(_ context.Context, format string, v ...any) {
 	l.log.Debug().Msgf("go-redis: "+format, v...)
 }
 
-// newRedisClient parses rawURL and returns a client for it. Errors never
-// contain the password.
-func newRedisClient(rawURL string) (*redis.Client, error) {
+// workerConns is the connections a worker needs: one-shot runs use one;
+// continuous runs use one at a time, plus the refresher's while a child runs.
+const workerConns = 2
+
+// newRedisClient parses rawURL and returns a client for it with a pool of
+// conns connections. Errors never contain the password.
+func newRedisClient(rawURL string, conns int) (*redis.Client, error) {
 	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
 		// url.Error repeats the whole URL; its inner error is the cause.
@@ -62,9 +66,7 @@ func newRedisClient(rawURL string) (*redis.Client, error) {
 	// Deadlines on our contexts must bound every call: the lock refresher
 	// relies on them to give up before the lease runs out.
 	opt.ContextTimeoutEnabled = true
-	// One-shot runs use one connection; continuous runs use one at a time,
-	// plus the refresher's while a child runs.
-	opt.PoolSize = 2
+	opt.PoolSize = conns
 	// CLIENT SETINFO and maintenance-notification handshakes are round trips
 	// that w8y has no use for.
 	opt.DisableIdentity = true

@@ -16,8 +16,12 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// version is stamped at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version and commit are stamped at build time by make build, with
+// -ldflags "-X main.version=... -X main.commit=...".
+var (
+	version = "dev"
+	commit  = "unknown"
+)
 
 // Exit codes of w8y's own making. Otherwise w8y exits with the child's code.
 const (
@@ -54,13 +58,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
+	// A lean build hands a run with --metrics-addr over to the build that
+	// has metrics; it returns only if it could not.
+	if err := handOffMetrics(opts); err != nil {
+		return fail(stderr, err)
+	}
 	log, closeLog, err := newLogger(opts, stderr)
 	if err != nil {
 		return fail(stderr, err)
 	}
 	defer closeLog()
 
-	code, err := serve(opts, log)
+	var code int
+	if opts.Status {
+		err = showStatus(opts, stdout, log)
+	} else {
+		code, err = serve(opts, log)
+	}
 	if err != nil {
 		if opts.LogFile != "" {
 			log.Error().Err(err).Msg("w8y failed")
@@ -101,7 +115,13 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 	// go-redis logs through a process-wide logger, and only w8y's own
 	// logger may write to stderr.
 	redis.SetLogger(redisLog{log: log})
-	client, err := newRedisClient(opts.RedisURL)
+	conns := workerConns
+	if opts.MetricsAddr != "" {
+		// One more, so that a health probe's PING never waits for the
+		// worker's connections.
+		conns++
+	}
+	client, err := newRedisClient(opts.RedisURL, conns)
 	if err != nil {
 		return 0, err
 	}
@@ -142,18 +162,36 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 		}()
 	}
 
+	var m *metrics
+	var health *heartbeat
+	if opts.MetricsAddr != "" {
+		var stop func()
+		m, health, stop, err = startMetrics(opts.MetricsAddr, client, log)
+		if err != nil {
+			return 0, err
+		}
+		defer stop()
+	}
+
 	keys := Keys{Prefix: opts.KeyPrefix}
+	serverScan := canScanOnServer(client, keys.Prefix)
+	record := &recorder{keys: keys, stateTTL: time.Duration(opts.StateTTL), oneScript: serverScan}
+	if !opts.NoEvents {
+		record.eventsMaxLen = opts.EventsMaxLen
+	}
 	w := &worker{
 		opts: opts,
 		rotator: &Rotator{
 			Client: client, Keys: keys, Token: token, TTL: time.Duration(opts.KeyExpiry),
 			MaxItemLen: command.maxItemLen(keys.Lock(""), argMax()), Log: log,
-			ServerScan: canScanOnServer(client, keys.Prefix),
+			ServerScan: serverScan, Record: record,
 		},
 		command: command,
 		router:  router,
 		spawn:   spawn,
 		log:     log,
+		metrics: m,
+		health:  health,
 	}
 	log.Debug().Str("list", keys.List()).Str("holder", token).Bool("continuous", opts.Continuous).Msg("w8y starting")
 	return w.run(ctx)

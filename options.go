@@ -31,7 +31,15 @@ type Options struct {
 	Subreaper       bool     `long:"subreaper" env:"W8Y_SUBREAPER" description:"Become a child subreaper: processes that a child orphans are re-parented to w8y, which reaps them (always on when w8y is PID 1)"`
 	NoWorkExitCode  int      `long:"no-work-exit-code" env:"W8Y_NO_WORK_EXIT_CODE" default:"0" value-name:"CODE" description:"Exit code when no item could be taken"`
 	IdleWait        Duration `long:"idle-wait" env:"W8Y_IDLE_WAIT" default:"1s" value-name:"DURATION" description:"With --continuous, the pause (with jitter) after a pass that found nothing"`
-	Version         bool     `long:"version" description:"Print the version and exit"`
+	StateTTL        Duration `long:"state-ttl" env:"W8Y_STATE_TTL" default:"168h" value-name:"DURATION" description:"How long an item's state hash (<prefix>state:<item>: last start and end, exit code, runs, failures) and the events stream live after their last write"`
+	NoEvents        bool     `long:"no-events" env:"W8Y_NO_EVENTS" description:"Add no entries to the events stream <prefix>events"`
+	EventsMaxLen    int64    `long:"events-max-len" env:"W8Y_EVENTS_MAX_LEN" default:"10000" value-name:"N" description:"Keep about this many entries in the events stream (XADD MAXLEN ~ N)"`
+	MetricsAddr     string   `long:"metrics-addr" env:"W8Y_METRICS_ADDR" value-name:"HOST:PORT" description:"Serve Prometheus metrics on /metrics and a health check on /healthz at this address"`
+	Status          bool     `long:"status" description:"Show every item in list order with its lock, cooldown or backoff, and last run, then exit; needs no executable"`
+	JSON            bool     `long:"json" env:"W8Y_JSON" description:"With --status, print JSON instead of a table"`
+	Watch           Duration `long:"watch" env:"W8Y_WATCH" optional:"true" optional-value:"2s" value-name:"INTERVAL" description:"With --status, show it again every INTERVAL (default 2s) until interrupted"`
+	Version         bool     `long:"version" description:"Print the version and commit, and exit"`
+	ManPage         bool     `long:"man-page" hidden:"true" description:"Print w8y's man page in troff and exit (make man)"`
 
 	// Command is the executable followed by its arguments.
 	Command []string `no-flag:"true"`
@@ -88,7 +96,8 @@ func usageError(format string, args ...any) error {
 	return usageErr{msg: fmt.Sprintf(format, args...)}
 }
 
-// errHelp is returned by parseOptions after --help or --version was served.
+// errHelp is returned by parseOptions after --help, --version, the man page
+// or shell completions were served.
 var errHelp = errors.New("help shown")
 
 // parseOptions reads options from args and the W8Y_* environment. Parsing
@@ -100,7 +109,20 @@ func parseOptions(args []string, stdout io.Writer) (*Options, error) {
 	parser := flags.NewParser(&opts, flags.HelpFlag|flags.PassDoubleDash|flags.PassAfterNonOption)
 	parser.Name = "w8y"
 	parser.Usage = "[OPTIONS] [--] executable [args...]"
+	// Shell completion (see README): with GO_FLAGS_COMPLETION set, go-flags
+	// completes args instead of parsing them. Its own handler would exit
+	// the process, which only main may do.
+	completed := false
+	parser.CompletionHandler = func(items []flags.Completion) {
+		for _, item := range items {
+			fmt.Fprintln(stdout, item.Item)
+		}
+		completed = true
+	}
 	rest, err := parser.ParseArgs(args)
+	if completed {
+		return nil, errHelp
+	}
 	if err != nil {
 		var ferr *flags.Error
 		if errors.As(err, &ferr) && ferr.Type == flags.ErrHelp {
@@ -111,7 +133,11 @@ func parseOptions(args []string, stdout io.Writer) (*Options, error) {
 		return nil, usageError("%s (see w8y --help)", strings.ReplaceAll(err.Error(), "`", "'"))
 	}
 	if opts.Version {
-		fmt.Fprintf(stdout, "w8y %s\n", version)
+		fmt.Fprintf(stdout, "w8y %s (commit %s)\n", version, commit)
+		return nil, errHelp
+	}
+	if opts.ManPage {
+		writeManPage(parser, stdout)
 		return nil, errHelp
 	}
 	opts.Command = rest
@@ -136,11 +162,28 @@ Exit codes:
   125      w8y itself failed: bad option, bad URL, Redis unreachable or erroring, wrong key type
   126      the executable was found but cannot be run
   127      the executable was not found
+  With --status: 0, or 125 when the list cannot be read.
 `
 
 // validate checks the options that go-flags cannot check by itself. It
 // normalises KeyPrefix as a side effect.
 func (o *Options) validate() error {
+	if err := o.validateRecord(); err != nil {
+		return err
+	}
+	if o.Status {
+		if len(o.Command) > 0 {
+			return usageError("--status takes no executable, got %q", o.Command[0])
+		}
+		if o.Watch < 0 || (o.Watch > 0 && time.Duration(o.Watch) < minWatch) {
+			return usageError("--watch must be at least %s, got %s", minWatch, time.Duration(o.Watch))
+		}
+		o.KeyPrefix = normalizePrefix(o.KeyPrefix)
+		return nil
+	}
+	if o.JSON || o.Watch != 0 {
+		return usageError("--json and --watch go with --status")
+	}
 	if len(o.Command) == 0 {
 		return usageError("missing executable (usage: w8y [OPTIONS] [--] executable [args...])")
 	}
@@ -185,6 +228,69 @@ func (o *Options) validate() error {
 	o.KeyPrefix = normalizePrefix(o.KeyPrefix)
 	return nil
 }
+
+// validateRecord checks the options of the state hash and events stream.
+func (o *Options) validateRecord() error {
+	if time.Duration(o.StateTTL) < minStateTTL {
+		return usageError("--state-ttl must be at least %s, got %s", minStateTTL, time.Duration(o.StateTTL))
+	}
+	if o.EventsMaxLen < 1 {
+		return usageError("--events-max-len must be at least 1, got %d (--no-events turns events off)", o.EventsMaxLen)
+	}
+	return nil
+}
+
+// minStateTTL is the shortest --state-ttl accepted: a state hash that
+// expires sooner would vanish between an item's start and its end.
+const minStateTTL = time.Minute
+
+// minWatch is the shortest --watch interval: each refresh reads every item,
+// and a status screen needs no more than a few a second.
+const minWatch = 100 * time.Millisecond
+
+// writeManPage writes the man page that make man installs, generated from
+// the options so that it cannot drift from them.
+func writeManPage(parser *flags.Parser, w io.Writer) {
+	parser.ShortDescription = "run a command on items from a circular Redis list, one holder per item"
+	parser.LongDescription = manDescription
+	parser.WriteManPage(w)
+	fmt.Fprint(w, manExitStatus)
+}
+
+// manDescription is the man page's DESCRIPTION.
+const manDescription = `w8y takes one work item from the circular Redis list <prefix>list, rotating it (never removing an item) until it can take an item's lock <prefix>lock:<item>, runs the executable with {} in its arguments replaced by the item, keeps the lock alive while it runs, releases it and exits with the child's code. With --continuous it keeps going until stopped. Every option can also be given as a W8Y_* environment variable; a flag on the command line wins.
+
+w8y --status shows every item with its lock holder, cooldown or backoff and last run, from the state hashes <prefix>state:<item> that runs leave behind; each start and end is also added to the stream <prefix>events.
+
+See the README for the key layout, the events' fields, the metrics and the service files.`
+
+// manExitStatus is the man page's EXIT STATUS, the list in --help.
+const manExitStatus = `.SH EXIT STATUS
+.TP
+\fBN\fP
+the child's exit code
+.TP
+\fB128+N\fP
+the child was killed by signal N
+.TP
+\fB0\fP
+no item could be taken (see \-\-no\-work\-exit\-code), or \-\-continuous drained after a stop signal
+.TP
+\fB122\fP
+the lock was lost while the child ran; the child was stopped
+.TP
+\fB124\fP
+the child ran past \-\-timeout; it was stopped
+.TP
+\fB125\fP
+w8y itself failed: bad option, bad URL, Redis unreachable or erroring, wrong key type
+.TP
+\fB126\fP
+the executable was found but cannot be run
+.TP
+\fB127\fP
+the executable was not found
+`
 
 // normalizePrefix forces a non-empty prefix to end in ':', as the first w8y
 // did, so "-k work" and "-k work:" name the same keys.

@@ -172,6 +172,58 @@ func TestParseOptions(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "record defaults",
+			args: []string{"true"},
+			check: func(t *testing.T, o *Options) {
+				if time.Duration(o.StateTTL) != 7*24*time.Hour || o.NoEvents || o.EventsMaxLen != 10000 || o.MetricsAddr != "" {
+					t.Errorf("state TTL %s, no events %v, max len %d, metrics %q", time.Duration(o.StateTTL), o.NoEvents, o.EventsMaxLen, o.MetricsAddr)
+				}
+			},
+		},
+		{
+			name: "record options from the environment",
+			args: []string{"true"},
+			env:  map[string]string{"W8Y_STATE_TTL": "1h", "W8Y_NO_EVENTS": "true", "W8Y_EVENTS_MAX_LEN": "50", "W8Y_METRICS_ADDR": ":9100"},
+			check: func(t *testing.T, o *Options) {
+				if time.Duration(o.StateTTL) != time.Hour || !o.NoEvents || o.EventsMaxLen != 50 || o.MetricsAddr != ":9100" {
+					t.Errorf("state TTL %s, no events %v, max len %d, metrics %q", time.Duration(o.StateTTL), o.NoEvents, o.EventsMaxLen, o.MetricsAddr)
+				}
+			},
+		},
+		{
+			name: "status needs no executable",
+			args: []string{"--status", "-k", "work"},
+			check: func(t *testing.T, o *Options) {
+				if !o.Status || o.JSON || o.Watch != 0 || o.KeyPrefix != "work:" {
+					t.Errorf("status %v json %v watch %s prefix %q", o.Status, o.JSON, time.Duration(o.Watch), o.KeyPrefix)
+				}
+			},
+		},
+		{
+			name: "status watch defaults to 2s",
+			args: []string{"--status", "--json", "--watch"},
+			check: func(t *testing.T, o *Options) {
+				if !o.JSON || time.Duration(o.Watch) != 2*time.Second {
+					t.Errorf("json %v watch %s", o.JSON, time.Duration(o.Watch))
+				}
+			},
+		},
+		{
+			name: "status watch interval",
+			args: []string{"--status", "--watch=500ms"},
+			check: func(t *testing.T, o *Options) {
+				if time.Duration(o.Watch) != 500*time.Millisecond {
+					t.Errorf("watch %s", time.Duration(o.Watch))
+				}
+			},
+		},
+		{name: "status with an executable", args: []string{"--status", "true"}, wantErr: "--status takes no executable"},
+		{name: "json without status", args: []string{"--json", "true"}, wantErr: "go with --status"},
+		{name: "watch without status", args: []string{"--watch", "1s", "true"}, wantErr: "go with --status"},
+		{name: "watch too fast", args: []string{"--status", "--watch=1ms"}, wantErr: "--watch must be at least"},
+		{name: "state TTL too short", args: []string{"--state-ttl", "5s", "true"}, wantErr: "--state-ttl must be at least"},
+		{name: "events cap of zero", args: []string{"--events-max-len", "0", "true"}, wantErr: "--events-max-len must be at least 1"},
 		{name: "unknown flag", args: []string{"--bogus", "true"}, wantErr: "unknown flag 'bogus'"},
 		{name: "missing executable", args: []string{"-k", "work"}, wantErr: "missing executable"},
 		{name: "empty executable", args: []string{""}, wantErr: "executable name is empty"},
@@ -228,6 +280,57 @@ func TestHelpAndVersion(t *testing.T) {
 	for _, want := range []string{"--redis-url", "W8Y_KEY_PREFIX", "Exit codes:", "122", "124", "125", "126", "127"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
+		}
+	}
+}
+
+func TestVersionShowsTheCommit(t *testing.T) {
+	var out strings.Builder
+	if _, err := parseOptions([]string{"--version"}, &out); !errors.Is(err, errHelp) {
+		t.Fatal(err)
+	}
+	if want := "w8y " + version + " (commit " + commit + ")\n"; out.String() != want {
+		t.Errorf("--version printed %q, want %q", out.String(), want)
+	}
+}
+
+func TestManPage(t *testing.T) {
+	var out strings.Builder
+	if _, err := parseOptions([]string{"--man-page"}, &out); !errors.Is(err, errHelp) {
+		t.Fatal(err)
+	}
+	page := out.String()
+	for _, want := range []string{".TH w8y 1", ".SH SYNOPSIS", ".SH DESCRIPTION", ".SH OPTIONS", `\-\-state-ttl`, `\-\-metrics-addr`, "$W8Y_KEY_PREFIX", ".SH EXIT STATUS", `\fB125\fP`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the man page lacks %q", want)
+		}
+	}
+	// It is hidden from --help, which is for people, not for make man.
+	out.Reset()
+	_, _ = parseOptions([]string{"--help"}, &out)
+	if strings.Contains(out.String(), "man-page") {
+		t.Error("--help shows --man-page")
+	}
+}
+
+func TestShellCompletion(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--sta"}, []string{"--state-ttl", "--status"}},
+		{[]string{"-k", "work", "--conti"}, []string{"--continuous"}},
+		{[]string{"--no-"}, []string{"--no-events", "--no-log-timestamps", "--no-work-exit-code"}},
+	}
+	t.Setenv("GO_FLAGS_COMPLETION", "1")
+	for _, tt := range tests {
+		var out strings.Builder
+		_, err := parseOptions(tt.args, &out)
+		if !errors.Is(err, errHelp) {
+			t.Errorf("%q: error %v, want errHelp", tt.args, err)
+		}
+		if got := strings.Fields(out.String()); !slices.Equal(got, tt.want) {
+			t.Errorf("%q completed to %q, want %q", tt.args, got, tt.want)
 		}
 	}
 }

@@ -28,7 +28,7 @@ var errStopped = errors.New("stopped")
 
 // listClient is the part of the Redis client that rotating the list needs.
 type listClient interface {
-	redis.Scripter
+	lockClient
 	LLen(ctx context.Context, key string) *redis.IntCmd
 	LMove(ctx context.Context, source, destination, srcpos, destpos string) *redis.StringCmd
 }
@@ -44,6 +44,20 @@ func (k Keys) List() string { return k.Prefix + "list" }
 
 // Lock is the lock key of item.
 func (k Keys) Lock(item string) string { return k.Prefix + "lock:" + item }
+
+// State is the hash that records item's runs (see record.go).
+func (k Keys) State(item string) string { return k.Prefix + "state:" + item }
+
+// Events is the capped stream of runs' starts and ends (see record.go).
+func (k Keys) Events() string { return k.Prefix + "events" }
+
+// Cooldown is the key whose time to live is what is left of item's pause
+// after a success (written by the scheduling options).
+func (k Keys) Cooldown(item string) string { return k.Prefix + "cooldown:" + item }
+
+// Backoff is the key whose time to live is what is left of item's pause
+// after a failure (written by the scheduling options).
+func (k Keys) Backoff(item string) string { return k.Prefix + "backoff:" + item }
 
 // Rotator takes work items from the circular list.
 type Rotator struct {
@@ -61,7 +75,10 @@ type Rotator struct {
 	// Batch is the most candidates one server-side call looks at; 0 means
 	// scanBatch. Tests set it low to cross batches with short lists.
 	Batch int
-	Log   zerolog.Logger
+	// Record, when set, records each take in the item's state hash and the
+	// events stream (see record.go).
+	Record *recorder
+	Log    zerolog.Logger
 }
 
 // Take rotates the list one candidate at a time (LMOVE list list LEFT RIGHT,
@@ -103,7 +120,7 @@ func (r *Rotator) takeEach(ctx context.Context, stop <-chan struct{}) (string, *
 			r.Log.Warn().Str("item", clip(item)).Msg("skipping item: " + reason)
 			continue
 		}
-		lock := &Lock{Key: r.Keys.Lock(item), Token: r.Token, TTL: r.TTL, client: r.Client}
+		lock := r.newLock(item)
 		sent := time.Now()
 		got, err := tryLockScript.Run(ctx, r.Client, []string{lock.Key}, lock.Token, lock.TTL.Milliseconds()).Result()
 		if err != nil {
@@ -113,6 +130,9 @@ func (r *Rotator) takeEach(ctx context.Context, stop <-chan struct{}) (string, *
 		case int64:
 			if got == 1 {
 				lock.expires = sent.Add(lock.TTL)
+				if err := r.Record.recordStart(ctx, r.Client, item, r.Token, sent); err != nil {
+					r.Log.Warn().Err(err).Str("item", item).Msg("could not record the start of the run")
+				}
 				return item, lock, nil
 			}
 		case string:
@@ -120,6 +140,11 @@ func (r *Rotator) takeEach(ctx context.Context, stop <-chan struct{}) (string, *
 		}
 	}
 	return "", nil, ErrNoWork
+}
+
+// newLock is the lock of item for this rotator's runs.
+func (r *Rotator) newLock(item string) *Lock {
+	return &Lock{Key: r.Keys.Lock(item), Token: r.Token, TTL: r.TTL, Item: item, client: r.Client, record: r.Record}
 }
 
 // warnLockType warns that the lock key of item (shown clipped) holds a value

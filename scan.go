@@ -77,7 +77,7 @@ func (r *Rotator) takeInBatches(ctx context.Context, stop <-chan struct{}) (stri
 		// before AUTH, and a server that wants a password we lack must say
 		// NOAUTH, not "Protocol error". New settings go into scanOptions.
 		reply, err := scanScript.Run(ctx, r.Client, []string{list},
-			r.Keys.Prefix, r.Token, r.TTL.Milliseconds(), left, r.MaxItemLen, r.scanOptions(batch)).Slice()
+			r.Keys.Prefix, r.Token, r.TTL.Milliseconds(), left, r.MaxItemLen, r.scanOptions(batch, sent)).Slice()
 		if err != nil {
 			return "", nil, redisError("scan "+quoteKey(list), err)
 		}
@@ -88,7 +88,8 @@ func (r *Rotator) takeInBatches(ctx context.Context, stop <-chan struct{}) (stri
 			return "", nil, redisError("scan "+quoteKey(list), err)
 		}
 		if taken {
-			lock := &Lock{Key: r.Keys.Lock(item), Token: r.Token, TTL: r.TTL, client: r.Client, expires: sent.Add(r.TTL)}
+			lock := r.newLock(item)
+			lock.expires = sent.Add(r.TTL)
 			return item, lock, nil
 		}
 	}
@@ -97,8 +98,8 @@ func (r *Rotator) takeInBatches(ctx context.Context, stop <-chan struct{}) (stri
 
 // scanOptions is scan.lua's last argument: settings as space-separated
 // name=value words, so that new ones need no new argument (see scan.lua).
-func (r *Rotator) scanOptions(batch int) string {
-	return "batch=" + strconv.Itoa(batch)
+func (r *Rotator) scanOptions(batch int, now time.Time) string {
+	return "batch=" + strconv.Itoa(batch) + r.Record.scanWords(now)
 }
 
 // readScan decodes scan.lua's reply and logs the items it skipped. It

@@ -13,7 +13,12 @@
 --         share one argument because Redis refuses commands of more than 10
 --         parts before AUTH (see clipLen), and EVALSHA with one key and six
 --         arguments is exactly 10. Known options:
---           batch=N  most candidates to look at in this call
+--           batch=N      most candidates to look at in this call
+--           now=MS       the time of the take, Unix milliseconds
+--           state_ttl=MS record a take in the item's state hash, which
+--                        then expires after MS (absent: record nothing)
+--           events=N     add a start event to the events stream, capped
+--                        at about N entries (absent or 0: no event)
 --
 -- Returns {left, taken, head1, size1, head2, size2, ...}: the candidates left
 -- in the pass after this call (0 when it is over), the item whose lock is now
@@ -137,6 +142,21 @@ if turn > 0 then
   redis.call("RPUSH", list, unpack(items, 1, turn))
   redis.call("LTRIM", list, turn, -1)
 end
+-- Observability (issue 7): a take is recorded in the item's state hash and
+-- as a start event, in the same call. It comes after the rotation, and pcall
+-- keeps a key of another type in their place from failing the take: a run
+-- must never depend on its record.
+if took and opt.state_ttl then
+  local state = keyPrefix .. "state:" .. items[looked]
+  redis.pcall("HSET", state, "last_start", opt.now, "last_holder", token)
+  redis.pcall("PEXPIRE", state, opt.state_ttl)
+end
+if took and tonumber(opt.events or 0) > 0 then
+  local events = keyPrefix .. "events"
+  redis.pcall("XADD", events, "MAXLEN", "~", opt.events, "*", "type", "start", "item", items[looked], "holder", token)
+  redis.pcall("PEXPIRE", events, opt.state_ttl)
+end
+
 for _, i in ipairs(bad) do
   if i > looked then
     break

@@ -143,7 +143,7 @@ func takeAll(t *testing.T, rdb *redis.Client, r *Rotator, takes int, logs *bytes
 			}
 			out.Taken = append(out.Taken, item)
 			// As the worker does: the next Take comes after the release.
-			if _, err := lock.Release(ctx); err != nil {
+			if _, err := lock.Release(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -84,6 +84,8 @@ type ChildExit struct {
 	Code int
 	// Signal is the signal that killed the child, or 0.
 	Signal syscall.Signal
+	// Duration is how long the child ran.
+	Duration time.Duration
 }
 
 // String describes the exit for logs.
@@ -154,6 +156,7 @@ func (s *spawner) start(cmd *exec.Cmd) (*Child, error) {
 		_ = cmd.Wait()
 		s.reaper.waited(c.PID)
 		c.exit = exitOf(cmd.ProcessState)
+		c.exit.Duration = time.Since(c.Started)
 		close(c.done)
 	}()
 	if err := <-started; err != nil {

@@ -33,6 +33,9 @@ type worker struct {
 	router  *signalRouter
 	spawn   *spawner
 	log     zerolog.Logger
+	// metrics and health are nil unless --metrics-addr is given.
+	metrics *metrics
+	health  *heartbeat
 }
 
 // run runs one item, or keeps running items with --continuous. It returns
@@ -44,6 +47,7 @@ func (w *worker) run(ctx context.Context) (int, error) {
 	exit, err := w.step(ctx)
 	switch {
 	case errors.Is(err, ErrNoWork):
+		w.metrics.idlePass()
 		w.log.Info().Msg("no item could be taken")
 		return w.opts.NoWorkExitCode, nil
 	case errors.Is(err, errStopped):
@@ -60,6 +64,7 @@ func (w *worker) run(ctx context.Context) (int, error) {
 func (w *worker) loop(ctx context.Context) (int, error) {
 	failures := 0
 	for {
+		w.health.beat(0)
 		exit, err := w.step(ctx)
 		if w.stopping() && (err == nil || errors.Is(err, errStopped) || errors.Is(err, ErrNoWork) || errors.Is(err, ErrLockLost) || errors.Is(err, ErrTimeout)) {
 			w.log.Info().Msg("drained; exiting")
@@ -77,6 +82,7 @@ func (w *worker) loop(ctx context.Context) (int, error) {
 			w.log.Warn().Err(err).Msg("going on: --exit-codes lists 124")
 			continue
 		case errors.Is(err, ErrNoWork):
+			w.metrics.idlePass()
 			failures = 0
 			pause = jitter(time.Duration(w.opts.IdleWait))
 		case errors.Is(err, ErrLockLost), errors.Is(err, errRedis):
@@ -88,6 +94,7 @@ func (w *worker) loop(ctx context.Context) (int, error) {
 		default:
 			return 0, err
 		}
+		w.health.beat(pause)
 		if !w.sleep(pause) {
 			w.log.Info().Msg("drained; exiting")
 			return 0, nil
@@ -123,30 +130,49 @@ func jitter(d time.Duration) time.Duration {
 	return d*3/4 + rand.N(d/2+1)
 }
 
-// step takes one item, runs the child on it and releases the lock.
+// step takes one item, runs the child on it, and releases the lock while
+// recording how the run ended.
 func (w *worker) step(ctx context.Context) (ChildExit, error) {
 	item, lock, err := w.rotator.Take(ctx, w.router.Stopped())
 	if err != nil {
 		return ChildExit{}, err
 	}
-	defer w.release(ctx, lock)
-	return w.runChild(ctx, item, lock)
+	exit, stopped, err := w.runChild(ctx, item, lock)
+	w.finish(ctx, lock, w.ending(exit, stopped, err))
+	return exit, err
+}
+
+// ending describes the end of a run from what runChild returned.
+func (w *worker) ending(exit ChildExit, stopped bool, err error) runEnd {
+	end := runEnd{Result: classify(exit, err, stopped, w.opts.ExitCodes), At: time.Now()}
+	switch {
+	case errors.Is(err, errStopped):
+		// No child was started.
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNotExecutable):
+		end.ExitCode, end.Exited = exitCode(err), true
+	default:
+		end.ExitCode, end.Exited, end.Duration = exit.Code, true, exit.Duration
+	}
+	return end
 }
 
 // runChild runs the child for item while keeping its lock alive. If the
 // lock is lost, the child's group is stopped before the lease could run out,
 // and the error wraps ErrLockLost; if --timeout passes first, the group is
-// stopped and the error wraps ErrTimeout.
-func (w *worker) runChild(ctx context.Context, item string, lock *Lock) (ChildExit, error) {
+// stopped and the error wraps ErrTimeout. stopped says whether a stop signal
+// had come by the time the child ended.
+func (w *worker) runChild(ctx context.Context, item string, lock *Lock) (exit ChildExit, stopped bool, err error) {
 	log := w.log.With().Str("item", item).Str("lock_key", lock.Key).Logger()
 	child, err := w.router.startChild(func() (*Child, error) {
 		return w.spawn.start(w.command.build(item, lock.Key))
 	})
 	if err != nil {
-		return ChildExit{}, err
+		return ChildExit{}, w.stopping(), err
 	}
 	defer w.router.childDone()
 	defer w.spawn.forget(child)
+	w.metrics.childStarted()
+	defer w.metrics.childEnded()
 	log.Info().Int("pid", child.PID).Str("holder", lock.Token).Msg("item started")
 
 	grace := killGrace(time.Duration(w.opts.KillAfter), lock.TTL)
@@ -157,6 +183,8 @@ func (w *worker) runChild(ctx context.Context, item string, lock *Lock) (ChildEx
 		defer timer.Stop()
 		timeout = timer.C
 	}
+	// Waiting for the child is progress too, as far as /healthz goes.
+	stopBeating := w.health.beatEvery(childBeat)
 	var failed error
 	select {
 	case <-child.Done():
@@ -174,15 +202,17 @@ func (w *worker) runChild(ctx context.Context, item string, lock *Lock) (ChildEx
 		// meanwhile needs no faster kill.
 		child.Stop(grace)
 	}
+	stopped = w.stopping()
+	stopBeating()
 	lease.Stop()
 	if err := w.spawn.term.reclaim(); err != nil {
 		log.Warn().Err(err).Msg("could not take the terminal back from the child")
 	}
 
-	exit := child.Exit()
+	exit = child.Exit()
 	log.Info().Int("pid", child.PID).Int("exit_code", exit.Code).Str("status", exit.String()).
-		Float64("duration_s", time.Since(child.Started).Seconds()).Msg("item finished")
-	return exit, failed
+		Float64("duration_s", exit.Duration.Seconds()).Msg("item finished")
+	return exit, stopped, failed
 }
 
 // killGrace is the time a child gets between SIGTERM and SIGKILL when w8y
@@ -199,12 +229,19 @@ func stopMargin(ttl time.Duration) time.Duration {
 	return min(ttl/10, 500*time.Millisecond)
 }
 
-// release gives up lock if it is still ours.
-func (w *worker) release(ctx context.Context, lock *Lock) {
+// finish gives up lock if it is still ours, and records how the run ended
+// (end) in the same round trip.
+func (w *worker) finish(ctx context.Context, lock *Lock, end runEnd) {
+	w.metrics.runEnded(end)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	released, err := lock.Release(ctx)
+	released, err := lock.Release(ctx, &end)
 	switch {
+	case errors.Is(err, errRecord):
+		w.log.Warn().Err(err).Str("lock_key", lock.Key).Msg("the run's end could not be recorded")
+		if !released {
+			w.log.Warn().Str("lock_key", lock.Key).Msg("the lock was no longer ours at release; left alone")
+		}
 	case err != nil:
 		w.log.Error().Err(err).Str("lock_key", lock.Key).Msg("could not release the lock; it will expire by itself")
 	case !released:

@@ -224,7 +224,7 @@ type result struct {
 // proc is a w8y process running in the background.
 type proc struct {
 	cmd    *exec.Cmd
-	stdout bytes.Buffer
+	stdout syncBuffer
 	stderr syncBuffer
 	done   chan struct{}
 }
@@ -249,6 +249,9 @@ func (b *syncBuffer) String() string {
 
 // stderrSoFar is what w8y has written to stderr until now.
 func (p *proc) stderrSoFar() string { return p.stderr.String() }
+
+// stdoutSoFar is what w8y has written to stdout until now.
+func (p *proc) stdoutSoFar() string { return p.stdout.String() }
 
 // startW8y starts w8y with args and env (added to a minimal environment).
 func startW8y(t *testing.T, env []string, args ...string) *proc {

@@ -32,7 +32,8 @@ idle_secs=10
 memory_items=10000
 
 bash scripts/ensure-redis.sh
-CGO_ENABLED=0 go build -o bin/w8y .
+# The lean build, as make build makes bin/w8y: what cron's one-shot runs use.
+CGO_ENABLED=0 go build -tags w8y_lean -o bin/w8y .
 w8y="$root/bin/w8y"
 
 tmp="$(mktemp -d)"

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Makes sure redis-server and redis-cli are on PATH, with the tools the
 # integration tests drive them with (flock, unshare and script, from
-# util-linux and bsdutils), installing Debian's packages if they are not. The
+# util-linux and bsdutils) and systemd-analyze, which checks the systemd unit
+# in scripts/ (from the systemd package, which installs without taking over
+# the machine: it is systemd-sysv that makes systemd PID 1), installing
+# Debian's packages if they are not. The
 # integration tests and the demo start their own throwaway redis-server, so
 # nothing is started here. Idempotent, and silent when all are installed.
 set -euo pipefail
 
 missing=0
-for tool in redis-server redis-cli flock unshare script; do
+for tool in redis-server redis-cli flock unshare script systemd-analyze; do
 	command -v "$tool" >/dev/null 2>&1 || missing=1
 done
 if [ "$missing" = 0 ]; then
@@ -15,23 +18,23 @@ if [ "$missing" = 0 ]; then
 fi
 
 if ! command -v apt-get >/dev/null 2>&1; then
-	echo "ensure-redis: redis-server, redis-cli, flock, unshare or script is missing and apt-get is not available; install Redis by hand" >&2
+	echo "ensure-redis: redis-server, redis-cli, flock, unshare, script or systemd-analyze is missing and apt-get is not available; install Redis by hand" >&2
 	exit 1
 fi
 
 sudo=()
 if [ "$(id -u)" -ne 0 ]; then
 	if ! command -v sudo >/dev/null 2>&1; then
-		echo "ensure-redis: redis-server, redis-cli, flock, unshare or script is missing; run as root or install sudo" >&2
+		echo "ensure-redis: redis-server, redis-cli, flock, unshare, script or systemd-analyze is missing; run as root or install sudo" >&2
 		exit 1
 	fi
 	sudo=(sudo)
 fi
 
-echo "ensure-redis: installing redis-server, util-linux and bsdutils with apt-get" >&2
+echo "ensure-redis: installing redis-server, util-linux, bsdutils and systemd with apt-get" >&2
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server util-linux bsdutils >/dev/null
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server util-linux bsdutils systemd >/dev/null
 
 # The Debian package starts a system redis-server on port 6379 where a service
 # manager runs; w8y's tests and demo never use it.

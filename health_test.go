@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// fakeClock is a clock that a test moves by hand.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time      { return c.t }
+func (c *fakeClock) add(d time.Duration) { c.t = c.t.Add(d) }
+func newFakeClock() *fakeClock           { return &fakeClock{t: time.Unix(1_700_000_000, 0)} }
+func lateBy(h *heartbeat) time.Duration  { return h.late() }
+func wantLate(t *testing.T, h *heartbeat, want time.Duration) {
+	t.Helper()
+	if got := lateBy(h); got != want {
+		t.Errorf("late %s, want %s", got, want)
+	}
+}
+
+func TestHeartbeat(t *testing.T) {
+	clock := newFakeClock()
+	h := newHeartbeat(clock.now)
+	wantLate(t, h, 0)
+	clock.add(heartbeatGrace)
+	wantLate(t, h, 0)
+	clock.add(time.Second)
+	wantLate(t, h, time.Second)
+
+	// A beat puts it right; an announced pause extends the grace.
+	h.beat(10 * time.Minute)
+	clock.add(10*time.Minute + heartbeatGrace)
+	wantLate(t, h, 0)
+	clock.add(time.Millisecond)
+	wantLate(t, h, time.Millisecond)
+
+	// A nil heartbeat (no --metrics-addr) ignores beats.
+	var none *heartbeat
+	none.beat(0)
+	none.beatEvery(time.Millisecond)()
+}
+
+func TestHeartbeatWhileAChildRuns(t *testing.T) {
+	h := newHeartbeat(time.Now)
+	h.mu.Lock()
+	h.due = time.Now().Add(-time.Hour)
+	h.mu.Unlock()
+	if h.late() == 0 {
+		t.Fatal("not late an hour past due")
+	}
+	stop := h.beatEvery(time.Millisecond)
+	defer stop()
+	if h.late() != 0 {
+		t.Error("still late after beatEvery started")
+	}
+}
+
+func TestRedisProbeCachesItsPing(t *testing.T) {
+	clock := newFakeClock()
+	pings := 0
+	var answer error
+	p := &redisProbe{now: clock.now, ping: func(ctx context.Context) error {
+		pings++
+		if _, ok := ctx.Deadline(); !ok {
+			t.Error("PING without a deadline")
+		}
+		return answer
+	}}
+	ctx := context.Background()
+	for range 5 {
+		if err := p.check(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pings != 1 {
+		t.Errorf("%d PINGs within %s, want 1", pings, probeEvery)
+	}
+	answer = errors.New("connection refused")
+	if err := p.check(ctx); err != nil {
+		t.Errorf("the cached outcome changed before %s: %v", probeEvery, err)
+	}
+	clock.add(probeEvery)
+	if err := p.check(ctx); err == nil || pings != 2 {
+		t.Errorf("after %s: err %v, %d PINGs; want the new error from a second PING", probeEvery, err, pings)
+	}
+	answer = nil
+	clock.add(probeEvery)
+	if err := p.check(ctx); err != nil || pings != 3 {
+		t.Errorf("after recovery: err %v, %d PINGs", err, pings)
+	}
+}

@@ -1,0 +1,576 @@
+package integration_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// holderChild is a child that records its lock token in the list "holders"
+// and exits with the code in $CODE.
+var holderChild = []string{"sh", "-c", `redis-cli -p "$REDIS_PORT" rpush holders "$W8Y_HOLDER" >/dev/null; exit ${CODE:-0}`}
+
+// popHolder returns the token that the last holderChild recorded.
+func (s *server) popHolder(t *testing.T) string {
+	t.Helper()
+	got, err := s.Client.BLPop(ctx(t), testTimeout, "holders").Result()
+	if err != nil {
+		t.Fatalf("no child recorded its token: %v", err)
+	}
+	return got[1]
+}
+
+// stateOf returns the state hash of item under prefix.
+func (s *server) stateOf(t *testing.T, prefix, item string) map[string]string {
+	t.Helper()
+	state, err := s.Client.HGetAll(ctx(t), prefix+":state:"+item).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return state
+}
+
+// checkState compares the fields of state named in want, and checks that
+// the times lie between before and after, in order.
+func checkState(t *testing.T, what string, state, want map[string]string, before, after time.Time) {
+	t.Helper()
+	for field, value := range want {
+		if state[field] != value {
+			t.Errorf("%s: %s = %q, want %q (state %v)", what, field, state[field], value, state)
+		}
+	}
+	start, err1 := strconv.ParseInt(state["last_start"], 10, 64)
+	end, err2 := strconv.ParseInt(state["last_end"], 10, 64)
+	if err1 != nil || err2 != nil || start < before.UnixMilli() || start > end || end > after.UnixMilli() {
+		t.Errorf("%s: last_start %q, last_end %q, not in order within [%d, %d]", what, state["last_start"], state["last_end"], before.UnixMilli(), after.UnixMilli())
+	}
+}
+
+// TestStateAndEvents runs an item through a success, two failures, a
+// success and a lost lock, checking its state hash after each run, then the
+// events stream's entries in order.
+func TestStateAndEvents(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "st:list", "a")
+	args := []string{"-u", s.URL, "-k", "st", "-q", "--state-ttl", "90s"}
+	type run struct {
+		code   int
+		result string
+		exit   string
+		want   map[string]string
+	}
+	runs := []run{
+		{0, "success", "0", map[string]string{"runs": "1", "consecutive_failures": "0"}},
+		{3, "failure", "3", map[string]string{"runs": "2", "failures": "1", "consecutive_failures": "1"}},
+		{4, "failure", "4", map[string]string{"runs": "3", "failures": "2", "consecutive_failures": "2"}},
+		{0, "success", "0", map[string]string{"runs": "4", "failures": "2", "consecutive_failures": "0"}},
+	}
+	var holders []string
+	for i, r := range runs {
+		before := time.Now()
+		got := runW8y(t, append(portEnv(s), "CODE="+itoa(r.code)), append(args, holderChild...)...)
+		after := time.Now()
+		if got.Code != r.code {
+			t.Fatalf("run %d: exit %d, want %d; stderr:\n%s", i, got.Code, r.code, got.Stderr)
+		}
+		holder := s.popHolder(t)
+		holders = append(holders, holder)
+		r.want["last_result"], r.want["last_exit_code"], r.want["last_holder"] = r.result, r.exit, holder
+		state := s.stateOf(t, "st", "a")
+		checkState(t, fmt.Sprintf("run %d", i), state, r.want, before, after)
+		if d, err := strconv.Atoi(state["last_duration_ms"]); err != nil || d < 0 || int64(d) > after.Sub(before).Milliseconds() {
+			t.Errorf("run %d: last_duration_ms %q", i, state["last_duration_ms"])
+		}
+		if ttl := s.Client.PTTL(ctx(t), "st:state:a").Val(); ttl <= 80*time.Second || ttl > 90*time.Second {
+			t.Errorf("run %d: state TTL %s, want about 90s", i, ttl)
+		}
+	}
+
+	// A lost lock: the child deletes its own lock and waits to be stopped.
+	before := time.Now()
+	got := runW8y(t, portEnv(s), append(args, "-x", "600ms", "sh", "-c",
+		`redis-cli -p "$REDIS_PORT" rpush holders "$W8Y_HOLDER" >/dev/null; redis-cli -p "$REDIS_PORT" del "$W8Y_LOCK_KEY" >/dev/null; sleep 30`)...)
+	after := time.Now()
+	if got.Code != 122 {
+		t.Fatalf("lock-lost run: exit %d, want 122; stderr:\n%s", got.Code, got.Stderr)
+	}
+	holder := s.popHolder(t)
+	holders = append(holders, holder)
+	checkState(t, "lock-lost run", s.stateOf(t, "st", "a"), map[string]string{
+		"runs": "5", "failures": "3", "consecutive_failures": "1", "last_result": "lock_lost",
+		"last_exit_code": "143", "last_holder": holder,
+	}, before, after)
+
+	entries, err := s.Client.XRange(ctx(t), "st:events", "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []map[string]any
+	for i, r := range runs {
+		want = append(want,
+			map[string]any{"type": "start", "item": "a", "holder": holders[i]},
+			map[string]any{"type": "finish", "item": "a", "holder": holders[i], "result": r.result, "exit_code": r.exit})
+	}
+	want = append(want,
+		map[string]any{"type": "start", "item": "a", "holder": holder},
+		map[string]any{"type": "lock_lost", "item": "a", "holder": holder, "result": "lock_lost", "exit_code": "143"})
+	if len(entries) != len(want) {
+		t.Fatalf("%d events, want %d: %v", len(entries), len(want), entries)
+	}
+	for i, e := range entries {
+		if _, ok := e.Values["duration_ms"]; ok == (want[i]["type"] == "start") {
+			t.Errorf("event %d: duration_ms present %v: %v", i, ok, e.Values)
+		}
+		delete(e.Values, "duration_ms")
+		if fmt.Sprint(e.Values) != fmt.Sprint(want[i]) {
+			t.Errorf("event %d: %v, want %v", i, e.Values, want[i])
+		}
+	}
+	if ttl := s.Client.PTTL(ctx(t), "st:events").Val(); ttl <= 80*time.Second || ttl > 90*time.Second {
+		t.Errorf("events TTL %s, want about 90s", ttl)
+	}
+
+	// --no-events leaves the stream alone, and still records the state.
+	if got := runW8y(t, portEnv(s), append(args, append([]string{"--no-events"}, holderChild...)...)...); got.Code != 0 {
+		t.Fatalf("--no-events run: exit %d; stderr:\n%s", got.Code, got.Stderr)
+	}
+	s.popHolder(t)
+	if n := s.Client.XLen(ctx(t), "st:events").Val(); n != int64(len(want)) {
+		t.Errorf("--no-events added events: %d, want %d", n, len(want))
+	}
+	if runs := s.stateOf(t, "st", "a")["runs"]; runs != "6" {
+		t.Errorf("--no-events run: runs %q, want 6", runs)
+	}
+}
+
+// TestInterruptedRun: a continuous worker stopped by SIGTERM records its
+// child's run as interrupted, which neither counts as a failure nor ends a
+// streak of them.
+func TestInterruptedRun(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "int:list", "a")
+	s.Client.HSet(ctx(t), "int:state:a", "runs", 7, "failures", 2, "consecutive_failures", 2)
+	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "int", "-c"}, report(":", "sleep 30")...)...)
+	s.popStarted(t)
+	p.signal(t, syscall.SIGTERM)
+	if r := p.wait(t); r.Code != 0 {
+		t.Fatalf("exit %d, want 0; stderr:\n%s", r.Code, r.Stderr)
+	}
+	state := s.stateOf(t, "int", "a")
+	for field, want := range map[string]string{"runs": "8", "failures": "2", "consecutive_failures": "2", "last_result": "interrupted", "last_exit_code": "143"} {
+		if state[field] != want {
+			t.Errorf("%s = %q, want %q", field, state[field], want)
+		}
+	}
+	entries := s.Client.XRange(ctx(t), "int:events", "-", "+").Val()
+	if len(entries) != 2 || entries[1].Values["type"] != "finish" || entries[1].Values["result"] != "interrupted" {
+		t.Errorf("events %v", entries)
+	}
+}
+
+// statusRow is a row of the --status table, by column.
+type statusRow map[string]string
+
+// parseTable splits --status' table into rows by its header's columns,
+// which are at least two spaces apart, as are the cells.
+func parseTable(t *testing.T, out string) map[string]statusRow {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	gap := regexp.MustCompile(`\s{2,}`)
+	header := gap.Split(lines[0], -1)
+	rows := map[string]statusRow{}
+	var order []string
+	for _, line := range lines[1:] {
+		cells := gap.Split(line, -1)
+		if len(cells) != len(header) {
+			t.Fatalf("row %q has %d cells, the header %d", line, len(cells), len(header))
+		}
+		row := statusRow{}
+		for i, h := range header {
+			row[h] = cells[i]
+		}
+		rows[cells[0]] = row
+		order = append(order, cells[0])
+	}
+	rows["(order)"] = statusRow{"items": strings.Join(order, " ")}
+	return rows
+}
+
+// TestStatus shows a locked item (its child runs), one cooling down, one
+// backing off and an idle one, in list order, as a table and as JSON.
+func TestStatus(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "ss:list", "busy", "cool", "back", "new")
+	// A run each for busy and cool first, then one of busy that stays.
+	for _, code := range []string{"0", "5"} {
+		if r := runW8y(t, append(portEnv(s), "CODE="+code), append([]string{"-u", s.URL, "-k", "ss", "-q"}, holderChild...)...); r.Code != atoi(t, code) {
+			t.Fatalf("exit %d; stderr:\n%s", r.Code, r.Stderr)
+		}
+		s.popHolder(t)
+	}
+	// The list is back to busy first; the child reports, then waits.
+	s.seed(t, "ss:list", "busy", "cool", "back", "new")
+	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "ss", "-x", "20s"}, report(":", `redis-cli -p "$REDIS_PORT" blpop gate 30 >/dev/null`)...)...)
+	s.popStarted(t)
+	s.seed(t, "ss:list", "busy", "cool", "back", "new")
+	holder := s.Client.Get(ctx(t), "ss:lock:busy").Val()
+	s.Client.Set(ctx(t), "ss:cooldown:cool", "x", time.Minute)
+	s.Client.Set(ctx(t), "ss:backoff:back", "x", 30*time.Second)
+	busy := s.stateOf(t, "ss", "busy")
+
+	r := runW8y(t, nil, "--status", "-u", s.URL, "-k", "ss")
+	if r.Code != 0 || r.Stderr != "" {
+		t.Fatalf("--status: exit %d, stderr:\n%s", r.Code, r.Stderr)
+	}
+	rows := parseTable(t, r.Stdout)
+	if got := rows["(order)"]["items"]; got != "busy cool back new" {
+		t.Errorf("items in order %q", got)
+	}
+	check := func(item string, want statusRow) {
+		t.Helper()
+		for col, v := range want {
+			if got := rows[item][col]; got != v {
+				t.Errorf("%s: %s = %q, want %q (row %v)", item, col, got, v, rows[item])
+			}
+		}
+	}
+	check("busy", statusRow{"STATE": "locked", "HOLDER": holder, "WAIT": "-", "LAST RESULT": "success", "EXIT": "0", "RUNS": "1", "FAILS": "0", "STREAK": "0"})
+	check("cool", statusRow{"STATE": "cooldown", "HOLDER": "-", "TTL": "-", "LAST RESULT": "failure", "EXIT": "5", "RUNS": "1", "FAILS": "1", "STREAK": "1"})
+	check("back", statusRow{"STATE": "backoff", "HOLDER": "-", "TTL": "-", "LAST RESULT": "-", "EXIT": "-", "STARTED": "-", "ENDED": "-", "TOOK": "-", "RUNS": "0"})
+	check("new", statusRow{"STATE": "idle", "HOLDER": "-", "TTL": "-", "WAIT": "-", "LAST RESULT": "-", "RUNS": "0", "FAILS": "0"})
+	// Times and durations, as far as they can be pinned down.
+	for item, col := range map[string]string{"busy": "TTL", "cool": "WAIT", "back": "WAIT"} {
+		d, err := time.ParseDuration(rows[item][col])
+		limit := map[string]time.Duration{"busy": 20 * time.Second, "cool": time.Minute, "back": 30 * time.Second}[item]
+		if err != nil || d <= 0 || d > limit {
+			t.Errorf("%s: %s = %q, want a duration up to %s", item, col, rows[item][col], limit)
+		}
+	}
+	if !strings.HasSuffix(rows["busy"]["STARTED"], " ago") || !strings.HasSuffix(rows["cool"]["ENDED"], " ago") {
+		t.Errorf("ages: busy started %q, cool ended %q", rows["busy"]["STARTED"], rows["cool"]["ENDED"])
+	}
+
+	r = runW8y(t, nil, "--status", "--json", "-u", s.URL, "-k", "ss")
+	if r.Code != 0 || r.Stderr != "" {
+		t.Fatalf("--status --json: exit %d, stderr:\n%s", r.Code, r.Stderr)
+	}
+	var items []map[string]any
+	if err := json.Unmarshal([]byte(r.Stdout), &items); err != nil {
+		t.Fatalf("--json is not one JSON document: %v\n%s", err, r.Stdout)
+	}
+	if len(items) != 4 {
+		t.Fatalf("%d items: %v", len(items), items)
+	}
+	fields := []string{"item", "state", "holder", "lock_ttl_ms", "cooldown_ms", "backoff_ms", "last_start", "last_end",
+		"last_exit_code", "last_duration_ms", "last_holder", "last_result", "runs", "failures", "consecutive_failures"}
+	for _, item := range items {
+		keys := slices.Sorted(func(yield func(string) bool) {
+			for k := range item {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		if !slices.Equal(keys, slices.Sorted(slices.Values(fields))) {
+			t.Errorf("fields %q, want %q", keys, fields)
+		}
+	}
+	num := func(v string) float64 { f, _ := strconv.ParseFloat(v, 64); return f }
+	exact := func(i int, want map[string]any) {
+		t.Helper()
+		for k, v := range want {
+			if fmt.Sprint(items[i][k]) != fmt.Sprint(v) {
+				t.Errorf("item %d: %s = %v, want %v", i, k, items[i][k], v)
+			}
+		}
+	}
+	exact(0, map[string]any{"item": "busy", "state": "locked", "holder": holder, "cooldown_ms": nil, "backoff_ms": nil,
+		"last_start": num(busy["last_start"]), "last_end": num(busy["last_end"]), "last_exit_code": 0, "last_holder": holder,
+		"last_result": "success", "runs": 1, "failures": 0, "consecutive_failures": 0})
+	exact(1, map[string]any{"item": "cool", "state": "cooldown", "holder": nil, "lock_ttl_ms": nil, "backoff_ms": nil,
+		"last_exit_code": 5, "last_result": "failure", "runs": 1, "failures": 1, "consecutive_failures": 1})
+	exact(2, map[string]any{"item": "back", "state": "backoff", "holder": nil, "lock_ttl_ms": nil, "cooldown_ms": nil,
+		"last_start": nil, "last_end": nil, "last_exit_code": nil, "last_duration_ms": nil, "last_holder": nil, "last_result": nil, "runs": 0})
+	exact(3, map[string]any{"item": "new", "state": "idle", "holder": nil, "lock_ttl_ms": nil, "cooldown_ms": nil, "backoff_ms": nil, "runs": 0})
+	for i, f := range map[int]string{0: "lock_ttl_ms", 1: "cooldown_ms", 2: "backoff_ms"} {
+		if v, ok := items[i][f].(float64); !ok || v <= 0 || v > 60_000 {
+			t.Errorf("item %d: %s = %v", i, f, items[i][f])
+		}
+	}
+
+	s.Client.RPush(ctx(t), "gate", "go")
+	if r := p.wait(t); r.Code != 0 {
+		t.Errorf("the busy run: exit %d", r.Code)
+	}
+	// Bad input: one line, exit 125.
+	s.Client.Set(ctx(t), "wrong:list", "x", 0)
+	r = runW8y(t, nil, "--status", "-u", s.URL, "-k", "wrong")
+	if r.Code != 125 {
+		t.Errorf("--status on a string: exit %d, want 125", r.Code)
+	}
+	oneLine(t, r.Stderr, "WRONGTYPE")
+}
+
+// TestStatusWatch refreshes until SIGINT, then exits 0.
+func TestStatusWatch(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "sw:list", "a")
+	p := startW8y(t, nil, "--status", "--json", "--watch=100ms", "-u", s.URL, "-k", "sw")
+	// Each refresh is one document; wait for a change to show up.
+	deadline := time.Now().Add(testTimeout)
+	for !strings.Contains(p.stdoutSoFar(), `"item":"a"`) {
+		if time.Now().After(deadline) {
+			t.Fatal("no status shown")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.Client.RPush(ctx(t), "sw:list", "later")
+	for !strings.Contains(p.stdoutSoFar(), `"item":"later"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the watch did not refresh:\n%s", p.stdoutSoFar())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.signal(t, syscall.SIGINT)
+	if r := p.wait(t); r.Code != 0 || r.Stderr != "" {
+		t.Errorf("exit %d after SIGINT, want 0; stderr:\n%s", r.Code, r.Stderr)
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// scrape reads the metrics at url as "name{labels}" -> value.
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape: %s", resp.Status)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || line == "" {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("metric line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+// health gets /healthz and returns its status code and body.
+func health(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// TestMetrics runs a known sequence through a continuous worker (a success,
+// a lost lock, a timeout, then idle passes over an empty list) and checks
+// the counters scraped over HTTP.
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "m:list", "a", "b", "c")
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	// Each child takes its item off the list, reports, and exits with the
+	// code the test pushes to gate:<item>, or waits to be stopped.
+	child := `redis-cli -p "$REDIS_PORT" lrem m:list 0 "$W8Y_ITEM" >/dev/null
+` + started + `
+code=$(redis-cli -p "$REDIS_PORT" blpop "gate:$W8Y_ITEM" 30 | tail -n 1)
+exit "$code"`
+	p := startW8y(t, portEnv(s), "-u", s.URL, "-k", "m", "-c", "--idle-wait", "100ms", "--timeout", "3s", "-i", "0", "-i", "124",
+		"--metrics-addr", addr, "sh", "-c", child)
+	if got := s.popStarted(t); got != "a" {
+		t.Fatalf("started %q, want a", got)
+	}
+	s.Client.RPush(ctx(t), "gate:a", "0")
+	if got := s.popStarted(t); got != "b" {
+		t.Fatalf("started %q, want b", got)
+	}
+	s.Client.Del(ctx(t), "m:lock:b")
+	if got := s.popStarted(t); got != "c" {
+		t.Fatalf("started %q, want c", got)
+	}
+	// c times out after 3s; then the list is empty and the worker idles.
+	url := "http://" + addr + "/metrics"
+	deadline := time.Now().Add(testTimeout)
+	var m map[string]float64
+	for m = scrape(t, url); m["w8y_idle_passes_total"] < 2; m = scrape(t, url) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no idle passes: %v", m)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	want := map[string]float64{
+		"w8y_items_started_total":                          3,
+		`w8y_items_finished_total{result="success"}`:       1,
+		`w8y_items_finished_total{result="lock_lost"}`:     1,
+		`w8y_items_finished_total{result="timeout"}`:       1,
+		`w8y_items_finished_total{result="failure"}`:       0,
+		`w8y_items_finished_total{result="interrupted"}`:   0,
+		"w8y_locks_lost_total":                             1,
+		"w8y_timeouts_total":                               1,
+		"w8y_children_running":                             0,
+		"w8y_redis_errors_total":                           0,
+		`w8y_run_duration_seconds_count{result="success"}`: 1,
+		`w8y_run_duration_seconds_count{result="timeout"}`: 1,
+		`w8y_run_duration_seconds_count{result="failure"}`: 0,
+	}
+	for name, v := range want {
+		if got, ok := m[name]; !ok || got != v {
+			t.Errorf("%s = %v (present %v), want %v", name, got, ok, v)
+		}
+	}
+	// The timed-out child ran at least the 3s timeout, the 10s bucket
+	// holds it and the 0.64s one does not.
+	if sum := m[`w8y_run_duration_seconds_sum{result="timeout"}`]; sum < 3 {
+		t.Errorf("timeout run took %vs in the histogram, want >= 3", sum)
+	}
+	if m[`w8y_run_duration_seconds_bucket{result="timeout",le="0.64"}`] != 0 || m[`w8y_run_duration_seconds_bucket{result="timeout",le="10.24"}`] != 1 {
+		t.Errorf("timeout buckets: %v %v", m[`w8y_run_duration_seconds_bucket{result="timeout",le="0.64"}`], m[`w8y_run_duration_seconds_bucket{result="timeout",le="10.24"}`])
+	}
+	if len(m) == 0 || m[`w8y_build_info{commit="unknown",version="dev"}`] != 1 {
+		t.Errorf("no build info: %v", m)
+	}
+	// Only w8y's own metrics: a private registry, without Go's defaults.
+	for name := range m {
+		if !strings.HasPrefix(name, "w8y_") {
+			t.Errorf("foreign metric %q", name)
+		}
+	}
+	p.signal(t, syscall.SIGTERM)
+	if r := p.wait(t); r.Code != 0 {
+		t.Errorf("exit %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)
+	}
+	if _, err := http.Get(url); err == nil {
+		t.Error("the metrics server outlived w8y")
+	}
+}
+
+// waitHealth polls /healthz until it answers code.
+func waitHealth(t *testing.T, url string, code int) string {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for {
+		got, body := health(url)
+		if got == code {
+			return body
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz answers %d %q, want %d", got, body, code)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestHealthz: /healthz is healthy while Redis answers and the loop runs,
+// unhealthy while Redis is gone, and healthy again when it returns; Redis
+// errors are counted meanwhile.
+func TestHealthz(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "h:list", "a")
+	s.Client.Set(ctx(t), "h:lock:a", "someone-else", time.Hour)
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	p := startW8y(t, nil, "-u", s.URL, "-k", "h", "-c", "--idle-wait", "100ms", "--metrics-addr", addr, "true")
+	url := "http://" + addr + "/healthz"
+	if body := waitHealth(t, url, http.StatusOK); body != "ok\n" {
+		t.Errorf("healthy body %q", body)
+	}
+	s.stop()
+	if body := waitHealth(t, url, http.StatusServiceUnavailable); !strings.HasPrefix(body, "unhealthy: redis: ") {
+		t.Errorf("unhealthy body %q", body)
+	}
+	if errs := scrape(t, "http://"+addr+"/metrics")["w8y_redis_errors_total"]; errs < 1 {
+		t.Errorf("w8y_redis_errors_total = %v while Redis is down", errs)
+	}
+	startRedisOn(t, s.Port)
+	waitHealth(t, url, http.StatusOK)
+	p.signal(t, syscall.SIGTERM)
+	if r := p.wait(t); r.Code != 0 {
+		t.Errorf("exit %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)
+	}
+}
+
+// TestMetricsAddrInUse: an address that cannot be listened on is bad input:
+// one line, exit 125, and the list untouched.
+func TestMetricsAddrInUse(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "busy:list", "a", "b")
+	addr := fmt.Sprintf("127.0.0.1:%d", s.Port) // redis-server listens there
+	r := runW8y(t, nil, "-u", s.URL, "-k", "busy", "--metrics-addr", addr, "true")
+	if r.Code != 125 {
+		t.Errorf("exit %d, want 125", r.Code)
+	}
+	oneLine(t, r.Stderr, "--metrics-addr")
+	if got := s.list(t, "busy:list"); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("list %q", got)
+	}
+	s.noLocks(t, "busy")
+}
+
+// TestSystemdUnit checks scripts/w8y@.service with systemd-analyze verify,
+// with ExecStart pointed at the w8y under test (verify requires that the
+// executable exists).
+func TestSystemdUnit(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		t.Fatal("systemd-analyze is not installed: run scripts/ensure-redis.sh (make test does)")
+	}
+	unit, err := os.ReadFile("../scripts/w8y@.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(unit), "ExecStart=/usr/local/bin/w8y ") {
+		t.Fatal("the unit does not start /usr/local/bin/w8y")
+	}
+	dir := t.TempDir()
+	patched := strings.ReplaceAll(string(unit), "/usr/local/bin/w8y ", binary+" ")
+	if err := os.WriteFile(filepath.Join(dir, "w8y@.service"), []byte(patched), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("systemd-analyze", "verify", "--man=no", "w8y@reports.service")
+	cmd.Env = append(os.Environ(), "SYSTEMD_UNIT_PATH="+dir+":")
+	out, err := cmd.CombinedOutput()
+	if err != nil || len(out) != 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}

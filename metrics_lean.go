@@ -1,0 +1,81 @@
+//go:build w8y_lean
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+)
+
+// The lean build (make build's bin/w8y, built with the tag w8y_lean) leaves
+// out the Prometheus client and net/http. Linking them costs every run their
+// package initialisation and page faults in a binary half again as large,
+// in w8y and in its guard: about a millisecond of a one-shot run's few (see
+// README's Benchmarks), paid by every cron job for metrics it never serves.
+// A run with --metrics-addr, a long-running service, replaces itself at
+// start-up with the full build, w8y-metrics, through execve: same PID, same
+// arguments and environment, so systemd and Kubernetes see no difference.
+
+// metricsBuild is the name of the full build that the lean one hands over to.
+const metricsBuild = "w8y-metrics"
+
+// metrics is empty in the lean build: a run that serves metrics runs the
+// full build instead.
+type metrics struct{}
+
+func (m *metrics) childStarted()   {}
+func (m *metrics) childEnded()     {}
+func (m *metrics) runEnded(runEnd) {}
+func (m *metrics) idlePass()       {}
+
+// startMetrics cannot be reached: handOffMetrics has replaced the process.
+func startMetrics(string, *redis.Client, zerolog.Logger) (*metrics, *heartbeat, func(), error) {
+	return nil, nil, nil, errors.New("this build of w8y cannot serve metrics")
+}
+
+// handOffMetrics replaces this process with w8y-metrics, found next to this
+// executable or else in PATH, when --metrics-addr is given. It returns only
+// on failure.
+func handOffMetrics(opts *Options) error {
+	if opts.MetricsAddr == "" {
+		return nil
+	}
+	path, err := findMetricsBuild()
+	if err != nil {
+		return err
+	}
+	args := append([]string{path}, os.Args[1:]...)
+	if err := syscall.Exec(path, args, os.Environ()); err != nil {
+		return fmt.Errorf("--metrics-addr: run %s: %w", path, err)
+	}
+	return nil
+}
+
+// findMetricsBuild looks for w8y-metrics next to this executable, then in
+// PATH, and refuses one that is this very file, which would exec itself
+// forever.
+func findMetricsBuild() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("--metrics-addr: find this executable: %w", err)
+	}
+	path := filepath.Join(filepath.Dir(self), metricsBuild)
+	if _, err := os.Stat(path); err != nil {
+		if path, err = exec.LookPath(metricsBuild); err != nil {
+			return "", fmt.Errorf("--metrics-addr needs %s, the build of w8y with Prometheus metrics, next to %s or in PATH (make build makes both)", metricsBuild, self)
+		}
+	}
+	selfInfo, err1 := os.Stat(self)
+	pathInfo, err2 := os.Stat(path)
+	if err1 == nil && err2 == nil && os.SameFile(selfInfo, pathInfo) {
+		return "", fmt.Errorf("--metrics-addr: %s is this lean build itself, not the build with metrics", path)
+	}
+	return path, nil
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A run leaves a record that operators and other programs read: the item's
+// state hash, <prefix>state:<item>, which w8y --status shows, and an entry
+// per start and end in the capped stream <prefix>events, which anyone can
+// follow with XREAD BLOCK. Both are written in the round trips w8y makes
+// anyway: the start inside the take (scan.lua), the end inside the release
+// (release.lua). Times are Unix milliseconds from the clock of the host that
+// ran the item.
+//
+// Where one script may not touch the lock, state and events keys together
+// (Redis Cluster without a hash tag in the prefix, see canScanOnServer), the
+// same writes go as plain commands on one key each, pipelined with the
+// release: the end costs no extra round trip, the start one per item taken.
+
+// State hash fields. Their names are part of w8y's interface.
+const (
+	fieldLastStart           = "last_start"
+	fieldLastEnd             = "last_end"
+	fieldLastExitCode        = "last_exit_code"
+	fieldLastDuration        = "last_duration_ms"
+	fieldLastHolder          = "last_holder"
+	fieldLastResult          = "last_result"
+	fieldRuns                = "runs"
+	fieldFailures            = "failures"
+	fieldConsecutiveFailures = "consecutive_failures"
+)
+
+// recorder says what to record of each run, and how.
+type recorder struct {
+	keys Keys
+	// stateTTL is how long a state hash (and the stream) lives after its
+	// last write, so items removed from the list leave nothing behind.
+	stateTTL time.Duration
+	// eventsMaxLen caps the stream approximately; 0 turns events off.
+	eventsMaxLen int64
+	// oneScript says that one script may touch an item's lock, state and
+	// events keys together (see canScanOnServer).
+	oneScript bool
+}
+
+// runEnd is how a run ended, as its record shows it.
+type runEnd struct {
+	Result result
+	// ExitCode is the child's exit code, or the code w8y exits with when it
+	// could not run the child (126, 127). Exited is false when no child was
+	// started at all (a stop signal came first).
+	ExitCode int
+	Exited   bool
+	Duration time.Duration
+	At       time.Time
+}
+
+// millis is t as Unix milliseconds, as the record stores times.
+func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+// scanWords are the settings that scan.lua needs to record a take, as words
+// for its options argument; now is when the take was sent.
+func (rec *recorder) scanWords(now time.Time) string {
+	if rec == nil {
+		return ""
+	}
+	return " now=" + millis(now) +
+		" state_ttl=" + strconv.FormatInt(rec.stateTTL.Milliseconds(), 10) +
+		" events=" + strconv.FormatInt(rec.eventsMaxLen, 10)
+}
+
+// recordStart writes what scan.lua writes after a take, for the path that
+// takes each candidate with its own commands: the start in the state hash
+// and a start event, pipelined.
+func (rec *recorder) recordStart(ctx context.Context, client lockClient, item, token string, now time.Time) error {
+	if rec == nil {
+		return nil
+	}
+	pipe := client.Pipeline()
+	state := rec.keys.State(item)
+	pipe.HSet(ctx, state, fieldLastStart, millis(now), fieldLastHolder, token)
+	pipe.PExpire(ctx, state, rec.stateTTL)
+	rec.addEvent(ctx, pipe, []any{"type", "start", "item", item, "holder", token})
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// addEvent queues an entry of the events stream on pipe, if events are on.
+func (rec *recorder) addEvent(ctx context.Context, pipe redis.Pipeliner, fields []any) {
+	if rec.eventsMaxLen <= 0 {
+		return
+	}
+	events := rec.keys.Events()
+	pipe.XAdd(ctx, &redis.XAddArgs{Stream: events, MaxLen: rec.eventsMaxLen, Approx: true, Values: fields})
+	pipe.PExpire(ctx, events, rec.stateTTL)
+}
+
+// finishWords are release.lua's options for end.
+func (rec *recorder) finishWords(end runEnd) string {
+	var b strings.Builder
+	b.WriteString("now=" + millis(end.At))
+	b.WriteString(" result=" + string(end.Result))
+	if end.Result.failed() {
+		b.WriteString(" failed=1")
+	}
+	if end.Exited {
+		b.WriteString(" exit_code=" + strconv.Itoa(end.ExitCode))
+		b.WriteString(" duration_ms=" + strconv.FormatInt(end.Duration.Milliseconds(), 10))
+	}
+	b.WriteString(" event=" + end.Result.event())
+	b.WriteString(" state_ttl=" + strconv.FormatInt(rec.stateTTL.Milliseconds(), 10))
+	b.WriteString(" events=" + strconv.FormatInt(rec.eventsMaxLen, 10))
+	return b.String()
+}
+
+// queueFinish queues on pipe, with plain commands, what release.lua records
+// of end when it gets the state and events keys.
+func (rec *recorder) queueFinish(ctx context.Context, pipe redis.Pipeliner, item, token string, end runEnd) {
+	state := rec.keys.State(item)
+	pipe.HSet(ctx, state, fieldLastEnd, millis(end.At), fieldLastResult, string(end.Result))
+	event := []any{"type", end.Result.event(), "item", item, "holder", token, "result", string(end.Result)}
+	if end.Exited {
+		code, ms := strconv.Itoa(end.ExitCode), strconv.FormatInt(end.Duration.Milliseconds(), 10)
+		pipe.HSet(ctx, state, fieldLastExitCode, code, fieldLastDuration, ms)
+		event = append(event, "exit_code", code, "duration_ms", ms)
+	}
+	pipe.HIncrBy(ctx, state, fieldRuns, 1)
+	switch {
+	case end.Result.failed():
+		pipe.HIncrBy(ctx, state, fieldFailures, 1)
+		pipe.HIncrBy(ctx, state, fieldConsecutiveFailures, 1)
+	case end.Result == resultSuccess:
+		pipe.HSet(ctx, state, fieldConsecutiveFailures, 0)
+	}
+	pipe.PExpire(ctx, state, rec.stateTTL)
+	rec.addEvent(ctx, pipe, event)
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"maps"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestRecordBothPaths runs the same takes and ends through scan.lua and
+// release.lua, and through the per-candidate path with its plain commands
+// (Redis Cluster without a hash tag): both leave the same state hashes and
+// the same events.
+func TestRecordBothPaths(t *testing.T) {
+	rdb := startTestRedis(t).Client
+	ctx := context.Background()
+	ends := []runEnd{
+		{Result: resultSuccess, ExitCode: 0, Exited: true, Duration: 1500 * time.Millisecond},
+		{Result: resultFailure, ExitCode: 3, Exited: true, Duration: 20 * time.Millisecond},
+		{Result: resultLockLost, ExitCode: 143, Exited: true, Duration: time.Second},
+		{Result: resultTimeout, ExitCode: 137, Exited: true, Duration: 2 * time.Second},
+		{Result: resultInterrupted, ExitCode: 130, Exited: true, Duration: time.Millisecond},
+		{Result: resultInterrupted},
+		{Result: resultSuccess, ExitCode: 0, Exited: true, Duration: 5 * time.Millisecond},
+	}
+	type outcome struct {
+		state  map[string]string
+		ttl    time.Duration
+		events []map[string]any
+	}
+	run := func(prefix string, serverScan bool) outcome {
+		var logs bytes.Buffer
+		r := testRotator(rdb, prefix, serverScan, 0, &logs)
+		r.Record = &recorder{keys: r.Keys, stateTTL: time.Hour, eventsMaxLen: 100, oneScript: serverScan}
+		rdb.RPush(ctx, r.Keys.List(), "a")
+		for i, end := range ends {
+			item, lock, err := r.Take(ctx, nil)
+			if err != nil || item != "a" {
+				t.Fatalf("%s: Take = %q, %v", prefix, item, err)
+			}
+			if i == 2 {
+				// A lost lock: someone else holds it now.
+				rdb.Set(ctx, lock.Key, "intruder", 0)
+			}
+			end.At = time.UnixMilli(int64(1000 * (i + 1)))
+			released, err := lock.Release(ctx, &end)
+			if err != nil || released != (i != 2) {
+				t.Fatalf("%s: end %d: Release = %v, %v", prefix, i, released, err)
+			}
+			if i == 2 {
+				if v := rdb.Get(ctx, lock.Key).Val(); v != "intruder" {
+					t.Fatalf("%s: the other holder's lock is now %q", prefix, v)
+				}
+				rdb.Del(ctx, lock.Key)
+			}
+		}
+		if logs.Len() != 0 {
+			t.Errorf("%s: logs:\n%s", prefix, logs.String())
+		}
+		var out outcome
+		out.state = rdb.HGetAll(ctx, r.Keys.State("a")).Val()
+		out.ttl = rdb.PTTL(ctx, r.Keys.State("a")).Val()
+		for _, m := range rdb.XRange(ctx, r.Keys.Events(), "-", "+").Val() {
+			out.events = append(out.events, m.Values)
+		}
+		if ttl := rdb.PTTL(ctx, r.Keys.Events()).Val(); ttl <= 0 || ttl > time.Hour {
+			t.Errorf("%s: events stream TTL %s, want up to 1h", prefix, ttl)
+		}
+		// The start time is the client's clock at the take: check and drop.
+		if start, err := strconv.ParseInt(out.state["last_start"], 10, 64); err != nil || time.Since(time.UnixMilli(start)).Abs() > time.Minute {
+			t.Errorf("%s: last_start %q", prefix, out.state["last_start"])
+		}
+		delete(out.state, "last_start")
+		return out
+	}
+	scan, each := run("scan:", true), run("each:", false)
+
+	want := map[string]string{
+		"last_holder": testToken, "last_end": "7000", "last_result": "success", "last_exit_code": "0",
+		"last_duration_ms": "5", "runs": "7", "failures": "3", "consecutive_failures": "0",
+	}
+	for name, got := range map[string]outcome{"scan": scan, "each": each} {
+		if !maps.Equal(got.state, want) {
+			t.Errorf("%s: state %v, want %v", name, got.state, want)
+		}
+		if got.ttl <= 59*time.Minute || got.ttl > time.Hour {
+			t.Errorf("%s: state TTL %s, want about 1h", name, got.ttl)
+		}
+		if len(got.events) != 2*len(ends) {
+			t.Fatalf("%s: %d events, want %d: %v", name, len(got.events), 2*len(ends), got.events)
+		}
+		for i, end := range ends {
+			start, fin := got.events[2*i], got.events[2*i+1]
+			if !maps.Equal(start, map[string]any{"type": "start", "item": "a", "holder": testToken}) {
+				t.Errorf("%s: start event %d: %v", name, i, start)
+			}
+			wantEnd := map[string]any{"type": end.Result.event(), "item": "a", "holder": testToken, "result": string(end.Result)}
+			if end.Exited {
+				wantEnd["exit_code"] = strconv.Itoa(end.ExitCode)
+				wantEnd["duration_ms"] = strconv.FormatInt(end.Duration.Milliseconds(), 10)
+			}
+			if !maps.Equal(fin, wantEnd) {
+				t.Errorf("%s: end event %d: %v, want %v", name, i, fin, wantEnd)
+			}
+		}
+	}
+}
+
+// TestRecordConsecutiveFailures follows consecutive_failures through
+// failures, an interruption (which changes nothing) and a success.
+func TestRecordConsecutiveFailures(t *testing.T) {
+	rdb := startTestRedis(t).Client
+	ctx := context.Background()
+	for _, serverScan := range []bool{true, false} {
+		var logs bytes.Buffer
+		prefix := strconv.FormatBool(serverScan) + ":"
+		r := testRotator(rdb, prefix, serverScan, 0, &logs)
+		r.Record = &recorder{keys: r.Keys, stateTTL: time.Hour, oneScript: serverScan}
+		rdb.RPush(ctx, r.Keys.List(), "a")
+		var streaks []string
+		for _, res := range []result{resultFailure, resultTimeout, resultInterrupted, resultLockLost, resultSuccess, resultFailure} {
+			_, lock, err := r.Take(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := lock.Release(ctx, &runEnd{Result: res, Exited: true, At: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			streaks = append(streaks, rdb.HGet(ctx, r.Keys.State("a"), "consecutive_failures").Val())
+		}
+		if want := []string{"1", "2", "2", "3", "0", "1"}; !slices.Equal(streaks, want) {
+			t.Errorf("serverScan %v: consecutive_failures %q, want %q", serverScan, streaks, want)
+		}
+		// Events off: no stream at all.
+		if n := rdb.Exists(ctx, r.Keys.Events()).Val(); n != 0 {
+			t.Errorf("serverScan %v: an events stream with events off", serverScan)
+		}
+	}
+}
+
+// TestRecordNeverFailsARun: a state key of another type makes the record
+// fail, never the take or the release.
+func TestRecordNeverFailsARun(t *testing.T) {
+	rdb := startTestRedis(t).Client
+	ctx := context.Background()
+	for _, serverScan := range []bool{true, false} {
+		var logs bytes.Buffer
+		prefix := strconv.FormatBool(serverScan) + ":"
+		r := testRotator(rdb, prefix, serverScan, 0, &logs)
+		r.Record = &recorder{keys: r.Keys, stateTTL: time.Hour, eventsMaxLen: 10, oneScript: serverScan}
+		rdb.RPush(ctx, r.Keys.List(), "a")
+		rdb.Set(ctx, r.Keys.State("a"), "not a hash", 0)
+		item, lock, err := r.Take(ctx, nil)
+		if err != nil || item != "a" {
+			t.Fatalf("serverScan %v: Take = %q, %v", serverScan, item, err)
+		}
+		released, err := lock.Release(ctx, &runEnd{Result: resultSuccess, Exited: true, At: time.Now()})
+		if !released {
+			t.Errorf("serverScan %v: not released (%v)", serverScan, err)
+		}
+		if rdb.Exists(ctx, lock.Key).Val() != 0 {
+			t.Errorf("serverScan %v: the lock is still there", serverScan)
+		}
+		if n := rdb.XLen(ctx, r.Keys.Events()).Val(); n != 2 {
+			t.Errorf("serverScan %v: %d events, want 2", serverScan, n)
+		}
+	}
+}

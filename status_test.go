@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// readItems returns the items that r reads, in order, and how many batches.
+func readItems(t *testing.T, r *statusReader) ([]string, int) {
+	t.Helper()
+	var items []string
+	batches := 0
+	err := r.read(context.Background(), func(batch []itemStatus) error {
+		batches++
+		for _, st := range batch {
+			items = append(items, st.Item)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return items, batches
+}
+
+// rotatingClient rotates the list by shift items before each status.lua
+// call but the first, as busy workers do between two of --status' reads.
+type rotatingClient struct {
+	*redis.Client
+	list  string
+	shift int
+	calls int
+}
+
+func (c *rotatingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	c.calls++
+	if c.calls > 1 {
+		for range c.shift {
+			c.Client.LMove(ctx, c.list, c.list, "LEFT", "RIGHT")
+		}
+	}
+	return c.Client.EvalSha(ctx, sha, keys, args...)
+}
+
+// TestStatusFollowsARotatingList: workers rotating the list between reads,
+// by fewer or more items than a batch, do not make --status miss an item or
+// show one twice, and it shows them in circular list order.
+func TestStatusFollowsARotatingList(t *testing.T) {
+	rdb := startTestRedis(t).Client
+	ctx := context.Background()
+	items := numbered(95)
+	keys := Keys{Prefix: "st:"}
+	rdb.RPush(ctx, keys.List(), anySlice(items)...)
+	for _, shift := range []int{0, 1, 7, 10, 33, 94, 95, 200} {
+		client := &rotatingClient{Client: rdb, list: keys.List(), shift: shift}
+		got, batches := readItems(t, &statusReader{client: client, keys: keys, batch: 10})
+		if batches != 10 {
+			t.Errorf("shift %d: %d batches, want 10", shift, batches)
+		}
+		// Circular order: the reading starts at the head at the first call.
+		start := slices.Index(items, got[0])
+		want := append(slices.Clone(items[start:]), items[:start]...)
+		if !slices.Equal(got, want) {
+			t.Errorf("shift %d: read\n%q\nwant\n%q", shift, got, want)
+		}
+	}
+}
+
+// TestStatusDropsRepeats: an item the list holds twice shows once.
+func TestStatusDropsRepeats(t *testing.T) {
+	rdb := startTestRedis(t).Client
+	keys := Keys{Prefix: "rep:"}
+	rdb.RPush(context.Background(), keys.List(), "a", "b", "a", "c", "b")
+	got, _ := readItems(t, &statusReader{client: rdb, keys: keys, batch: 2})
+	if !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("read %q", got)
+	}
+}
+
+// TestStatusLongList reads 100,000 items: all of them, in order, with one
+// status.lua call and one pipeline per batch.
+func TestStatusLongList(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100,000 items")
+	}
+	rdb := startTestRedis(t).Client
+	ctx := context.Background()
+	keys := Keys{Prefix: "long:"}
+	items := numbered(100_000)
+	for chunk := range slices.Chunk(items, 10_000) {
+		rdb.RPush(ctx, keys.List(), anySlice(chunk)...)
+	}
+	rdb.Set(ctx, keys.Lock(items[500]), "someone", time.Minute)
+	rdb.HSet(ctx, keys.State(items[99_999]), "runs", 4, "last_result", "failure")
+	rdb.ConfigResetStat(ctx)
+
+	var got []itemStatus
+	err := (&statusReader{client: rdb, keys: keys, batch: statusBatch}).read(ctx, func(batch []itemStatus) error {
+		got = append(got, batch...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(items) {
+		t.Fatalf("read %d items, want %d", len(got), len(items))
+	}
+	for i, st := range got {
+		if st.Item != items[i] {
+			t.Fatalf("item %d is %q, want %q", i, st.Item, items[i])
+		}
+	}
+	if st := got[500]; st.State != "locked" || st.Holder == nil || *st.Holder != "someone" {
+		t.Errorf("locked item: %+v", st)
+	}
+	if st := got[99_999]; st.Runs != 4 || st.LastResult == nil || *st.LastResult != "failure" || st.State != "idle" {
+		t.Errorf("item with state: %+v", st)
+	}
+	// One status.lua call per batch (plus the EVAL after the first
+	// NOSCRIPT), so no call reads more than a batch.
+	stats := rdb.Info(ctx, "commandstats").Val()
+	want := strconv.Itoa(len(items) / statusBatch)
+	if !containsStat(stats, "cmdstat_evalsha:calls="+want+",") {
+		t.Errorf("want %s EVALSHA calls:\n%s", want, stats)
+	}
+}
+
+// containsStat reports whether INFO output holds a line starting with prefix.
+func containsStat(info, prefix string) bool {
+	for line := range strings.Lines(info) {
+		if strings.HasPrefix(line, prefix) {
+			return true
+		}
+	}
+	return false
+}
