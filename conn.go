@@ -35,9 +35,9 @@ func (l redisLog) Printf(_ context.Context, format string, v ...any) {
 	l.log.Debug().Msgf("go-redis: "+format, v...)
 }
 
-// newRedisClient parses rawURL and returns a client for it. Errors never
-// contain the password.
-func newRedisClient(rawURL string) (*redis.Client, error) {
+// newRedisClient parses rawURL and returns a client for it that runs up to
+// children children at once. Errors never contain the password.
+func newRedisClient(rawURL string, children int) (*redis.Client, error) {
 	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
 		// url.Error repeats the whole URL; its inner error is the cause.
@@ -62,9 +62,9 @@ func newRedisClient(rawURL string) (*redis.Client, error) {
 	// Deadlines on our contexts must bound every call: the lock refresher
 	// relies on them to give up before the lease runs out.
 	opt.ContextTimeoutEnabled = true
-	// One-shot runs use one connection; continuous runs use one at a time,
-	// plus the refresher's while a child runs.
-	opt.PoolSize = 2
+	// Taking items uses one connection at a time, and each running child's
+	// refresher and finish one more.
+	opt.PoolSize = children + 1
 	// CLIENT SETINFO and maintenance-notification handshakes are round trips
 	// that w8y has no use for.
 	opt.DisableIdentity = true

@@ -98,10 +98,12 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Children that run at once cannot share one stdin or one terminal.
+	command.NoStdin = opts.Parallel > 1
 	// go-redis logs through a process-wide logger, and only w8y's own
 	// logger may write to stderr.
 	redis.SetLogger(redisLog{log: log})
-	client, err := newRedisClient(opts.RedisURL)
+	client, err := newRedisClient(opts.RedisURL, opts.Parallel)
 	if err != nil {
 		return 0, err
 	}
@@ -126,7 +128,14 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 		<-routed
 	}()
 
-	spawn := &spawner{term: stdinTerminal(), token: token}
+	term := stdinTerminal()
+	if opts.Parallel > 1 {
+		// A terminal has one foreground process group, and cannot be lent
+		// to several children at once: w8y keeps it, so Ctrl-C reaches w8y,
+		// which forwards it to every child's group.
+		term.foreground = false
+	}
+	spawn := &spawner{term: term, token: token}
 	defer spawn.close()
 	if opts.Subreaper {
 		if err := becomeSubreaper(); err != nil {
@@ -143,12 +152,19 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 	}
 
 	keys := Keys{Prefix: opts.KeyPrefix}
+	oneServer := canScanOnServer(client, keys.Prefix)
 	w := &worker{
 		opts: opts,
 		rotator: &Rotator{
 			Client: client, Keys: keys, Token: token, TTL: time.Duration(opts.KeyExpiry),
 			MaxItemLen: command.maxItemLen(keys.Lock(""), argMax()), Log: log,
-			ServerScan: canScanOnServer(client, keys.Prefix),
+			ServerScan: oneServer,
+		},
+		finisher: &finisher{
+			client: client, keys: keys, oneScript: oneServer, jitter: jitterFactor,
+			schedule: Schedule{
+				Cooldown: time.Duration(opts.Cooldown), Backoff: opts.FailureBackoff, StateTTL: defaultStateTTL,
+			},
 		},
 		command: command,
 		router:  router,
