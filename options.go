@@ -174,9 +174,10 @@ Arguments:
   the item; W8Y_ITEM and W8Y_LOCK_KEY are set in its environment.
 
 Exit codes:
-  N        the child's exit code
+  N        the child's exit code (with --parallel, the first child to end with a code other than 0)
   128+N    the child was killed by signal N
-  0        no item could be taken (see --no-work-exit-code), or --continuous drained after SIGTERM/SIGINT
+  0        no item could be taken (see --no-work-exit-code), --continuous drained after SIGTERM/SIGINT
+           or ended after --max-items/--max-runtime, or every --parallel child exited 0
   122      the lock was lost while the child ran; the child was stopped
   124      the child ran past --timeout; it was stopped
   125      w8y itself failed: bad option, bad URL, Redis unreachable or erroring, wrong key type
