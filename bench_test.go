@@ -36,7 +36,13 @@ func BenchmarkCommandBuild(b *testing.B) {
 // benchTake measures one Take over a list of n items whose locks are all
 // taken but the last, so that each Take looks at all of them, and releases
 // it again. A whole pass leaves the list as it was.
-func benchTake(b *testing.B, n int, serverScan bool) {
+func benchTake(b *testing.B, n int, serverScan bool) { benchTakeWaiting(b, n, serverScan, Keys.Lock) }
+
+// benchTakeWaiting is benchTake with the keys that keep all items but the
+// last from being taken named by waitKey: their locks, or (as in a fleet
+// with --cooldown, where most items wait with their locks free) their
+// cooldown keys, which cost the scan a check per candidate.
+func benchTakeWaiting(b *testing.B, n int, serverScan bool, waitKey func(Keys, string) string) {
 	rdb := startTestRedis(b).Client
 	ctx := context.Background()
 	keys := Keys{Prefix: "bench:"}
@@ -44,7 +50,7 @@ func benchTake(b *testing.B, n int, serverScan bool) {
 	pipe := rdb.Pipeline()
 	pipe.RPush(ctx, keys.List(), anySlice(items)...)
 	for _, item := range items[:n-1] {
-		pipe.Set(ctx, keys.Lock(item), "someone-else", time.Hour)
+		pipe.Set(ctx, waitKey(keys, item), "someone-else", time.Hour)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		b.Fatal(err)
@@ -56,7 +62,7 @@ func benchTake(b *testing.B, n int, serverScan bool) {
 		if err != nil || item != items[n-1] {
 			b.Fatalf("Take = %q, %v; want %q", item, err, items[n-1])
 		}
-		if released, err := lock.Release(ctx, nil); !released || err != nil {
+		if released, err := lock.Release(ctx); !released || err != nil {
 			b.Fatalf("Release = %v, %v", released, err)
 		}
 	}
@@ -65,6 +71,9 @@ func benchTake(b *testing.B, n int, serverScan bool) {
 func BenchmarkTake(b *testing.B) {
 	for _, n := range []int{1, 100, 10000} {
 		b.Run(fmt.Sprintf("scan/%d", n), func(b *testing.B) { benchTake(b, n, true) })
+	}
+	for _, n := range []int{100, 10000} {
+		b.Run(fmt.Sprintf("scan-cooling/%d", n), func(b *testing.B) { benchTakeWaiting(b, n, true, Keys.Cooldown) })
 	}
 	// The per-candidate path, for comparison: 10,000 would take seconds.
 	for _, n := range []int{1, 100} {

@@ -35,9 +35,10 @@ func (l redisLog) Printf(_ context.Context, format string, v ...any) {
 	l.log.Debug().Msgf("go-redis: "+format, v...)
 }
 
-// workerConns is the connections a worker needs: one-shot runs use one;
-// continuous runs use one at a time, plus the refresher's while a child runs.
-const workerConns = 2
+// workerConns is the connections a worker needs for children children at
+// once: taking items uses one at a time, and each running child's lock
+// refresher and finish one more.
+func workerConns(children int) int { return children + 1 }
 
 // newRedisClient parses rawURL and returns a client for it with a pool of
 // conns connections. Errors never contain the password.

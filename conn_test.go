@@ -27,7 +27,7 @@ func TestNewRedisClientHidesPassword(t *testing.T) {
 		"redis://u:topsecret@host/notadb",
 		"redis://u:top%20secret@host:x",
 	} {
-		_, err := newRedisClient(raw, workerConns)
+		_, err := newRedisClient(raw, workerConns(1))
 		if err == nil {
 			t.Errorf("%q: no error", raw)
 			continue

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -39,8 +40,12 @@ const holderVar = "W8Y_HOLDER"
 // w8y, not per item.
 type guard struct {
 	pid  int
-	pipe *os.File
 	done chan struct{}
+
+	// mu serialises writes to pipe: children that start and end at once
+	// (--parallel) each name their group, and the goodbye must come last.
+	mu   sync.Mutex
+	pipe *os.File
 }
 
 // startGuard starts a guard for the run whose lock token is token.
@@ -85,16 +90,26 @@ func (g *guard) usable() bool {
 
 // watch tells the guard that the process group pgid holds a child of w8y.
 // Pipe writes this short are atomic and never block on a live guard.
-func (g *guard) watch(pgid int) { fmt.Fprintf(g.pipe, "+%d\n", pgid) }
+func (g *guard) watch(pgid int) { g.write(fmt.Sprintf("+%d\n", pgid)) }
 
 // forget tells the guard that the process group pgid has ended.
-func (g *guard) forget(pgid int) { fmt.Fprintf(g.pipe, "-%d\n", pgid) }
+func (g *guard) forget(pgid int) { g.write(fmt.Sprintf("-%d\n", pgid)) }
+
+// write sends line to the guard, one line at a time. After the goodbye the
+// pipe is closed, and a late line is dropped: the guard has left.
+func (g *guard) write(line string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, _ = g.pipe.WriteString(line)
+}
 
 // stop tells the guard that w8y is exiting normally. It does not wait for
 // the guard: that would add the guard's start-up to a one-shot run, and the
 // guard leaves by itself once it reads the goodbye, with no terminal or
 // output of w8y's open.
 func (g *guard) stop() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	fmt.Fprintln(g.pipe, "q")
 	g.pipe.Close()
 }

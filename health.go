@@ -19,7 +19,8 @@ const childBeat = heartbeatGrace / 4
 
 // heartbeat tells /healthz whether the worker loop is making progress. Each
 // time the loop moves on, it says by when it will beat again: within
-// heartbeatGrace, or after a pause plus that. A nil *heartbeat does nothing.
+// heartbeatGrace, or after a pause plus that; each running child beats too,
+// however many run at once. A nil *heartbeat does nothing.
 type heartbeat struct {
 	now func() time.Time
 
@@ -33,14 +34,18 @@ func newHeartbeat(now func() time.Time) *heartbeat {
 }
 
 // beat records progress, and that the next beat comes within pause plus
-// heartbeatGrace.
+// heartbeatGrace. It never brings the due time forward: with --parallel,
+// a running child's beats (see beatEvery) must not cut short a pause that
+// the loop announced, which may outlast the child.
 func (h *heartbeat) beat(pause time.Duration) {
 	if h == nil {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.due = h.now().Add(pause + heartbeatGrace)
+	if due := h.now().Add(pause + heartbeatGrace); due.After(h.due) {
+		h.due = due
+	}
 }
 
 // beatEvery beats every period from a goroutine of its own until the

@@ -43,6 +43,25 @@ func TestHeartbeat(t *testing.T) {
 	none.beatEvery(time.Millisecond)()
 }
 
+// TestHeartbeatKeepsAnnouncedPause: with --parallel, a slot may pause (an
+// idle pass, a Redis error) while another slot's child runs and beats. The
+// child's beats must not cut the pause short: once the child ends, the loop
+// beats again only when the pause is over, and is not late before then.
+func TestHeartbeatKeepsAnnouncedPause(t *testing.T) {
+	clock := newFakeClock()
+	h := newHeartbeat(clock.now)
+	h.beat(10 * time.Minute)
+	for range 8 {
+		clock.add(childBeat)
+		h.beat(0)
+	}
+	// The child ended after 2 minutes; its last beat was then.
+	clock.add(10*time.Minute + heartbeatGrace - 8*childBeat)
+	wantLate(t, h, 0)
+	clock.add(time.Second)
+	wantLate(t, h, time.Second)
+}
+
 func TestHeartbeatWhileAChildRuns(t *testing.T) {
 	h := newHeartbeat(time.Now)
 	h.mu.Lock()

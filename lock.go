@@ -40,8 +40,6 @@ type Lock struct {
 	Item string
 
 	client lockClient
-	// record, when set, says what Release records of the run's end.
-	record *recorder
 	// expires is the earliest moment the server may expire the key: when the
 	// command that last set its expiry was sent, plus TTL. The server applies
 	// TTL when it receives the command, which is never earlier.
@@ -84,48 +82,16 @@ func (l *Lock) Refresh(ctx context.Context) error {
 }
 
 // Release deletes the lock if it still holds our token, and reports whether
-// it did. A lock that someone else holds now is left alone. With end, it
-// also records how the run ended (see record.go), in the same round trip,
-// whether or not the lock was still ours. A failure to record is returned
-// after the release's own outcome, wrapped in errRecord.
-func (l *Lock) Release(ctx context.Context, end *runEnd) (bool, error) {
-	rec := l.record
-	if end == nil || rec == nil {
-		n, err := releaseScript.Run(ctx, l.client, []string{l.Key}, l.Token, l.Item, "").Int()
-		if err != nil {
-			return false, redisError("release lock "+quoteKey(l.Key), err)
-		}
-		return n == 1, nil
-	}
-	if rec.oneScript {
-		keys := []string{l.Key, rec.keys.State(l.Item)}
-		if rec.eventsMaxLen > 0 {
-			keys = append(keys, rec.keys.Events())
-		}
-		n, err := releaseScript.Run(ctx, l.client, keys, l.Token, l.Item, rec.finishWords(*end)).Int()
-		if err != nil {
-			return false, redisError("release lock "+quoteKey(l.Key), err)
-		}
-		return n == 1, nil
-	}
-	// One key per command: EVAL, not EVALSHA, so that a server without the
-	// script needs no second round trip; the script is a few hundred bytes.
-	pipe := l.client.Pipeline()
-	release := releaseScript.Eval(ctx, pipe, []string{l.Key}, l.Token, l.Item, "")
-	rec.queueFinish(ctx, pipe, l.Item, l.Token, *end)
-	_, recordErr := pipe.Exec(ctx)
-	n, err := release.Int()
+// it did. A lock that someone else holds now is left alone. It records
+// nothing: a run ends with finisher.finish, which releases the lock in the
+// same round trip as it records the end.
+func (l *Lock) Release(ctx context.Context) (bool, error) {
+	n, err := releaseScript.Run(ctx, l.client, []string{l.Key}, l.Token, l.Item, "").Int()
 	if err != nil {
 		return false, redisError("release lock "+quoteKey(l.Key), err)
 	}
-	if recordErr != nil {
-		return n == 1, fmt.Errorf("%w of %s: %w", errRecord, quoteKey(l.Item), recordErr)
-	}
 	return n == 1, nil
 }
-
-// errRecord marks a failure to record a run, which never stops one.
-var errRecord = errors.New("could not record the run")
 
 // lease keeps a Lock alive in the background until stopped, and reports on
 // Lost if it could not.

@@ -112,10 +112,12 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Children that run at once cannot share one stdin or one terminal.
+	command.NoStdin = opts.Parallel > 1
 	// go-redis logs through a process-wide logger, and only w8y's own
 	// logger may write to stderr.
 	redis.SetLogger(redisLog{log: log})
-	conns := workerConns
+	conns := workerConns(opts.Parallel)
 	if opts.MetricsAddr != "" {
 		// One more, so that a health probe's PING never waits for the
 		// worker's connections.
@@ -146,7 +148,14 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 		<-routed
 	}()
 
-	spawn := &spawner{term: stdinTerminal(), token: token}
+	term := stdinTerminal()
+	if opts.Parallel > 1 {
+		// A terminal has one foreground process group, and cannot be lent
+		// to several children at once: w8y keeps it, so Ctrl-C reaches w8y,
+		// which forwards it to every child's group.
+		term.foreground = false
+	}
+	spawn := &spawner{term: term, token: token}
 	defer spawn.close()
 	if opts.Subreaper {
 		if err := becomeSubreaper(); err != nil {
@@ -174,8 +183,10 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 	}
 
 	keys := Keys{Prefix: opts.KeyPrefix}
-	serverScan := canScanOnServer(client, keys.Prefix)
-	record := &recorder{keys: keys, stateTTL: time.Duration(opts.StateTTL), oneScript: serverScan}
+	// One script may touch an item's lock, cooldown, backoff, state and
+	// events keys together only where they live on one server.
+	oneServer := canScanOnServer(client, keys.Prefix)
+	record := &recorder{keys: keys, stateTTL: time.Duration(opts.StateTTL), oneScript: oneServer}
 	if !opts.NoEvents {
 		record.eventsMaxLen = opts.EventsMaxLen
 	}
@@ -184,7 +195,11 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 		rotator: &Rotator{
 			Client: client, Keys: keys, Token: token, TTL: time.Duration(opts.KeyExpiry),
 			MaxItemLen: command.maxItemLen(keys.Lock(""), argMax()), Log: log,
-			ServerScan: serverScan, Record: record,
+			ServerScan: oneServer, Record: record,
+		},
+		finisher: &finisher{
+			client: client, record: record, jitter: jitterFactor,
+			schedule: Schedule{Cooldown: time.Duration(opts.Cooldown), Backoff: opts.FailureBackoff},
 		},
 		command: command,
 		router:  router,

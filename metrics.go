@@ -69,7 +69,7 @@ func newMetrics(version, commit string) *metrics {
 			Name: "w8y_idle_passes_total", Help: "Passes over the list that found no item to take.",
 		}),
 		running: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "w8y_children_running", Help: "Children running now (0 or 1).",
+			Name: "w8y_children_running", Help: "Children running now, up to --parallel.",
 		}),
 	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{

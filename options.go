@@ -31,7 +31,13 @@ type Options struct {
 	Subreaper       bool     `long:"subreaper" env:"W8Y_SUBREAPER" description:"Become a child subreaper: processes that a child orphans are re-parented to w8y, which reaps them (always on when w8y is PID 1)"`
 	NoWorkExitCode  int      `long:"no-work-exit-code" env:"W8Y_NO_WORK_EXIT_CODE" default:"0" value-name:"CODE" description:"Exit code when no item could be taken"`
 	IdleWait        Duration `long:"idle-wait" env:"W8Y_IDLE_WAIT" default:"1s" value-name:"DURATION" description:"With --continuous, the pause (with jitter) after a pass that found nothing"`
-	StateTTL        Duration `long:"state-ttl" env:"W8Y_STATE_TTL" default:"168h" value-name:"DURATION" description:"How long an item's state hash (<prefix>state:<item>: last start and end, exit code, runs, failures) and the events stream live after their last write"`
+	Cooldown        Duration `long:"cooldown" env:"W8Y_COOLDOWN" value-name:"DURATION" description:"After a successful run, the item is not run anywhere until DURATION has passed (the key <prefix>cooldown:<item>); 0 means no cooldown"`
+	FailureBackoff  Backoff  `long:"failure-backoff" env:"W8Y_FAILURE_BACKOFF" value-name:"MIN[,MAX]" description:"After a failed run (exit code not in --exit-codes, timeout, lost lock), the item waits MIN, doubling with each consecutive failure up to MAX (default 10 x MIN), less up to a quarter of jitter (the key <prefix>backoff:<item>)"`
+	StopOnFailure   bool     `long:"stop-on-failure" env:"W8Y_STOP_ON_FAILURE" description:"With --continuous, exit after a failed run (the default, unless --failure-backoff is given)"`
+	Parallel        int      `long:"parallel" env:"W8Y_PARALLEL" default:"1" value-name:"N" description:"Run up to N children at once, each on its own item; in one-shot mode, take up to N items from one pass"`
+	MaxItems        int      `long:"max-items" env:"W8Y_MAX_ITEMS" value-name:"N" description:"With --continuous, stop taking items after N, let the running ones finish and exit 0; 0 means no limit"`
+	MaxRuntime      Duration `long:"max-runtime" env:"W8Y_MAX_RUNTIME" value-name:"DURATION" description:"With --continuous, stop taking items after DURATION, let the running ones finish and exit 0; 0 means no limit"`
+	StateTTL        Duration `long:"state-ttl" env:"W8Y_STATE_TTL" default:"168h" value-name:"DURATION" description:"How long an item's state hash (<prefix>state:<item>: last start and end, exit code, runs, failures, consecutive failures) and the events stream live after their last write"`
 	NoEvents        bool     `long:"no-events" env:"W8Y_NO_EVENTS" description:"Add no entries to the events stream <prefix>events"`
 	EventsMaxLen    int64    `long:"events-max-len" env:"W8Y_EVENTS_MAX_LEN" default:"10000" value-name:"N" description:"Keep about this many entries in the events stream (XADD MAXLEN ~ N)"`
 	MetricsAddr     string   `long:"metrics-addr" env:"W8Y_METRICS_ADDR" value-name:"HOST:PORT" description:"Serve Prometheus metrics on /metrics and a health check on /healthz at this address"`
@@ -67,6 +73,42 @@ func (d *Duration) UnmarshalFlag(value string) error {
 // MarshalFlag implements flags.Marshaler, so --help shows defaults readably.
 func (d Duration) MarshalFlag() (string, error) { return time.Duration(d).String(), nil }
 
+// Backoff is --failure-backoff: MIN[,MAX], each a Duration. Its zero value
+// means no backoff.
+type Backoff struct {
+	Min, Max time.Duration
+}
+
+// backoffMaxFactor makes the default MAX of --failure-backoff: ten times MIN
+// is four doublings and a bit, so a broken item settles at a retry every
+// few minutes for a MIN of seconds, without being forgotten for hours.
+const backoffMaxFactor = 10
+
+// UnmarshalFlag implements flags.Unmarshaler.
+func (b *Backoff) UnmarshalFlag(value string) error {
+	minText, maxText, hasMax := strings.Cut(value, ",")
+	var lo, hi Duration
+	if err := lo.UnmarshalFlag(strings.TrimSpace(minText)); err != nil {
+		return err
+	}
+	hi = lo * backoffMaxFactor
+	if hasMax {
+		if err := hi.UnmarshalFlag(strings.TrimSpace(maxText)); err != nil {
+			return err
+		}
+	}
+	*b = Backoff{Min: time.Duration(lo), Max: time.Duration(hi)}
+	return nil
+}
+
+// MarshalFlag implements flags.Marshaler.
+func (b Backoff) MarshalFlag() (string, error) {
+	if b == (Backoff{}) {
+		return "", nil
+	}
+	return b.Min.String() + "," + b.Max.String(), nil
+}
+
 // minKeyExpiry is the shortest lock expiry accepted: below it, a refresh every
 // third of the expiry would compete with ordinary network latency.
 const minKeyExpiry = 100 * time.Millisecond
@@ -81,6 +123,10 @@ const unsetDuration = Duration(math.MinInt64)
 // minIdleWait is the shortest --idle-wait accepted, so that an idle
 // --continuous worker can never spin on Redis.
 const minIdleWait = 10 * time.Millisecond
+
+// minBackoff is the shortest MIN of --failure-backoff: below it, a failing
+// item would be retried about as fast as without a backoff.
+const minBackoff = 10 * time.Millisecond
 
 // errUsage marks a problem with the command line or environment options.
 var errUsage = errors.New("usage")
@@ -154,9 +200,10 @@ Arguments:
   the item; W8Y_ITEM and W8Y_LOCK_KEY are set in its environment.
 
 Exit codes:
-  N        the child's exit code
+  N        the child's exit code (with --parallel, the first child to end with a code other than 0)
   128+N    the child was killed by signal N
-  0        no item could be taken (see --no-work-exit-code), or --continuous drained after SIGTERM/SIGINT
+  0        no item could be taken (see --no-work-exit-code), --continuous drained after SIGTERM/SIGINT
+           or ended after --max-items/--max-runtime, or every --parallel child exited 0
   122      the lock was lost while the child ran; the child was stopped
   124      the child ran past --timeout; it was stopped
   125      w8y itself failed: bad option, bad URL, Redis unreachable or erroring, wrong key type
@@ -214,6 +261,38 @@ func (o *Options) validate() error {
 	if time.Duration(o.IdleWait) < minIdleWait {
 		return usageError("--idle-wait must be at least %s, got %s", minIdleWait, time.Duration(o.IdleWait))
 	}
+	if o.Cooldown < 0 {
+		return usageError("--cooldown must not be negative, got %s", time.Duration(o.Cooldown))
+	}
+	if o.Cooldown > 0 && time.Duration(o.Cooldown) < time.Millisecond {
+		return usageError("--cooldown must be 0 or at least 1ms, got %s: Redis keeps expiries in milliseconds", time.Duration(o.Cooldown))
+	}
+	if b := o.FailureBackoff; b != (Backoff{}) {
+		if b.Min < minBackoff {
+			return usageError("--failure-backoff MIN must be at least %s, got %s", minBackoff, b.Min)
+		}
+		if b.Max < b.Min {
+			return usageError("--failure-backoff MAX %s is less than MIN %s", b.Max, b.Min)
+		}
+		// The count that doubles the delay lives in the state hash: were it
+		// to expire while the item waits, the next failure would start over
+		// at MIN.
+		if b.Max > time.Duration(o.StateTTL) {
+			return usageError("--failure-backoff MAX %s is longer than --state-ttl %s, which would forget the consecutive failures that the delay doubles with", b.Max, time.Duration(o.StateTTL))
+		}
+	}
+	if o.Parallel < 1 {
+		return usageError("--parallel must be at least 1, got %d", o.Parallel)
+	}
+	if o.MaxItems < 0 {
+		return usageError("--max-items must not be negative, got %d", o.MaxItems)
+	}
+	if o.MaxRuntime < 0 {
+		return usageError("--max-runtime must not be negative, got %s", time.Duration(o.MaxRuntime))
+	}
+	if !o.Continuous && (o.MaxItems > 0 || o.MaxRuntime > 0) {
+		return usageError("--max-items and --max-runtime bound a --continuous worker; a one-shot run takes at most --parallel items")
+	}
 	if o.NoWorkExitCode < 0 || o.NoWorkExitCode > 255 {
 		return usageError("--no-work-exit-code must be 0-255, got %d", o.NoWorkExitCode)
 	}
@@ -227,6 +306,13 @@ func (o *Options) validate() error {
 	}
 	o.KeyPrefix = normalizePrefix(o.KeyPrefix)
 	return nil
+}
+
+// stopsOnFailure reports whether a --continuous worker exits after a failed
+// run: asked for, or the old behaviour where no --failure-backoff keeps a
+// failing item from being retried in a tight loop.
+func (o *Options) stopsOnFailure() bool {
+	return o.StopOnFailure || o.FailureBackoff == (Backoff{})
 }
 
 // validateRecord checks the options of the state hash and events stream.
@@ -268,13 +354,14 @@ See the README for the key layout, the events' fields, the metrics and the servi
 const manExitStatus = `.SH EXIT STATUS
 .TP
 \fBN\fP
-the child's exit code
+the child's exit code (with \-\-parallel, the first child to end with a code other than 0)
 .TP
 \fB128+N\fP
 the child was killed by signal N
 .TP
 \fB0\fP
-no item could be taken (see \-\-no\-work\-exit\-code), or \-\-continuous drained after a stop signal
+no item could be taken (see \-\-no\-work\-exit\-code), \-\-continuous drained after a stop signal
+or ended after \-\-max\-items/\-\-max\-runtime, or every \-\-parallel child exited 0
 .TP
 \fB122\fP
 the lock was lost while the child ran; the child was stopped

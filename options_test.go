@@ -182,6 +182,18 @@ func TestParseOptions(t *testing.T) {
 			},
 		},
 		{
+			name: "scheduling off by default",
+			args: []string{"true"},
+			check: func(t *testing.T, o *Options) {
+				if o.Cooldown != 0 || o.FailureBackoff != (Backoff{}) || o.Parallel != 1 || o.MaxItems != 0 || o.MaxRuntime != 0 {
+					t.Errorf("cooldown %s backoff %+v parallel %d max items %d max runtime %s", time.Duration(o.Cooldown), o.FailureBackoff, o.Parallel, o.MaxItems, time.Duration(o.MaxRuntime))
+				}
+				if !o.stopsOnFailure() {
+					t.Error("without --failure-backoff, a failure must stop a continuous worker as before")
+				}
+			},
+		},
+		{
 			name: "record options from the environment",
 			args: []string{"true"},
 			env:  map[string]string{"W8Y_STATE_TTL": "1h", "W8Y_NO_EVENTS": "true", "W8Y_EVENTS_MAX_LEN": "50", "W8Y_METRICS_ADDR": ":9100"},
@@ -224,6 +236,55 @@ func TestParseOptions(t *testing.T) {
 		{name: "watch too fast", args: []string{"--status", "--watch=1ms"}, wantErr: "--watch must be at least"},
 		{name: "state TTL too short", args: []string{"--state-ttl", "5s", "true"}, wantErr: "--state-ttl must be at least"},
 		{name: "events cap of zero", args: []string{"--events-max-len", "0", "true"}, wantErr: "--events-max-len must be at least 1"},
+		{
+			name: "failure backoff with MIN only: MAX is ten times MIN, and failures go on",
+			args: []string{"--failure-backoff", "30s", "--cooldown", "10m", "true"},
+			check: func(t *testing.T, o *Options) {
+				if o.FailureBackoff != (Backoff{Min: 30 * time.Second, Max: 300 * time.Second}) || time.Duration(o.Cooldown) != 10*time.Minute {
+					t.Errorf("backoff %+v cooldown %s", o.FailureBackoff, time.Duration(o.Cooldown))
+				}
+				if o.stopsOnFailure() {
+					t.Error("with --failure-backoff, a failure must not stop a continuous worker unless asked")
+				}
+			},
+		},
+		{
+			name: "failure backoff with MIN and MAX, stopping on failure anyway",
+			args: []string{"--failure-backoff=1.5, 2m", "--stop-on-failure", "true"},
+			check: func(t *testing.T, o *Options) {
+				if o.FailureBackoff != (Backoff{Min: 1500 * time.Millisecond, Max: 2 * time.Minute}) || !o.stopsOnFailure() {
+					t.Errorf("backoff %+v stops on failure %v", o.FailureBackoff, o.stopsOnFailure())
+				}
+			},
+		},
+		{
+			name: "scheduling from the environment",
+			args: []string{"true"},
+			env: map[string]string{
+				"W8Y_COOLDOWN": "90", "W8Y_FAILURE_BACKOFF": "1s,5s", "W8Y_PARALLEL": "4", "W8Y_CONTINUOUS": "1",
+				"W8Y_MAX_ITEMS": "100", "W8Y_MAX_RUNTIME": "1h", "W8Y_STOP_ON_FAILURE": "true",
+			},
+			check: func(t *testing.T, o *Options) {
+				if time.Duration(o.Cooldown) != 90*time.Second || o.FailureBackoff != (Backoff{Min: time.Second, Max: 5 * time.Second}) || o.Parallel != 4 {
+					t.Errorf("cooldown %s backoff %+v parallel %d", time.Duration(o.Cooldown), o.FailureBackoff, o.Parallel)
+				}
+				if o.MaxItems != 100 || time.Duration(o.MaxRuntime) != time.Hour || !o.StopOnFailure {
+					t.Errorf("max items %d max runtime %s stop on failure %v", o.MaxItems, time.Duration(o.MaxRuntime), o.StopOnFailure)
+				}
+			},
+		},
+		{name: "negative cooldown", args: []string{"--cooldown", "-1s", "true"}, wantErr: "--cooldown must not be negative"},
+		{name: "cooldown below a millisecond", args: []string{"--cooldown", "10us", "true"}, wantErr: "--cooldown must be 0 or at least 1ms"},
+		{name: "backoff MIN too short", args: []string{"--failure-backoff", "1ms", "true"}, wantErr: "--failure-backoff MIN must be at least 10ms"},
+		{name: "backoff MAX below MIN", args: []string{"--failure-backoff", "10s,5s", "true"}, wantErr: "MAX 5s is less than MIN 10s"},
+		{name: "backoff garbage", args: []string{"--failure-backoff", "soon", "true"}, wantErr: "neither seconds"},
+		{name: "backoff garbage MAX", args: []string{"--failure-backoff", "1s,later", "true"}, wantErr: "neither seconds"},
+		{name: "zero parallel", args: []string{"--parallel", "0", "true"}, wantErr: "--parallel must be at least 1"},
+		{name: "negative max items", args: []string{"-c", "--max-items", "-1", "true"}, wantErr: "--max-items must not be negative"},
+		{name: "negative max runtime", args: []string{"-c", "--max-runtime", "-1s", "true"}, wantErr: "--max-runtime must not be negative"},
+		{name: "max items without --continuous", args: []string{"--max-items", "3", "true"}, wantErr: "bound a --continuous worker"},
+		{name: "max runtime without --continuous", args: []string{"--max-runtime", "1m", "true"}, wantErr: "bound a --continuous worker"},
+		{name: "backoff MAX beyond the state TTL", args: []string{"--failure-backoff", "1m,2h", "--state-ttl", "1h", "true"}, wantErr: "longer than --state-ttl 1h0m0s"},
 		{name: "unknown flag", args: []string{"--bogus", "true"}, wantErr: "unknown flag 'bogus'"},
 		{name: "missing executable", args: []string{"-k", "work"}, wantErr: "missing executable"},
 		{name: "empty executable", args: []string{""}, wantErr: "executable name is empty"},

@@ -13,14 +13,15 @@ import (
 // state hash, <prefix>state:<item>, which w8y --status shows, and an entry
 // per start and end in the capped stream <prefix>events, which anyone can
 // follow with XREAD BLOCK. Both are written in the round trips w8y makes
-// anyway: the start inside the take (scan.lua), the end inside the release
-// (release.lua). Times are Unix milliseconds from the clock of the host that
-// ran the item.
+// anyway: the start inside the take (scan.lua), the end inside the finish
+// script (release.lua, see finish.go). Times are Unix milliseconds from the
+// clock of the host that ran the item.
 //
 // Where one script may not touch the lock, state and events keys together
 // (Redis Cluster without a hash tag in the prefix, see canScanOnServer), the
-// same writes go as plain commands on one key each, pipelined with the
-// release: the end costs no extra round trip, the start one per item taken.
+// same writes go as plain commands on one key each: the end's in the first
+// pipeline of finishEach, which costs no extra round trip, the start's in a
+// round trip of its own per item taken.
 
 // State hash fields. Their names are part of w8y's interface.
 const (
@@ -100,7 +101,8 @@ func (rec *recorder) addEvent(ctx context.Context, pipe redis.Pipeliner, fields 
 	pipe.PExpire(ctx, events, rec.stateTTL)
 }
 
-// finishWords are release.lua's options for end.
+// finishWords are release.lua's options for recording end (see finish.go
+// for the schedule's).
 func (rec *recorder) finishWords(end runEnd) string {
 	var b strings.Builder
 	b.WriteString("now=" + millis(end.At))
@@ -118,8 +120,10 @@ func (rec *recorder) finishWords(end runEnd) string {
 	return b.String()
 }
 
-// queueFinish queues on pipe, with plain commands, what release.lua records
-// of end when it gets the state and events keys.
+// queueFinish queues on pipe, with plain commands, what release.lua's record
+// block writes of end. The count of consecutive failures is not among them:
+// count.lua writes it, as release.lua's schedule block does (see
+// finishEach).
 func (rec *recorder) queueFinish(ctx context.Context, pipe redis.Pipeliner, item, token string, end runEnd) {
 	state := rec.keys.State(item)
 	pipe.HSet(ctx, state, fieldLastEnd, millis(end.At), fieldLastResult, string(end.Result))
@@ -130,12 +134,8 @@ func (rec *recorder) queueFinish(ctx context.Context, pipe redis.Pipeliner, item
 		event = append(event, "exit_code", code, "duration_ms", ms)
 	}
 	pipe.HIncrBy(ctx, state, fieldRuns, 1)
-	switch {
-	case end.Result.failed():
+	if end.Result.failed() {
 		pipe.HIncrBy(ctx, state, fieldFailures, 1)
-		pipe.HIncrBy(ctx, state, fieldConsecutiveFailures, 1)
-	case end.Result == resultSuccess:
-		pipe.HSet(ctx, state, fieldConsecutiveFailures, 0)
 	}
 	pipe.PExpire(ctx, state, rec.stateTTL)
 	rec.addEvent(ctx, pipe, event)

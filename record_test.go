@@ -35,6 +35,7 @@ func TestRecordBothPaths(t *testing.T) {
 		var logs bytes.Buffer
 		r := testRotator(rdb, prefix, serverScan, 0, &logs)
 		r.Record = &recorder{keys: r.Keys, stateTTL: time.Hour, eventsMaxLen: 100, oneScript: serverScan}
+		f := &finisher{client: rdb, record: r.Record}
 		rdb.RPush(ctx, r.Keys.List(), "a")
 		for i, end := range ends {
 			item, lock, err := r.Take(ctx, nil)
@@ -46,9 +47,9 @@ func TestRecordBothPaths(t *testing.T) {
 				rdb.Set(ctx, lock.Key, "intruder", 0)
 			}
 			end.At = time.UnixMilli(int64(1000 * (i + 1)))
-			released, err := lock.Release(ctx, &end)
-			if err != nil || released != (i != 2) {
-				t.Fatalf("%s: end %d: Release = %v, %v", prefix, i, released, err)
+			done, err := f.finish(ctx, lock, end)
+			if err != nil || done.Released != (i != 2) {
+				t.Fatalf("%s: end %d: finish = %+v, %v", prefix, i, done, err)
 			}
 			if i == 2 {
 				if v := rdb.Get(ctx, lock.Key).Val(); v != "intruder" {
@@ -119,6 +120,7 @@ func TestRecordConsecutiveFailures(t *testing.T) {
 		prefix := strconv.FormatBool(serverScan) + ":"
 		r := testRotator(rdb, prefix, serverScan, 0, &logs)
 		r.Record = &recorder{keys: r.Keys, stateTTL: time.Hour, oneScript: serverScan}
+		f := &finisher{client: rdb, record: r.Record}
 		rdb.RPush(ctx, r.Keys.List(), "a")
 		var streaks []string
 		for _, res := range []result{resultFailure, resultTimeout, resultInterrupted, resultLockLost, resultSuccess, resultFailure} {
@@ -126,7 +128,7 @@ func TestRecordConsecutiveFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := lock.Release(ctx, &runEnd{Result: res, Exited: true, At: time.Now()}); err != nil {
+			if _, err := f.finish(ctx, lock, runEnd{Result: res, Exited: true, At: time.Now()}); err != nil {
 				t.Fatal(err)
 			}
 			streaks = append(streaks, rdb.HGet(ctx, r.Keys.State("a"), "consecutive_failures").Val())
@@ -151,14 +153,15 @@ func TestRecordNeverFailsARun(t *testing.T) {
 		prefix := strconv.FormatBool(serverScan) + ":"
 		r := testRotator(rdb, prefix, serverScan, 0, &logs)
 		r.Record = &recorder{keys: r.Keys, stateTTL: time.Hour, eventsMaxLen: 10, oneScript: serverScan}
+		f := &finisher{client: rdb, record: r.Record}
 		rdb.RPush(ctx, r.Keys.List(), "a")
 		rdb.Set(ctx, r.Keys.State("a"), "not a hash", 0)
 		item, lock, err := r.Take(ctx, nil)
 		if err != nil || item != "a" {
 			t.Fatalf("serverScan %v: Take = %q, %v", serverScan, item, err)
 		}
-		released, err := lock.Release(ctx, &runEnd{Result: resultSuccess, Exited: true, At: time.Now()})
-		if !released {
+		done, err := f.finish(ctx, lock, runEnd{Result: resultSuccess, Exited: true, At: time.Now()})
+		if !done.Released {
 			t.Errorf("serverScan %v: not released (%v)", serverScan, err)
 		}
 		if rdb.Exists(ctx, lock.Key).Val() != 0 {

@@ -1,27 +1,42 @@
--- Ends a run in one round trip: releases our lock and records how the run
--- ended in the item's state hash and the events stream.
+-- Finishes a run in one round trip: deletes our lock, but only while it
+-- still holds our token, and writes what the run's end changes: the item's
+-- cooldown or backoff, its state hash and the end event.
+-- Given fewer than four keys (KEYS[1] alone), it is a plain release.
 --
--- KEYS[1] the lock
--- KEYS[2] the item's state hash (optional: without it, nothing is recorded)
--- KEYS[3] the events stream (optional: without it, no event is added)
+-- KEYS[1] the item's lock
+-- KEYS[2] its state hash, KEYS[3] its cooldown key, KEYS[4] its backoff key
+-- KEYS[5] the events stream (optional: without it, no event is added)
 -- ARGV[1] our token
 -- ARGV[2] the item
 -- ARGV[3] options: words of the form name=value, separated by spaces, as in
 --         scan.lua; a name the script does not know is ignored. Known:
 --           now=MS          the end of the run, Unix milliseconds
---           result=NAME     success, failure, timeout, lock_lost, interrupted
---           failed=1        the result counts as a failure
+--           result=NAME     success, failure, timeout, lock_lost or
+--                           interrupted (see result.go)
+--           failed=1        the result counts as a failure (result.go says
+--                           which do)
 --           exit_code=N     the child's exit code (absent: no child ran)
 --           duration_ms=N   how long the child ran
 --           event=TYPE      finish, timeout or lock_lost
 --           state_ttl=MS    expiry of the state hash and the stream
 --           events=N        the stream's approximate cap (MAXLEN ~ N)
+--           cooldown=MS     cooldown after a success (absent or 0: none)
+--           backoff_min=MS  MIN of the failure backoff (absent or 0: none)
+--           backoff_max=MS  MAX of the failure backoff
+--           jitter=F        factor for the failure delay, in [0.75, 1], drawn
+--                           by the client: a script must not depend on
+--                           randomness
 --
--- Returns 1 when our lock was deleted, 0 when it was gone or someone else's.
+-- As a plain release, returns 1 when our lock was deleted, 0 when it was gone
+-- or someone else's. Otherwise returns {released, failures, delay, problem}:
+-- released as above, the item's consecutive failures after this run (-1 if
+-- unchanged), the failure delay set in milliseconds (-1 if none), and "" or
+-- the error that kept the count of consecutive failures from being written.
 --
--- Where w8y cannot run one script on all three keys (Redis Cluster without a
--- hash tag in the prefix), it sends only KEYS[1] and writes the state and
--- the event with plain commands in the same pipeline (see record.go).
+-- All the keys must live on one server; where they may not (Redis Cluster
+-- without a hash tag in the prefix), finish.go sends per-key commands
+-- instead (count.lua, pause.lua, this script with KEYS[1] alone and the
+-- record's plain commands), which must leave the same result.
 
 -- Release: the lock is deleted only while it still holds our token.
 -- pcall: a key of another type is not our lock, not an error.
@@ -29,40 +44,83 @@ local released = 0
 if redis.pcall("GET", KEYS[1]) == ARGV[1] then
   released = redis.call("DEL", KEYS[1])
 end
+if #KEYS < 4 then
+  return released
+end
+-- Everything below is written whether or not the lock was still ours: a
+-- lost lock is a failed run.
 
+local token, item = ARGV[1], ARGV[2]
 local opt = {}
 for name, value in string.gmatch(ARGV[3] or "", "([%w_]+)=(%S*)") do
   opt[name] = value
 end
+local state = KEYS[2]
+local failures, delay, problem = -1, -1, ""
 
--- Observability (issue 7): the state hash and the end event. They are
--- written even when the lock was lost, which is a failed run. pcall: a key of
--- another type in their place must not hide whether the lock was released.
-if KEYS[2] then
-  local state = KEYS[2]
-  redis.pcall("HSET", state, "last_end", opt.now, "last_result", opt.result)
-  if opt.exit_code then
-    redis.pcall("HSET", state, "last_exit_code", opt.exit_code, "last_duration_ms", opt.duration_ms)
+-- Schedule: the count of consecutive failures, which this block alone
+-- writes (the record below leaves it alone), then the cooldown after a
+-- success or the backoff after a failure, which doubles with the count.
+-- An interrupted run changes none of them.
+
+-- pause keeps the item from running for ms milliseconds with the key `key`,
+-- unless that key already keeps it longer (an operator's pause, with a
+-- longer or no expiry, or a key of another type, which w8y does not own).
+-- Keep in step with pause.lua.
+local function pause(key, ms)
+  local left = redis.call("PTTL", key)
+  if left == -2 or (left >= 0 and left < ms and redis.call("TYPE", key).ok == "string") then
+    redis.call("SET", key, token, "PX", ms)
   end
-  redis.pcall("HINCRBY", state, "runs", 1)
-  if opt.failed == "1" then
-    redis.pcall("HINCRBY", state, "failures", 1)
-    redis.pcall("HINCRBY", state, "consecutive_failures", 1)
-  elseif opt.result == "success" then
-    redis.pcall("HSET", state, "consecutive_failures", 0)
-  end
-  redis.pcall("PEXPIRE", state, opt.state_ttl)
 end
-if KEYS[3] then
-  local fields = {"type", opt.event, "item", ARGV[2], "holder", ARGV[1], "result", opt.result}
+
+if opt.result == "success" then
+  local ok = redis.pcall("HSET", state, "consecutive_failures", 0)
+  if type(ok) == "table" and ok.err then
+    problem = ok.err
+  end
+  local cooldown = tonumber(opt.cooldown or 0)
+  if cooldown > 0 then
+    pause(KEYS[3], cooldown)
+  end
+elseif opt.failed == "1" then
+  local n = redis.pcall("HINCRBY", state, "consecutive_failures", 1)
+  if type(n) == "table" and n.err then
+    -- Back off as after a first failure: the count is unreadable.
+    problem, n = n.err, 1
+  else
+    failures = n
+  end
+  local backoffMin = tonumber(opt.backoff_min or 0)
+  if backoffMin > 0 then
+    -- The same arithmetic as backoffDelay in schedule.go.
+    local nominal = math.min(tonumber(opt.backoff_max), backoffMin * 2 ^ (math.max(n, 1) - 1))
+    delay = math.max(math.floor(nominal * tonumber(opt.jitter or 1)), 1)
+    pause(KEYS[4], delay)
+  end
+end
+
+-- Record: the state hash and the end event. pcall: a key of another type in
+-- their place must not hide whether the lock was released.
+redis.pcall("HSET", state, "last_end", opt.now, "last_result", opt.result)
+if opt.exit_code then
+  redis.pcall("HSET", state, "last_exit_code", opt.exit_code, "last_duration_ms", opt.duration_ms)
+end
+redis.pcall("HINCRBY", state, "runs", 1)
+if opt.failed == "1" then
+  redis.pcall("HINCRBY", state, "failures", 1)
+end
+redis.pcall("PEXPIRE", state, opt.state_ttl)
+if KEYS[5] then
+  local fields = {"type", opt.event, "item", item, "holder", token, "result", opt.result}
   if opt.exit_code then
     fields[#fields + 1] = "exit_code"
     fields[#fields + 1] = opt.exit_code
     fields[#fields + 1] = "duration_ms"
     fields[#fields + 1] = opt.duration_ms
   end
-  redis.pcall("XADD", KEYS[3], "MAXLEN", "~", opt.events, "*", unpack(fields))
-  redis.pcall("PEXPIRE", KEYS[3], opt.state_ttl)
+  redis.pcall("XADD", KEYS[5], "MAXLEN", "~", opt.events, "*", unpack(fields))
+  redis.pcall("PEXPIRE", KEYS[5], opt.state_ttl)
 end
 
-return released
+return {released, failures, delay, problem}

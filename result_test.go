@@ -30,6 +30,9 @@ func TestClassify(t *testing.T) {
 		{"timeout", ChildExit{Code: 143}, fmt.Errorf("%w: x", ErrTimeout), false, resultTimeout, true, "timeout"},
 		{"could not be run", ChildExit{}, fmt.Errorf("%w: x", ErrNotExecutable), false, resultFailure, true, "finish"},
 		{"other error", ChildExit{}, errors.New("boom"), false, resultFailure, true, "finish"},
+		{"timeout during a stop", ChildExit{Code: 143}, fmt.Errorf("%w: x", ErrTimeout), true, resultTimeout, true, "timeout"},
+		{"lock lost though the child exited 0", ChildExit{Code: 0}, fmt.Errorf("x: %w", ErrLockLost), false, resultLockLost, true, "lock_lost"},
+		{"executable not found", ChildExit{}, fmt.Errorf("%w: gone", ErrNotFound), false, resultFailure, true, "finish"},
 	}
 	for _, tt := range tests {
 		got := classify(tt.exit, tt.err, tt.stopped, codes)

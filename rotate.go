@@ -45,19 +45,20 @@ func (k Keys) List() string { return k.Prefix + "list" }
 // Lock is the lock key of item.
 func (k Keys) Lock(item string) string { return k.Prefix + "lock:" + item }
 
-// State is the hash that records item's runs (see record.go).
+// Cooldown is the key that keeps item from running after a success until it
+// expires: any key there pauses the item, so an operator can set one too.
+func (k Keys) Cooldown(item string) string { return k.Prefix + "cooldown:" + item }
+
+// Backoff is the key that keeps item from running after a failure until it
+// expires; its expiry is the current failure delay.
+func (k Keys) Backoff(item string) string { return k.Prefix + "backoff:" + item }
+
+// State is the hash that records item's runs (see record.go), among them its
+// consecutive failures, which the failure backoff doubles with.
 func (k Keys) State(item string) string { return k.Prefix + "state:" + item }
 
 // Events is the capped stream of runs' starts and ends (see record.go).
 func (k Keys) Events() string { return k.Prefix + "events" }
-
-// Cooldown is the key whose time to live is what is left of item's pause
-// after a success (written by the scheduling options).
-func (k Keys) Cooldown(item string) string { return k.Prefix + "cooldown:" + item }
-
-// Backoff is the key whose time to live is what is left of item's pause
-// after a failure (written by the scheduling options).
-func (k Keys) Backoff(item string) string { return k.Prefix + "backoff:" + item }
 
 // Rotator takes work items from the circular list.
 type Rotator struct {
@@ -82,35 +83,71 @@ type Rotator struct {
 }
 
 // Take rotates the list one candidate at a time (LMOVE list list LEFT RIGHT,
-// which never shortens it) and tries each candidate's lock (SET NX with the
-// expiry), looking at no more candidates than the list held at the start.
-// The first lock taken wins. It returns ErrNoWork after a pass without one,
-// and errStopped if stop is closed between candidates (or, with ServerScan,
+// which never shortens it) and tries each eligible candidate's lock (SET NX
+// with the expiry), looking at no more candidates than the list held at the
+// start. A candidate is eligible when it has no cooldown or backoff key. The
+// first lock taken wins. It returns ErrNoWork after a pass without one, and
+// errStopped if stop is closed between candidates (or, with ServerScan,
 // between batches of them). Both ways leave Redis in the same state.
 func (r *Rotator) Take(ctx context.Context, stop <-chan struct{}) (string, *Lock, error) {
-	if r.ServerScan {
-		return r.takeInBatches(ctx, stop)
-	}
-	return r.takeEach(ctx, stop)
+	return r.Pass().Take(ctx, stop)
 }
 
-// takeEach is Take with two round trips per candidate, for where scan.lua
-// cannot run (see canScanOnServer).
-func (r *Rotator) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Lock, error) {
-	list := r.Keys.List()
-	n, err := r.Client.LLen(ctx, list).Result()
-	if err != nil {
-		return "", nil, redisError("read length of "+quoteKey(list), err)
+// Pass is one pass over the list, which Take can continue after it has
+// taken an item: --parallel takes several items from one pass, and still
+// looks at each candidate at most once.
+type Pass struct {
+	r *Rotator
+	// left is how many candidates the pass has yet to look at, or -1 before
+	// it has read the list's length.
+	left int64
+}
+
+// Pass starts a pass over the list.
+func (r *Rotator) Pass() *Pass { return &Pass{r: r, left: -1} }
+
+// Take is Rotator.Take, going on from where the pass's last Take stopped.
+// It returns ErrNoWork once the pass has looked at every candidate.
+func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (string, *Lock, error) {
+	if p.left == 0 {
+		return "", nil, ErrNoWork
 	}
-	for range n {
+	if p.r.ServerScan {
+		return p.takeInBatches(ctx, stop)
+	}
+	return p.takeEach(ctx, stop)
+}
+
+// takeEach is Take with round trips per candidate, for where scan.lua
+// cannot run (see canScanOnServer) and an item's keys may live on different
+// servers. A candidate costs an LMOVE and one pipeline of EXISTS for its
+// cooldown and backoff keys; a free one also the lock attempt and the same
+// EXISTS again once the lock is ours, since the two reads are not atomic: a
+// finishing run writes its cooldown before it releases its lock (see
+// finishEach), so the check after taking the lock sees it. The item taken
+// costs one more round trip, for the start record (see recordStart), which
+// scan.lua writes in the take itself.
+func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Lock, error) {
+	r := p.r
+	list := r.Keys.List()
+	if p.left < 0 {
+		n, err := r.Client.LLen(ctx, list).Result()
+		if err != nil {
+			return "", nil, redisError("read length of "+quoteKey(list), err)
+		}
+		p.left = n
+	}
+	for p.left > 0 {
 		select {
 		case <-stop:
 			return "", nil, errStopped
 		default:
 		}
+		p.left--
 		item, err := r.Client.LMove(ctx, list, list, "LEFT", "RIGHT").Result()
 		if errors.Is(err, redis.Nil) {
 			// Another client emptied the list during the pass.
+			p.left = 0
 			break
 		}
 		if err != nil {
@@ -118,6 +155,12 @@ func (r *Rotator) takeEach(ctx context.Context, stop <-chan struct{}) (string, *
 		}
 		if reason := badItem(item, r.MaxItemLen); reason != "" {
 			r.Log.Warn().Str("item", clip(item)).Msg("skipping item: " + reason)
+			continue
+		}
+		if waits, err := r.waits(ctx, item); err != nil || waits {
+			if err != nil {
+				return "", nil, err
+			}
 			continue
 		}
 		lock := r.newLock(item)
@@ -128,12 +171,22 @@ func (r *Rotator) takeEach(ctx context.Context, stop <-chan struct{}) (string, *
 		}
 		switch got := got.(type) {
 		case int64:
-			if got == 1 {
-				lock.expires = sent.Add(lock.TTL)
+			if got != 1 {
+				continue
+			}
+			lock.expires = sent.Add(lock.TTL)
+			waits, err := r.waits(ctx, item)
+			if err == nil && !waits {
 				if err := r.Record.recordStart(ctx, r.Client, item, r.Token, sent); err != nil {
 					r.Log.Warn().Err(err).Str("item", item).Msg("could not record the start of the run")
 				}
 				return item, lock, nil
+			}
+			// A run that finished between the two reads. The lock is ours
+			// and must go; if Redis failed, it expires by itself.
+			_, _ = lock.Release(ctx)
+			if err != nil {
+				return "", nil, err
 			}
 		case string:
 			r.warnLockType(clip(item), got)
@@ -144,7 +197,20 @@ func (r *Rotator) takeEach(ctx context.Context, stop <-chan struct{}) (string, *
 
 // newLock is the lock of item for this rotator's runs.
 func (r *Rotator) newLock(item string) *Lock {
-	return &Lock{Key: r.Keys.Lock(item), Token: r.Token, TTL: r.TTL, Item: item, client: r.Client, record: r.Record}
+	return &Lock{Key: r.Keys.Lock(item), Token: r.Token, TTL: r.TTL, Item: item, client: r.Client}
+}
+
+// waits reports whether item has a cooldown or a backoff key, with one
+// EXISTS per key in one pipeline, since the two may live on different
+// servers.
+func (r *Rotator) waits(ctx context.Context, item string) (bool, error) {
+	pipe := r.Client.Pipeline()
+	cooling := pipe.Exists(ctx, r.Keys.Cooldown(item))
+	backing := pipe.Exists(ctx, r.Keys.Backoff(item))
+	if _, err := pipe.Exec(ctx); err != nil {
+		return false, redisError("check the cooldown and backoff of "+quoteKey(clip(item)), err)
+	}
+	return cooling.Val()+backing.Val() > 0, nil
 }
 
 // warnLockType warns that the lock key of item (shown clipped) holds a value

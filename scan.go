@@ -56,17 +56,17 @@ func hasHashTag(prefix string) bool {
 }
 
 // takeInBatches is Take with scan.lua: one round trip per scanBatch
-// candidates, and none for LLEN, which the first call reads. stop is checked
-// between calls.
-func (r *Rotator) takeInBatches(ctx context.Context, stop <-chan struct{}) (string, *Lock, error) {
+// candidates, and none for LLEN, which the first call of a pass reads. stop
+// is checked between calls.
+func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (string, *Lock, error) {
+	r := p.r
 	list := r.Keys.List()
 	batch := r.Batch
 	if batch <= 0 {
 		batch = scanBatch
 	}
 	// -1 asks the first call to start the pass from the list's length.
-	left := int64(-1)
-	for left != 0 {
+	for p.left != 0 {
 		select {
 		case <-stop:
 			return "", nil, errStopped
@@ -77,13 +77,13 @@ func (r *Rotator) takeInBatches(ctx context.Context, stop <-chan struct{}) (stri
 		// before AUTH, and a server that wants a password we lack must say
 		// NOAUTH, not "Protocol error". New settings go into scanOptions.
 		reply, err := scanScript.Run(ctx, r.Client, []string{list},
-			r.Keys.Prefix, r.Token, r.TTL.Milliseconds(), left, r.MaxItemLen, r.scanOptions(batch, sent)).Slice()
+			r.Keys.Prefix, r.Token, r.TTL.Milliseconds(), p.left, r.MaxItemLen, r.scanOptions(batch, sent)).Slice()
 		if err != nil {
 			return "", nil, redisError("scan "+quoteKey(list), err)
 		}
 		var item string
 		var taken bool
-		left, item, taken, err = r.readScan(reply)
+		p.left, item, taken, err = r.readScan(reply)
 		if err != nil {
 			return "", nil, redisError("scan "+quoteKey(list), err)
 		}

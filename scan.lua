@@ -1,6 +1,9 @@
 -- Rotates the circular list KEYS[1] and tries each candidate's lock for a
 -- whole batch of candidates in one call, leaving Redis exactly as w8y's
--- per-candidate path does with an LMOVE and a SET NX per candidate.
+-- per-candidate path does with an LMOVE and a SET NX per candidate. A
+-- candidate is eligible when its lock is free and it has neither a cooldown
+-- key (ARGV[1] .. "cooldown:" .. item) nor a backoff key (ARGV[1] ..
+-- "backoff:" .. item): whoever set them, w8y or an operator.
 --
 -- ARGV[1] key prefix: a candidate's lock is ARGV[1] .. "lock:" .. item
 -- ARGV[2] our token
@@ -27,13 +30,15 @@
 -- then for each item whose lock key was found holding another type (a hash,
 -- say) its first clipLen bytes and that type's name.
 --
--- Lock keys are not declared in KEYS: this is only correct where they live on
--- the same server as the list (standalone Redis, or a prefix with a hash tag
+-- An item's lock, cooldown, backoff and state keys and the events stream are
+-- not declared in KEYS: this is only correct where they live on the same
+-- server as the list (standalone Redis, or a prefix with a hash tag
 -- on Redis Cluster), which the client checks before using this script.
 local find, sub = string.find, string.sub
 local list = KEYS[1]
 local keyPrefix, token, ttl = ARGV[1], ARGV[2], ARGV[3]
 local prefix = keyPrefix .. "lock:"
+local coolPrefix, backPrefix = keyPrefix .. "cooldown:", keyPrefix .. "backoff:"
 local opt = {}
 for name, value in string.gmatch(ARGV[6] or "", "([%w_]+)=(%S*)") do
   opt[name] = value
@@ -99,16 +104,20 @@ end
 -- is as taken as the first time round.
 local looked, took = want, false
 local wrong, nwrong = {}, 0
--- Most batches find every lock taken: EXISTS tells so without sending the
--- locks' values back. A lock that holds our own token is taken too, as it is
--- for SET NX: this process never takes an item while it holds another, so
--- such a lock can only come from a call whose reply was lost, and expires.
+-- Most batches of a busy list find every lock taken: EXISTS tells so
+-- without sending the locks' values back. A lock that holds our own token is
+-- taken too, as it is for SET NX: it is one that another child of this
+-- process (--parallel) runs, or comes from a call whose reply was lost, and
+-- expires.
 if nkeys > 0 and redis.call("EXISTS", unpack(keys, 1, nkeys)) < nkeys then
   -- MGET reads no value for a key of another type: SET NX then fails, and
   -- the candidate counts as locked, as it does without a script.
   local values = redis.call("MGET", unpack(keys, 1, nkeys))
   for j = 1, nkeys do
-    if not values[j] then
+    -- A free lock is checked for a cooldown or backoff, in the same call:
+    -- an item that waits out either is passed by as a locked one is.
+    -- Locked items, the usual case, cost no more than before.
+    if not values[j] and redis.call("EXISTS", coolPrefix .. items[at[j]], backPrefix .. items[at[j]]) == 0 then
       if redis.call("SET", keys[j], token, "NX", "PX", ttl) then
         looked, took = at[j], true
         break
@@ -142,7 +151,7 @@ if turn > 0 then
   redis.call("RPUSH", list, unpack(items, 1, turn))
   redis.call("LTRIM", list, turn, -1)
 end
--- Observability (issue 7): a take is recorded in the item's state hash and
+-- Record: a take is recorded in the item's state hash and
 -- as a start event, in the same call. It comes after the rotation, and pcall
 -- keeps a key of another type in their place from failing the take: a run
 -- must never depend on its record.

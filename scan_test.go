@@ -93,6 +93,8 @@ type takeSetup struct {
 	locked   []string // items whose lock someone else holds
 	hashLock []string // items whose lock key is a hash
 	ours     []string // items whose lock already holds our token
+	cooling  []string // items with a cooldown key
+	backing  []string // items with a backoff key
 }
 
 func (s takeSetup) seed(t *testing.T, rdb *redis.Client, keys Keys) {
@@ -111,6 +113,12 @@ func (s takeSetup) seed(t *testing.T, rdb *redis.Client, keys Keys) {
 	}
 	for _, item := range s.ours {
 		rdb.Set(ctx, keys.Lock(item), testToken, time.Hour)
+	}
+	for _, item := range s.cooling {
+		rdb.Set(ctx, keys.Cooldown(item), "someone", time.Hour)
+	}
+	for _, item := range s.backing {
+		rdb.Set(ctx, keys.Backoff(item), "someone", time.Hour)
 	}
 }
 
@@ -143,7 +151,7 @@ func takeAll(t *testing.T, rdb *redis.Client, r *Rotator, takes int, logs *bytes
 			}
 			out.Taken = append(out.Taken, item)
 			// As the worker does: the next Take comes after the release.
-			if _, err := lock.Release(ctx, nil); err != nil {
+			if _, err := lock.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -214,6 +222,13 @@ func TestScanLeavesRedisAsPerCandidate(t *testing.T) {
 		},
 		{"only bad items", takeSetup{items: []string{"", long, "\x00"}}, 2, 1, []string{"(no work)"}},
 		{"duplicates", takeSetup{items: []string{"d", "d", "e", "d"}}, 2, 3, []string{"d", "d", "e"}},
+		// Cooldown and backoff keys make an item wait, whoever set them.
+		{"cooling and backing off passed by", takeSetup{items: numbered(6), cooling: []string{"i0", "i3"}, backing: []string{"i1", "i4"}}, 2, 3, []string{"i2", "i5", "i2"}},
+		{"every item waits", takeSetup{items: numbered(4), cooling: []string{"i0", "i2"}, backing: []string{"i1", "i3"}}, 3, 1, []string{"(no work)"}},
+		{"waiting and locked", takeSetup{items: numbered(5), locked: []string{"i0", "i1"}, cooling: []string{"i1", "i2"}, backing: []string{"i3"}}, 2, 2, []string{"i4", "i4"}},
+		// A cooldown key of any type pauses the item: no warning about a lock
+		// key of another type that the item would not get to anyway.
+		{"waiting item with a lock key of another type", takeSetup{items: []string{"h", "g"}, hashLock: []string{"h"}, cooling: []string{"h"}}, 3, 1, []string{"g"}},
 	}
 	for n, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -451,5 +466,99 @@ func TestScanIdlePassWritesNothing(t *testing.T) {
 		if strings.Contains(stats, cmd) {
 			t.Errorf("an idle pass ran %s:\n%s", cmd, stats)
 		}
+	}
+}
+
+// TestPassTakesSeveral: a pass that goes on after each item it takes (as
+// --parallel does) looks at each candidate at most once, takes each free
+// item once, and leaves the list as a pass that took nothing would: rotated
+// by exactly its length. Both paths alike.
+func TestPassTakesSeveral(t *testing.T) {
+	rdb := startTestRedis(t).Client
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		setup takeSetup
+		batch int
+		want  []string
+	}{
+		{"more free items than takes", takeSetup{items: numbered(5)}, 2, []string{"i0", "i1", "i2", "i3", "i4"}},
+		{"some locked or waiting", takeSetup{items: numbered(7), locked: []string{"i1"}, cooling: []string{"i3"}, backing: []string{"i4"}}, 3, []string{"i0", "i2", "i5", "i6"}},
+		{"duplicates taken once", takeSetup{items: []string{"d", "e", "d", "d", "f"}}, 2, []string{"d", "e", "f"}},
+	}
+	for n, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var lists [2][]string
+			for i, serverScan := range []bool{false, true} {
+				keys := Keys{Prefix: fmt.Sprintf("p%d:%v:", n, serverScan)}
+				tt.setup.seed(t, rdb, keys)
+				var logs bytes.Buffer
+				pass := testRotator(rdb, keys.Prefix, serverScan, tt.batch, &logs).Pass()
+				var taken []string
+				for {
+					item, lock, err := pass.Take(ctx, nil)
+					if errors.Is(err, ErrNoWork) {
+						break
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(taken) > len(tt.setup.items) {
+						t.Fatalf("the pass took %q and goes on", taken)
+					}
+					// The locks stay held, as children run meanwhile.
+					if v := rdb.Get(ctx, lock.Key).Val(); v != testToken {
+						t.Errorf("lock of %q holds %q", item, v)
+					}
+					taken = append(taken, item)
+				}
+				if !slices.Equal(taken, tt.want) {
+					t.Errorf("serverScan %v: the pass took %q, want %q", serverScan, taken, tt.want)
+				}
+				lists[i] = rdb.LRange(ctx, keys.List(), 0, -1).Val()
+				if !slices.Equal(lists[i], tt.setup.items) {
+					t.Errorf("serverScan %v: the list is %q after a whole pass, want %q", serverScan, lists[i], tt.setup.items)
+				}
+			}
+		})
+	}
+}
+
+// finishingClient stands for a run of the candidate that finishes on
+// another host between takeEach's check of the candidate's cooldown and its
+// lock attempt: as finishEach does, it writes the cooldown before the lock
+// is free, which here it always is.
+type finishingClient struct {
+	listClient
+	cooldown string
+}
+
+func (c *finishingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	if sha == tryLockScript.Hash() && keys[0] == "race:lock:a" {
+		c.listClient.(*redis.Client).Set(ctx, c.cooldown, "other-host", time.Hour)
+	}
+	return c.listClient.EvalSha(ctx, sha, keys, args...)
+}
+
+// TestTakeEachChecksAgainAfterTheLock: on the per-candidate path, where the
+// cooldown check and the lock attempt are two round trips, a cooldown that
+// lands between them is seen by the check after the lock, which lets the
+// lock go and passes the item by.
+func TestTakeEachChecksAgainAfterTheLock(t *testing.T) {
+	rdb := startTestRedis(t).Client
+	ctx := context.Background()
+	if err := tryLockScript.Load(ctx, rdb).Err(); err != nil {
+		t.Fatal(err)
+	}
+	keys := Keys{Prefix: "race:"}
+	takeSetup{items: []string{"a", "b"}}.seed(t, rdb, keys)
+	var logs bytes.Buffer
+	r := testRotator(&finishingClient{listClient: rdb, cooldown: keys.Cooldown("a")}, keys.Prefix, false, 0, &logs)
+	item, _, err := r.Take(ctx, nil)
+	if err != nil || item != "b" {
+		t.Fatalf("Take = %q, %v; want b, a having cooled down meanwhile", item, err)
+	}
+	if n := rdb.Exists(ctx, keys.Lock("a")).Val(); n != 0 {
+		t.Errorf("the lock of a, which cools down, was kept")
 	}
 }

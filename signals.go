@@ -10,28 +10,30 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// forwardedSignals are passed on to the running child's whole process group.
+// forwardedSignals are passed on to the whole process group of every running
+// child.
 var forwardedSignals = []os.Signal{
 	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
 }
 
-// stopSignals also make w8y stop taking items. A second one while a child
-// runs kills the child's group.
+// stopSignals also make w8y stop taking items. A second one while children
+// run kills their groups.
 var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
-// signalRouter passes the signals w8y receives to the running child's
-// process group and turns stop signals into a stop request.
+// signalRouter passes the signals w8y receives to the process groups of the
+// running children (one, or up to --parallel) and turns stop signals into a
+// stop request.
 type signalRouter struct {
 	log zerolog.Logger
 
-	mu      sync.Mutex
-	child   *Child
-	stopSig syscall.Signal
-	stop    chan struct{}
+	mu       sync.Mutex
+	children map[*Child]struct{}
+	stopSig  syscall.Signal
+	stop     chan struct{}
 }
 
 func newSignalRouter(log zerolog.Logger) *signalRouter {
-	return &signalRouter{log: log, stop: make(chan struct{})}
+	return &signalRouter{log: log, children: map[*Child]struct{}{}, stop: make(chan struct{})}
 }
 
 // route handles signals from sigs until done is closed. It returns a channel
@@ -52,14 +54,16 @@ func (r *signalRouter) route(sigs <-chan os.Signal, done <-chan struct{}) <-chan
 	return finished
 }
 
-// handle forwards sig to the child, if one runs, and records stop requests.
+// handle forwards sig to every running child and records stop requests.
 func (r *signalRouter) handle(sig syscall.Signal) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	isStop := slices.Contains(stopSignals, os.Signal(sig))
-	if isStop && r.stopSig != 0 && r.child != nil {
-		r.log.Warn().Str("signal", unix.SignalName(sig)).Int("pid", r.child.PID).Msg("second stop signal: killing the child's process group")
-		_ = r.child.Signal(syscall.SIGKILL)
+	if isStop && r.stopSig != 0 && len(r.children) > 0 {
+		for child := range r.children {
+			r.log.Warn().Str("signal", unix.SignalName(sig)).Int("pid", child.PID).Msg("second stop signal: killing the child's process group")
+			_ = child.Signal(syscall.SIGKILL)
+		}
 		return
 	}
 	if isStop && r.stopSig == 0 {
@@ -67,14 +71,16 @@ func (r *signalRouter) handle(sig syscall.Signal) {
 		close(r.stop)
 		r.log.Info().Str("signal", unix.SignalName(sig)).Msg("stopping: no new items will be taken")
 	}
-	if r.child == nil {
+	if len(r.children) == 0 {
 		if !isStop {
 			r.log.Debug().Str("signal", unix.SignalName(sig)).Msg("no child running; signal ignored")
 		}
 		return
 	}
-	if err := r.child.Signal(sig); err != nil {
-		r.log.Error().Err(err).Str("signal", unix.SignalName(sig)).Int("pid", r.child.PID).Msg("could not forward signal")
+	for child := range r.children {
+		if err := child.Signal(sig); err != nil {
+			r.log.Error().Err(err).Str("signal", unix.SignalName(sig)).Int("pid", child.PID).Msg("could not forward signal")
+		}
 	}
 }
 
@@ -101,13 +107,13 @@ func (r *signalRouter) startChild(start func() (*Child, error)) (*Child, error) 
 	if err != nil {
 		return nil, err
 	}
-	r.child = child
+	r.children[child] = struct{}{}
 	return child, nil
 }
 
-// childDone stops routing signals to the child.
-func (r *signalRouter) childDone() {
+// childDone stops routing signals to child.
+func (r *signalRouter) childDone(child *Child) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.child = nil
+	delete(r.children, child)
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -34,6 +35,11 @@ type Command struct {
 	EnvVar string
 	// Environ is the environment the child starts from.
 	Environ []string
+	// NoStdin gives the child /dev/null as its stdin instead of w8y's: with
+	// --parallel, children would otherwise split w8y's input between them
+	// unpredictably, or be stopped for reading a terminal from the
+	// background.
+	NoStdin bool
 }
 
 // resolveCommand finds the executable as exec.LookPath does, so that a
@@ -65,7 +71,7 @@ func expandArgs(args []string, item string) []string {
 }
 
 // build returns the exec.Cmd for item. Standard streams are inherited and
-// never rewritten.
+// never rewritten; stdin is /dev/null with NoStdin.
 func (c Command) build(item, lockKey string) *exec.Cmd {
 	cmd := exec.Command(c.Path, expandArgs(c.Args, item)...)
 	env := append(c.Environ[:len(c.Environ):len(c.Environ)], "W8Y_ITEM="+item, "W8Y_LOCK_KEY="+lockKey)
@@ -73,7 +79,10 @@ func (c Command) build(item, lockKey string) *exec.Cmd {
 		env = append(env, c.EnvVar+"="+item)
 	}
 	cmd.Env = env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if !c.NoStdin {
+		cmd.Stdin = os.Stdin
+	}
 	return cmd
 }
 
@@ -111,6 +120,8 @@ type Child struct {
 
 	done chan struct{}
 	exit ChildExit
+	// guard watches the child's process group.
+	guard *guard
 }
 
 // spawner starts children: each in a process group of its own that the
@@ -121,11 +132,18 @@ type spawner struct {
 	reaper *reaper
 	// token is the run's lock token, which the guard finds children by.
 	token string
+
+	// mu guards guard, which children that start at once (--parallel)
+	// share.
+	mu    sync.Mutex
 	guard *guard
 }
 
-// start starts cmd and returns once it runs. One goroutine owns cmd.Wait.
-func (s *spawner) start(cmd *exec.Cmd) (*Child, error) {
+// watcher returns the running guard, starting one if there is none yet or
+// the last one died.
+func (s *spawner) watcher() (*guard, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.guard == nil || !s.guard.usable() {
 		g, err := startGuard(s.reaper, s.token)
 		if err != nil {
@@ -133,9 +151,18 @@ func (s *spawner) start(cmd *exec.Cmd) (*Child, error) {
 		}
 		s.guard = g
 	}
+	return s.guard, nil
+}
+
+// start starts cmd and returns once it runs. One goroutine owns cmd.Wait.
+func (s *spawner) start(cmd *exec.Cmd) (*Child, error) {
+	g, err := s.watcher()
+	if err != nil {
+		return nil, err
+	}
 	cmd.SysProcAttr = s.term.sysProcAttr()
 	cmd.Env = append(cmd.Env, holderVar+"="+s.token)
-	c := &Child{done: make(chan struct{})}
+	c := &Child{done: make(chan struct{}), guard: g}
 	started := make(chan error, 1)
 	go func() {
 		// The parent-death signal fires when the thread that started the
@@ -149,7 +176,7 @@ func (s *spawner) start(cmd *exec.Cmd) (*Child, error) {
 			return
 		}
 		c.PID, c.Started = cmd.Process.Pid, time.Now()
-		s.guard.watch(c.PID)
+		g.watch(c.PID)
 		started <- nil
 		// Wait's only error besides an exit status is a failure to copy
 		// streams, and the streams are inherited, so ProcessState is set.
@@ -170,10 +197,12 @@ func (s *spawner) start(cmd *exec.Cmd) (*Child, error) {
 
 // forget tells the guard that c's process group has ended, once w8y has
 // stopped whatever c left in it.
-func (s *spawner) forget(c *Child) { s.guard.forget(c.PID) }
+func (s *spawner) forget(c *Child) { c.guard.forget(c.PID) }
 
 // close ends the guard, telling it that w8y exits normally.
 func (s *spawner) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.guard != nil && s.guard.usable() {
 		s.guard.stop()
 	}

@@ -25,81 +25,211 @@ const (
 // ErrTimeout is reported when a child ran past --timeout and was stopped.
 var ErrTimeout = errors.New("timed out")
 
-// worker takes items, runs the child for each and releases their locks.
+// worker takes items, runs the child for each and finishes their runs.
 type worker struct {
-	opts    *Options
-	rotator *Rotator
-	command Command
-	router  *signalRouter
-	spawn   *spawner
-	log     zerolog.Logger
+	opts     *Options
+	rotator  *Rotator
+	finisher *finisher
+	command  Command
+	router   *signalRouter
+	spawn    *spawner
+	log      zerolog.Logger
 	// metrics and health are nil unless --metrics-addr is given.
 	metrics *metrics
 	health  *heartbeat
 }
 
-// run runs one item, or keeps running items with --continuous. It returns
-// the exit code, or an error that run maps to one.
+// outcome is how the run of one item ended.
+type outcome struct {
+	item   string
+	exit   ChildExit
+	err    error // ErrLockLost, ErrTimeout, errStopped, or why the child could not start
+	result result
+}
+
+// nonZero reports whether o makes a one-shot w8y exit with something else
+// than 0.
+func (o outcome) nonZero() bool { return o.err != nil || o.exit.Code != 0 }
+
+// run runs up to --parallel items from one pass, or keeps running items
+// with --continuous. It returns the exit code, or an error that run maps to
+// one.
 func (w *worker) run(ctx context.Context) (int, error) {
 	if w.opts.Continuous {
 		return w.loop(ctx)
 	}
-	exit, err := w.step(ctx)
+	return w.once(ctx)
+}
+
+// once is one-shot mode: it takes up to --parallel items from one pass over
+// the list, runs them together and waits for them all. It exits 0 if every
+// child exited 0, and otherwise as the first run to end with something else
+// (first in time, not in the list), so that one --parallel 1 run exits with
+// its child's code as before.
+func (w *worker) once(ctx context.Context) (int, error) {
+	pass := w.rotator.Pass()
+	done := make(chan outcome, w.opts.Parallel)
+	running := 0
+	var takeErr error
+	for running < w.opts.Parallel {
+		item, lock, err := pass.Take(ctx, w.router.Stopped())
+		if err != nil {
+			takeErr = err
+			break
+		}
+		running++
+		go func() { done <- w.runItem(ctx, item, lock) }()
+	}
+	var first *outcome
+	for range running {
+		o := <-done
+		if first == nil && o.nonZero() {
+			first = &o
+		}
+	}
 	switch {
-	case errors.Is(err, ErrNoWork):
+	case running == 0 && errors.Is(takeErr, ErrNoWork):
 		w.metrics.idlePass()
 		w.log.Info().Msg("no item could be taken")
 		return w.opts.NoWorkExitCode, nil
-	case errors.Is(err, errStopped):
+	case running == 0 && errors.Is(takeErr, errStopped):
 		return 128 + int(w.router.StopSignal()), nil
-	case err != nil:
-		return 0, err
+	case takeErr != nil && !errors.Is(takeErr, ErrNoWork) && !errors.Is(takeErr, errStopped):
+		// w8y's own failure outranks the children's codes.
+		return 0, takeErr
+	case first == nil:
+		return exitOK, nil
+	case errors.Is(first.err, errStopped):
+		return 128 + int(w.router.StopSignal()), nil
+	case first.err != nil:
+		return 0, first.err
 	}
-	return exit.Code, nil
+	return first.exit.Code, nil
 }
 
-// loop is --continuous: it takes the next item after each child that exits
-// with one of --exit-codes, pauses after a pass that found nothing, retries
-// Redis errors with backoff, and returns 0 once a stop signal has drained it.
+// loop is --continuous: it keeps up to --parallel children running, each
+// slot taking the next item as it frees. It pauses after a pass that found
+// nothing, retries Redis errors with backoff, and stops taking items after a
+// stop signal, --max-items or --max-runtime, or a failed run with
+// --stop-on-failure. It returns once the running children have finished.
 func (w *worker) loop(ctx context.Context) (int, error) {
-	failures := 0
-	for {
-		w.health.beat(0)
-		exit, err := w.step(ctx)
-		if w.stopping() && (err == nil || errors.Is(err, errStopped) || errors.Is(err, ErrNoWork) || errors.Is(err, ErrLockLost) || errors.Is(err, ErrTimeout)) {
-			w.log.Info().Msg("drained; exiting")
-			return 0, nil
-		}
-		var pause time.Duration
-		switch {
-		case err == nil:
-			failures = 0
-			if !slices.Contains(w.opts.ExitCodes, exit.Code) {
-				return exit.Code, nil
-			}
-			continue
-		case errors.Is(err, ErrTimeout) && slices.Contains(w.opts.ExitCodes, exitTimeout):
-			w.log.Warn().Err(err).Msg("going on: --exit-codes lists 124")
-			continue
-		case errors.Is(err, ErrNoWork):
-			w.metrics.idlePass()
-			failures = 0
-			pause = jitter(time.Duration(w.opts.IdleWait))
-		case errors.Is(err, ErrLockLost), errors.Is(err, errRedis):
-			w.log.Error().Err(err).Msg("retrying after backoff")
-			pause = jitter(min(backoffBase<<failures, backoffCap))
-			if backoffBase<<failures < backoffCap {
-				failures++
-			}
-		default:
-			return 0, err
-		}
-		w.health.beat(pause)
-		if !w.sleep(pause) {
-			w.log.Info().Msg("drained; exiting")
-			return 0, nil
+	done := make(chan outcome, w.opts.Parallel)
+	running, taken, streak := 0, 0, 0
+	// paused is set while no item is taken: after an idle pass, or a Redis
+	// error or lost lock (with backoff).
+	var paused <-chan time.Time
+	pause := func(d time.Duration) {
+		timer := time.NewTimer(d)
+		paused = timer.C
+		// /healthz expects the next beat after the pause, however long.
+		w.health.beat(d)
+	}
+	retry := func(err error) {
+		w.log.Error().Err(err).Msg("retrying after backoff")
+		pause(jitter(min(backoffBase<<streak, backoffCap)))
+		if backoffBase<<streak < backoffCap {
+			streak++
 		}
 	}
+	// closing is set once no more items are taken; the loop then waits for
+	// the running children, and returns code or fail if exiting is set.
+	closing, exiting := false, false
+	code, fail := 0, error(nil)
+	closeWith := func(why string) {
+		if !closing && why != "" {
+			w.log.Info().Msg(why)
+		}
+		closing = true
+	}
+	exitWith := func(c int, err error) {
+		if !exiting {
+			exiting, code, fail = true, c, err
+		}
+		closeWith("")
+	}
+	stopped := w.router.Stopped()
+	var deadline <-chan time.Time
+	if d := time.Duration(w.opts.MaxRuntime); d > 0 {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		deadline = timer.C
+	}
+
+	for {
+		// Each turn is progress as far as /healthz goes. Where the loop
+		// then waits, either a pause was announced or children run, and
+		// each running child beats while it runs (see runChild), so a
+		// worker that drains after a stop, --max-items or --max-runtime
+		// stays healthy until its last child ends.
+		w.health.beat(0)
+		for !closing && paused == nil && running < w.opts.Parallel {
+			if w.opts.MaxItems > 0 && taken >= w.opts.MaxItems {
+				closeWith("--max-items reached: no new items will be taken")
+				break
+			}
+			item, lock, err := w.rotator.Take(ctx, w.router.Stopped())
+			switch {
+			case err == nil:
+				streak = 0
+				running++
+				taken++
+				go func() { done <- w.runItem(ctx, item, lock) }()
+			case errors.Is(err, ErrNoWork):
+				w.metrics.idlePass()
+				streak = 0
+				pause(jitter(time.Duration(w.opts.IdleWait)))
+			case errors.Is(err, errStopped):
+				closeWith("")
+			case errors.Is(err, errRedis):
+				retry(err)
+			default:
+				exitWith(0, err)
+			}
+		}
+		if closing && running == 0 {
+			break
+		}
+		select {
+		case o := <-done:
+			running--
+			switch {
+			case w.stopping():
+				// Draining: however the child ended, w8y exits 0.
+				closeWith("")
+			case o.result == resultSuccess, errors.Is(o.err, errStopped):
+			case errors.Is(o.err, ErrLockLost):
+				retry(o.err)
+			case errors.Is(o.err, ErrTimeout) && slices.Contains(w.opts.ExitCodes, exitTimeout):
+				w.log.Warn().Err(o.err).Msg("going on: --exit-codes lists 124")
+			case o.err != nil && !errors.Is(o.err, ErrTimeout):
+				// The child could not be started: no item can be run.
+				exitWith(0, o.err)
+			case !w.opts.stopsOnFailure():
+				w.log.Warn().Str("item", o.item).Str("result", string(o.result)).Msg("going on: the item backs off (--failure-backoff)")
+			case o.err != nil:
+				exitWith(0, o.err)
+			default:
+				exitWith(o.exit.Code, nil)
+			}
+		case <-paused:
+			paused = nil
+		case <-stopped:
+			stopped = nil
+			closeWith("")
+		case <-deadline:
+			deadline = nil
+			closeWith("--max-runtime reached: no new items will be taken")
+		}
+	}
+	if exiting {
+		return code, fail
+	}
+	if w.stopping() {
+		w.log.Info().Msg("drained; exiting")
+	} else {
+		w.log.Info().Int("items", taken).Msg("done; exiting")
+	}
+	return exitOK, nil
 }
 
 // stopping reports whether a stop signal has arrived.
@@ -112,34 +242,20 @@ func (w *worker) stopping() bool {
 	}
 }
 
-// sleep pauses for d and reports false if a stop signal cut it short.
-func (w *worker) sleep(d time.Duration) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-w.router.Stopped():
-		return false
-	}
-}
-
 // jitter spreads d over ±25%, so that workers started together drift apart
 // instead of polling Redis in lockstep.
 func jitter(d time.Duration) time.Duration {
 	return d*3/4 + rand.N(d/2+1)
 }
 
-// step takes one item, runs the child on it, and releases the lock while
-// recording how the run ended.
-func (w *worker) step(ctx context.Context) (ChildExit, error) {
-	item, lock, err := w.rotator.Take(ctx, w.router.Stopped())
-	if err != nil {
-		return ChildExit{}, err
-	}
+// runItem runs the child on item, whose lock is ours, and finishes the run:
+// it releases the lock and records the item's cooldown or backoff, state and
+// end event.
+func (w *worker) runItem(ctx context.Context, item string, lock *Lock) outcome {
 	exit, stopped, err := w.runChild(ctx, item, lock)
-	w.finish(ctx, lock, w.ending(exit, stopped, err))
-	return exit, err
+	end := w.ending(exit, stopped, err)
+	w.finish(ctx, lock, end)
+	return outcome{item: item, exit: exit, err: err, result: end.Result}
 }
 
 // ending describes the end of a run from what runChild returned.
@@ -159,8 +275,8 @@ func (w *worker) ending(exit ChildExit, stopped bool, err error) runEnd {
 // runChild runs the child for item while keeping its lock alive. If the
 // lock is lost, the child's group is stopped before the lease could run out,
 // and the error wraps ErrLockLost; if --timeout passes first, the group is
-// stopped and the error wraps ErrTimeout. stopped says whether a stop signal
-// had come by the time the child ended.
+// stopped and the error wraps ErrTimeout. stopped reports whether a stop
+// signal had reached w8y by the time the child ended.
 func (w *worker) runChild(ctx context.Context, item string, lock *Lock) (exit ChildExit, stopped bool, err error) {
 	log := w.log.With().Str("item", item).Str("lock_key", lock.Key).Logger()
 	child, err := w.router.startChild(func() (*Child, error) {
@@ -169,7 +285,7 @@ func (w *worker) runChild(ctx context.Context, item string, lock *Lock) (exit Ch
 	if err != nil {
 		return ChildExit{}, w.stopping(), err
 	}
-	defer w.router.childDone()
+	defer w.router.childDone(child)
 	defer w.spawn.forget(child)
 	w.metrics.childStarted()
 	defer w.metrics.childEnded()
@@ -183,7 +299,8 @@ func (w *worker) runChild(ctx context.Context, item string, lock *Lock) (exit Ch
 		defer timer.Stop()
 		timeout = timer.C
 	}
-	// Waiting for the child is progress too, as far as /healthz goes.
+	// Waiting for the child is progress too, as far as /healthz goes: each
+	// running child beats, so the worker stays healthy while any runs.
 	stopBeating := w.health.beatEvery(childBeat)
 	var failed error
 	select {
@@ -229,22 +346,27 @@ func stopMargin(ttl time.Duration) time.Duration {
 	return min(ttl/10, 500*time.Millisecond)
 }
 
-// finish gives up lock if it is still ours, and records how the run ended
-// (end) in the same round trip.
+// finish releases lock if it is still ours and records what the run's end
+// changes for its item, all in one round trip where it can (see finisher):
+// its cooldown or backoff, consecutive failures, state and end event.
 func (w *worker) finish(ctx context.Context, lock *Lock, end runEnd) {
 	w.metrics.runEnded(end)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	released, err := lock.Release(ctx, &end)
-	switch {
-	case errors.Is(err, errRecord):
-		w.log.Warn().Err(err).Str("lock_key", lock.Key).Msg("the run's end could not be recorded")
-		if !released {
-			w.log.Warn().Str("lock_key", lock.Key).Msg("the lock was no longer ours at release; left alone")
-		}
-	case err != nil:
-		w.log.Error().Err(err).Str("lock_key", lock.Key).Msg("could not release the lock; it will expire by itself")
-	case !released:
-		w.log.Warn().Str("lock_key", lock.Key).Msg("the lock was no longer ours at release; left alone")
+	log := w.log.With().Str("item", lock.Item).Str("lock_key", lock.Key).Logger()
+	done, err := w.finisher.finish(ctx, lock, end)
+	if err != nil {
+		log.Error().Err(err).Str("result", string(end.Result)).Msg("could not finish the run; the lock will expire by itself")
+		return
+	}
+	if !done.Released {
+		log.Warn().Msg("the lock was no longer ours at release; left alone")
+	}
+	if done.Problem != "" {
+		log.Warn().Str("state_key", w.finisher.record.keys.State(lock.Item)).Msg("could not count the item's failures: " + done.Problem)
+	}
+	if done.Delay > 0 {
+		log.Info().Str("result", string(end.Result)).Int64("consecutive_failures", done.Failures).
+			Float64("backoff_s", done.Delay.Seconds()).Msg("item backs off")
 	}
 }

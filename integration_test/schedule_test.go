@@ -1,0 +1,357 @@
+package integration_test
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// waitUntil polls Redis (or anything cheap) every 10ms until cond holds,
+// and fails the test after testTimeout. It synchronises on state, not on a
+// guessed sleep.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stamp is shell that records a child's start as "<item> <cooling>
+// <unix ms>" in the list "runs", where cooling is whether its cooldown key
+// exists as it starts.
+func stamp(prefix string) string {
+	return `redis-cli -p "$REDIS_PORT" rpush runs "$W8Y_ITEM $(redis-cli -p "$REDIS_PORT" exists "` + prefix +
+		`:cooldown:$W8Y_ITEM") $(date +%s%3N)" >/dev/null`
+}
+
+// run is one start that stamp recorded.
+type run struct {
+	item    string
+	cooling bool
+	at      time.Time
+}
+
+// popRun waits for the next start that stamp records.
+func (s *server) popRun(t *testing.T) run {
+	t.Helper()
+	got, err := s.Client.BLPop(ctx(t), testTimeout, "runs").Result()
+	if err != nil {
+		t.Fatalf("no child reported its start: %v", err)
+	}
+	f := strings.Fields(got[1])
+	ms, err := strconv.ParseInt(f[2], 10, 64)
+	if len(f) != 3 || err != nil {
+		t.Fatalf("bad run record %q", got[1])
+	}
+	return run{item: f[0], cooling: f[1] != "0", at: time.UnixMilli(ms)}
+}
+
+// TestCooldownAcrossWorkers: with three workers on two items, no item runs
+// again inside its cooldown, on any worker, and each runs again after it.
+func TestCooldownAcrossWorkers(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "cd:list", "a", "b")
+	const cooldown = time.Second
+	var workers []*proc
+	for range 3 {
+		workers = append(workers, startW8y(t, portEnv(s), "-u", s.URL, "-k", "cd", "-c", "-q", "--cooldown", "1s",
+			"--idle-wait", "50ms", "sh", "-c", stamp("cd")))
+	}
+	runs := map[string][]run{}
+	for len(runs["a"]) < 3 || len(runs["b"]) < 3 {
+		r := s.popRun(t)
+		if r.cooling {
+			t.Errorf("%q started while its cooldown key existed", r.item)
+		}
+		runs[r.item] = append(runs[r.item], r)
+	}
+	for _, w := range workers {
+		w.signal(t, syscall.SIGTERM)
+		if r := w.wait(t); r.Code != 0 {
+			t.Errorf("a worker exited %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)
+		}
+	}
+	for item, rs := range runs {
+		for i := 1; i < len(rs); i++ {
+			gap := rs[i].at.Sub(rs[i-1].at)
+			// The cooldown starts when the run ends, after it started;
+			// date(1) truncates to the millisecond.
+			if gap < cooldown-time.Millisecond {
+				t.Errorf("%q ran again %s after its last start, inside its %s cooldown", item, gap, cooldown)
+			}
+			// Well after the cooldown would mean that it is not run again
+			// once it may: idle workers look every 50ms.
+			if gap > cooldown+2*time.Second {
+				t.Errorf("%q ran again only %s after its last start", item, gap)
+			}
+		}
+	}
+	if pttl := s.Client.PTTL(ctx(t), "cd:cooldown:a").Val(); pttl > cooldown {
+		t.Errorf("cooldown key of a expires in %s, more than %s", pttl, cooldown)
+	}
+	s.noLocks(t, "cd")
+}
+
+// TestCooldownDeletedRunsAtOnce: an operator's DEL of the cooldown key makes
+// the item eligible at once, an hour early.
+func TestCooldownDeletedRunsAtOnce(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "now:list", "a")
+	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "now", "-c", "-q", "--cooldown", "1h", "--idle-wait", "20ms"},
+		report(":", "")...)...)
+	if got := s.popStarted(t); got != "a" {
+		t.Fatalf("started %q, want a", got)
+	}
+	waitUntil(t, "the cooldown key is set", func() bool { return s.Client.Exists(ctx(t), "now:cooldown:a").Val() == 1 })
+	pttl := s.Client.PTTL(ctx(t), "now:cooldown:a").Val()
+	if pttl > time.Hour || pttl < 59*time.Minute {
+		t.Errorf("cooldown key expires in %s, want about 1h", pttl)
+	}
+	if holder := s.Client.Get(ctx(t), "now:cooldown:a").Val(); !strings.Contains(holder, ":") {
+		t.Errorf("cooldown key holds %q, want the run's token", holder)
+	}
+	if n := s.Client.LLen(ctx(t), "started").Val(); n != 0 {
+		t.Fatalf("a ran again inside its cooldown")
+	}
+	s.Client.Del(ctx(t), "now:cooldown:a")
+	if got := s.popStarted(t); got != "a" {
+		t.Errorf("after DEL, started %q, want a", got)
+	}
+	p.signal(t, syscall.SIGTERM)
+	if r := p.wait(t); r.Code != 0 {
+		t.Errorf("exit %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)
+	}
+}
+
+// backedOff is the "item backs off" log line of a run, if any.
+func backedOff(t *testing.T, stderr string) (failures int, delay time.Duration) {
+	t.Helper()
+	for line := range strings.Lines(stderr) {
+		var ev struct {
+			Message  string  `json:"message"`
+			Failures int     `json:"consecutive_failures"`
+			Backoff  float64 `json:"backoff_s"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if ev.Message == "item backs off" {
+			return ev.Failures, time.Duration(math.Round(ev.Backoff*1000)) * time.Millisecond
+		}
+	}
+	return 0, 0
+}
+
+// TestFailureBackoffGrowsAndResets: each failure of an item doubles its
+// delay (less up to a quarter of jitter) up to MAX, the count lives in Redis
+// across runs of w8y, and a success resets it.
+func TestFailureBackoffGrowsAndResets(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "bo:list", "f")
+	// The child fails unless the key "fix" holds yes.
+	args := []string{"-u", s.URL, "-k", "bo", "--log-format", "json", "--failure-backoff", "2s,7s", "--no-work-exit-code", "3",
+		"sh", "-c", `test "$(redis-cli -p "$REDIS_PORT" get fix)" = yes`}
+	count := func() string { return s.Client.HGet(ctx(t), "bo:state:f", "consecutive_failures").Val() }
+	fail := func(n int, nominal time.Duration) {
+		t.Helper()
+		r := runW8y(t, portEnv(s), args...)
+		if r.Code != 1 {
+			t.Fatalf("failure %d: exit %d, want 1; stderr:\n%s", n, r.Code, r.Stderr)
+		}
+		failures, delay := backedOff(t, r.Stderr)
+		if failures != n || delay > nominal || delay < nominal*3/4 {
+			t.Errorf("failure %d: logged failure %d with a delay of %s, want %s less up to a quarter", n, failures, delay, nominal)
+		}
+		if got := count(); got != strconv.Itoa(n) {
+			t.Errorf("failure %d: consecutive_failures is %q in Redis", n, got)
+		}
+		pttl := s.Client.PTTL(ctx(t), "bo:backoff:f").Val()
+		if pttl > delay || pttl < delay-time.Second {
+			t.Errorf("failure %d: backoff key expires in %s, want %s", n, pttl, delay)
+		}
+		// While the backoff lasts, nothing is eligible.
+		if r := runW8y(t, portEnv(s), args...); r.Code != 3 {
+			t.Errorf("failure %d: a run inside the backoff exited %d, want 3 (no work)", n, r.Code)
+		}
+		// Expire it now rather than wait.
+		s.Client.Del(ctx(t), "bo:backoff:f")
+	}
+	fail(1, 2*time.Second)
+	fail(2, 4*time.Second)
+	fail(3, 7*time.Second) // 8s, capped at MAX
+	fail(4, 7*time.Second)
+
+	s.Client.Set(ctx(t), "fix", "yes", 0)
+	if r := runW8y(t, portEnv(s), args...); r.Code != 0 {
+		t.Fatalf("the fixed item exited %d; stderr:\n%s", r.Code, r.Stderr)
+	}
+	if got := count(); got != "0" {
+		t.Errorf("after a success, consecutive_failures is %q, want 0", got)
+	}
+	if n := s.Client.Exists(ctx(t), "bo:backoff:f").Val(); n != 0 {
+		t.Errorf("a success set a backoff")
+	}
+	s.Client.Del(ctx(t), "fix")
+	fail(1, 2*time.Second)
+	if ttl := s.Client.PTTL(ctx(t), "bo:state:f").Val(); ttl < 6*24*time.Hour {
+		t.Errorf("state hash expires in %s, want about 7 days", ttl)
+	}
+	s.noLocks(t, "bo")
+}
+
+// TestFailureBackoffRetriesInTime: a continuous worker with
+// --failure-backoff goes on after failures, and retries the failing item
+// after each delay, which grows.
+func TestFailureBackoffRetriesInTime(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "retry:list", "f")
+	p := startW8y(t, portEnv(s), "-u", s.URL, "-k", "retry", "-c", "-q", "--failure-backoff", "300ms,1200ms",
+		"--idle-wait", "20ms", "sh", "-c", stamp("retry")+"; exit 1")
+	var starts []time.Time
+	for len(starts) < 4 {
+		starts = append(starts, s.popRun(t).at)
+	}
+	for i, nominal := range []time.Duration{300 * time.Millisecond, 600 * time.Millisecond, 1200 * time.Millisecond} {
+		gap := starts[i+1].Sub(starts[i])
+		if gap < nominal*3/4-time.Millisecond || gap > nominal+2*time.Second {
+			t.Errorf("retry %d came %s after the last start, want %s less up to a quarter (and the idle wait)", i+1, gap, nominal)
+		}
+	}
+	p.signal(t, syscall.SIGTERM)
+	if r := p.wait(t); r.Code != 0 {
+		t.Errorf("exit %d after SIGTERM, want 0; stderr:\n%s", r.Code, r.Stderr)
+	}
+}
+
+// TestStopOnFailure: without --failure-backoff a continuous worker still
+// exits with a failing child's code, and --stop-on-failure keeps that with
+// it; the failure is recorded either way.
+func TestStopOnFailure(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	for _, extra := range [][]string{nil, {"--failure-backoff", "1h", "--stop-on-failure"}} {
+		s.seed(t, "sof:list", "a")
+		s.Client.Del(ctx(t), "sof:backoff:a")
+		r := runW8y(t, nil, append(append([]string{"-u", s.URL, "-k", "sof", "-c", "-q"}, extra...), "sh", "-c", "exit 4")...)
+		if r.Code != 4 {
+			t.Errorf("%q: exit %d, want 4", extra, r.Code)
+		}
+	}
+	if got := s.Client.HGet(ctx(t), "sof:state:a", "consecutive_failures").Val(); got != "2" {
+		t.Errorf("consecutive_failures %q, want 2", got)
+	}
+}
+
+// TestInterruptedRunIsNotAFailure: a child stopped by the SIGTERM that w8y
+// forwards neither backs off nor cools down, and its count is unchanged.
+func TestInterruptedRunIsNotAFailure(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "intr:list", "a")
+	s.Client.HSet(ctx(t), "intr:state:a", "consecutive_failures", 2)
+	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "intr", "-c", "-q", "--cooldown", "1h", "--failure-backoff", "1h"},
+		report(":", "exec sleep 1000")...)...)
+	s.popStarted(t)
+	p.signal(t, syscall.SIGTERM)
+	if r := p.wait(t); r.Code != 0 {
+		t.Errorf("exit %d after SIGTERM, want 0", r.Code)
+	}
+	// No cooldown, no backoff: only the run's record and its events.
+	if keys := s.keys(t, "intr:*"); !slices.Equal(keys, []string{"intr:events", "intr:list", "intr:state:a"}) {
+		t.Errorf("keys after an interrupted run: %q", keys)
+	}
+	if got := s.Client.HGet(ctx(t), "intr:state:a", "consecutive_failures").Val(); got != "2" {
+		t.Errorf("consecutive_failures %q, want 2 as before", got)
+	}
+	if got := s.Client.HGet(ctx(t), "intr:state:a", "last_result").Val(); got != "interrupted" {
+		t.Errorf("last_result %q, want interrupted", got)
+	}
+}
+
+// TestScheduleSurvivesSIGKILL: a worker killed with SIGKILL leaves every
+// state in Redis (cooldown, backoff, the count, its lock until it expires),
+// and the next worker honours them all.
+func TestScheduleSurvivesSIGKILL(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "kill:list", "a", "b", "c")
+	// a succeeds, b fails, c runs until killed the first time and succeeds
+	// the second.
+	child := report(":", `case "$W8Y_ITEM" in
+		a) exit 0;;
+		b) exit 1;;
+		c) [ "$(redis-cli -p "$REDIS_PORT" incr c-runs)" = 1 ] && exec sleep 1000; exit 0;;
+	esac`)
+	args := append([]string{"-u", s.URL, "-k", "kill", "-c", "-q", "-x", "1", "--idle-wait", "20ms",
+		"--cooldown", "1h", "--failure-backoff", "1h"}, child...)
+	first := startW8y(t, portEnv(s), args...)
+	for _, want := range []string{"a", "b", "c"} {
+		if got := s.popStarted(t); got != want {
+			t.Fatalf("started %q, want %q", got, want)
+		}
+	}
+	waitUntil(t, "b's backoff is set", func() bool { return s.Client.Exists(ctx(t), "kill:backoff:b").Val() == 1 })
+	// c reports its start before it counts its runs.
+	waitUntil(t, "c has counted its first run", func() bool { return s.Client.Get(ctx(t), "c-runs").Val() == "1" })
+	token := s.Client.Get(ctx(t), "kill:lock:c").Val()
+	if token == "" {
+		t.Fatal("c's lock is not held while c runs")
+	}
+	first.kill()
+
+	// Everything the killed worker wrote is still there.
+	for key, owner := range map[string]string{"kill:cooldown:a": token, "kill:backoff:b": token} {
+		if got := s.Client.Get(ctx(t), key).Val(); got != owner {
+			t.Errorf("%s holds %q, want the killed worker's token %q", key, got, owner)
+		}
+		// 1h, less up to a quarter of jitter for the backoff.
+		if pttl := s.Client.PTTL(ctx(t), key).Val(); pttl < 44*time.Minute || pttl > time.Hour {
+			t.Errorf("%s expires in %s, want about 1h", key, pttl)
+		}
+	}
+	if got := s.Client.HGet(ctx(t), "kill:state:b", "consecutive_failures").Val(); got != "1" {
+		t.Errorf("b's consecutive_failures %q, want 1", got)
+	}
+
+	// The next worker runs only c, once the dead worker's lock has expired.
+	second := startW8y(t, portEnv(s), args...)
+	if got := s.popStarted(t); got != "c" {
+		t.Errorf("the next worker started %q, want c", got)
+	}
+	waitUntil(t, "c cools down", func() bool { return s.Client.Exists(ctx(t), "kill:cooldown:c").Val() == 1 })
+	second.signal(t, syscall.SIGTERM)
+	if r := second.wait(t); r.Code != 0 {
+		t.Errorf("exit %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)
+	}
+	if n := s.Client.LLen(ctx(t), "started").Val(); n != 0 {
+		t.Errorf("%d more runs: a or b ran while waiting", n)
+	}
+
+	// The count goes on where the killed worker left it.
+	s.Client.Del(ctx(t), "kill:backoff:b", "kill:cooldown:a", "kill:cooldown:c")
+	s.Client.Set(ctx(t), "kill:lock:a", "held", time.Hour)
+	s.Client.Set(ctx(t), "kill:lock:c", "held", time.Hour)
+	oneShot := slices.Delete(slices.Clone(args), 4, 5) // drop -c
+	if r := runW8y(t, portEnv(s), oneShot...); r.Code != 1 {
+		t.Errorf("b's next run exited %d, want 1; stderr:\n%s", r.Code, r.Stderr)
+	}
+	if got := s.Client.HGet(ctx(t), "kill:state:b", "consecutive_failures").Val(); got != "2" {
+		t.Errorf("b's consecutive_failures %q, want 2", got)
+	}
+	if pttl := s.Client.PTTL(ctx(t), "kill:backoff:b").Val(); pttl <= time.Hour*3/2 || pttl > 2*time.Hour {
+		t.Errorf("b's second backoff expires in %s, want 2h less up to a quarter", pttl)
+	}
+}
