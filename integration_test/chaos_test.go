@@ -72,7 +72,10 @@ func TestChaos(t *testing.T) {
 	generation := 0
 	start := func() *chaosWorker {
 		generation++
-		w := &chaosWorker{marker: fmt.Sprintf("W8Y_CHAOS_MARK=%s-%d", filepath.Base(dir), generation)}
+		// The whole temporary directory, not its base name: t.TempDir's
+		// base is "001" in every run, and chaos tests of other checkouts
+		// on the same machine would carry the same marker.
+		w := &chaosWorker{marker: fmt.Sprintf("W8Y_CHAOS_MARK=%s-%d", dir, generation)}
 		w.p = startW8y(t, []string{"CHAOS_DIR=" + dir, w.marker},
 			"-u", s.URL, "-k", "chaos", "-c", "-x", ttl.String(), "--idle-wait", "50ms", "--log-level", "warn",
 			"sh", "-c", chaosChild)
