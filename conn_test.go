@@ -27,7 +27,7 @@ func TestNewRedisClientHidesPassword(t *testing.T) {
 		"redis://u:topsecret@host/notadb",
 		"redis://u:top%20secret@host:x",
 	} {
-		_, err := newRedisClient(raw)
+		_, err := newRedisClient(&Options{RedisURL: raw})
 		if err == nil {
 			t.Errorf("%q: no error", raw)
 			continue

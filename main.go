@@ -94,18 +94,21 @@ func exitCode(err error) int {
 
 // serve sets up Redis, signals and the terminal, then runs the worker.
 func serve(opts *Options, log zerolog.Logger) (int, error) {
-	command, err := resolveCommand(opts.Command, opts.EnvVar, os.Environ())
+	command, err := resolveCommand(opts.Command, opts.EnvVar, withoutSecrets(os.Environ()))
 	if err != nil {
 		return 0, err
 	}
 	// go-redis logs through a process-wide logger, and only w8y's own
 	// logger may write to stderr.
 	redis.SetLogger(redisLog{log: log})
-	client, err := newRedisClient(opts.RedisURL)
+	client, err := newRedisClient(opts)
 	if err != nil {
 		return 0, err
 	}
 	defer client.Close()
+	if insecureTLS(client) {
+		log.Warn().Msg("TLS CERTIFICATE VERIFICATION IS OFF: the connection to Redis is encrypted, but anyone on the network path can pose as the server and read the password and every item")
+	}
 	token, err := newToken()
 	if err != nil {
 		return 0, err
@@ -148,7 +151,7 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 		rotator: &Rotator{
 			Client: client, Keys: keys, Token: token, TTL: time.Duration(opts.KeyExpiry),
 			MaxItemLen: command.maxItemLen(keys.Lock(""), argMax()), Log: log,
-			ServerScan: canScanOnServer(client, keys.Prefix),
+			ServerScan: canScanOnServer(client, keys.Prefix), ReplicaAcks: opts.ReplicaAcks,
 		},
 		command: command,
 		router:  router,

@@ -28,9 +28,10 @@ var errStopped = errors.New("stopped")
 
 // listClient is the part of the Redis client that rotating the list needs.
 type listClient interface {
-	redis.Scripter
+	scriptClient
 	LLen(ctx context.Context, key string) *redis.IntCmd
 	LMove(ctx context.Context, source, destination, srcpos, destpos string) *redis.StringCmd
+	RPopLPush(ctx context.Context, source, destination string) *redis.StringCmd
 }
 
 // Keys names the Redis keys under one prefix. Other programs write these
@@ -61,7 +62,14 @@ type Rotator struct {
 	// Batch is the most candidates one server-side call looks at; 0 means
 	// scanBatch. Tests set it low to cross batches with short lists.
 	Batch int
-	Log   zerolog.Logger
+	// ReplicaAcks is --replica-acks: a lock that fewer replicas confirm is
+	// given back at once, and the take fails (see runScript).
+	ReplicaAcks int
+	Log         zerolog.Logger
+
+	// noLMove is set once the server turned out to lack LMOVE (Redis
+	// older than 6.2), so that rotate asks only once.
+	noLMove bool
 }
 
 // Take rotates the list one candidate at a time (LMOVE list list LEFT RIGHT,
@@ -91,7 +99,7 @@ func (r *Rotator) takeEach(ctx context.Context, stop <-chan struct{}) (string, *
 			return "", nil, errStopped
 		default:
 		}
-		item, err := r.Client.LMove(ctx, list, list, "LEFT", "RIGHT").Result()
+		item, err := r.rotate(ctx, list)
 		if errors.Is(err, redis.Nil) {
 			// Another client emptied the list during the pass.
 			break
@@ -103,9 +111,12 @@ func (r *Rotator) takeEach(ctx context.Context, stop <-chan struct{}) (string, *
 			r.Log.Warn().Str("item", clip(item)).Msg("skipping item: " + reason)
 			continue
 		}
-		lock := &Lock{Key: r.Keys.Lock(item), Token: r.Token, TTL: r.TTL, client: r.Client}
+		lock := r.newLock(item)
 		sent := time.Now()
-		got, err := tryLockScript.Run(ctx, r.Client, []string{lock.Key}, lock.Token, lock.TTL.Milliseconds()).Result()
+		got, err := runScript(ctx, r.Client, tryLockScript, r.ReplicaAcks, r.TTL, []string{lock.Key}, lock.Token, lock.TTL.Milliseconds())
+		if got == int64(1) && err != nil {
+			return "", nil, r.giveBack(ctx, lock, err)
+		}
 		if err != nil {
 			return "", nil, redisError("take lock "+quoteKey(lock.Key), err)
 		}
@@ -120,6 +131,45 @@ func (r *Rotator) takeEach(ctx context.Context, stop <-chan struct{}) (string, *
 		}
 	}
 	return "", nil, ErrNoWork
+}
+
+// rotate moves the head of list to its tail and returns it, with LMOVE.
+// Redis older than 6.2 has no LMOVE: the first "unknown command" says so, is
+// logged once, and from then on rotate uses RPOPLPUSH, which moves the tail
+// to the head instead. The list then turns the other way round, losing no
+// item all the same.
+func (r *Rotator) rotate(ctx context.Context, list string) (string, error) {
+	if !r.noLMove {
+		item, err := r.Client.LMove(ctx, list, list, "LEFT", "RIGHT").Result()
+		if err == nil || !unknownCommand(err, "lmove") {
+			return item, err
+		}
+		r.noLMove = true
+		r.Log.Warn().Msg("this Redis has no LMOVE (it is older than 6.2): rotating with RPOPLPUSH instead, which takes items from the end of the list and puts them first, so the list turns the other way round")
+	}
+	return r.Client.RPopLPush(ctx, list, list).Result()
+}
+
+// unknownCommand reports whether err is Redis' answer to a command it does
+// not know, such as LMOVE before Redis 6.2 or a command renamed away.
+func unknownCommand(err error, command string) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.HasPrefix(msg, "err unknown command") && strings.Contains(msg, command)
+}
+
+// newLock is the lock of item as this Rotator takes it.
+func (r *Rotator) newLock(item string) *Lock {
+	return &Lock{Key: r.Keys.Lock(item), Token: r.Token, TTL: r.TTL, client: r.Client, acks: r.ReplicaAcks}
+}
+
+// giveBack releases lock, just taken but not confirmed by enough replicas
+// (cause), and returns the error that the take failed with: running the
+// child on a lock that a failover could lose might run the item twice.
+func (r *Rotator) giveBack(ctx context.Context, lock *Lock, cause error) error {
+	if _, err := lock.Release(ctx); err != nil {
+		r.Log.Warn().Err(err).Str("lock_key", lock.Key).Msg("could not give back an unconfirmed lock; it will expire by itself")
+	}
+	return redisError("take lock "+quoteKey(lock.Key), cause)
 }
 
 // warnLockType warns that the lock key of item (shown clipped) holds a value
