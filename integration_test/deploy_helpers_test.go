@@ -31,7 +31,14 @@ import (
 // testTimeout.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
+	waitForWithin(t, testTimeout, what, cond)
+}
+
+// waitForWithin is waitFor with a bound of its own, for what takes longer
+// by design.
+func waitForWithin(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -190,6 +197,10 @@ func (c *cluster) migrateSlot(t *testing.T, key string) *server {
 	return to
 }
 
+// noSyncDelay makes a master send a full sync to a replica at once, instead
+// of waiting 5 seconds for more replicas to share it.
+var noSyncDelay = []string{"--repl-diskless-sync-delay", "0"}
+
 // sentinelGroup is a master, a replica and three sentinels watching them.
 type sentinelGroup struct {
 	Master, Replica *server
@@ -206,8 +217,8 @@ type sentinelGroup struct {
 func startSentinelGroup(t *testing.T) *sentinelGroup {
 	t.Helper()
 	g := &sentinelGroup{Name: "w8ytest"}
-	g.Master = startRedis(t)
-	g.Replica = startRedis(t, "--replicaof", "127.0.0.1", itoa(g.Master.Port))
+	g.Master = startRedis(t, noSyncDelay...)
+	g.Replica = startRedis(t, append([]string{"--replicaof", "127.0.0.1", itoa(g.Master.Port)}, noSyncDelay...)...)
 	waitFor(t, "the replica to sync", func() bool {
 		info, err := g.Replica.Client.Info(context.Background(), "replication").Result()
 		return err == nil && strings.Contains(info, "master_link_status:up")
@@ -281,12 +292,12 @@ func (g *sentinelGroup) masterPort() int {
 // pki is a throwaway certificate authority with certificates it issued,
 // written as PEM files into a test's directory.
 type pki struct {
-	Dir                  string
-	CACert               string // the CA's certificate
+	Dir                   string
+	CACert                string // the CA's certificate
 	ServerCert, ServerKey string // for 127.0.0.1 and localhost
 	ClientCert, ClientKey string
-	ca                   *x509.Certificate
-	caKey                *ecdsa.PrivateKey
+	ca                    *x509.Certificate
+	caKey                 *ecdsa.PrivateKey
 }
 
 // newPKI makes a CA and a server and a client certificate signed by it.
