@@ -271,9 +271,17 @@ var userinfoPassword = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)([^@]*)@`)
 })
 
+// queryPassword finds a password given as a query parameter, which
+// go-redis' Sentinel URLs accept and w8y refuses, in an error that quotes
+// the URL.
+var queryPassword = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`([?&][a-z_]*password=)[^&#]*`)
+})
+
 // redactURL returns rawURL with any password replaced by "xxxxx".
 func redactURL(rawURL string) string {
-	return userinfoPassword().ReplaceAllString(rawURL, "${1}xxxxx@")
+	rawURL = userinfoPassword().ReplaceAllString(rawURL, "${1}xxxxx@")
+	return queryPassword().ReplaceAllString(rawURL, "${1}xxxxx")
 }
 
 // redact removes the password of rawURL from msg, wherever msg quotes it.

@@ -172,6 +172,32 @@ func TestParseOptions(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "deployment options",
+			args: []string{"--redis-cluster", "--tls-ca-cert", "ca.pem", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-server-name", "r", "--redis-password-file", "pw", "true"},
+			check: func(t *testing.T, o *Options) {
+				if !o.RedisCluster || o.TLSCACert != "ca.pem" || o.TLSCert != "c.pem" || o.TLSKey != "k.pem" || o.TLSServerName != "r" || o.RedisPasswordFile != "pw" {
+					t.Errorf("options %+v", o)
+				}
+			},
+		},
+		{
+			name: "secrets only from the environment",
+			args: []string{"--sentinel-master", "m", "--replica-acks", "1", "true"},
+			env:  map[string]string{"W8Y_REDIS_PASSWORD": "p1", "W8Y_SENTINEL_PASSWORD": "p2", "W8Y_TLS_INSECURE_SKIP_VERIFY": "true"},
+			check: func(t *testing.T, o *Options) {
+				if o.redisPassword != "p1" || o.sentinelPassword != "p2" || o.SentinelMaster != "m" || o.ReplicaAcks != 1 || !o.TLSInsecureSkipVerify {
+					t.Errorf("password %q sentinel password %q master %q acks %d skip %v", o.redisPassword, o.sentinelPassword, o.SentinelMaster, o.ReplicaAcks, o.TLSInsecureSkipVerify)
+				}
+			},
+		},
+		{name: "no flag for the password", args: []string{"--redis-password", "x", "true"}, wantErr: "unknown flag 'redis-password'"},
+		{name: "cluster and sentinel", args: []string{"--redis-cluster", "--sentinel-master", "m", "true"}, wantErr: "exclude each other"},
+		{name: "cert without key", args: []string{"--tls-cert", "c.pem", "true"}, wantErr: "go together"},
+		{name: "key without cert", args: []string{"--tls-key", "k.pem", "true"}, wantErr: "go together"},
+		{name: "password twice", args: []string{"--redis-password-file", "pw", "true"}, env: map[string]string{"W8Y_REDIS_PASSWORD": "x"}, wantErr: "given twice"},
+		{name: "negative replica acks", args: []string{"--replica-acks", "-1", "true"}, wantErr: "--replica-acks must not be negative"},
+		{name: "replica acks on a cluster", args: []string{"--replica-acks", "1", "--redis-cluster", "true"}, wantErr: "does not work with --redis-cluster"},
 		{name: "unknown flag", args: []string{"--bogus", "true"}, wantErr: "unknown flag 'bogus'"},
 		{name: "missing executable", args: []string{"-k", "work"}, wantErr: "missing executable"},
 		{name: "empty executable", args: []string{""}, wantErr: "executable name is empty"},
@@ -191,6 +217,8 @@ func TestParseOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("W8Y_REDIS_PASSWORD", "")
+			t.Setenv("W8Y_SENTINEL_PASSWORD", "")
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
@@ -229,5 +257,12 @@ func TestHelpAndVersion(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}
+	}
+}
+
+func TestWithoutSecrets(t *testing.T) {
+	got := withoutSecrets([]string{"PATH=/bin", "W8Y_REDIS_PASSWORD=s", "W8Y_SENTINEL_PASSWORD=t", "W8Y_REDIS_PASSWORD_FILE=/f", "X=W8Y_REDIS_PASSWORD=u"})
+	if want := []string{"PATH=/bin", "W8Y_REDIS_PASSWORD_FILE=/f", "X=W8Y_REDIS_PASSWORD=u"}; !slices.Equal(got, want) {
+		t.Errorf("withoutSecrets = %q, want %q", got, want)
 	}
 }
