@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,12 +94,8 @@ func startCluster(t *testing.T, n int, extra ...string) *cluster {
 	// through any of them.
 	waitFor(t, "every node to see all slots", func() bool {
 		for _, s := range c.Nodes {
-			slots, err := s.Client.ClusterSlots(context.Background()).Result()
-			covered := 0
-			for _, r := range slots {
-				covered += int(r.End - r.Start + 1)
-			}
-			if err != nil || covered != 16384 {
+			info, err := s.Client.ClusterInfo(context.Background()).Result()
+			if err != nil || !strings.Contains(info, "cluster_slots_ok:16384") || !strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d", n)) {
 				return false
 			}
 		}
@@ -115,17 +112,16 @@ func (c *cluster) nodeOf(t *testing.T, key string) (*server, string) {
 		t.Fatal(err)
 	}
 	for _, s := range c.Nodes {
-		slots, err := s.Client.ClusterSlots(ctx(t)).Result()
+		id := nodeID(t, s)
+		shards, err := s.Client.ClusterShards(ctx(t)).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, err := s.Client.Do(ctx(t), "CLUSTER", "MYID").Text()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range slots {
-			if int64(r.Start) <= slot && slot <= int64(r.End) && r.Nodes[0].ID == id {
-				return s, id
+		for _, shard := range shards {
+			for _, r := range shard.Slots {
+				if r.Start <= slot && slot <= r.End && slices.ContainsFunc(shard.Nodes, func(n redis.Node) bool { return n.ID == id }) {
+					return s, id
+				}
 			}
 		}
 	}
