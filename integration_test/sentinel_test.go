@@ -112,17 +112,20 @@ func TestReplicaAcks(t *testing.T) {
 
 	attach()
 	dir := t.TempDir()
-	p := startW8y(t, nil, append(args, "-x", "1", "sh", "-c", "echo $$ > "+dir+"/pid; exec sleep 30")...)
+	// A 3s expiry with a 200ms kill grace leaves the first refresh over a
+	// second before the child must be stopped: ample for WAIT's 300ms, so
+	// that the refresh fails for want of replicas, not for want of time.
+	p := startW8y(t, nil, append(args, "-x", "3", "--kill-after", "200ms", "sh", "-c", "echo $$ > "+dir+"/pid; exec sleep 30")...)
 	waitFor(t, "the child to start", func() bool { _, err := os.Stat(dir + "/pid"); return err == nil })
 	detach()
 	started := time.Now()
 	r = p.wait(t)
-	if r.Code != 122 || !strings.Contains(r.Stderr, "lock lost") {
-		t.Errorf("refreshes unconfirmed: exit %d, want 122 (lock lost); stderr:\n%s", r.Code, r.Stderr)
+	if r.Code != 122 || !strings.Contains(r.Stderr, "lock lost") || !strings.Contains(r.Stderr, "0 of the 1 replicas wanted confirmed it") {
+		t.Errorf("refreshes unconfirmed: exit %d, want 122 (lock lost) after unconfirmed refreshes; stderr:\n%s", r.Code, r.Stderr)
 	}
 	// The lease was confirmed at the latest when the replica left: the
 	// child must be gone within the key expiry of that.
-	if took := time.Since(started); took > time.Second {
-		t.Errorf("the child was stopped %s after the replica left, beyond the 1s key expiry", took)
+	if took := time.Since(started); took > 3*time.Second {
+		t.Errorf("the child was stopped %s after the replica left, beyond the 3s key expiry", took)
 	}
 }
