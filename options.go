@@ -16,9 +16,9 @@ import (
 // Options holds everything w8y can be told on its command line or through
 // W8Y_* environment variables. A flag on the command line beats the variable.
 type Options struct {
-	RedisURL              string   `short:"u" long:"redis-url" env:"W8Y_REDIS_URL" default:"redis://localhost:6379" value-name:"URL" description:"Redis to connect to: redis://[user[:password]@]host:port[/db], rediss:// for TLS, unix:///path/to/socket[?db=N]; with --redis-cluster or --sentinel-master, more addresses as ?addr=host:port&addr=..."`
+	RedisURL              string   `short:"u" long:"redis-url" env:"W8Y_REDIS_URL" default:"redis://localhost:6379" value-name:"URL" description:"Redis to connect to: redis://[user@]host:port[/db], rediss:// (TLS) or unix:///path/to/socket; more addresses as ?addr=host:port with --redis-cluster or --sentinel-master"`
 	RedisCluster          bool     `long:"redis-cluster" env:"W8Y_REDIS_CLUSTER" description:"Redis is a Cluster: the URL's addresses are seed nodes"`
-	SentinelMaster        string   `long:"sentinel-master" env:"W8Y_SENTINEL_MASTER" value-name:"NAME" description:"Find the master named NAME through Sentinel: the URL's addresses are the sentinels', its user and password the master's"`
+	SentinelMaster        string   `long:"sentinel-master" env:"W8Y_SENTINEL_MASTER" value-name:"NAME" description:"Find the master named NAME through Sentinel: the URL's addresses are the sentinels', its user and password the master's (W8Y_SENTINEL_PASSWORD is the sentinels' own)"`
 	RedisPasswordFile     string   `long:"redis-password-file" env:"W8Y_REDIS_PASSWORD_FILE" value-name:"PATH" description:"Read the Redis password from this file (one trailing newline is dropped); or set W8Y_REDIS_PASSWORD. Neither shows in ps"`
 	TLSCACert             string   `long:"tls-ca-cert" env:"W8Y_TLS_CA_CERT" value-name:"PATH" description:"With rediss://, trust only the CAs in this PEM file instead of the system's"`
 	TLSCert               string   `long:"tls-cert" env:"W8Y_TLS_CERT" value-name:"PATH" description:"With rediss://, present this PEM client certificate (needs --tls-key)"`
@@ -173,7 +173,8 @@ Exit codes:
   122      the lock was lost while the child ran; the child was stopped
   124      the child ran past --timeout; it was stopped
   125      w8y itself failed: bad option, bad URL, Redis unreachable or erroring,
-           wrong password or certificate, wrong key type
+           wrong password or certificate, lock not confirmed by --replica-acks
+           replicas, wrong key type
   126      the executable was found but cannot be run
   127      the executable was not found
 `
