@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
 
@@ -108,20 +107,17 @@ func exitCode(err error) int {
 
 // serve sets up Redis, signals and the terminal, then runs the worker.
 func serve(opts *Options, log zerolog.Logger) (int, error) {
-	command, err := resolveCommand(opts.Command, opts.EnvVar, os.Environ())
+	command, err := resolveCommand(opts.Command, opts.EnvVar, withoutSecrets(os.Environ()))
 	if err != nil {
 		return 0, err
 	}
-	// go-redis logs through a process-wide logger, and only w8y's own
-	// logger may write to stderr.
-	redis.SetLogger(redisLog{log: log})
 	conns := workerConns
 	if opts.MetricsAddr != "" {
 		// One more, so that a health probe's PING never waits for the
 		// worker's connections.
 		conns++
 	}
-	client, err := newRedisClient(opts.RedisURL, conns)
+	client, err := connect(opts, conns, log)
 	if err != nil {
 		return 0, err
 	}
@@ -162,6 +158,7 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 		}()
 	}
 
+	keys := Keys{Prefix: opts.KeyPrefix}
 	var m *metrics
 	var health *heartbeat
 	if opts.MetricsAddr != "" {
@@ -173,7 +170,6 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 		defer stop()
 	}
 
-	keys := Keys{Prefix: opts.KeyPrefix}
 	serverScan := canScanOnServer(client, keys.Prefix)
 	record := &recorder{keys: keys, stateTTL: time.Duration(opts.StateTTL), oneScript: serverScan}
 	if !opts.NoEvents {
@@ -184,7 +180,7 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 		rotator: &Rotator{
 			Client: client, Keys: keys, Token: token, TTL: time.Duration(opts.KeyExpiry),
 			MaxItemLen: command.maxItemLen(keys.Lock(""), argMax()), Log: log,
-			ServerScan: serverScan, Record: record,
+			ServerScan: serverScan, Record: record, ReplicaAcks: opts.ReplicaAcks,
 		},
 		command: command,
 		router:  router,

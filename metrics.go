@@ -234,7 +234,7 @@ func healthHandler(probe *redisProbe, hb *heartbeat) http.Handler {
 // startMetrics sets up what --metrics-addr serves: the metrics, counting
 // client's failed commands, the heartbeat and the Redis probe behind
 // /healthz, and the server. stop shuts the server down.
-func startMetrics(addr string, client *redis.Client, log zerolog.Logger) (*metrics, *heartbeat, func(), error) {
+func startMetrics(addr string, client redis.UniversalClient, log zerolog.Logger) (*metrics, *heartbeat, func(), error) {
 	m := newMetrics(version, commit)
 	client.AddHook(redisHook{m: m})
 	health := newHeartbeat(time.Now)

@@ -103,7 +103,14 @@ local wrong, nwrong = {}, 0
 -- locks' values back. A lock that holds our own token is taken too, as it is
 -- for SET NX: this process never takes an item while it holds another, so
 -- such a lock can only come from a call whose reply was lost, and expires.
-if nkeys > 0 and redis.call("EXISTS", unpack(keys, 1, nkeys)) < nkeys then
+--
+-- The list is named in EXISTS too, though it is known to exist: on Redis
+-- Cluster, while the slot moves to another node, the node that imports it
+-- runs a command that names several keys only when all of them have
+-- arrived, and refuses it otherwise. With a single lock key it would run,
+-- find the lock missing because it has not arrived yet, and take the item
+-- that its holder still runs on the other node.
+if nkeys > 0 and redis.call("EXISTS", list, unpack(keys, 1, nkeys)) < nkeys + 1 then
   -- MGET reads no value for a key of another type: SET NX then fails, and
   -- the candidate counts as locked, as it does without a script.
   local values = redis.call("MGET", unpack(keys, 1, nkeys))
