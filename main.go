@@ -163,7 +163,7 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 	var health *heartbeat
 	if opts.MetricsAddr != "" {
 		var stop func()
-		m, health, stop, err = startMetrics(opts.MetricsAddr, client, log)
+		m, health, stop, err = startMetrics(opts.MetricsAddr, client, keys, log)
 		if err != nil {
 			return 0, err
 		}
