@@ -2,11 +2,14 @@ package integration_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestTLS runs w8y against a redis-server that speaks only TLS, with
@@ -93,9 +96,49 @@ func TestTLS(t *testing.T) {
 }
 
 // aclCommands are the commands that w8y needs, as README.md's ACL example
-// grants them: those it sends, and those its scripts call.
+// grants them: those it sends, those its scripts call, and those of the
+// record, --status and /healthz. The scripts call the record's with pcall,
+// so a missing one would only show as a missing record: the tests check it.
 const aclCommands = "+evalsha +eval +llen +lmove +rpoplpush +wait " +
-	"+lrange +exists +mget +set +rpush +ltrim +type +get +pexpire +del"
+	"+lrange +exists +mget +set +rpush +ltrim +type +get +pexpire +del " +
+	"+hset +hincrby +xadd +lindex +lpos +pttl +hmget +ping"
+
+// checkRecord fails the test unless each of items ran once, as its state
+// hash says, and events holds a start and an end for each: the ACL rule
+// must let w8y write its record.
+func checkRecord(t *testing.T, c redis.Cmdable, prefix string, items ...string) {
+	t.Helper()
+	for _, item := range items {
+		state, err := c.HGetAll(ctx(t), prefix+"state:"+item).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if state["runs"] != "1" || state["last_result"] != "success" || state["last_start"] == "" {
+			t.Errorf("state of %s: %v, want one successful run", item, state)
+		}
+	}
+	if n, err := c.XLen(ctx(t), prefix+"events").Result(); err != nil || n != int64(2*len(items)) {
+		t.Errorf("%d events (%v), want %d", n, err, 2*len(items))
+	}
+}
+
+// checkStatus fails the test unless w8y --status --json, run with args as
+// the ACL user, lists want in that order.
+func checkStatus(t *testing.T, env []string, args []string, want ...string) {
+	t.Helper()
+	r := runW8y(t, env, append(args, "--status", "--json")...)
+	var items []struct{ Item string }
+	if err := json.Unmarshal([]byte(r.Stdout), &items); r.Code != 0 || err != nil {
+		t.Fatalf("--status: exit %d, %v; stdout %q, stderr %s", r.Code, err, r.Stdout, r.Stderr)
+	}
+	var got []string
+	for _, it := range items {
+		got = append(got, it.Item)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("--status lists %q, want %q", got, want)
+	}
+}
 
 // TestACL runs w8y as an ACL user limited to its prefix's keys and the
 // commands README.md lists, with the password from W8Y_REDIS_PASSWORD or a
@@ -164,6 +207,8 @@ func TestACL(t *testing.T) {
 	if got := s.list(t, "acl:list"); !slices.Equal(got, want) {
 		t.Errorf("list %q, want %q: only the three good runs rotate it", got, want)
 	}
+	checkRecord(t, s.Client, "acl:", "a", "b", "c")
+	checkStatus(t, []string{"W8Y_REDIS_PASSWORD=" + password}, []string{"-u", url, "-k", "acl"}, want...)
 
 	// The password reaches neither the child's environment nor w8y's argv.
 	r := runW8y(t, []string{"W8Y_REDIS_PASSWORD=" + password}, "-u", url, "-k", "acl", "sh", "-c",
@@ -194,6 +239,8 @@ func TestACLCluster(t *testing.T) {
 	if r.Code != 0 || r.Stdout != "a" {
 		t.Errorf("exit %d, stdout %q, stderr %s", r.Code, r.Stdout, r.Stderr)
 	}
+	checkRecord(t, c.Client, "acl:", "a")
+	checkStatus(t, []string{"W8Y_REDIS_PASSWORD=" + password}, []string{"--redis-cluster", "-u", url, "-k", "acl"}, "b", "a")
 }
 
 // TestUnixSocket connects through a unix:// socket.
