@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -109,8 +110,34 @@ func TestReplicaAcks(t *testing.T) {
 	}
 	oneLine(t, r.Stderr, "0 of the 1 replicas wanted confirmed it")
 	master.noLocks(t, "acks")
+	// The record shows the confirmed run, and the take given back as a run
+	// that started no child: interrupted, neither success nor failure.
+	if st := master.stateOf(t, "acks", "a"); st["runs"] != "1" || st["last_result"] != "success" {
+		t.Errorf("state of a after a confirmed run: %v", st)
+	}
+	if st := master.stateOf(t, "acks", "b"); st["runs"] != "1" || st["last_result"] != "interrupted" || st["failures"] != "" || st["last_exit_code"] != "" || st["last_start"] == "" {
+		t.Errorf("state of b after an unconfirmed take: %v", st)
+	}
+	var events []string
+	for _, e := range master.Client.XRange(ctx(t), "acks:events", "-", "+").Val() {
+		events = append(events, fmt.Sprint(e.Values["type"], " ", e.Values["item"], " ", e.Values["result"]))
+	}
+	if want := []string{"start a <nil>", "finish a success", "start b <nil>", "finish b interrupted"}; !slices.Equal(events, want) {
+		t.Errorf("events %q, want %q", events, want)
+	}
 
 	attach()
+	// The finish, with replica acks too, deletes only a lock that is still
+	// ours: here the child hands its lock to someone else.
+	r = runW8y(t, portEnv(master), append(args, "sh", "-c", `redis-cli -p "$REDIS_PORT" set "$W8Y_LOCK_KEY" someone-else >/dev/null`)...)
+	if r.Code != 0 {
+		t.Errorf("a run that lost its lock to another at the end: exit %d; stderr:\n%s", r.Code, r.Stderr)
+	}
+	if got := master.Client.Get(ctx(t), "acks:lock:a").Val(); got != "someone-else" {
+		t.Errorf("the other holder's lock holds %q after the release, want someone-else", got)
+	}
+	master.Client.Del(ctx(t), "acks:lock:a")
+
 	dir := t.TempDir()
 	// A 3s expiry with a 200ms kill grace leaves the first refresh over a
 	// second before the child must be stopped: ample for WAIT's 300ms, so
