@@ -310,6 +310,11 @@ func TestHelpAndVersion(t *testing.T) {
 			t.Errorf("--help lacks %q", want)
 		}
 	}
+	// --kill-after starts out as unsetDuration, which go-flags would show
+	// as its default: the description says what the default is.
+	if strings.Contains(out.String(), "-2562047h") {
+		t.Error("--help shows --kill-after's internal unset value as its default")
+	}
 }
 
 func TestVersionShowsTheCommit(t *testing.T) {
