@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	_ "embed"
@@ -113,10 +114,17 @@ func (l *Lock) Release(ctx context.Context, end *runEnd) (bool, error) {
 			keys = append(keys, rec.keys.Events())
 		}
 		n, err := releaseScript.Run(ctx, l.client, keys, l.Token, l.Item, rec.finishWords(*end)).Int()
-		if err != nil {
+		if err == nil {
+			return n == 1, nil
+		}
+		if !slotMoving(err) {
 			return false, redisError("release lock "+quoteKey(l.Key), err)
 		}
-		return n == 1, nil
+		// While the slot moves to another Cluster node, a command that
+		// names several of its keys is refused (TRYAGAIN) until all of
+		// them have arrived, and the script has not run. One key per
+		// command follows the move (ASK) instead: without this, the lock
+		// would be left to expire and the run's end never recorded.
 	}
 	// One key per command: EVAL, not EVALSHA, so that a server without the
 	// script needs no second round trip; the script is a few hundred bytes.
@@ -132,6 +140,13 @@ func (l *Lock) Release(ctx context.Context, end *runEnd) (bool, error) {
 		return n == 1, fmt.Errorf("%w of %s: %w", errRecord, quoteKey(l.Item), recordErr)
 	}
 	return n == 1, nil
+}
+
+// slotMoving reports whether err is Redis Cluster refusing a command that
+// names several keys of a slot that is moving between nodes, before they
+// have all arrived.
+func slotMoving(err error) bool {
+	return strings.HasPrefix(err.Error(), "TRYAGAIN")
 }
 
 // errRecord marks a failure to record a run, which never stops one.

@@ -1,9 +1,11 @@
 package integration_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -246,5 +248,82 @@ func TestClusterHealthz(t *testing.T) {
 	w.signal(t, syscall.SIGTERM)
 	if r := w.wait(t); r.Code != 0 {
 		t.Errorf("exit %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)
+	}
+}
+
+// TestClusterReleaseWhileSlotMoves ends a run while its slot is half moved
+// to another node: the state hash has arrived there, the lock and the
+// events stream have not. The release's script names all three and is
+// refused (TRYAGAIN); w8y must then release and record key by key, which
+// follows the move, rather than leave the lock to expire unrecorded.
+func TestClusterReleaseWhileSlotMoves(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3)
+	const p = "{mv}:"
+	list, lock, state, events := p+"list", p+"lock:a", p+"state:a", p+"events"
+	if err := c.Client.RPush(ctx(t), list, "a").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The state hash must exist before the run for MIGRATE to move it.
+	if err := c.Client.HSet(ctx(t), state, "runs", 4).Err(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	w := startW8y(t, []string{"DIR=" + dir}, "--redis-cluster", "-u", c.URL, "-k", p, "-x", "10", "sh", "-c",
+		`touch "$DIR/started"; while [ ! -e "$DIR/go" ]; do sleep 0.02; done`)
+	waitFor(t, "the child to start", func() bool { _, err := os.Stat(dir + "/started"); return err == nil })
+
+	bg := context.Background()
+	slot, _ := c.Nodes[0].Client.ClusterKeySlot(bg, list).Result()
+	from, fromID := c.nodeOf(t, list)
+	to := c.Nodes[0]
+	if to == from {
+		to = c.Nodes[1]
+	}
+	must := func(s *server, args ...any) {
+		t.Helper()
+		if err := s.Client.Do(bg, args...).Err(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+	must(to, "CLUSTER", "SETSLOT", slot, "IMPORTING", fromID)
+	must(from, "CLUSTER", "SETSLOT", slot, "MIGRATING", nodeID(t, to))
+	must(from, "MIGRATE", "127.0.0.1", to.Port, state, 0, 5000)
+	if n := from.Client.Exists(bg, lock, events).Val(); n != 2 {
+		t.Fatalf("the lock and the events should still be on the old node: %d of 2", n)
+	}
+
+	if err := os.WriteFile(dir+"/go", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := w.wait(t)
+	if r.Code != 0 || strings.Contains(r.Stderr, "could not release") || strings.Contains(r.Stderr, "could not be recorded") {
+		t.Errorf("exit %d; stderr:\n%s", r.Code, r.Stderr)
+	}
+	if n := from.Client.Exists(bg, lock).Val(); n != 0 {
+		t.Errorf("the lock was left on the old node to expire")
+	}
+
+	// Finish the move, and read the record where it now lives.
+	for {
+		keys := from.Client.ClusterGetKeysInSlot(bg, int(slot), 10).Val()
+		if len(keys) == 0 {
+			break
+		}
+		must(from, append([]any{"MIGRATE", "127.0.0.1", to.Port, "", 0, 5000, "KEYS"}, toAny(keys)...)...)
+	}
+	for _, s := range c.Nodes {
+		must(s, "CLUSTER", "SETSLOT", slot, "NODE", nodeID(t, to))
+	}
+	st := to.Client.HGetAll(bg, state).Val()
+	if st["runs"] != "5" || st["last_result"] != "success" || st["last_exit_code"] != "0" {
+		t.Errorf("state after the move: %v, want the run recorded", st)
+	}
+	var types []string
+	for _, e := range to.Client.XRange(bg, events, "-", "+").Val() {
+		types = append(types, fmt.Sprint(e.Values["type"]))
+	}
+	if !slices.Equal(types, []string{"start", "finish"}) {
+		t.Errorf("events %q, want start and finish", types)
 	}
 }
