@@ -1,8 +1,12 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestRedactURL(t *testing.T) {
@@ -12,6 +16,7 @@ func TestRedactURL(t *testing.T) {
 		{"rediss://user:p%40ss@host:6380", "rediss://user:xxxxx@host:6380"},
 		{"redis://user:secret@host:bad", "redis://user:xxxxx@host:bad"},
 		{"redis://user@host", "redis://user@host"},
+		{"redis://s:1?master_name=m&password=secret&sentinel_password=s2", "redis://s:1?master_name=m&password=xxxxx&sentinel_password=xxxxx"},
 	}
 	for _, tt := range tests {
 		if got := redactURL(tt.in); got != tt.want {
@@ -26,8 +31,9 @@ func TestNewRedisClientHidesPassword(t *testing.T) {
 		"redis://u:topsecret@[::1",
 		"redis://u:topsecret@host/notadb",
 		"redis://u:top%20secret@host:x",
+		"redis://host?password=topsecret",
 	} {
-		_, err := newRedisClient(raw, workerConns(1))
+		_, err := newRedisClient(&Options{RedisURL: raw}, workerConns(1))
 		if err == nil {
 			t.Errorf("%q: no error", raw)
 			continue
@@ -35,5 +41,115 @@ func TestNewRedisClientHidesPassword(t *testing.T) {
 		if strings.Contains(err.Error(), "topsecret") || strings.Contains(err.Error(), "top secret") || strings.Contains(err.Error(), "top%20secret") {
 			t.Errorf("%q: error shows the password: %v", raw, err)
 		}
+	}
+}
+
+// TestNewRedisClientForms checks which client each form of the options
+// builds, with which address, password and TLS settings.
+func TestNewRedisClientForms(t *testing.T) {
+	dir := t.TempDir()
+	pwFile := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pwFile, []byte("from-file\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		opts    Options
+		check   func(t *testing.T, c redis.UniversalClient)
+		wantErr string
+	}{
+		{
+			name: "single server, password from the environment",
+			opts: Options{RedisURL: "redis://u@host:7000/2", redisPassword: "env-pw"},
+			check: func(t *testing.T, c redis.UniversalClient) {
+				o := c.(*redis.Client).Options()
+				if o.Addr != "host:7000" || o.DB != 2 || o.Username != "u" || o.Password != "env-pw" || o.TLSConfig != nil || o.PoolSize != 2 {
+					t.Errorf("options %+v", o)
+				}
+			},
+		},
+		{
+			name: "password file drops its line end",
+			opts: Options{RedisURL: "redis://host", RedisPasswordFile: pwFile},
+			check: func(t *testing.T, c redis.UniversalClient) {
+				if p := c.(*redis.Client).Options().Password; p != "from-file" {
+					t.Errorf("password %q", p)
+				}
+			},
+		},
+		{
+			name: "unix socket",
+			opts: Options{RedisURL: "unix:///run/redis.sock?db=3"},
+			check: func(t *testing.T, c redis.UniversalClient) {
+				o := c.(*redis.Client).Options()
+				if o.Network != "unix" || o.Addr != "/run/redis.sock" || o.DB != 3 {
+					t.Errorf("options %+v", o)
+				}
+			},
+		},
+		{
+			name: "TLS with a server name",
+			opts: Options{RedisURL: "rediss://10.0.0.1:6380", TLSServerName: "redis.internal"},
+			check: func(t *testing.T, c redis.UniversalClient) {
+				tc := c.(*redis.Client).Options().TLSConfig
+				if tc == nil || tc.ServerName != "redis.internal" || tc.InsecureSkipVerify || insecureTLS(c) {
+					t.Errorf("TLS config %+v", tc)
+				}
+			},
+		},
+		{
+			name: "skip_verify in the URL counts as insecure",
+			opts: Options{RedisURL: "rediss://host?skip_verify=true"},
+			check: func(t *testing.T, c redis.UniversalClient) {
+				if !insecureTLS(c) {
+					t.Error("insecureTLS is false")
+				}
+			},
+		},
+		{
+			name: "cluster seeds",
+			opts: Options{RedisURL: "redis://:pw@a:7000?addr=b:7001&addr=c:7002", RedisCluster: true},
+			check: func(t *testing.T, c redis.UniversalClient) {
+				o := c.(*redis.ClusterClient).Options()
+				if strings.Join(o.Addrs, ",") != "a:7000,b:7001,c:7002" || o.Password != "pw" || o.PoolSize != 2 {
+					t.Errorf("options %+v", o)
+				}
+			},
+		},
+		{
+			name: "sentinel: the URL's user info is the master's",
+			opts: Options{RedisURL: "redis://u:pw@s1:26379?addr=s2:26379", SentinelMaster: "mymaster", sentinelPassword: "spw"},
+			check: func(t *testing.T, c redis.UniversalClient) {
+				o := c.(*redis.Client).Options()
+				if o.Username != "u" || o.Password != "pw" {
+					t.Errorf("master credentials %q %q", o.Username, o.Password)
+				}
+			},
+		},
+		{name: "several addresses without a mode", opts: Options{RedisURL: "redis://a:1?addr=b:2"}, wantErr: "need --redis-cluster or --sentinel-master"},
+		{name: "TLS options without rediss", opts: Options{RedisURL: "redis://a", TLSServerName: "x"}, wantErr: "need a rediss:// URL"},
+		{name: "unix socket as a cluster", opts: Options{RedisURL: "unix:///s", RedisCluster: true}, wantErr: "cannot be used with --redis-cluster"},
+		{name: "password in the URL and the environment", opts: Options{RedisURL: "redis://:pw@a", redisPassword: "x"}, wantErr: "given twice"},
+		{name: "empty password file", opts: Options{RedisURL: "redis://a", RedisPasswordFile: "/dev/null"}, wantErr: "is empty"},
+		{name: "sentinel password as a query parameter", opts: Options{RedisURL: "redis://s1?password=topsecret", SentinelMaster: "m"}, wantErr: "not as query parameters"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := newRedisClient(&tt.opts, workerConns(1))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), "topsecret") {
+					t.Errorf("error shows the password: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			tt.check(t, c)
+		})
 	}
 }

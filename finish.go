@@ -74,6 +74,15 @@ func (f *finisher) finish(ctx context.Context, lock *Lock, end runEnd) (finished
 	}
 	words := rec.finishWords(end) + f.scheduleWords(factor)
 	reply, err := releaseScript.Run(ctx, f.client, keys, lock.Token, item, words).Slice()
+	if err != nil && slotMoving(err) {
+		// While the slot moves to another Cluster node, a command that
+		// names several of its keys is refused (TRYAGAIN) until all of them
+		// have arrived, and the script has not run at all. One key per
+		// command follows the move (ASK) instead: without this, the lock
+		// would be left to expire, and the run's cooldown or backoff, its
+		// count of consecutive failures and its record would be lost.
+		return f.finishEach(ctx, lock, end, factor)
+	}
 	if err != nil {
 		return finished{}, redisError("finish the run of "+quoteKey(lock.Key), err)
 	}
@@ -109,7 +118,8 @@ func (f *finisher) scheduleWords(factor string) string {
 
 // finishEach is finish with commands on one key each (count.lua, pause.lua,
 // the record's plain commands, release.lua with the lock alone), for where
-// an item's keys may live on different servers. The count, the cooldown and
+// an item's keys may live on different servers, or where their slot is on
+// the move between Cluster nodes (see finish). The count, the cooldown and
 // the record go in one pipeline; a failure's backoff depends on the count,
 // so it needs a round trip of its own. The lock is released last wherever a
 // pause is set, so that a worker that takes it afterwards finds the pause
@@ -187,6 +197,13 @@ func (f *finisher) finishEach(ctx context.Context, lock *Lock, end runEnd, facto
 	}
 	out.Released = released
 	return out, nil
+}
+
+// slotMoving reports whether err is Redis Cluster refusing a command that
+// names several keys of a slot that is moving between nodes, before they
+// have all arrived.
+func slotMoving(err error) bool {
+	return strings.HasPrefix(err.Error(), "TRYAGAIN")
 }
 
 // countProblem sorts an error from count.lua: the state hash of another type

@@ -40,15 +40,21 @@ type Lock struct {
 	Item string
 
 	client lockClient
+	// acks is --replica-acks: how many replicas must confirm a refresh for
+	// it to count (see runScript).
+	acks int
 	// expires is the earliest moment the server may expire the key: when the
 	// command that last set its expiry was sent, plus TTL. The server applies
 	// TTL when it receives the command, which is never earlier.
 	expires time.Time
 }
 
-// lockClient is the part of the Redis client that a lock needs.
+// lockClient is the part of the Redis client that a lock needs: scripts,
+// pipelined with WAIT for --replica-acks, and a pipeline, which the take
+// and the finish of a run send their per-key commands in where one script
+// cannot name all of an item's keys.
 type lockClient interface {
-	redis.Scripter
+	scriptClient
 	Pipeline() redis.Pipeliner
 }
 
@@ -70,12 +76,17 @@ func newToken() (string, error) {
 // returns ErrLockLost if the key is gone or holds another value.
 func (l *Lock) Refresh(ctx context.Context) error {
 	sent := time.Now()
-	n, err := refreshScript.Run(ctx, l.client, []string{l.Key}, l.Token, l.TTL.Milliseconds()).Int()
+	reply, err := runScript(ctx, l.client, refreshScript, l.acks, l.TTL, []string{l.Key}, l.Token, l.TTL.Milliseconds())
+	if reply == int64(0) {
+		return fmt.Errorf("%w: %s no longer holds our token", ErrLockLost, quoteKey(l.Key))
+	}
 	if err != nil {
+		// Not confirmed by the replicas, the extension does not count: a
+		// failover now would bring back the lock as it was before it.
 		return redisError("refresh lock "+quoteKey(l.Key), err)
 	}
-	if n == 0 {
-		return fmt.Errorf("%w: %s no longer holds our token", ErrLockLost, quoteKey(l.Key))
+	if reply != int64(1) {
+		return redisError("refresh lock "+quoteKey(l.Key), fmt.Errorf("unexpected reply %v", reply))
 	}
 	l.expires = sent.Add(l.TTL)
 	return nil

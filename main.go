@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
 
@@ -108,22 +107,19 @@ func exitCode(err error) int {
 
 // serve sets up Redis, signals and the terminal, then runs the worker.
 func serve(opts *Options, log zerolog.Logger) (int, error) {
-	command, err := resolveCommand(opts.Command, opts.EnvVar, os.Environ())
+	command, err := resolveCommand(opts.Command, opts.EnvVar, withoutSecrets(os.Environ()))
 	if err != nil {
 		return 0, err
 	}
 	// Children that run at once cannot share one stdin or one terminal.
 	command.NoStdin = opts.Parallel > 1
-	// go-redis logs through a process-wide logger, and only w8y's own
-	// logger may write to stderr.
-	redis.SetLogger(redisLog{log: log})
 	conns := workerConns(opts.Parallel)
 	if opts.MetricsAddr != "" {
 		// One more, so that a health probe's PING never waits for the
 		// worker's connections.
 		conns++
 	}
-	client, err := newRedisClient(opts.RedisURL, conns)
+	client, err := connect(opts, conns, log)
 	if err != nil {
 		return 0, err
 	}
@@ -171,18 +167,18 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 		}()
 	}
 
+	keys := Keys{Prefix: opts.KeyPrefix}
 	var m *metrics
 	var health *heartbeat
 	if opts.MetricsAddr != "" {
 		var stop func()
-		m, health, stop, err = startMetrics(opts.MetricsAddr, client, log)
+		m, health, stop, err = startMetrics(opts.MetricsAddr, client, keys, log)
 		if err != nil {
 			return 0, err
 		}
 		defer stop()
 	}
 
-	keys := Keys{Prefix: opts.KeyPrefix}
 	// One script may touch an item's lock, cooldown, backoff, state and
 	// events keys together only where they live on one server.
 	oneServer := canScanOnServer(client, keys.Prefix)
@@ -190,23 +186,24 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 	if !opts.NoEvents {
 		record.eventsMaxLen = opts.EventsMaxLen
 	}
+	finish := &finisher{
+		client: client, record: record, jitter: jitterFactor,
+		schedule: Schedule{Cooldown: time.Duration(opts.Cooldown), Backoff: opts.FailureBackoff},
+	}
 	w := &worker{
 		opts: opts,
 		rotator: &Rotator{
 			Client: client, Keys: keys, Token: token, TTL: time.Duration(opts.KeyExpiry),
 			MaxItemLen: command.maxItemLen(keys.Lock(""), argMax()), Log: log,
-			ServerScan: oneServer, Record: record,
+			ServerScan: oneServer, Record: record, ReplicaAcks: opts.ReplicaAcks, Finisher: finish,
 		},
-		finisher: &finisher{
-			client: client, record: record, jitter: jitterFactor,
-			schedule: Schedule{Cooldown: time.Duration(opts.Cooldown), Backoff: opts.FailureBackoff},
-		},
-		command: command,
-		router:  router,
-		spawn:   spawn,
-		log:     log,
-		metrics: m,
-		health:  health,
+		finisher: finish,
+		command:  command,
+		router:   router,
+		spawn:    spawn,
+		log:      log,
+		metrics:  m,
+		health:   health,
 	}
 	log.Debug().Str("list", keys.List()).Str("holder", token).Bool("continuous", opts.Continuous).Msg("w8y starting")
 	return w.run(ctx)

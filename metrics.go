@@ -234,16 +234,47 @@ func healthHandler(probe *redisProbe, hb *heartbeat) http.Handler {
 // startMetrics sets up what --metrics-addr serves: the metrics, counting
 // client's failed commands, the heartbeat and the Redis probe behind
 // /healthz, and the server. stop shuts the server down.
-func startMetrics(addr string, client *redis.Client, log zerolog.Logger) (*metrics, *heartbeat, func(), error) {
+func startMetrics(addr string, client redis.UniversalClient, keys Keys, log zerolog.Logger) (*metrics, *heartbeat, func(), error) {
 	m := newMetrics(version, commit)
-	client.AddHook(redisHook{m: m})
+	hook := redisHook{m: m}
+	client.AddHook(hook)
 	health := newHeartbeat(time.Now)
-	probe := &redisProbe{ping: func(ctx context.Context) error { return client.Ping(ctx).Err() }, now: time.Now}
+	probe := &redisProbe{ping: redisPing(client, keys, hook), now: time.Now}
 	stop, err := serveMetrics(addr, m, healthHandler(probe, health), log)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	return m, health, stop, nil
+}
+
+// redisPing returns /healthz' check of Redis: a PING of every server that
+// the worker needs. On one server, or through Sentinel, that is the one
+// server. On a Cluster, a PING without a key goes to whichever node the
+// client picks, which says nothing of the nodes that hold the keys: so it
+// goes to the master of the list's slot when the prefix has a hash tag (all
+// keys live there), and to every master when it has none (the locks spread
+// over all of them, and a take that meets a master that is down fails).
+// Those PINGs go through the node clients, which the Cluster client's hook
+// does not see, so their failures are counted here.
+func redisPing(client redis.UniversalClient, keys Keys, hook redisHook) func(context.Context) error {
+	cluster, ok := client.(*redis.ClusterClient)
+	if !ok {
+		return func(ctx context.Context) error { return client.Ping(ctx).Err() }
+	}
+	ping := func(ctx context.Context, node *redis.Client) error { return node.Ping(ctx).Err() }
+	return func(ctx context.Context) error {
+		var err error
+		if hasHashTag(keys.Prefix) {
+			var node *redis.Client
+			if node, err = cluster.MasterForKey(ctx, keys.List()); err == nil {
+				err = ping(ctx, node)
+			}
+		} else {
+			err = cluster.ForEachMaster(ctx, ping)
+		}
+		hook.count(err)
+		return err
+	}
 }
 
 // handOffMetrics is a no-op in this build, which serves metrics itself (see

@@ -36,7 +36,7 @@ func (m *metrics) runEnded(runEnd) {}
 func (m *metrics) idlePass()       {}
 
 // startMetrics cannot be reached: handOffMetrics has replaced the process.
-func startMetrics(string, *redis.Client, zerolog.Logger) (*metrics, *heartbeat, func(), error) {
+func startMetrics(string, redis.UniversalClient, Keys, zerolog.Logger) (*metrics, *heartbeat, func(), error) {
 	return nil, nil, nil, errors.New("this build of w8y cannot serve metrics")
 }
 

@@ -194,6 +194,15 @@ func TestParseOptions(t *testing.T) {
 			},
 		},
 		{
+			name: "deployment options",
+			args: []string{"--redis-cluster", "--tls-ca-cert", "ca.pem", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-server-name", "r", "--redis-password-file", "pw", "true"},
+			check: func(t *testing.T, o *Options) {
+				if !o.RedisCluster || o.TLSCACert != "ca.pem" || o.TLSCert != "c.pem" || o.TLSKey != "k.pem" || o.TLSServerName != "r" || o.RedisPasswordFile != "pw" {
+					t.Errorf("options %+v", o)
+				}
+			},
+		},
+		{
 			name: "record options from the environment",
 			args: []string{"true"},
 			env:  map[string]string{"W8Y_STATE_TTL": "1h", "W8Y_NO_EVENTS": "true", "W8Y_EVENTS_MAX_LEN": "50", "W8Y_METRICS_ADDR": ":9100"},
@@ -285,6 +294,23 @@ func TestParseOptions(t *testing.T) {
 		{name: "max items without --continuous", args: []string{"--max-items", "3", "true"}, wantErr: "bound a --continuous worker"},
 		{name: "max runtime without --continuous", args: []string{"--max-runtime", "1m", "true"}, wantErr: "bound a --continuous worker"},
 		{name: "backoff MAX beyond the state TTL", args: []string{"--failure-backoff", "1m,2h", "--state-ttl", "1h", "true"}, wantErr: "longer than --state-ttl 1h0m0s"},
+		{
+			name: "secrets only from the environment",
+			args: []string{"--sentinel-master", "m", "--replica-acks", "1", "true"},
+			env:  map[string]string{"W8Y_REDIS_PASSWORD": "p1", "W8Y_SENTINEL_PASSWORD": "p2", "W8Y_TLS_INSECURE_SKIP_VERIFY": "true"},
+			check: func(t *testing.T, o *Options) {
+				if o.redisPassword != "p1" || o.sentinelPassword != "p2" || o.SentinelMaster != "m" || o.ReplicaAcks != 1 || !o.TLSInsecureSkipVerify {
+					t.Errorf("password %q sentinel password %q master %q acks %d skip %v", o.redisPassword, o.sentinelPassword, o.SentinelMaster, o.ReplicaAcks, o.TLSInsecureSkipVerify)
+				}
+			},
+		},
+		{name: "no flag for the password", args: []string{"--redis-password", "x", "true"}, wantErr: "unknown flag 'redis-password'"},
+		{name: "cluster and sentinel", args: []string{"--redis-cluster", "--sentinel-master", "m", "true"}, wantErr: "exclude each other"},
+		{name: "cert without key", args: []string{"--tls-cert", "c.pem", "true"}, wantErr: "go together"},
+		{name: "key without cert", args: []string{"--tls-key", "k.pem", "true"}, wantErr: "go together"},
+		{name: "password twice", args: []string{"--redis-password-file", "pw", "true"}, env: map[string]string{"W8Y_REDIS_PASSWORD": "x"}, wantErr: "given twice"},
+		{name: "negative replica acks", args: []string{"--replica-acks", "-1", "true"}, wantErr: "--replica-acks must not be negative"},
+		{name: "replica acks on a cluster", args: []string{"--replica-acks", "1", "--redis-cluster", "true"}, wantErr: "does not work with --redis-cluster"},
 		{name: "unknown flag", args: []string{"--bogus", "true"}, wantErr: "unknown flag 'bogus'"},
 		{name: "missing executable", args: []string{"-k", "work"}, wantErr: "missing executable"},
 		{name: "empty executable", args: []string{""}, wantErr: "executable name is empty"},
@@ -304,6 +330,8 @@ func TestParseOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("W8Y_REDIS_PASSWORD", "")
+			t.Setenv("W8Y_SENTINEL_PASSWORD", "")
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
@@ -343,6 +371,11 @@ func TestHelpAndVersion(t *testing.T) {
 			t.Errorf("--help lacks %q", want)
 		}
 	}
+	// --kill-after starts out as unsetDuration, which go-flags would show
+	// as its default: the description says what the default is.
+	if strings.Contains(out.String(), "-2562047h") {
+		t.Error("--help shows --kill-after's internal unset value as its default")
+	}
 }
 
 func TestVersionShowsTheCommit(t *testing.T) {
@@ -361,7 +394,7 @@ func TestManPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := out.String()
-	for _, want := range []string{".TH w8y 1", ".SH SYNOPSIS", ".SH DESCRIPTION", ".SH OPTIONS", `\-\-state-ttl`, `\-\-metrics-addr`, "$W8Y_KEY_PREFIX", ".SH EXIT STATUS", `\fB125\fP`} {
+	for _, want := range []string{".TH w8y 1", ".SH SYNOPSIS", ".SH DESCRIPTION", ".SH OPTIONS", `\-\-state-ttl`, `\-\-metrics-addr`, `\-\-cooldown`, `\-\-parallel`, `\-\-redis-cluster`, `\-\-replica-acks`, "$W8Y_KEY_PREFIX", ".SH EXIT STATUS", `\fB125\fP`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the man page lacks %q", want)
 		}
@@ -393,5 +426,12 @@ func TestShellCompletion(t *testing.T) {
 		if got := strings.Fields(out.String()); !slices.Equal(got, tt.want) {
 			t.Errorf("%q completed to %q, want %q", tt.args, got, tt.want)
 		}
+	}
+}
+
+func TestWithoutSecrets(t *testing.T) {
+	got := withoutSecrets([]string{"PATH=/bin", "W8Y_REDIS_PASSWORD=s", "W8Y_SENTINEL_PASSWORD=t", "W8Y_REDIS_PASSWORD_FILE=/f", "X=W8Y_REDIS_PASSWORD=u"})
+	if want := []string{"PATH=/bin", "W8Y_REDIS_PASSWORD_FILE=/f", "X=W8Y_REDIS_PASSWORD=u"}; !slices.Equal(got, want) {
+		t.Errorf("withoutSecrets = %q, want %q", got, want)
 	}
 }

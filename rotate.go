@@ -31,6 +31,7 @@ type listClient interface {
 	lockClient
 	LLen(ctx context.Context, key string) *redis.IntCmd
 	LMove(ctx context.Context, source, destination, srcpos, destpos string) *redis.StringCmd
+	RPopLPush(ctx context.Context, source, destination string) *redis.StringCmd
 }
 
 // Keys names the Redis keys under one prefix. Other programs write these
@@ -79,7 +80,17 @@ type Rotator struct {
 	// Record, when set, records each take in the item's state hash and the
 	// events stream (see record.go).
 	Record *recorder
-	Log    zerolog.Logger
+	// ReplicaAcks is --replica-acks: a lock that fewer replicas confirm is
+	// given back at once, and the take fails (see runScript).
+	ReplicaAcks int
+	// Finisher, when set, ends a take that is given back (see giveBack) as
+	// it ends every run, recording it.
+	Finisher *finisher
+	Log      zerolog.Logger
+
+	// noLMove is set once the server turned out to lack LMOVE (Redis
+	// older than 6.2), so that rotate asks only once.
+	noLMove bool
 }
 
 // Take rotates the list one candidate at a time (LMOVE list list LEFT RIGHT,
@@ -144,7 +155,7 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 		default:
 		}
 		p.left--
-		item, err := r.Client.LMove(ctx, list, list, "LEFT", "RIGHT").Result()
+		item, err := r.rotate(ctx, list)
 		if errors.Is(err, redis.Nil) {
 			// Another client emptied the list during the pass.
 			p.left = 0
@@ -165,8 +176,8 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 		}
 		lock := r.newLock(item)
 		sent := time.Now()
-		got, err := tryLockScript.Run(ctx, r.Client, []string{lock.Key}, lock.Token, lock.TTL.Milliseconds()).Result()
-		if err != nil {
+		got, err := runScript(ctx, r.Client, tryLockScript, r.ReplicaAcks, r.TTL, []string{lock.Key}, lock.Token, lock.TTL.Milliseconds())
+		if got != int64(1) && err != nil {
 			return "", nil, redisError("take lock "+quoteKey(lock.Key), err)
 		}
 		switch got := got.(type) {
@@ -174,11 +185,19 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 			if got != 1 {
 				continue
 			}
+			// With a reply, the only error is errNotReplicated.
+			unconfirmed := err
 			lock.expires = sent.Add(lock.TTL)
 			waits, err := r.waits(ctx, item)
 			if err == nil && !waits {
+				// The start is recorded before a take that the replicas did
+				// not confirm is given back, as scan.lua records it in the
+				// take, so that both paths leave the same record.
 				if err := r.Record.recordStart(ctx, r.Client, item, r.Token, sent); err != nil {
 					r.Log.Warn().Err(err).Str("item", item).Msg("could not record the start of the run")
+				}
+				if unconfirmed != nil {
+					return "", nil, r.giveBack(ctx, lock, unconfirmed)
 				}
 				return item, lock, nil
 			}
@@ -195,9 +214,34 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 	return "", nil, ErrNoWork
 }
 
-// newLock is the lock of item for this rotator's runs.
+// rotate moves the head of list to its tail and returns it, with LMOVE.
+// Redis older than 6.2 has no LMOVE: the first "unknown command" says so, is
+// logged once, and from then on rotate uses RPOPLPUSH, which moves the tail
+// to the head instead. The list then turns the other way round, losing no
+// item all the same.
+func (r *Rotator) rotate(ctx context.Context, list string) (string, error) {
+	if !r.noLMove {
+		item, err := r.Client.LMove(ctx, list, list, "LEFT", "RIGHT").Result()
+		if err == nil || !unknownCommand(err, "lmove") {
+			return item, err
+		}
+		r.noLMove = true
+		r.Log.Warn().Msg("this Redis has no LMOVE (it is older than 6.2): rotating with RPOPLPUSH instead, which takes items from the end of the list and puts them first, so the list turns the other way round")
+	}
+	return r.Client.RPopLPush(ctx, list, list).Result()
+}
+
+// unknownCommand reports whether err is Redis' answer to a command it does
+// not know, such as LMOVE before Redis 6.2 or a command renamed away.
+func unknownCommand(err error, command string) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.HasPrefix(msg, "err unknown command") && strings.Contains(msg, command)
+}
+
+// newLock is the lock of item as this Rotator takes it, for this Rotator's
+// runs.
 func (r *Rotator) newLock(item string) *Lock {
-	return &Lock{Key: r.Keys.Lock(item), Token: r.Token, TTL: r.TTL, Item: item, client: r.Client}
+	return &Lock{Key: r.Keys.Lock(item), Token: r.Token, TTL: r.TTL, Item: item, client: r.Client, acks: r.ReplicaAcks}
 }
 
 // waits reports whether item has a cooldown or a backoff key, with one
@@ -211,6 +255,29 @@ func (r *Rotator) waits(ctx context.Context, item string) (bool, error) {
 		return false, redisError("check the cooldown and backoff of "+quoteKey(clip(item)), err)
 	}
 	return cooling.Val()+backing.Val() > 0, nil
+}
+
+// giveBack releases lock, just taken but not confirmed by enough replicas
+// (cause), and returns the error that the take failed with: running the
+// child on a lock that a failover could lose might run the item twice.
+//
+// The take's start is already recorded, so the release records an end for
+// it: interrupted, with no child, as when a stop signal comes between a take
+// and its child. That keeps every start event followed by an end, counts
+// neither as a success nor as a failure of the item, and deletes the lock
+// only while it still holds our token, as every release does.
+func (r *Rotator) giveBack(ctx context.Context, lock *Lock, cause error) error {
+	end := runEnd{Result: resultInterrupted, At: time.Now()}
+	var err error
+	if r.Finisher != nil {
+		_, err = r.Finisher.finish(ctx, lock, end)
+	} else {
+		_, err = lock.Release(ctx)
+	}
+	if err != nil {
+		r.Log.Warn().Err(err).Str("lock_key", lock.Key).Msg("could not give back an unconfirmed lock; it will expire by itself")
+	}
+	return redisError("take lock "+quoteKey(lock.Key), cause)
 }
 
 // warnLockType warns that the lock key of item (shown clipped) holds a value

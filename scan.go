@@ -76,11 +76,17 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (string,
 		// No more arguments: Redis refuses commands of more than 10 parts
 		// before AUTH, and a server that wants a password we lack must say
 		// NOAUTH, not "Protocol error". New settings go into scanOptions.
-		reply, err := scanScript.Run(ctx, r.Client, []string{list},
-			r.Keys.Prefix, r.Token, r.TTL.Milliseconds(), p.left, r.MaxItemLen, r.scanOptions(batch, sent)).Slice()
-		if err != nil {
+		got, err := runScript(ctx, r.Client, scanScript, r.ReplicaAcks, r.TTL, []string{list},
+			r.Keys.Prefix, r.Token, r.TTL.Milliseconds(), p.left, r.MaxItemLen, r.scanOptions(batch, sent))
+		reply, ok := got.([]any)
+		if !ok {
+			if err == nil {
+				err = fmt.Errorf("unexpected reply from scan.lua: %T", got)
+			}
 			return "", nil, redisError("scan "+quoteKey(list), err)
 		}
+		// With a reply, the only error is errNotReplicated.
+		unconfirmed := err
 		var item string
 		var taken bool
 		p.left, item, taken, err = r.readScan(reply)
@@ -90,6 +96,9 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (string,
 		if taken {
 			lock := r.newLock(item)
 			lock.expires = sent.Add(r.TTL)
+			if unconfirmed != nil {
+				return "", nil, r.giveBack(ctx, lock, unconfirmed)
+			}
 			return item, lock, nil
 		}
 	}

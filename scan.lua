@@ -109,15 +109,24 @@ local wrong, nwrong = {}, 0
 -- taken too, as it is for SET NX: it is one that another child of this
 -- process (--parallel) runs, or comes from a call whose reply was lost, and
 -- expires.
-if nkeys > 0 and redis.call("EXISTS", unpack(keys, 1, nkeys)) < nkeys then
+--
+-- The list is named in EXISTS too, though it is known to exist: on Redis
+-- Cluster, while the slot moves to another node, the node that imports it
+-- runs a command that names several keys only when all of them have
+-- arrived, and refuses it otherwise. With a single lock key it would run,
+-- find the lock missing because it has not arrived yet, and take the item
+-- that its holder still runs on the other node.
+if nkeys > 0 and redis.call("EXISTS", list, unpack(keys, 1, nkeys)) < nkeys + 1 then
   -- MGET reads no value for a key of another type: SET NX then fails, and
   -- the candidate counts as locked, as it does without a script.
   local values = redis.call("MGET", unpack(keys, 1, nkeys))
   for j = 1, nkeys do
     -- A free lock is checked for a cooldown or backoff, in the same call:
     -- an item that waits out either is passed by as a locked one is.
-    -- Locked items, the usual case, cost no more than before.
-    if not values[j] and redis.call("EXISTS", coolPrefix .. items[at[j]], backPrefix .. items[at[j]]) == 0 then
+    -- Locked items, the usual case, cost no more than before. The list is
+    -- named here too, for the reason above: mid-move, a cooldown key that
+    -- has not arrived yet must not read as missing.
+    if not values[j] and redis.call("EXISTS", list, coolPrefix .. items[at[j]], backPrefix .. items[at[j]]) == 1 then
       if redis.call("SET", keys[j], token, "NX", "PX", ttl) then
         looked, took = at[j], true
         break

@@ -239,8 +239,7 @@ func (st *itemStatus) setState(values []any) {
 // showStatus is w8y --status: every item in list order, as a table or as
 // JSON, once or every --watch interval until SIGINT or SIGTERM.
 func showStatus(opts *Options, stdout io.Writer, log zerolog.Logger) error {
-	redis.SetLogger(redisLog{log: log})
-	client, err := newRedisClient(opts.RedisURL, 1)
+	client, err := connect(opts, 1, log)
 	if err != nil {
 		return err
 	}

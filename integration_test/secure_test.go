@@ -1,0 +1,307 @@
+package integration_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestTLS runs w8y against a redis-server that speaks only TLS, with
+// certificates the test makes: the right CA works, a wrong CA, a wrong
+// server name or no CA at all fails with 125 and one line that names the
+// certificate, in continuous mode too, without touching the list; skipping
+// verification works only with its own option and a loud warning; a server
+// that wants client certificates gets one from --tls-cert and --tls-key.
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	right, wrong := newPKI(t, "right"), newPKI(t, "wrong")
+	s := startTLSRedis(t, right, false)
+	url := "rediss://127.0.0.1:" + itoa(s.Port)
+	items := []string{"a", "b", "c"}
+	seed := func() {
+		s.Client.Del(context.Background(), "tls:list")
+		if err := s.Client.RPush(context.Background(), "tls:list", toAny(items)...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seed()
+	list := func() []string {
+		got, err := s.Client.LRange(context.Background(), "tls:list", 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		line string
+	}{
+		{"wrong CA", []string{"--tls-ca-cert", wrong.CACert}, 125, "certificate signed by unknown authority"},
+		{"wrong CA, continuous", []string{"--tls-ca-cert", wrong.CACert, "-c"}, 125, "TLS certificate was not accepted"},
+		{"system CAs only", nil, 125, "TLS certificate was not accepted"},
+		{"wrong server name", []string{"--tls-ca-cert", right.CACert, "--tls-server-name", "redis.example.com"}, 125, "redis.example.com"},
+		{"TLS options without rediss", []string{"--tls-ca-cert", right.CACert, "-u", "redis://127.0.0.1:" + itoa(s.Port)}, 125, "need a rediss:// URL"},
+		{"CA file missing", []string{"--tls-ca-cert", filepath.Join(t.TempDir(), "none.pem")}, 125, "read --tls-ca-cert"},
+		{"CA file not PEM", []string{"--tls-ca-cert", "/dev/null"}, 125, "holds no PEM certificate"},
+		{"cert without key", []string{"--tls-ca-cert", right.CACert, "--tls-cert", right.ClientCert}, 125, "--tls-cert and --tls-key go together"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runW8y(t, nil, append(append([]string{"-u", url, "-k", "tls"}, tt.args...), "printf", "%s", "{}")...)
+			if r.Code != tt.code || r.Stdout != "" {
+				t.Errorf("exit %d, stdout %q, want %d and no child", r.Code, r.Stdout, tt.code)
+			}
+			oneLine(t, r.Stderr, tt.line)
+			if got := list(); !slices.Equal(got, items) {
+				t.Errorf("list %q, want it untouched: %q", got, items)
+			}
+		})
+	}
+
+	r := runW8y(t, nil, "-u", url, "-k", "tls", "--tls-ca-cert", right.CACert, "printf", "%s", "{}")
+	if r.Code != 0 || r.Stdout != "a" {
+		t.Errorf("right CA: exit %d, stdout %q, stderr %s", r.Code, r.Stdout, r.Stderr)
+	}
+	// A name in the certificate other than the URL's host.
+	r = runW8y(t, nil, "-u", url, "-k", "tls", "--tls-ca-cert", right.CACert, "--tls-server-name", "localhost", "printf", "%s", "{}")
+	if r.Code != 0 || r.Stdout != "b" {
+		t.Errorf("right CA and server name: exit %d, stdout %q, stderr %s", r.Code, r.Stdout, r.Stderr)
+	}
+	r = runW8y(t, nil, "-u", url, "-k", "tls", "--tls-insecure-skip-verify", "printf", "%s", "{}")
+	if r.Code != 0 || r.Stdout != "c" || !strings.Contains(r.Stderr, "TLS CERTIFICATE VERIFICATION IS OFF") {
+		t.Errorf("skip verify: exit %d, stdout %q, want 0, c and a warning; stderr %s", r.Code, r.Stdout, r.Stderr)
+	}
+
+	mutual := startTLSRedis(t, right, true)
+	murl := "rediss://127.0.0.1:" + itoa(mutual.Port)
+	if err := mutual.Client.RPush(context.Background(), "m:list", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r = runW8y(t, nil, "-u", murl, "-k", "m", "--tls-ca-cert", right.CACert, "printf", "%s", "{}")
+	if r.Code != 125 || r.Stdout != "" {
+		t.Errorf("no client certificate: exit %d, stdout %q, want 125", r.Code, r.Stdout)
+	}
+	oneLine(t, r.Stderr, "")
+	r = runW8y(t, nil, "-u", murl, "-k", "m", "--tls-ca-cert", right.CACert, "--tls-cert", right.ClientCert, "--tls-key", right.ClientKey, "printf", "%s", "{}")
+	if r.Code != 0 || r.Stdout != "x" {
+		t.Errorf("client certificate: exit %d, stdout %q, stderr %s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// aclCommands are the commands that w8y needs, as README.md's ACL example
+// grants them: those it sends, those its scripts call, and those of the
+// schedule (EXISTS on the cooldown and backoff keys in every take; PTTL,
+// TYPE and SET to set them, HSET and HINCRBY to count failures), the record,
+// --status and /healthz. The scripts call the record's with pcall, so a
+// missing one would only show as a missing record: the tests check it, and
+// the cooldown and backoff (checkSchedule).
+const aclCommands = "+evalsha +eval +llen +lmove +rpoplpush +wait " +
+	"+lrange +exists +mget +set +rpush +ltrim +type +get +pexpire +del " +
+	"+hset +hincrby +xadd +lindex +lpos +pttl +hmget +ping"
+
+// checkRecord fails the test unless each of items ran once, as its state
+// hash says, and events holds a start and an end for each: the ACL rule
+// must let w8y write its record.
+func checkRecord(t *testing.T, c redis.Cmdable, prefix string, items ...string) {
+	t.Helper()
+	for _, item := range items {
+		state, err := c.HGetAll(ctx(t), prefix+"state:"+item).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if state["runs"] != "1" || state["last_result"] != "success" || state["last_start"] == "" {
+			t.Errorf("state of %s: %v, want one successful run", item, state)
+		}
+	}
+	if n, err := c.XLen(ctx(t), prefix+"events").Result(); err != nil || n != int64(2*len(items)) {
+		t.Errorf("%d events (%v), want %d", n, err, 2*len(items))
+	}
+}
+
+// checkSchedule runs w8y as the ACL user (env, args) once with --cooldown
+// on a child that succeeds and then with --failure-backoff on one that
+// fails, and fails the test unless the runs took success and failure, left
+// the cooldown and the backoff keys with their expiries, and counted the
+// failure: README.md's rule must let w8y keep the schedule.
+func checkSchedule(t *testing.T, c redis.Cmdable, prefix string, env, args []string, success, failure string) {
+	t.Helper()
+	r := runW8y(t, env, append(slices.Clone(args), "--cooldown", "1h", "printf", "%s", "{}")...)
+	if r.Code != 0 || r.Stdout != success {
+		t.Errorf("--cooldown: exit %d, stdout %q, want 0 and %q; stderr %s", r.Code, r.Stdout, success, r.Stderr)
+	}
+	checkPause(t, c, prefix+"cooldown:"+success, 59*time.Minute, time.Hour)
+	checkStreak(t, c, prefix, success, "0")
+	r = runW8y(t, env, append(slices.Clone(args), "--failure-backoff", "20m,1h", "sh", "-c", `printf %s "$W8Y_ITEM"; exit 3`)...)
+	if r.Code != 3 || r.Stdout != failure {
+		t.Errorf("--failure-backoff: exit %d, stdout %q, want 3 and %q; stderr %s", r.Code, r.Stdout, failure, r.Stderr)
+	}
+	checkPause(t, c, prefix+"backoff:"+failure, 15*time.Minute-time.Second, 20*time.Minute)
+	checkStreak(t, c, prefix, failure, "1")
+	for _, item := range []string{success, failure} {
+		if n := c.Exists(ctx(t), prefix+"lock:"+item).Val(); n != 0 {
+			t.Errorf("the lock of %q was left behind", item)
+		}
+	}
+}
+
+// checkStatus fails the test unless w8y --status --json, run with args as
+// the ACL user, lists want in that order.
+func checkStatus(t *testing.T, env []string, args []string, want ...string) {
+	t.Helper()
+	r := runW8y(t, env, append(args, "--status", "--json")...)
+	var items []struct{ Item string }
+	if err := json.Unmarshal([]byte(r.Stdout), &items); r.Code != 0 || err != nil {
+		t.Fatalf("--status: exit %d, %v; stdout %q, stderr %s", r.Code, err, r.Stdout, r.Stderr)
+	}
+	var got []string
+	for _, it := range items {
+		got = append(got, it.Item)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("--status lists %q, want %q", got, want)
+	}
+}
+
+// TestACL runs w8y as an ACL user limited to its prefix's keys and the
+// commands README.md lists, with the password from W8Y_REDIS_PASSWORD or a
+// file, and checks that wrong passwords and missing permissions fail with
+// 125 and a line that names the cause and never the password.
+func TestACL(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	const password = "Horse-Battery-93f1"
+	if err := s.Client.Do(ctx(t), append([]any{"ACL", "SETUSER", "worker", "on", ">" + password, "~acl:*", "resetchannels", "-@all"},
+		toAny(strings.Fields(aclCommands))...)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Client.Do(ctx(t), "ACL", "SETUSER", "other", "on", ">"+password, "~other:*", "resetchannels", "-@all", "+evalsha", "+eval", "+llen").Err(); err != nil {
+		t.Fatal(err)
+	}
+	items := []string{"a", "b", "c", "d"}
+	s.seed(t, "acl:list", items...)
+	url := "redis://worker@127.0.0.1:" + itoa(s.Port)
+	dir := t.TempDir()
+	passwordFile := filepath.Join(dir, "password")
+	if err := os.WriteFile(passwordFile, []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wrongFile := filepath.Join(dir, "wrong")
+	if err := os.WriteFile(wrongFile, []byte("Wrong-Staple-11\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secrets := []string{password, "Wrong-Staple-11", "Url-Secret-22"}
+
+	for _, tt := range []struct {
+		name string
+		env  []string
+		args []string
+		code int
+		line string
+		ran  string
+	}{
+		{name: "password from the environment", env: []string{"W8Y_REDIS_PASSWORD=" + password}, ran: "a"},
+		{name: "password from a file", args: []string{"--redis-password-file", passwordFile}, ran: "b"},
+		{name: "password file from the environment", env: []string{"W8Y_REDIS_PASSWORD_FILE=" + passwordFile}, ran: "c"},
+		{name: "wrong password", env: []string{"W8Y_REDIS_PASSWORD=Wrong-Staple-11"}, code: 125, line: "WRONGPASS"},
+		{name: "wrong password from a file", args: []string{"--redis-password-file", wrongFile}, code: 125, line: "WRONGPASS"},
+		{name: "wrong password, continuous", env: []string{"W8Y_REDIS_PASSWORD=Wrong-Staple-11"}, args: []string{"-c"}, code: 125, line: "WRONGPASS"},
+		{name: "wrong password in the URL", args: []string{"-u", "redis://worker:Url-Secret-22@127.0.0.1:" + itoa(s.Port)}, code: 125, line: "WRONGPASS"},
+		{name: "password twice", env: []string{"W8Y_REDIS_PASSWORD=" + password}, args: []string{"-u", "redis://worker:Url-Secret-22@127.0.0.1:" + itoa(s.Port)}, code: 125, line: "given twice"},
+		{name: "password file missing", args: []string{"--redis-password-file", filepath.Join(dir, "none")}, code: 125, line: "read --redis-password-file"},
+		{name: "keys outside the user's pattern", env: []string{"W8Y_REDIS_PASSWORD=" + password}, args: []string{"-u", "redis://other@127.0.0.1:" + itoa(s.Port)}, code: 125, line: "NOPERM"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runW8y(t, tt.env, append(append([]string{"-u", url, "-k", "acl"}, tt.args...), "printf", "%s", "{}")...)
+			if r.Code != tt.code || r.Stdout != tt.ran {
+				t.Errorf("exit %d, stdout %q, want %d and %q; stderr %s", r.Code, r.Stdout, tt.code, tt.ran, r.Stderr)
+			}
+			if tt.line != "" {
+				oneLine(t, r.Stderr, tt.line)
+			}
+			for _, secret := range secrets {
+				if strings.Contains(r.Stderr, secret) {
+					t.Errorf("stderr shows a password:\n%s", r.Stderr)
+				}
+			}
+		})
+	}
+	want := []string{"d", "a", "b", "c"}
+	if got := s.list(t, "acl:list"); !slices.Equal(got, want) {
+		t.Errorf("list %q, want %q: only the three good runs rotate it", got, want)
+	}
+	checkRecord(t, s.Client, "acl:", "a", "b", "c")
+	checkStatus(t, []string{"W8Y_REDIS_PASSWORD=" + password}, []string{"-u", url, "-k", "acl"}, want...)
+
+	// The password reaches neither the child's environment nor w8y's argv.
+	r := runW8y(t, []string{"W8Y_REDIS_PASSWORD=" + password}, "-u", url, "-k", "acl", "sh", "-c",
+		`echo "env=${W8Y_REDIS_PASSWORD:-unset}"; tr '\0' ' ' < /proc/$PPID/cmdline`)
+	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "env=unset\n") || strings.Contains(r.Stdout, password) {
+		t.Errorf("child saw: exit %d, stdout %q", r.Code, r.Stdout)
+	}
+	// d ran last: a and b are next.
+	checkSchedule(t, s.Client, "acl:", []string{"W8Y_REDIS_PASSWORD=" + password}, []string{"-u", url, "-k", "acl"}, "a", "b")
+}
+
+// TestACLCluster runs w8y as a limited ACL user on a Cluster without a hash
+// tag, where the per-candidate path sends LMOVE and the client reads the
+// slot map: README.md's rule must cover those too.
+func TestACLCluster(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3)
+	const password = "Cluster-Horse-41"
+	for _, s := range c.Nodes {
+		if err := s.Client.Do(ctx(t), append([]any{"ACL", "SETUSER", "worker", "on", ">" + password, "~acl:*", "resetchannels", "-@all", "+cluster|slots"},
+			toAny(strings.Fields(aclCommands))...)...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Client.RPush(ctx(t), "acl:list", "a", "b").Err(); err != nil {
+		t.Fatal(err)
+	}
+	url := strings.Replace(c.URL, "redis://", "redis://worker@", 1)
+	r := runW8y(t, []string{"W8Y_REDIS_PASSWORD=" + password}, "--redis-cluster", "-u", url, "-k", "acl", "printf", "%s", "{}")
+	if r.Code != 0 || r.Stdout != "a" {
+		t.Errorf("exit %d, stdout %q, stderr %s", r.Code, r.Stdout, r.Stderr)
+	}
+	checkRecord(t, c.Client, "acl:", "a")
+	checkStatus(t, []string{"W8Y_REDIS_PASSWORD=" + password}, []string{"--redis-cluster", "-u", url, "-k", "acl"}, "b", "a")
+	env, args := []string{"W8Y_REDIS_PASSWORD=" + password}, []string{"--redis-cluster", "-u", url, "-k", "acl"}
+	checkSchedule(t, c.Client, "acl:", env, args, "b", "a")
+	// Both items wait now: the pipelined EXISTS of the per-candidate path
+	// must see that as the limited user.
+	if r := runW8y(t, env, append(args, "--no-work-exit-code", "4", "printf", "ran %s", "{}")...); r.Code != 4 || r.Stdout != "" {
+		t.Errorf("with both items paused: exit %d, stdout %q, want 4 and nothing run; stderr %s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// TestUnixSocket connects through a unix:// socket.
+func TestUnixSocket(t *testing.T) {
+	t.Parallel()
+	// Socket paths are limited to about 100 bytes, which a test's TempDir
+	// can exceed.
+	dir, err := os.MkdirTemp("", "w8y-sock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "redis.sock")
+	s := startRedis(t, "--unixsocket", sock, "--unixsocketperm", "700")
+	s.seed(t, "sock:list", "a", "b")
+	r := runW8y(t, nil, "-u", "unix://"+sock, "-k", "sock", "printf", "%s", "{}")
+	if r.Code != 0 || r.Stdout != "a" {
+		t.Errorf("exit %d, stdout %q, stderr %s", r.Code, r.Stdout, r.Stderr)
+	}
+	r = runW8y(t, nil, "-u", "unix://"+sock, "--redis-cluster", "-k", "sock", "true")
+	if r.Code != 125 {
+		t.Errorf("unix socket with --redis-cluster: exit %d, want 125", r.Code)
+	}
+	oneLine(t, r.Stderr, "cannot be used with --redis-cluster")
+}

@@ -1,0 +1,158 @@
+package integration_test
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSentinelFailover runs continuous workers against a master found
+// through Sentinel (one master, one replica, three sentinels), forces a
+// failover with SENTINEL FAILOVER while children run, and checks that the
+// workers keep processing items on the new master and that no item ever
+// ran twice at once. --replica-acks 1 is what makes that hold: without it,
+// a lock taken on the old master in the moment before the switch, and not
+// yet replicated, is gone on the new one, where another worker may take
+// the item while the first still runs it.
+func TestSentinelFailover(t *testing.T) {
+	t.Parallel()
+	g := startSentinelGroup(t)
+	items := []string{"a", "b", "c", "d", "e-slow", "f-slow"}
+	g.Master.seed(t, "fo:list", items...)
+	dir := t.TempDir()
+	env := []string{"DIR=" + dir, "SLOW=1.5"}
+	var workers []*proc
+	for range 3 {
+		workers = append(workers, startW8y(t, env, "--sentinel-master", g.Name, "-u", g.URL, "-k", "fo",
+			"-c", "-x", "1", "--replica-acks", "1", "--idle-wait", "20ms", "--log-level", "warn",
+			"sh", "-c", overlapChild))
+	}
+	waitFor(t, "20 runs", func() bool { return len(lines(t, dir+"/runs")) >= 20 })
+	waitFor(t, "a slow item's lock", func() bool {
+		n, err := g.Master.Client.Exists(ctx(t), "fo:lock:e-slow", "fo:lock:f-slow").Result()
+		return err == nil && n > 0
+	})
+	if err := g.Sentinels[0].Failover(ctx(t), g.Name).Err(); err != nil {
+		t.Fatalf("SENTINEL FAILOVER: %v", err)
+	}
+	waitFor(t, "every sentinel to name the replica as master", func() bool { return g.masterPort() == g.Replica.Port })
+	switched := len(lines(t, dir+"/runs"))
+	// With one replica, the new master has none until Sentinel makes the
+	// old master its replica, about ten seconds after the switch (Sentinel
+	// waits four of its 2s publish periods first); till then no lock can
+	// be confirmed and the workers back off, up to 8s apart by then.
+	waitForWithin(t, 2*testTimeout, "20 runs after the failover", func() bool { return len(lines(t, dir+"/runs")) >= switched+20 })
+	for _, w := range workers {
+		w.signal(t, syscall.SIGTERM)
+	}
+	for _, w := range workers {
+		if r := w.wait(t); r.Code != 0 {
+			t.Errorf("worker exited %d after SIGTERM: %s", r.Code, r.Stderr)
+		}
+	}
+	if overlaps := lines(t, dir+"/overlaps"); len(overlaps) > 0 {
+		t.Errorf("items run twice at once: %q", overlaps)
+	}
+	got := g.Replica.list(t, "fo:list")
+	slices.Sort(got)
+	if !slices.Equal(got, items) {
+		t.Errorf("list on the new master: %q, want %q in some order", got, items)
+	}
+	g.Replica.noLocks(t, "fo")
+}
+
+// TestReplicaAcks: with --replica-acks, a lock that no replica confirms is
+// given back before any child runs (exit 125), and a child whose lock
+// refreshes stop being confirmed is stopped as on a lost lock (exit 122)
+// before the lease could run out, as a failover to that replica would lose
+// the lock.
+func TestReplicaAcks(t *testing.T) {
+	t.Parallel()
+	master := startRedis(t, noSyncDelay...)
+	replica := startRedis(t, "--replicaof", "127.0.0.1", itoa(master.Port))
+	attach := func() {
+		t.Helper()
+		if err := replica.Client.Do(ctx(t), "REPLICAOF", "127.0.0.1", master.Port).Err(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the replica to sync", func() bool {
+			info, err := master.Client.Info(ctx(t), "replication").Result()
+			return err == nil && strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online")
+		})
+	}
+	detach := func() {
+		t.Helper()
+		if err := replica.Client.Do(ctx(t), "REPLICAOF", "NO", "ONE").Err(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the master to lose its replica", func() bool {
+			info, err := master.Client.Info(ctx(t), "replication").Result()
+			return err == nil && strings.Contains(info, "connected_slaves:0")
+		})
+	}
+	attach()
+	master.seed(t, "acks:list", "a", "b")
+	args := []string{"-u", master.URL, "-k", "acks", "--replica-acks", "1"}
+
+	r := runW8y(t, nil, append(args, "printf", "%s", "{}")...)
+	if r.Code != 0 || r.Stdout != "a" {
+		t.Fatalf("with a replica: exit %d, stdout %q, stderr %s", r.Code, r.Stdout, r.Stderr)
+	}
+
+	detach()
+	r = runW8y(t, nil, append(args, "printf", "%s", "{}")...)
+	if r.Code != 125 || r.Stdout != "" {
+		t.Errorf("without a replica: exit %d, stdout %q, want 125 and no child", r.Code, r.Stdout)
+	}
+	oneLine(t, r.Stderr, "0 of the 1 replicas wanted confirmed it")
+	master.noLocks(t, "acks")
+	// The record shows the confirmed run, and the take given back as a run
+	// that started no child: interrupted, neither success nor failure.
+	if st := master.stateOf(t, "acks", "a"); st["runs"] != "1" || st["last_result"] != "success" {
+		t.Errorf("state of a after a confirmed run: %v", st)
+	}
+	if st := master.stateOf(t, "acks", "b"); st["runs"] != "1" || st["last_result"] != "interrupted" || st["failures"] != "" || st["last_exit_code"] != "" || st["last_start"] == "" {
+		t.Errorf("state of b after an unconfirmed take: %v", st)
+	}
+	var events []string
+	for _, e := range master.Client.XRange(ctx(t), "acks:events", "-", "+").Val() {
+		events = append(events, fmt.Sprint(e.Values["type"], " ", e.Values["item"], " ", e.Values["result"]))
+	}
+	if want := []string{"start a <nil>", "finish a success", "start b <nil>", "finish b interrupted"}; !slices.Equal(events, want) {
+		t.Errorf("events %q, want %q", events, want)
+	}
+
+	attach()
+	// The finish, with replica acks too, deletes only a lock that is still
+	// ours: here the child hands its lock to someone else.
+	r = runW8y(t, portEnv(master), append(args, "sh", "-c", `redis-cli -p "$REDIS_PORT" set "$W8Y_LOCK_KEY" someone-else >/dev/null`)...)
+	if r.Code != 0 {
+		t.Errorf("a run that lost its lock to another at the end: exit %d; stderr:\n%s", r.Code, r.Stderr)
+	}
+	if got := master.Client.Get(ctx(t), "acks:lock:a").Val(); got != "someone-else" {
+		t.Errorf("the other holder's lock holds %q after the release, want someone-else", got)
+	}
+	master.Client.Del(ctx(t), "acks:lock:a")
+
+	dir := t.TempDir()
+	// A 3s expiry with a 200ms kill grace leaves the first refresh over a
+	// second before the child must be stopped: ample for WAIT's 300ms, so
+	// that the refresh fails for want of replicas, not for want of time.
+	p := startW8y(t, nil, append(args, "-x", "3", "--kill-after", "200ms", "sh", "-c", "echo $$ > "+dir+"/pid; exec sleep 30")...)
+	waitFor(t, "the child to start", func() bool { _, err := os.Stat(dir + "/pid"); return err == nil })
+	detach()
+	started := time.Now()
+	r = p.wait(t)
+	if r.Code != 122 || !strings.Contains(r.Stderr, "lock lost") || !strings.Contains(r.Stderr, "0 of the 1 replicas wanted confirmed it") {
+		t.Errorf("refreshes unconfirmed: exit %d, want 122 (lock lost) after unconfirmed refreshes; stderr:\n%s", r.Code, r.Stderr)
+	}
+	// The lease was confirmed at the latest when the replica left: the
+	// child must be gone within the key expiry of that.
+	if took := time.Since(started); took > 3*time.Second {
+		t.Errorf("the child was stopped %s after the replica left, beyond the 3s key expiry", took)
+	}
+}
