@@ -104,7 +104,8 @@ func TestReplicaAcks(t *testing.T) {
 	}
 
 	detach()
-	r = runW8y(t, nil, append(args, "printf", "%s", "{}")...)
+	// With the schedule's flags: a take given back sets no pause.
+	r = runW8y(t, nil, append(args, "--cooldown", "1h", "--failure-backoff", "1m", "printf", "%s", "{}")...)
 	if r.Code != 125 || r.Stdout != "" {
 		t.Errorf("without a replica: exit %d, stdout %q, want 125 and no child", r.Code, r.Stdout)
 	}
@@ -115,8 +116,11 @@ func TestReplicaAcks(t *testing.T) {
 	if st := master.stateOf(t, "acks", "a"); st["runs"] != "1" || st["last_result"] != "success" {
 		t.Errorf("state of a after a confirmed run: %v", st)
 	}
-	if st := master.stateOf(t, "acks", "b"); st["runs"] != "1" || st["last_result"] != "interrupted" || st["failures"] != "" || st["last_exit_code"] != "" || st["last_start"] == "" {
+	if st := master.stateOf(t, "acks", "b"); st["runs"] != "1" || st["last_result"] != "interrupted" || st["failures"] != "" || st["consecutive_failures"] != "" || st["last_exit_code"] != "" || st["last_start"] == "" {
 		t.Errorf("state of b after an unconfirmed take: %v", st)
+	}
+	if keys := master.keys(t, "acks:*:b"); !slices.Equal(keys, []string{"acks:state:b"}) {
+		t.Errorf("keys of b after an unconfirmed take: %q, want its state alone (no cooldown, no backoff)", keys)
 	}
 	var events []string
 	for _, e := range master.Client.XRange(ctx(t), "acks:events", "-", "+").Val() {
