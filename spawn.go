@@ -171,11 +171,15 @@ func (s *spawner) start(cmd *exec.Cmd) (*Child, error) {
 		// signal's trigger, alive until the child has been waited for.
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
+		// The clock starts before the fork: once Start returns, the child
+		// may already have run to its end while this goroutine waited for
+		// a CPU, and its duration would read as next to nothing.
+		c.Started = time.Now()
 		if err := s.reaper.start(cmd); err != nil {
 			started <- err
 			return
 		}
-		c.PID, c.Started = cmd.Process.Pid, time.Now()
+		c.PID = cmd.Process.Pid
 		g.watch(c.PID)
 		started <- nil
 		// Wait's only error besides an exit status is a failure to copy

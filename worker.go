@@ -367,6 +367,6 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end runEnd) {
 	}
 	if done.Delay > 0 {
 		log.Info().Str("result", string(end.Result)).Int64("consecutive_failures", done.Failures).
-			Float64("backoff_s", done.Delay.Seconds()).Msg("item backs off")
+			Float64("backoff_s", float64(done.Delay.Milliseconds())/1000).Msg("item backs off")
 	}
 }
