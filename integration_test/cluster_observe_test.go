@@ -2,7 +2,6 @@ package integration_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -150,14 +149,7 @@ func TestClusterStatus(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			r = runW8y(t, nil, append(base, "--status", "--json")...)
-			if r.Code != 0 || r.Stderr != "" {
-				t.Fatalf("--status --json: exit %d, stderr:\n%s", r.Code, r.Stderr)
-			}
-			var items []map[string]any
-			if err := json.Unmarshal([]byte(r.Stdout), &items); err != nil {
-				t.Fatalf("--json is not one JSON document: %v\n%s", err, r.Stdout)
-			}
+			items := statusJSON(t, nil, base...)
 			if len(items) != 3 {
 				t.Fatalf("%d items: %v", len(items), items)
 			}

@@ -216,9 +216,7 @@ func TestClusterParallel(t *testing.T) {
 	if n := len(lines(t, run+"/runs")); n != maxItems {
 		t.Errorf("%d runs, want --max-items %d", n, maxItems)
 	}
-	if overlaps := lines(t, run+"/overlaps"); len(overlaps) > 0 {
-		t.Errorf("items run twice at once: %q", overlaps)
-	}
+	noOverlaps(t, run)
 	got := c.Client.LRange(ctx(t), p+"list", 0, -1).Val()
 	slices.Sort(got)
 	slices.Sort(items)

@@ -132,17 +132,8 @@ func TestCluster(t *testing.T) {
 				t.Fatalf("without a hash tag, the locks live on %d node(s)", len(nodes))
 			}
 			waitFor(t, "60 runs", func() bool { return len(lines(t, dir+"/runs")) >= 60 })
-			for _, w := range workers {
-				w.signal(t, syscall.SIGTERM)
-			}
-			for _, w := range workers {
-				if r := w.wait(t); r.Code != 0 {
-					t.Errorf("worker exited %d after SIGTERM: %s", r.Code, r.Stderr)
-				}
-			}
-			if overlaps := lines(t, dir+"/overlaps"); len(overlaps) > 0 {
-				t.Errorf("items run twice at once: %q", overlaps)
-			}
+			drain(t, workers)
+			noOverlaps(t, dir)
 			runs := lines(t, dir+"/runs")
 			for _, item := range []string{"a", "h", "x-slow", "y-slow"} {
 				if !slices.Contains(runs, item) {
@@ -193,17 +184,8 @@ func TestClusterSlotMigration(t *testing.T) {
 		t.Fatalf("the old node still holds %d keys", n)
 	}
 	waitFor(t, "20 runs after the move", func() bool { return len(lines(t, dir+"/runs")) >= moved+20 })
-	for _, w := range workers {
-		w.signal(t, syscall.SIGTERM)
-	}
-	for _, w := range workers {
-		if r := w.wait(t); r.Code != 0 {
-			t.Errorf("worker exited %d after SIGTERM: %s", r.Code, r.Stderr)
-		}
-	}
-	if overlaps := lines(t, dir+"/overlaps"); len(overlaps) > 0 {
-		t.Errorf("items run twice at once: %q", overlaps)
-	}
+	drain(t, workers)
+	noOverlaps(t, dir)
 	got := to.list(t, prefix+"list")
 	slices.Sort(got)
 	if !slices.Equal(got, items) {

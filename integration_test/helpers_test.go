@@ -5,6 +5,7 @@ package integration_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -378,3 +379,42 @@ func processGone(t *testing.T, pid int) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// drain sends SIGTERM to every continuous worker in workers and fails the
+// test unless each drains and exits 0.
+func drain(t *testing.T, workers []*proc) {
+	t.Helper()
+	for _, w := range workers {
+		w.signal(t, syscall.SIGTERM)
+	}
+	for _, w := range workers {
+		if r := w.wait(t); r.Code != 0 {
+			t.Errorf("worker exited %d after SIGTERM: %s", r.Code, r.Stderr)
+		}
+	}
+}
+
+// noOverlaps fails the test if children running overlapChild-style
+// detection in dir recorded an item run twice at once.
+func noOverlaps(t *testing.T, dir string) {
+	t.Helper()
+	if overlaps := lines(t, dir+"/overlaps"); len(overlaps) > 0 {
+		t.Errorf("items run twice at once: %q", overlaps)
+	}
+}
+
+// statusJSON runs w8y --status --json with args and returns its items,
+// failing the test unless it exits 0 with nothing on stderr and one JSON
+// document on stdout.
+func statusJSON(t *testing.T, env []string, args ...string) []map[string]any {
+	t.Helper()
+	r := runW8y(t, env, append(args, "--status", "--json")...)
+	if r.Code != 0 || r.Stderr != "" {
+		t.Fatalf("--status --json: exit %d, stderr:\n%s", r.Code, r.Stderr)
+	}
+	var items []map[string]any
+	if err := json.Unmarshal([]byte(r.Stdout), &items); err != nil {
+		t.Fatalf("--json is not one JSON document: %v\n%s", err, r.Stdout)
+	}
+	return items
+}

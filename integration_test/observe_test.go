@@ -2,7 +2,6 @@ package integration_test
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -265,14 +264,7 @@ func TestStatus(t *testing.T) {
 		t.Errorf("ages: busy started %q, cool ended %q", rows["busy"]["STARTED"], rows["cool"]["ENDED"])
 	}
 
-	r = runW8y(t, nil, "--status", "--json", "-u", s.URL, "-k", "ss")
-	if r.Code != 0 || r.Stderr != "" {
-		t.Fatalf("--status --json: exit %d, stderr:\n%s", r.Code, r.Stderr)
-	}
-	var items []map[string]any
-	if err := json.Unmarshal([]byte(r.Stdout), &items); err != nil {
-		t.Fatalf("--json is not one JSON document: %v\n%s", err, r.Stdout)
-	}
+	items := statusJSON(t, nil, "-u", s.URL, "-k", "ss")
 	if len(items) != 4 {
 		t.Fatalf("%d items: %v", len(items), items)
 	}

@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -305,14 +304,7 @@ func TestParallelRunsAreRecordedAndShown(t *testing.T) {
 	// Draining is progress: the worker is alive while its children run.
 	waitHealth(t, healthz, http.StatusOK)
 
-	r := runW8y(t, nil, "--status", "--json", "-u", s.URL, "-k", "pr")
-	if r.Code != 0 || r.Stderr != "" {
-		t.Fatalf("--status --json: exit %d, stderr:\n%s", r.Code, r.Stderr)
-	}
-	var items []map[string]any
-	if err := json.Unmarshal([]byte(r.Stdout), &items); err != nil {
-		t.Fatalf("--json: %v\n%s", err, r.Stdout)
-	}
+	items := statusJSON(t, nil, "-u", s.URL, "-k", "pr")
 	byItem := map[string]map[string]any{}
 	for _, it := range items {
 		byItem[fmt.Sprint(it["item"])] = it

@@ -5,7 +5,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -46,17 +45,8 @@ func TestSentinelFailover(t *testing.T) {
 	// waits four of its 2s publish periods first); till then no lock can
 	// be confirmed and the workers back off, up to 8s apart by then.
 	waitForWithin(t, 2*testTimeout, "20 runs after the failover", func() bool { return len(lines(t, dir+"/runs")) >= switched+20 })
-	for _, w := range workers {
-		w.signal(t, syscall.SIGTERM)
-	}
-	for _, w := range workers {
-		if r := w.wait(t); r.Code != 0 {
-			t.Errorf("worker exited %d after SIGTERM: %s", r.Code, r.Stderr)
-		}
-	}
-	if overlaps := lines(t, dir+"/overlaps"); len(overlaps) > 0 {
-		t.Errorf("items run twice at once: %q", overlaps)
-	}
+	drain(t, workers)
+	noOverlaps(t, dir)
 	got := g.Replica.list(t, "fo:list")
 	slices.Sort(got)
 	if !slices.Equal(got, items) {
