@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/proc"
 )
 
 // version and commit are stamped at build time by make build, with
@@ -47,8 +48,11 @@ func main() {
 // run is w8y from parsed arguments to exit code. It is the only place that
 // turns errors into exit codes and the one line on stderr that explains them.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 2 && args[0] == guardArg {
-		return runGuard(args[1], stderr)
+	if len(args) == 2 && args[0] == proc.GuardArg {
+		if err := proc.RunGuard(args[1]); err != nil {
+			return fail(stderr, err)
+		}
+		return exitOK
 	}
 	opts, err := parseOptions(args, stdout)
 	if errors.Is(err, errHelp) {
@@ -96,9 +100,9 @@ func exitCode(err error) int {
 		return exitLockLost
 	case errors.Is(err, ErrTimeout):
 		return exitTimeout
-	case errors.Is(err, ErrNotExecutable):
+	case errors.Is(err, proc.ErrNotExecutable):
 		return exitNotExecutable
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, proc.ErrNotFound):
 		return exitNotFound
 	default:
 		return exitFailure
@@ -111,8 +115,11 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	command.Stdout, command.Stderr = os.Stdout, os.Stderr
 	// Children that run at once cannot share one stdin or one terminal.
-	command.NoStdin = opts.Parallel > 1
+	if opts.Parallel == 1 {
+		command.Stdin = os.Stdin
+	}
 	conns := workerConns(opts.Parallel)
 	if opts.MetricsAddr != "" {
 		// One more, so that a health probe's PING never waits for the
@@ -144,28 +151,26 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 		<-routed
 	}()
 
-	term := stdinTerminal()
+	term := proc.TerminalOf(os.Stdin)
 	if opts.Parallel > 1 {
-		// A terminal has one foreground process group, and cannot be lent
-		// to several children at once: w8y keeps it, so Ctrl-C reaches w8y,
-		// which forwards it to every child's group.
-		term.foreground = false
+		term = term.Kept()
 	}
-	spawn := &spawner{term: term, token: token}
-	defer spawn.close()
 	if opts.Subreaper {
-		if err := becomeSubreaper(); err != nil {
+		if err := proc.BecomeSubreaper(); err != nil {
 			return 0, fmt.Errorf("become a child subreaper: %w", err)
 		}
 	}
+	var reaper *proc.Reaper
 	if opts.Subreaper || os.Getpid() == 1 {
-		spawn.reaper = newReaper(log)
-		reaped := spawn.reaper.run(ctx)
+		reaper = proc.NewReaper(log)
+		reaped := reaper.Run(ctx)
 		defer func() {
 			cancel()
 			<-reaped
 		}()
 	}
+	spawn := proc.NewSpawner(term, reaper, holderVar+"="+token)
+	defer spawn.Close()
 
 	keys := Keys{Prefix: opts.KeyPrefix}
 	var m *metrics
@@ -194,7 +199,7 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 		opts: opts,
 		rotator: &Rotator{
 			Client: client, Keys: keys, Token: token, TTL: time.Duration(opts.KeyExpiry),
-			MaxItemLen: command.maxItemLen(keys.Lock(""), argMax()), Log: log,
+			MaxItemLen: command.maxItemLen(keys.Lock(""), proc.ArgMax()), Log: log,
 			ServerScan: oneServer, Record: record, ReplicaAcks: opts.ReplicaAcks, Finisher: finish,
 		},
 		finisher: finish,

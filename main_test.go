@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/w8y/w8y/internal/proc"
 )
 
 // errorsIs is errors.Is, named for table tests that compare against nil too.
@@ -16,8 +18,8 @@ func TestExitCode(t *testing.T) {
 		want int
 	}{
 		{fmt.Errorf("wrap: %w", ErrLockLost), exitLockLost},
-		{fmt.Errorf("%w: %q", ErrNotExecutable, "x"), exitNotExecutable},
-		{fmt.Errorf("%w: %q", ErrNotFound, "x"), exitNotFound},
+		{fmt.Errorf("%w: %q", proc.ErrNotExecutable, "x"), exitNotExecutable},
+		{fmt.Errorf("%w: %q", proc.ErrNotFound, "x"), exitNotFound},
 		{usageError("bad"), exitFailure},
 		{redisError("read", errors.New("dial tcp: refused")), exitFailure},
 		{redisError("read", errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")), exitFailure},

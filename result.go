@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"slices"
+
+	"github.com/w8y/w8y/internal/proc"
 )
 
 // result is how one run of an item ended, as the finish script, the state
@@ -35,7 +37,7 @@ const (
 // success (--exit-codes). Timeouts and lost locks come first, since they
 // stopped the child whatever it would have done; a child that succeeded
 // despite a stop signal finished its work, so it counts as a success.
-func classify(exit ChildExit, err error, stopped bool, exitCodes []int) result {
+func classify(exit proc.Exit, err error, stopped bool, exitCodes []int) result {
 	switch {
 	case errors.Is(err, ErrLockLost):
 		return resultLockLost

@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,13 +28,13 @@ type signalRouter struct {
 	log zerolog.Logger
 
 	mu       sync.Mutex
-	children map[*Child]struct{}
+	children map[*proc.Child]struct{}
 	stopSig  syscall.Signal
 	stop     chan struct{}
 }
 
 func newSignalRouter(log zerolog.Logger) *signalRouter {
-	return &signalRouter{log: log, children: map[*Child]struct{}{}, stop: make(chan struct{})}
+	return &signalRouter{log: log, children: map[*proc.Child]struct{}{}, stop: make(chan struct{})}
 }
 
 // route handles signals from sigs until done is closed. It returns a channel
@@ -97,7 +98,7 @@ func (r *signalRouter) StopSignal() syscall.Signal {
 // startChild calls start unless a stop was requested (then errStopped), and
 // routes signals to the child from the moment it exists, so none is lost
 // between its start and its registration.
-func (r *signalRouter) startChild(start func() (*Child, error)) (*Child, error) {
+func (r *signalRouter) startChild(start func() (*proc.Child, error)) (*proc.Child, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopSig != 0 {
@@ -112,7 +113,7 @@ func (r *signalRouter) startChild(start func() (*Child, error)) (*Child, error) 
 }
 
 // childDone stops routing signals to child.
-func (r *signalRouter) childDone(child *Child) {
+func (r *signalRouter) childDone(child *proc.Child) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.children, child)

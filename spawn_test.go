@@ -1,10 +1,10 @@
 package main
 
 import (
-	"os/exec"
 	"slices"
-	"syscall"
 	"testing"
+
+	"github.com/w8y/w8y/internal/proc"
 )
 
 func TestExpandArgs(t *testing.T) {
@@ -47,26 +47,6 @@ func TestBuildEnvironment(t *testing.T) {
 	}
 }
 
-func TestExitOf(t *testing.T) {
-	tests := []struct {
-		script string
-		want   ChildExit
-	}{
-		{"exit 0", ChildExit{Code: 0}},
-		{"exit 7", ChildExit{Code: 7}},
-		{"exit 255", ChildExit{Code: 255}},
-		{"kill -KILL $$", ChildExit{Code: 137, Signal: syscall.SIGKILL}},
-		{"kill -TERM $$", ChildExit{Code: 143, Signal: syscall.SIGTERM}},
-	}
-	for _, tt := range tests {
-		cmd := exec.Command("sh", "-c", tt.script)
-		_ = cmd.Run()
-		if got := exitOf(cmd.ProcessState); got != tt.want {
-			t.Errorf("%q: %+v, want %+v", tt.script, got, tt.want)
-		}
-	}
-}
-
 func TestResolveCommand(t *testing.T) {
 	dir := t.TempDir()
 	tests := []struct {
@@ -75,11 +55,11 @@ func TestResolveCommand(t *testing.T) {
 		want error
 	}{
 		{"on PATH", "sh", nil},
-		{"missing", "/nonexistent/w8y-test", ErrNotFound},
-		{"missing on PATH", "w8y-no-such-command", ErrNotFound},
-		{"a directory", dir, ErrNotExecutable},
-		{"no run bit", "spawn_test.go", ErrNotFound},
-		{"no run bit, as a path", "./spawn_test.go", ErrNotExecutable},
+		{"missing", "/nonexistent/w8y-test", proc.ErrNotFound},
+		{"missing on PATH", "w8y-no-such-command", proc.ErrNotFound},
+		{"a directory", dir, proc.ErrNotExecutable},
+		{"no run bit", "spawn_test.go", proc.ErrNotFound},
+		{"no run bit, as a path", "./spawn_test.go", proc.ErrNotExecutable},
 	}
 	for _, tt := range tests {
 		_, err := resolveCommand([]string{tt.exe}, "", nil)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/proc"
 )
 
 const (
@@ -32,7 +33,7 @@ type worker struct {
 	finisher *finisher
 	command  Command
 	router   *signalRouter
-	spawn    *spawner
+	spawn    *proc.Spawner
 	log      zerolog.Logger
 	// metrics and health are nil unless --metrics-addr is given.
 	metrics *metrics
@@ -42,7 +43,7 @@ type worker struct {
 // outcome is how the run of one item ended.
 type outcome struct {
 	item   string
-	exit   ChildExit
+	exit   proc.Exit
 	err    error // ErrLockLost, ErrTimeout, errStopped, or why the child could not start
 	result result
 }
@@ -259,12 +260,12 @@ func (w *worker) runItem(ctx context.Context, item string, lock *Lock) outcome {
 }
 
 // ending describes the end of a run from what runChild returned.
-func (w *worker) ending(exit ChildExit, stopped bool, err error) runEnd {
+func (w *worker) ending(exit proc.Exit, stopped bool, err error) runEnd {
 	end := runEnd{Result: classify(exit, err, stopped, w.opts.ExitCodes), At: time.Now()}
 	switch {
 	case errors.Is(err, errStopped):
 		// No child was started.
-	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNotExecutable):
+	case errors.Is(err, proc.ErrNotFound), errors.Is(err, proc.ErrNotExecutable):
 		end.ExitCode, end.Exited = exitCode(err), true
 	default:
 		end.ExitCode, end.Exited, end.Duration = exit.Code, true, exit.Duration
@@ -277,16 +278,16 @@ func (w *worker) ending(exit ChildExit, stopped bool, err error) runEnd {
 // and the error wraps ErrLockLost; if --timeout passes first, the group is
 // stopped and the error wraps ErrTimeout. stopped reports whether a stop
 // signal had reached w8y by the time the child ended.
-func (w *worker) runChild(ctx context.Context, item string, lock *Lock) (exit ChildExit, stopped bool, err error) {
+func (w *worker) runChild(ctx context.Context, item string, lock *Lock) (exit proc.Exit, stopped bool, err error) {
 	log := w.log.With().Str("item", item).Str("lock_key", lock.Key).Logger()
-	child, err := w.router.startChild(func() (*Child, error) {
-		return w.spawn.start(w.command.build(item, lock.Key))
+	child, err := w.router.startChild(func() (*proc.Child, error) {
+		return w.spawn.Start(w.command.build(item, lock.Key))
 	})
 	if err != nil {
-		return ChildExit{}, w.stopping(), err
+		return proc.Exit{}, w.stopping(), err
 	}
 	defer w.router.childDone(child)
-	defer w.spawn.forget(child)
+	defer child.Close()
 	w.metrics.childStarted()
 	defer w.metrics.childEnded()
 	log.Info().Int("pid", child.PID).Str("holder", lock.Token).Msg("item started")
@@ -305,7 +306,7 @@ func (w *worker) runChild(ctx context.Context, item string, lock *Lock) (exit Ch
 	var failed error
 	select {
 	case <-child.Done():
-		if child.endStragglers(time.Now().Add(grace)) {
+		if child.EndStragglers(time.Now().Add(grace)) {
 			log.Warn().Int("pid", child.PID).Msg("the child left processes in its group; they were stopped")
 		}
 	case failed = <-lease.Lost():
@@ -322,7 +323,7 @@ func (w *worker) runChild(ctx context.Context, item string, lock *Lock) (exit Ch
 	stopped = w.stopping()
 	stopBeating()
 	lease.Stop()
-	if err := w.spawn.term.reclaim(); err != nil {
+	if err := w.spawn.Terminal().Reclaim(); err != nil {
 		log.Warn().Err(err).Msg("could not take the terminal back from the child")
 	}
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/proc"
 )
 
 func TestJitterStaysWithinAQuarter(t *testing.T) {
@@ -61,7 +62,7 @@ func TestSignalRouter(t *testing.T) {
 		t.Errorf("stop signal %s, want the first one, SIGTERM", got)
 	}
 	started := false
-	_, err := r.startChild(func() (*Child, error) {
+	_, err := r.startChild(func() (*proc.Child, error) {
 		started = true
 		return nil, nil
 	})

@@ -1,29 +1,23 @@
-package main
+package proc
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 )
 
-// guardArg, as w8y's first argument, makes the process a guard (see
-// runGuard). It is not an option: users never type it.
-const guardArg = "--w8y-guard"
+// GuardArg, as w8y's first argument, makes the process a guard (see
+// RunGuard). It is not an option: users never type it.
+const GuardArg = "--w8y-guard"
 
-// holderVar is set to the run's lock token in every child's environment. It
-// tells the child who holds its lock, and lets the guard find the processes
-// that a child started.
-const holderVar = "W8Y_HOLDER"
-
-// A guard is a small process (w8y itself, started with guardArg) that
+// A guard is a small process (w8y itself, started with GuardArg) that
 // SIGKILLs everything w8y started the moment w8y dies without saying goodbye
 // (SIGKILL, the OOM killer).
 //
@@ -34,7 +28,7 @@ const holderVar = "W8Y_HOLDER"
 // closes w8y's end as w8y dies, however it dies. Through the pipe, w8y tells
 // the guard each child's process group as it starts and ends. At end-of-file
 // the guard kills those groups, and also every process whose environment
-// carries this run's holderVar, which catches a process that a child started
+// carries this w8y's marker, which catches a process that a child started
 // in the moment before w8y could name its group, or that left the group.
 // One guard serves every child a w8y runs, so it costs one process start per
 // w8y, not per item.
@@ -48,8 +42,8 @@ type guard struct {
 	pipe *os.File
 }
 
-// startGuard starts a guard for the run whose lock token is token.
-func startGuard(reap *reaper, token string) (*guard, error) {
+// startGuard starts a guard for the w8y whose children carry marker.
+func startGuard(reap *Reaper, marker string) (*guard, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("make the guard's pipe: %w", err)
@@ -59,7 +53,7 @@ func startGuard(reap *reaper, token string) (*guard, error) {
 		// Not os.Executable: /proc/self/exe still runs after the binary
 		// was replaced or deleted by an upgrade.
 		Path:       "/proc/self/exe",
-		Args:       []string{"w8y-guard", guardArg, token},
+		Args:       []string{"w8y-guard", GuardArg, marker},
 		ExtraFiles: []*os.File{r},
 		// A group of its own keeps it out of the terminal's foreground, and
 		// out of the groups that w8y signals.
@@ -78,8 +72,8 @@ func startGuard(reap *reaper, token string) (*guard, error) {
 	return g, nil
 }
 
-// usable reports whether the guard still runs.
-func (g *guard) usable() bool {
+// running reports whether the guard still runs.
+func (g *guard) running() bool {
 	select {
 	case <-g.done:
 		return false
@@ -114,22 +108,30 @@ func (g *guard) stop() {
 	g.pipe.Close()
 }
 
-// runGuard is the guard's side (see guard): it ignores the signals w8y
-// forwards, follows the process groups w8y names on the pipe (fd 3), and
-// kills what w8y started if the pipe ends without w8y's goodbye.
-func runGuard(token string, stderr io.Writer) int {
+// ErrGuardMisused is RunGuard's answer to a process that was not started by
+// a Spawner.
+var ErrGuardMisused = errors.New(GuardArg + " is for w8y's own use, not an option")
+
+// errOrphaned is RunGuard's answer when w8y died without its goodbye.
+var errOrphaned = errors.New("w8y died without saying goodbye: its children were killed")
+
+// RunGuard is the guard's side (see guard): it ignores the signals that
+// reach a terminal's process groups, follows the process groups w8y names
+// on the pipe (fd 3), and kills what w8y started, the groups and every
+// process whose environment holds marker, if the pipe ends without w8y's
+// goodbye. It returns nil after the goodbye.
+func RunGuard(marker string) error {
 	pipe := os.NewFile(3, "w8y-guard-pipe")
-	if token == "" || pipe == nil {
-		fmt.Fprintf(stderr, "w8y: %s is for w8y's own use, not an option\n", guardArg)
-		return exitFailure
+	if marker == "" || pipe == nil {
+		return ErrGuardMisused
 	}
-	signal.Ignore(forwardedSignals...)
+	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
 	var groups []int
 	lines := bufio.NewScanner(pipe)
 	for lines.Scan() {
 		line := lines.Text()
 		if line == "q" {
-			return exitOK
+			return nil
 		}
 		pgid, err := strconv.Atoi(line[min(1, len(line)):])
 		switch {
@@ -144,25 +146,8 @@ func runGuard(token string, stderr io.Writer) int {
 	for _, pgid := range groups {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
-	for _, pid := range processesWithEnv(holderVar + "=" + token) {
+	for _, pid := range ProcessesWithEnv(marker) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	return exitFailure
-}
-
-// processesWithEnv lists the processes whose environment holds the entry kv.
-func processesWithEnv(kv string) []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		environ, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err == nil && slices.Contains(strings.Split(string(environ), "\x00"), kv) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return errOrphaned
 }

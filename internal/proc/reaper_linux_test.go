@@ -1,4 +1,4 @@
-package main
+package proc
 
 import (
 	"errors"
@@ -22,7 +22,7 @@ func exited(t *testing.T, pid int) {
 // TestReaperSparesOwnChildren: a zombie that is w8y's own child is left for
 // its Wait, however early the reaper runs, while an orphan's is reaped.
 func TestReaperSparesOwnChildren(t *testing.T) {
-	r := newReaper(zerolog.Nop())
+	r := NewReaper(zerolog.Nop())
 	own := exec.Command("sh", "-c", "exit 7")
 	if err := r.start(own); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/w8y/w8y/internal/proc"
 )
 
 // TestMaxItemLenMatchesExecve checks the computed limit against the kernel:
@@ -31,7 +33,7 @@ func TestMaxItemLenMatchesExecve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			limit := tt.cmd.maxItemLen(lockPrefix, argMax())
+			limit := tt.cmd.maxItemLen(lockPrefix, proc.ArgMax())
 			if limit <= 0 {
 				t.Fatalf("maxItemLen = %d", limit)
 			}
@@ -41,7 +43,7 @@ func TestMaxItemLenMatchesExecve(t *testing.T) {
 			}
 			over := limit + 1
 			if !tt.exact {
-				over = limit + 2*argSlack
+				over = limit + 2*proc.ArgSlack
 			}
 			item = strings.Repeat("x", over)
 			err := tt.cmd.build(item, lockPrefix+item).Run()

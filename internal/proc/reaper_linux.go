@@ -1,4 +1,4 @@
-package main
+package proc
 
 import (
 	"context"
@@ -13,38 +13,38 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// reaper reaps the orphans that the kernel re-parents to w8y, which happens
+// Reaper reaps the orphans that the kernel re-parents to w8y, which happens
 // when w8y is PID 1 (in a container) or a child subreaper (--subreaper):
 // left unreaped, each would stay a zombie until w8y exits.
 //
 // It never reaps w8y's own children. Their goroutines wait for them, and a
-// reaper that took one's exit status first would leave exec.Cmd.Wait with
+// Reaper that took one's exit status first would leave exec.Cmd.Wait with
 // ECHILD and w8y without the child's exit code. So it only peeks at an exited
 // child (WNOWAIT) and reaps it only if it is not w8y's own, and it registers
 // each child of w8y under the same mutex as it starts it, so that not even a
 // child that exits at once can be mistaken for an orphan.
 //
-// A nil *reaper is valid: it starts and forgets children, and reaps nothing.
-type reaper struct {
+// A nil *Reaper is valid: it starts and forgets children, and reaps nothing.
+type Reaper struct {
 	log  zerolog.Logger
 	mu   sync.Mutex
 	own  map[int]bool
 	kick chan struct{}
 }
 
-// newReaper returns a reaper; run makes it reap.
-func newReaper(log zerolog.Logger) *reaper {
-	return &reaper{log: log, own: map[int]bool{}, kick: make(chan struct{}, 1)}
+// NewReaper returns a Reaper; Run makes it reap.
+func NewReaper(log zerolog.Logger) *Reaper {
+	return &Reaper{log: log, own: map[int]bool{}, kick: make(chan struct{}, 1)}
 }
 
-// becomeSubreaper makes orphaned descendants of w8y its children.
-func becomeSubreaper() error {
+// BecomeSubreaper makes orphaned descendants of w8y its children.
+func BecomeSubreaper() error {
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
 
-// run reaps orphans whenever a child exits, until ctx is done. It returns a
+// Run reaps orphans whenever a child exits, until ctx is done. It returns a
 // channel that is closed when it has finished.
-func (r *reaper) run(ctx context.Context) <-chan struct{} {
+func (r *Reaper) Run(ctx context.Context) <-chan struct{} {
 	finished := make(chan struct{})
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGCHLD)
@@ -65,7 +65,7 @@ func (r *reaper) run(ctx context.Context) <-chan struct{} {
 }
 
 // start starts cmd and registers it as w8y's own child.
-func (r *reaper) start(cmd *exec.Cmd) error {
+func (r *Reaper) start(cmd *exec.Cmd) error {
 	if r == nil {
 		return cmd.Start()
 	}
@@ -80,7 +80,7 @@ func (r *reaper) start(cmd *exec.Cmd) error {
 
 // waited is called once an own child has been waited for. Orphans that
 // exited behind it (see reap) are reaped now.
-func (r *reaper) waited(pid int) {
+func (r *Reaper) waited(pid int) {
 	if r == nil {
 		return
 	}
@@ -105,7 +105,7 @@ type childInfo struct {
 // w8y's own. waitid reports the exited children in a fixed order, so an own
 // child that has not been waited for yet hides the orphans behind it until
 // its goroutine waits for it and calls waited.
-func (r *reaper) reap() {
+func (r *Reaper) reap() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for {

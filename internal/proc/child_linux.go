@@ -1,0 +1,214 @@
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+var (
+	// ErrNotFound is returned when the executable does not exist.
+	ErrNotFound = errors.New("executable not found")
+	// ErrNotExecutable is returned when the executable exists but cannot be run.
+	ErrNotExecutable = errors.New("executable cannot be run")
+)
+
+// Exit is how a process ended.
+type Exit struct {
+	// Code is the exit code, or 128+N for a process killed by signal N, as
+	// shells report it.
+	Code int
+	// Signal is the signal that killed the process, or 0.
+	Signal syscall.Signal
+	// Duration is how long the process ran.
+	Duration time.Duration
+}
+
+// String describes the exit for logs.
+func (e Exit) String() string {
+	if e.Signal != 0 {
+		return "killed by " + unix.SignalName(e.Signal)
+	}
+	return fmt.Sprintf("exit code %d", e.Code)
+}
+
+// exitOf maps a finished process to an Exit.
+func exitOf(state *os.ProcessState) Exit {
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return Exit{Code: 128 + int(ws.Signal()), Signal: ws.Signal()}
+	}
+	return Exit{Code: state.ExitCode()}
+}
+
+// Spawner starts children: each in a process group of its own that the
+// guard watches (see guard), in the terminal's foreground when w8y has it,
+// registered with the reaper, and with the parent-death signal set.
+type Spawner struct {
+	term   Terminal
+	reaper *Reaper
+	// marker is the "NAME=value" environment entry that every child gets,
+	// and that the guard finds the processes of this w8y by.
+	marker string
+
+	// mu guards guard, which children that start at once (--parallel)
+	// share.
+	mu    sync.Mutex
+	guard *guard
+}
+
+// NewSpawner returns a Spawner that lends children term (when w8y holds its
+// foreground), registers them with reaper (nil: reap nothing) and marks each
+// with the environment entry marker, "NAME=value", unique to this w8y.
+func NewSpawner(term Terminal, reaper *Reaper, marker string) *Spawner {
+	return &Spawner{term: term, reaper: reaper, marker: marker}
+}
+
+// runningGuard returns the running guard, starting one if there is none yet
+// or the last one died.
+func (s *Spawner) runningGuard() (*guard, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.guard == nil || !s.guard.running() {
+		g, err := startGuard(s.reaper, s.marker)
+		if err != nil {
+			return nil, err
+		}
+		s.guard = g
+	}
+	return s.guard, nil
+}
+
+// Start starts cmd and returns once it runs. One goroutine owns cmd.Wait.
+// A missing executable gives ErrNotFound, one that cannot be run
+// ErrNotExecutable, each wrapping the cause.
+func (s *Spawner) Start(cmd *exec.Cmd) (*Child, error) {
+	g, err := s.runningGuard()
+	if err != nil {
+		return nil, err
+	}
+	cmd.SysProcAttr = s.term.sysProcAttr()
+	cmd.Env = append(cmd.Env, s.marker)
+	c := &Child{done: make(chan struct{}), guard: g}
+	started := make(chan error, 1)
+	go func() {
+		// The parent-death signal fires when the thread that started the
+		// child exits, not when w8y does, and Go may end idle threads. A
+		// goroutine locked to its thread keeps that thread, and so the
+		// signal's trigger, alive until the child has been waited for.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		// The clock starts before the fork: once Start returns, the child
+		// may already have run to its end while this goroutine waited for
+		// a CPU, and its duration would read as next to nothing.
+		c.Started = time.Now()
+		if err := s.reaper.start(cmd); err != nil {
+			started <- err
+			return
+		}
+		c.PID = cmd.Process.Pid
+		g.watch(c.PID)
+		started <- nil
+		// Wait's only error besides an exit status is a failure to copy
+		// streams, which leaves ProcessState set all the same.
+		_ = cmd.Wait()
+		s.reaper.waited(c.PID)
+		c.exit = exitOf(cmd.ProcessState)
+		c.exit.Duration = time.Since(c.Started)
+		close(c.done)
+	}()
+	if err := <-started; err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrNotExecutable, err)
+	}
+	return c, nil
+}
+
+// Close ends the guard, telling it that w8y exits normally.
+func (s *Spawner) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.guard != nil && s.guard.running() {
+		s.guard.stop()
+	}
+}
+
+// Terminal is the terminal that the Spawner lends its children.
+func (s *Spawner) Terminal() Terminal { return s.term }
+
+// Child is a running child in a process group of its own.
+type Child struct {
+	PID     int
+	Started time.Time
+
+	done chan struct{}
+	exit Exit
+	// guard watches the child's process group.
+	guard *guard
+}
+
+// Done is closed when the child has exited.
+func (c *Child) Done() <-chan struct{} { return c.done }
+
+// Exit is how the child ended; valid once Done is closed.
+func (c *Child) Exit() Exit { return c.exit }
+
+// Signal sends sig to the child's whole process group.
+func (c *Child) Signal(sig syscall.Signal) error {
+	return signalGroup(c.PID, sig)
+}
+
+// Stop ends the child's process group: SIGTERM, then SIGKILL to whatever
+// is left of the group after grace. It returns once the child has exited,
+// with nothing of its group running past grace.
+func (c *Child) Stop(grace time.Duration) Exit {
+	deadline := time.Now().Add(grace)
+	_ = c.Signal(syscall.SIGTERM)
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-c.done:
+	case <-timer.C:
+		_ = c.Signal(syscall.SIGKILL)
+		<-c.done
+	}
+	c.EndStragglers(deadline)
+	return c.exit
+}
+
+// stragglerPoll is how often EndStragglers checks whether a process group
+// has emptied: short against any grace period, long enough to cost nothing.
+// The kernel gives no notice when the last member of a group that is not
+// our child exits, so this is a poll.
+const stragglerPoll = 10 * time.Millisecond
+
+// EndStragglers ends processes the child left behind in its process group
+// after it exited, so that none runs on once the lock is released: SIGTERM,
+// then SIGKILL at deadline. It reports whether there were any.
+func (c *Child) EndStragglers(deadline time.Time) bool {
+	if !groupAlive(c.PID) {
+		return false
+	}
+	_ = c.Signal(syscall.SIGTERM)
+	for groupAlive(c.PID) {
+		if time.Now().After(deadline) {
+			_ = c.Signal(syscall.SIGKILL)
+			break
+		}
+		time.Sleep(stragglerPoll)
+	}
+	return true
+}
+
+// Close tells the guard that the child's process group has ended. Call it
+// once Stop or EndStragglers has emptied the group.
+func (c *Child) Close() { c.guard.forget(c.PID) }

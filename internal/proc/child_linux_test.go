@@ -1,0 +1,136 @@
+package proc
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestExitOf(t *testing.T) {
+	tests := []struct {
+		script string
+		want   Exit
+	}{
+		{"exit 0", Exit{Code: 0}},
+		{"exit 7", Exit{Code: 7}},
+		{"exit 255", Exit{Code: 255}},
+		{"kill -KILL $$", Exit{Code: 137, Signal: syscall.SIGKILL}},
+		{"kill -TERM $$", Exit{Code: 143, Signal: syscall.SIGTERM}},
+	}
+	for _, tt := range tests {
+		cmd := exec.Command("sh", "-c", tt.script)
+		_ = cmd.Run()
+		if got := exitOf(cmd.ProcessState); got != tt.want {
+			t.Errorf("%q: %+v, want %+v", tt.script, got, tt.want)
+		}
+	}
+}
+
+// testMarker is unique to each test process, so that tests that run at
+// once in other packages never find each other's children.
+var testMarker = "W8Y_PROC_TEST=" + strconv.Itoa(os.Getpid())
+
+// spawn starts sh -c script through a Spawner that is closed when the test
+// ends, and returns the child.
+func spawn(t *testing.T, script string) *Child {
+	t.Helper()
+	s := NewSpawner(Terminal{}, nil, testMarker)
+	t.Cleanup(s.Close)
+	c, err := s.Start(exec.Command("sh", "-c", script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func TestChildExitsWithItsCode(t *testing.T) {
+	c := spawn(t, "exit 3")
+	<-c.Done()
+	if got := c.Exit(); got.Code != 3 || got.Signal != 0 || got.Duration <= 0 {
+		t.Errorf("exit %+v, want code 3 with a duration", got)
+	}
+	if c.PID <= 0 || c.Started.IsZero() {
+		t.Errorf("pid %d, started %v", c.PID, c.Started)
+	}
+}
+
+func TestChildCarriesTheMarker(t *testing.T) {
+	c := spawn(t, "sleep 30")
+	defer c.Stop(time.Second)
+	if pids := ProcessesWithEnv(testMarker); !slices.Contains(pids, c.PID) {
+		t.Errorf("ProcessesWithEnv(%q) = %v, without the child %d", testMarker, pids, c.PID)
+	}
+}
+
+// TestStopEndsTheWholeGroup: a grandchild that ignores SIGTERM is SIGKILLed
+// with its group once the grace has passed.
+func TestStopEndsTheWholeGroup(t *testing.T) {
+	dir := t.TempDir()
+	c := spawn(t, `sh -c 'trap "" TERM; echo $$ >`+dir+`/pid; while :; do sleep 1; done' & wait`)
+	var grandchild int
+	deadline := time.Now().Add(10 * time.Second)
+	for grandchild == 0 {
+		data, _ := os.ReadFile(dir + "/pid")
+		grandchild, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+		if time.Now().After(deadline) {
+			t.Fatal("the grandchild never wrote its pid")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	exit := c.Stop(200 * time.Millisecond)
+	if exit.Signal != syscall.SIGTERM && exit.Signal != syscall.SIGKILL {
+		t.Errorf("the child ended with %v, want a signal", exit)
+	}
+	if groupAlive(c.PID) {
+		t.Error("the child's process group outlived Stop")
+	}
+	if err := syscall.Kill(grandchild, 0); err == nil {
+		// A zombie still answers kill(0) until its parent (init here)
+		// reaps it; it must not be running.
+		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(grandchild) + "/stat")
+		if i := strings.LastIndexByte(string(stat), ')'); i < 0 || !strings.HasPrefix(string(stat[i+2:]), "Z") {
+			t.Errorf("the grandchild %d still runs: %s", grandchild, stat)
+		}
+	}
+}
+
+// TestEndStragglers: processes that outlive the child in its group are
+// ended, and reported.
+func TestEndStragglers(t *testing.T) {
+	c := spawn(t, "sleep 30 & exit 0")
+	<-c.Done()
+	if !c.EndStragglers(time.Now().Add(time.Second)) {
+		t.Error("the sleep left behind was not reported")
+	}
+	if groupAlive(c.PID) {
+		t.Error("the group outlived EndStragglers")
+	}
+	if c.EndStragglers(time.Now().Add(time.Second)) {
+		t.Error("an empty group reported stragglers")
+	}
+}
+
+func TestStartReportsWhatCannotRun(t *testing.T) {
+	s := NewSpawner(Terminal{}, nil, testMarker)
+	defer s.Close()
+	tests := []struct {
+		path string
+		want error
+	}{
+		{"/nonexistent/w8y-test", ErrNotFound},
+		{t.TempDir(), ErrNotExecutable},
+	}
+	for _, tt := range tests {
+		_, err := s.Start(exec.Command(tt.path))
+		if !errors.Is(err, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.path, err, tt.want)
+		}
+	}
+}
