@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redisconn"
 )
 
 var (
@@ -74,7 +75,7 @@ func (f *finisher) finish(ctx context.Context, lock *Lock, end runEnd) (finished
 	}
 	words := rec.finishWords(end) + f.scheduleWords(factor)
 	reply, err := releaseScript.Run(ctx, f.client, keys, lock.Token, item, words).Slice()
-	if err != nil && slotMoving(err) {
+	if err != nil && redisconn.SlotMoving(err) {
 		// While the slot moves to another Cluster node, a command that
 		// names several of its keys is refused (TRYAGAIN) until all of them
 		// have arrived, and the script has not run at all. One key per
@@ -84,10 +85,10 @@ func (f *finisher) finish(ctx context.Context, lock *Lock, end runEnd) (finished
 		return f.finishEach(ctx, lock, end, factor)
 	}
 	if err != nil {
-		return finished{}, redisError("finish the run of "+quoteKey(lock.Key), err)
+		return finished{}, redisconn.Wrap("finish the run of "+quoteKey(lock.Key), err)
 	}
 	if len(reply) != 4 {
-		return finished{}, redisError("finish the run of "+quoteKey(lock.Key), fmt.Errorf("unexpected reply from release.lua: %d values", len(reply)))
+		return finished{}, redisconn.Wrap("finish the run of "+quoteKey(lock.Key), fmt.Errorf("unexpected reply from release.lua: %d values", len(reply)))
 	}
 	released, _ := reply[0].(int64)
 	failures, _ := reply[1].(int64)
@@ -155,13 +156,13 @@ func (f *finisher) finishEach(ctx context.Context, lock *Lock, end runEnd, facto
 	_, _ = pipe.Exec(ctx)
 
 	if cooldown != nil && cooldown.Err() != nil {
-		return out, redisError("set the cooldown of "+quoteKey(clip(item)), cooldown.Err())
+		return out, redisconn.Wrap("set the cooldown of "+quoteKey(clip(item)), cooldown.Err())
 	}
 	if count != nil {
 		n, err := count.Int64()
 		problem, err := countProblem(err)
 		if err != nil {
-			return out, redisError("count the runs of "+quoteKey(clip(item)), err)
+			return out, redisconn.Wrap("count the runs of "+quoteKey(clip(item)), err)
 		}
 		out.Problem = problem
 		if res.failed() {
@@ -175,7 +176,7 @@ func (f *finisher) finishEach(ctx context.Context, lock *Lock, end runEnd, facto
 		if backingOff {
 			out.Delay = backoffDelay(n, s.Backoff, factor)
 			if err := f.client.Eval(ctx, pauseSource, []string{rec.keys.Backoff(item)}, lock.Token, out.Delay.Milliseconds()).Err(); err != nil {
-				return out, redisError("set the backoff of "+quoteKey(clip(item)), err)
+				return out, redisconn.Wrap("set the backoff of "+quoteKey(clip(item)), err)
 			}
 		}
 	}
@@ -187,7 +188,7 @@ func (f *finisher) finishEach(ctx context.Context, lock *Lock, end runEnd, facto
 		n, err = release.Int()
 		released = n == 1
 		if err != nil {
-			err = redisError("release lock "+quoteKey(lock.Key), err)
+			err = redisconn.Wrap("release lock "+quoteKey(lock.Key), err)
 		}
 	} else {
 		released, err = lock.Release(ctx)
@@ -197,13 +198,6 @@ func (f *finisher) finishEach(ctx context.Context, lock *Lock, end runEnd, facto
 	}
 	out.Released = released
 	return out, nil
-}
-
-// slotMoving reports whether err is Redis Cluster refusing a command that
-// names several keys of a slot that is moving between nodes, before they
-// have all arrived.
-func slotMoving(err error) bool {
-	return strings.HasPrefix(err.Error(), "TRYAGAIN")
 }
 
 // countProblem sorts an error from count.lua: the state hash of another type

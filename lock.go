@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/redisconn"
 )
 
 // ErrLockLost is reported when a held lock no longer carries our token, or
@@ -54,7 +55,7 @@ type Lock struct {
 // and the finish of a run send their per-key commands in where one script
 // cannot name all of an item's keys.
 type lockClient interface {
-	scriptClient
+	redisconn.ScriptClient
 	Pipeline() redis.Pipeliner
 }
 
@@ -76,17 +77,17 @@ func newToken() (string, error) {
 // returns ErrLockLost if the key is gone or holds another value.
 func (l *Lock) Refresh(ctx context.Context) error {
 	sent := time.Now()
-	reply, err := runScript(ctx, l.client, refreshScript, l.acks, l.TTL, []string{l.Key}, l.Token, l.TTL.Milliseconds())
+	reply, err := redisconn.RunConfirmed(ctx, l.client, refreshScript, l.acks, l.TTL, []string{l.Key}, l.Token, l.TTL.Milliseconds())
 	if reply == int64(0) {
 		return fmt.Errorf("%w: %s no longer holds our token", ErrLockLost, quoteKey(l.Key))
 	}
 	if err != nil {
 		// Not confirmed by the replicas, the extension does not count: a
 		// failover now would bring back the lock as it was before it.
-		return redisError("refresh lock "+quoteKey(l.Key), err)
+		return redisconn.Wrap("refresh lock "+quoteKey(l.Key), err)
 	}
 	if reply != int64(1) {
-		return redisError("refresh lock "+quoteKey(l.Key), fmt.Errorf("unexpected reply %v", reply))
+		return redisconn.Wrap("refresh lock "+quoteKey(l.Key), fmt.Errorf("unexpected reply %v", reply))
 	}
 	l.expires = sent.Add(l.TTL)
 	return nil
@@ -99,7 +100,7 @@ func (l *Lock) Refresh(ctx context.Context) error {
 func (l *Lock) Release(ctx context.Context) (bool, error) {
 	n, err := releaseScript.Run(ctx, l.client, []string{l.Key}, l.Token, l.Item, "").Int()
 	if err != nil {
-		return false, redisError("release lock "+quoteKey(l.Key), err)
+		return false, redisconn.Wrap("release lock "+quoteKey(l.Key), err)
 	}
 	return n == 1, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/proc"
+	"github.com/w8y/w8y/internal/redisconn"
 )
 
 // version and commit are stamped at build time by make build, with
@@ -111,7 +112,7 @@ func exitCode(err error) int {
 
 // serve sets up Redis, signals and the terminal, then runs the worker.
 func serve(opts *Options, log zerolog.Logger) (int, error) {
-	command, err := resolveCommand(opts.Command, opts.EnvVar, withoutSecrets(os.Environ()))
+	command, err := resolveCommand(opts.Command, opts.EnvVar, redisconn.WithoutSecrets(os.Environ()))
 	if err != nil {
 		return 0, err
 	}
@@ -120,13 +121,15 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 	if opts.Parallel == 1 {
 		command.Stdin = os.Stdin
 	}
-	conns := workerConns(opts.Parallel)
+	// Taking items uses one connection at a time, and each running child's
+	// lock refresher and finish one more. With a Cluster, that is per node.
+	conns := opts.Parallel + 1
 	if opts.MetricsAddr != "" {
 		// One more, so that a health probe's PING never waits for the
 		// worker's connections.
 		conns++
 	}
-	client, err := connect(opts, conns, log)
+	client, err := redisconn.Connect(&opts.Options, conns, log)
 	if err != nil {
 		return 0, err
 	}
@@ -186,7 +189,7 @@ func serve(opts *Options, log zerolog.Logger) (int, error) {
 
 	// One script may touch an item's lock, cooldown, backoff, state and
 	// events keys together only where they live on one server.
-	oneServer := canScanOnServer(client, keys.Prefix)
+	oneServer := redisconn.Colocated(client, keys.Prefix)
 	record := &recorder{keys: keys, stateTTL: time.Duration(opts.StateTTL), oneScript: oneServer}
 	if !opts.NoEvents {
 		record.eventsMaxLen = opts.EventsMaxLen

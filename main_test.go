@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/w8y/w8y/internal/proc"
+	"github.com/w8y/w8y/internal/redisconn"
 )
 
 // errorsIs is errors.Is, named for table tests that compare against nil too.
@@ -21,8 +22,8 @@ func TestExitCode(t *testing.T) {
 		{fmt.Errorf("%w: %q", proc.ErrNotExecutable, "x"), exitNotExecutable},
 		{fmt.Errorf("%w: %q", proc.ErrNotFound, "x"), exitNotFound},
 		{usageError("bad"), exitFailure},
-		{redisError("read", errors.New("dial tcp: refused")), exitFailure},
-		{redisError("read", errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")), exitFailure},
+		{redisconn.Wrap("read", errors.New("dial tcp: refused")), exitFailure},
+		{redisconn.Wrap("read", errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")), exitFailure},
 		{errors.New("anything else"), exitFailure},
 	}
 	for _, tt := range tests {
@@ -56,27 +57,6 @@ func TestRunBadInput(t *testing.T) {
 		}
 		if strings.Contains(stderr.String(), "hunter2") {
 			t.Errorf("%q: the password leaked: %q", tt.args, stderr.String())
-		}
-	}
-}
-
-func TestRedisErrorClasses(t *testing.T) {
-	tests := []struct {
-		msg   string
-		fatal bool
-	}{
-		{"WRONGTYPE Operation against a key holding the wrong kind of value", true},
-		{"WRONGPASS invalid username-password pair or user is disabled.", true},
-		{"NOAUTH Authentication required.", true},
-		{"NOPERM User has no permissions", true},
-		{"ERR unknown command 'LMOVE'", true},
-		{"LOADING Redis is loading the dataset in memory", false},
-		{"dial tcp 127.0.0.1:1: connect: connection refused", false},
-	}
-	for _, tt := range tests {
-		err := redisError("op", errors.New(tt.msg))
-		if errors.Is(err, errFatalRedis) != tt.fatal || errors.Is(err, errRedis) == tt.fatal {
-			t.Errorf("%q: fatal %v, want %v", tt.msg, errors.Is(err, errFatalRedis), tt.fatal)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/redisconn"
 )
 
 // metrics are the Prometheus metrics that --metrics-addr serves. They live
@@ -264,7 +265,7 @@ func redisPing(client redis.UniversalClient, keys Keys, hook redisHook) func(con
 	ping := func(ctx context.Context, node *redis.Client) error { return node.Ping(ctx).Err() }
 	return func(ctx context.Context) error {
 		var err error
-		if hasHashTag(keys.Prefix) {
+		if redisconn.HasHashTag(keys.Prefix) {
 			var node *redis.Client
 			if node, err = cluster.MasterForKey(ctx, keys.List()); err == nil {
 				err = ping(ctx, node)

@@ -11,81 +11,47 @@ import (
 	"time"
 
 	flags "github.com/jessevdk/go-flags"
+	"github.com/w8y/w8y/internal/redisconn"
 )
 
 // Options holds everything w8y can be told on its command line or through
 // W8Y_* environment variables. A flag on the command line beats the variable.
 type Options struct {
-	RedisURL              string   `short:"u" long:"redis-url" env:"W8Y_REDIS_URL" default:"redis://localhost:6379" value-name:"URL" description:"Redis to connect to: redis://[user@]host:port[/db], rediss:// (TLS) or unix:///path/to/socket; more addresses as ?addr=host:port with --redis-cluster or --sentinel-master"`
-	RedisCluster          bool     `long:"redis-cluster" env:"W8Y_REDIS_CLUSTER" description:"Redis is a Cluster: the URL's addresses are seed nodes"`
-	SentinelMaster        string   `long:"sentinel-master" env:"W8Y_SENTINEL_MASTER" value-name:"NAME" description:"Find the master named NAME through Sentinel: the URL's addresses are the sentinels', its user and password the master's (W8Y_SENTINEL_PASSWORD is the sentinels' own)"`
-	RedisPasswordFile     string   `long:"redis-password-file" env:"W8Y_REDIS_PASSWORD_FILE" value-name:"PATH" description:"Read the Redis password from this file (one trailing newline is dropped); or set W8Y_REDIS_PASSWORD. Neither shows in ps"`
-	TLSCACert             string   `long:"tls-ca-cert" env:"W8Y_TLS_CA_CERT" value-name:"PATH" description:"With rediss://, trust only the CAs in this PEM file instead of the system's"`
-	TLSCert               string   `long:"tls-cert" env:"W8Y_TLS_CERT" value-name:"PATH" description:"With rediss://, present this PEM client certificate (needs --tls-key)"`
-	TLSKey                string   `long:"tls-key" env:"W8Y_TLS_KEY" value-name:"PATH" description:"With rediss://, the PEM private key of --tls-cert"`
-	TLSServerName         string   `long:"tls-server-name" env:"W8Y_TLS_SERVER_NAME" value-name:"NAME" description:"With rediss://, the name the server's certificate must carry (default: the URL's host)"`
-	TLSInsecureSkipVerify bool     `long:"tls-insecure-skip-verify" env:"W8Y_TLS_INSECURE_SKIP_VERIFY" description:"With rediss://, accept any server certificate: encrypted, but open to anyone on the path; logs a warning on every run"`
-	ReplicaAcks           int      `long:"replica-acks" env:"W8Y_REPLICA_ACKS" default:"0" value-name:"N" description:"Run a child only once N replicas have its lock, and count a refresh only once N have it (WAIT), so that a failover cannot lose a lock; not with --redis-cluster"`
-	KeyPrefix             string   `short:"k" long:"key-prefix" env:"W8Y_KEY_PREFIX" value-name:"PREFIX" description:"Prefix for all keys, forced to end in ':'; the list is <prefix>list, locks are <prefix>lock:<item>"`
-	KeyExpiry             Duration `short:"x" long:"key-expiry" env:"W8Y_KEY_EXPIRY" default:"5" value-name:"EXPIRY" description:"Lock expiry: seconds, or a Go duration such as 1500ms; the lock is refreshed about every third of it"`
-	EnvVar                string   `short:"e" long:"env-var" env:"W8Y_ENV_VAR" value-name:"NAME" description:"Environment variable to set to the work item, besides W8Y_ITEM"`
-	Continuous            bool     `short:"c" long:"continuous" env:"W8Y_CONTINUOUS" description:"Keep taking items until stopped, instead of running one item"`
-	ExitCodes             []int    `short:"i" long:"exit-codes" env:"W8Y_EXIT_CODES" env-delim:"," default:"0" value-name:"CODE" description:"Child exit code that lets --continuous go on to the next item (repeatable)"`
-	Quiet                 bool     `short:"q" long:"quiet" env:"W8Y_QUIET" description:"Silence w8y's own logs, leaving the child's stdout and stderr alone"`
-	LogFile               string   `short:"f" long:"log-file" env:"W8Y_LOG_FILE" value-name:"PATH" description:"Append w8y's logs to this file instead of stderr"`
-	NoLogTimestamps       bool     `short:"t" long:"no-log-timestamps" env:"W8Y_NO_LOG_TIMESTAMPS" description:"Leave timestamps out of log lines"`
-	LogFormat             string   `long:"log-format" env:"W8Y_LOG_FORMAT" default:"console" choice:"console" choice:"json" description:"Log format"`
-	LogLevel              string   `long:"log-level" env:"W8Y_LOG_LEVEL" default:"info" choice:"debug" choice:"info" choice:"warn" choice:"error" description:"Least severe log level written"`
-	Timeout               Duration `long:"timeout" env:"W8Y_TIMEOUT" value-name:"DURATION" description:"Stop a child still running after DURATION (SIGTERM to its group, SIGKILL after --kill-after) and exit 124; 0 means never"`
-	KillAfter             Duration `long:"kill-after" env:"W8Y_KILL_AFTER" value-name:"DURATION" default-mask:"-" description:"Grace between SIGTERM and SIGKILL when w8y stops a child's group itself (timeout, lock lost, processes left behind); at most a third of --key-expiry, so a group whose lock is being lost is gone before the lock could expire (default: 10s, or a third of --key-expiry if less)"`
-	Subreaper             bool     `long:"subreaper" env:"W8Y_SUBREAPER" description:"Become a child subreaper: processes that a child orphans are re-parented to w8y, which reaps them (always on when w8y is PID 1)"`
-	NoWorkExitCode        int      `long:"no-work-exit-code" env:"W8Y_NO_WORK_EXIT_CODE" default:"0" value-name:"CODE" description:"Exit code when no item could be taken"`
-	IdleWait              Duration `long:"idle-wait" env:"W8Y_IDLE_WAIT" default:"1s" value-name:"DURATION" description:"With --continuous, the pause (with jitter) after a pass that found nothing"`
-	Cooldown              Duration `long:"cooldown" env:"W8Y_COOLDOWN" value-name:"DURATION" description:"After a successful run, the item is not run anywhere until DURATION has passed (the key <prefix>cooldown:<item>); 0 means no cooldown"`
-	FailureBackoff        Backoff  `long:"failure-backoff" env:"W8Y_FAILURE_BACKOFF" value-name:"MIN[,MAX]" description:"After a failed run (exit code not in --exit-codes, timeout, lost lock), the item waits MIN, doubling with each consecutive failure up to MAX (default 10 x MIN), less up to a quarter of jitter (the key <prefix>backoff:<item>)"`
-	StopOnFailure         bool     `long:"stop-on-failure" env:"W8Y_STOP_ON_FAILURE" description:"With --continuous, exit after a failed run (the default, unless --failure-backoff is given)"`
-	Parallel              int      `long:"parallel" env:"W8Y_PARALLEL" default:"1" value-name:"N" description:"Run up to N children at once, each on its own item; in one-shot mode, take up to N items from one pass"`
-	MaxItems              int      `long:"max-items" env:"W8Y_MAX_ITEMS" value-name:"N" description:"With --continuous, stop taking items after N, let the running ones finish and exit 0; 0 means no limit"`
-	MaxRuntime            Duration `long:"max-runtime" env:"W8Y_MAX_RUNTIME" value-name:"DURATION" description:"With --continuous, stop taking items after DURATION, let the running ones finish and exit 0; 0 means no limit"`
-	StateTTL              Duration `long:"state-ttl" env:"W8Y_STATE_TTL" default:"168h" value-name:"DURATION" description:"How long an item's state hash (<prefix>state:<item>: last start and end, exit code, runs, failures, consecutive failures) and the events stream live after their last write"`
-	NoEvents              bool     `long:"no-events" env:"W8Y_NO_EVENTS" description:"Add no entries to the events stream <prefix>events"`
-	EventsMaxLen          int64    `long:"events-max-len" env:"W8Y_EVENTS_MAX_LEN" default:"10000" value-name:"N" description:"Keep about this many entries in the events stream (XADD MAXLEN ~ N)"`
-	MetricsAddr           string   `long:"metrics-addr" env:"W8Y_METRICS_ADDR" value-name:"HOST:PORT" description:"Serve Prometheus metrics on /metrics and a health check on /healthz at this address"`
-	Status                bool     `long:"status" description:"Show every item in list order with its lock, cooldown or backoff, and last run, then exit; needs no executable"`
-	JSON                  bool     `long:"json" env:"W8Y_JSON" description:"With --status, print JSON instead of a table"`
-	Watch                 Duration `long:"watch" env:"W8Y_WATCH" optional:"true" optional-value:"2s" value-name:"INTERVAL" description:"With --status, show it again every INTERVAL (default 2s) until interrupted"`
-	Version               bool     `long:"version" description:"Print the version and commit, and exit"`
-	ManPage               bool     `long:"man-page" hidden:"true" description:"Print w8y's man page in troff and exit (make man)"`
+	redisconn.Options
+	ReplicaAcks     int      `long:"replica-acks" env:"W8Y_REPLICA_ACKS" default:"0" value-name:"N" description:"Run a child only once N replicas have its lock, and count a refresh only once N have it (WAIT), so that a failover cannot lose a lock; not with --redis-cluster"`
+	KeyPrefix       string   `short:"k" long:"key-prefix" env:"W8Y_KEY_PREFIX" value-name:"PREFIX" description:"Prefix for all keys, forced to end in ':'; the list is <prefix>list, locks are <prefix>lock:<item>"`
+	KeyExpiry       Duration `short:"x" long:"key-expiry" env:"W8Y_KEY_EXPIRY" default:"5" value-name:"EXPIRY" description:"Lock expiry: seconds, or a Go duration such as 1500ms; the lock is refreshed about every third of it"`
+	EnvVar          string   `short:"e" long:"env-var" env:"W8Y_ENV_VAR" value-name:"NAME" description:"Environment variable to set to the work item, besides W8Y_ITEM"`
+	Continuous      bool     `short:"c" long:"continuous" env:"W8Y_CONTINUOUS" description:"Keep taking items until stopped, instead of running one item"`
+	ExitCodes       []int    `short:"i" long:"exit-codes" env:"W8Y_EXIT_CODES" env-delim:"," default:"0" value-name:"CODE" description:"Child exit code that lets --continuous go on to the next item (repeatable)"`
+	Quiet           bool     `short:"q" long:"quiet" env:"W8Y_QUIET" description:"Silence w8y's own logs, leaving the child's stdout and stderr alone"`
+	LogFile         string   `short:"f" long:"log-file" env:"W8Y_LOG_FILE" value-name:"PATH" description:"Append w8y's logs to this file instead of stderr"`
+	NoLogTimestamps bool     `short:"t" long:"no-log-timestamps" env:"W8Y_NO_LOG_TIMESTAMPS" description:"Leave timestamps out of log lines"`
+	LogFormat       string   `long:"log-format" env:"W8Y_LOG_FORMAT" default:"console" choice:"console" choice:"json" description:"Log format"`
+	LogLevel        string   `long:"log-level" env:"W8Y_LOG_LEVEL" default:"info" choice:"debug" choice:"info" choice:"warn" choice:"error" description:"Least severe log level written"`
+	Timeout         Duration `long:"timeout" env:"W8Y_TIMEOUT" value-name:"DURATION" description:"Stop a child still running after DURATION (SIGTERM to its group, SIGKILL after --kill-after) and exit 124; 0 means never"`
+	KillAfter       Duration `long:"kill-after" env:"W8Y_KILL_AFTER" value-name:"DURATION" default-mask:"-" description:"Grace between SIGTERM and SIGKILL when w8y stops a child's group itself (timeout, lock lost, processes left behind); at most a third of --key-expiry, so a group whose lock is being lost is gone before the lock could expire (default: 10s, or a third of --key-expiry if less)"`
+	Subreaper       bool     `long:"subreaper" env:"W8Y_SUBREAPER" description:"Become a child subreaper: processes that a child orphans are re-parented to w8y, which reaps them (always on when w8y is PID 1)"`
+	NoWorkExitCode  int      `long:"no-work-exit-code" env:"W8Y_NO_WORK_EXIT_CODE" default:"0" value-name:"CODE" description:"Exit code when no item could be taken"`
+	IdleWait        Duration `long:"idle-wait" env:"W8Y_IDLE_WAIT" default:"1s" value-name:"DURATION" description:"With --continuous, the pause (with jitter) after a pass that found nothing"`
+	Cooldown        Duration `long:"cooldown" env:"W8Y_COOLDOWN" value-name:"DURATION" description:"After a successful run, the item is not run anywhere until DURATION has passed (the key <prefix>cooldown:<item>); 0 means no cooldown"`
+	FailureBackoff  Backoff  `long:"failure-backoff" env:"W8Y_FAILURE_BACKOFF" value-name:"MIN[,MAX]" description:"After a failed run (exit code not in --exit-codes, timeout, lost lock), the item waits MIN, doubling with each consecutive failure up to MAX (default 10 x MIN), less up to a quarter of jitter (the key <prefix>backoff:<item>)"`
+	StopOnFailure   bool     `long:"stop-on-failure" env:"W8Y_STOP_ON_FAILURE" description:"With --continuous, exit after a failed run (the default, unless --failure-backoff is given)"`
+	Parallel        int      `long:"parallel" env:"W8Y_PARALLEL" default:"1" value-name:"N" description:"Run up to N children at once, each on its own item; in one-shot mode, take up to N items from one pass"`
+	MaxItems        int      `long:"max-items" env:"W8Y_MAX_ITEMS" value-name:"N" description:"With --continuous, stop taking items after N, let the running ones finish and exit 0; 0 means no limit"`
+	MaxRuntime      Duration `long:"max-runtime" env:"W8Y_MAX_RUNTIME" value-name:"DURATION" description:"With --continuous, stop taking items after DURATION, let the running ones finish and exit 0; 0 means no limit"`
+	StateTTL        Duration `long:"state-ttl" env:"W8Y_STATE_TTL" default:"168h" value-name:"DURATION" description:"How long an item's state hash (<prefix>state:<item>: last start and end, exit code, runs, failures, consecutive failures) and the events stream live after their last write"`
+	NoEvents        bool     `long:"no-events" env:"W8Y_NO_EVENTS" description:"Add no entries to the events stream <prefix>events"`
+	EventsMaxLen    int64    `long:"events-max-len" env:"W8Y_EVENTS_MAX_LEN" default:"10000" value-name:"N" description:"Keep about this many entries in the events stream (XADD MAXLEN ~ N)"`
+	MetricsAddr     string   `long:"metrics-addr" env:"W8Y_METRICS_ADDR" value-name:"HOST:PORT" description:"Serve Prometheus metrics on /metrics and a health check on /healthz at this address"`
+	Status          bool     `long:"status" description:"Show every item in list order with its lock, cooldown or backoff, and last run, then exit; needs no executable"`
+	JSON            bool     `long:"json" env:"W8Y_JSON" description:"With --status, print JSON instead of a table"`
+	Watch           Duration `long:"watch" env:"W8Y_WATCH" optional:"true" optional-value:"2s" value-name:"INTERVAL" description:"With --status, show it again every INTERVAL (default 2s) until interrupted"`
+	Version         bool     `long:"version" description:"Print the version and commit, and exit"`
+	ManPage         bool     `long:"man-page" hidden:"true" description:"Print w8y's man page in troff and exit (make man)"`
 
 	// Command is the executable followed by its arguments.
 	Command []string `no-flag:"true"`
-
-	// redisPassword and sentinelPassword come from W8Y_REDIS_PASSWORD and
-	// W8Y_SENTINEL_PASSWORD only: a flag would put them in argv, where ps
-	// shows them to every user of the host.
-	redisPassword    string
-	sentinelPassword string
-}
-
-// Variables that hold secrets. They are read by parseOptions, not by
-// go-flags, so that no flag can carry a secret, and kept from the child.
-const (
-	redisPasswordVar    = "W8Y_REDIS_PASSWORD"
-	sentinelPasswordVar = "W8Y_SENTINEL_PASSWORD"
-)
-
-// withoutSecrets returns environ without the variables that hold Redis
-// passwords: the child needs its item, not w8y's credentials. A child that
-// needs Redis gets its own credentials under a name of its own.
-func withoutSecrets(environ []string) []string {
-	kept := make([]string, 0, len(environ))
-	for _, kv := range environ {
-		if strings.HasPrefix(kv, redisPasswordVar+"=") || strings.HasPrefix(kv, sentinelPasswordVar+"=") {
-			continue
-		}
-		kept = append(kept, kv)
-	}
-	return kept
 }
 
 // Duration is a flag value given in seconds ("5", "0.5") or as a Go
@@ -224,8 +190,7 @@ func parseOptions(args []string, stdout io.Writer) (*Options, error) {
 		return nil, errHelp
 	}
 	opts.Command = rest
-	opts.redisPassword = os.Getenv(redisPasswordVar)
-	opts.sentinelPassword = os.Getenv(sentinelPasswordVar)
+	opts.ReadSecrets(os.Getenv)
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
@@ -345,14 +310,8 @@ func (o *Options) validate() error {
 	if o.EnvVar != "" && (strings.ContainsAny(o.EnvVar, "=\x00") || o.EnvVar != strings.TrimSpace(o.EnvVar)) {
 		return usageError("--env-var %q is not a valid environment variable name", o.EnvVar)
 	}
-	if o.RedisCluster && o.SentinelMaster != "" {
-		return usageError("--redis-cluster and --sentinel-master exclude each other: a Cluster fails over by itself")
-	}
-	if (o.TLSCert == "") != (o.TLSKey == "") {
-		return usageError("--tls-cert and --tls-key go together: give both or neither")
-	}
-	if o.RedisPasswordFile != "" && o.redisPassword != "" {
-		return usageError("the password is given twice, in %s and --redis-password-file: give it once", redisPasswordVar)
+	if err := o.Options.Validate(); err != nil {
+		return usageError("%s", err)
 	}
 	if o.ReplicaAcks < 0 {
 		return usageError("--replica-acks must not be negative, got %d", o.ReplicaAcks)
@@ -360,7 +319,7 @@ func (o *Options) validate() error {
 	// WAIT counts the replicas of the writes made on its own connection,
 	// and a Cluster client cannot send it on the connection that took a
 	// lock: it would count nothing, and promise what it cannot keep.
-	if o.ReplicaAcks > 0 && o.RedisCluster {
+	if o.ReplicaAcks > 0 && o.Cluster {
 		return usageError("--replica-acks does not work with --redis-cluster")
 	}
 	o.KeyPrefix = normalizePrefix(o.KeyPrefix)

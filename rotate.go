@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/redisconn"
 )
 
 var (
@@ -144,7 +145,7 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 	if p.left < 0 {
 		n, err := r.Client.LLen(ctx, list).Result()
 		if err != nil {
-			return "", nil, redisError("read length of "+quoteKey(list), err)
+			return "", nil, redisconn.Wrap("read length of "+quoteKey(list), err)
 		}
 		p.left = n
 	}
@@ -162,7 +163,7 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 			break
 		}
 		if err != nil {
-			return "", nil, redisError("rotate "+quoteKey(list), err)
+			return "", nil, redisconn.Wrap("rotate "+quoteKey(list), err)
 		}
 		if reason := badItem(item, r.MaxItemLen); reason != "" {
 			r.Log.Warn().Str("item", clip(item)).Msg("skipping item: " + reason)
@@ -176,16 +177,16 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 		}
 		lock := r.newLock(item)
 		sent := time.Now()
-		got, err := runScript(ctx, r.Client, tryLockScript, r.ReplicaAcks, r.TTL, []string{lock.Key}, lock.Token, lock.TTL.Milliseconds())
+		got, err := redisconn.RunConfirmed(ctx, r.Client, tryLockScript, r.ReplicaAcks, r.TTL, []string{lock.Key}, lock.Token, lock.TTL.Milliseconds())
 		if got != int64(1) && err != nil {
-			return "", nil, redisError("take lock "+quoteKey(lock.Key), err)
+			return "", nil, redisconn.Wrap("take lock "+quoteKey(lock.Key), err)
 		}
 		switch got := got.(type) {
 		case int64:
 			if got != 1 {
 				continue
 			}
-			// With a reply, the only error is errNotReplicated.
+			// With a reply, the only error is redisconn.ErrNotReplicated.
 			unconfirmed := err
 			lock.expires = sent.Add(lock.TTL)
 			waits, err := r.waits(ctx, item)
@@ -222,20 +223,13 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 func (r *Rotator) rotate(ctx context.Context, list string) (string, error) {
 	if !r.noLMove {
 		item, err := r.Client.LMove(ctx, list, list, "LEFT", "RIGHT").Result()
-		if err == nil || !unknownCommand(err, "lmove") {
+		if err == nil || !redisconn.UnknownCommand(err, "lmove") {
 			return item, err
 		}
 		r.noLMove = true
 		r.Log.Warn().Msg("this Redis has no LMOVE (it is older than 6.2): rotating with RPOPLPUSH instead, which takes items from the end of the list and puts them first, so the list turns the other way round")
 	}
 	return r.Client.RPopLPush(ctx, list, list).Result()
-}
-
-// unknownCommand reports whether err is Redis' answer to a command it does
-// not know, such as LMOVE before Redis 6.2 or a command renamed away.
-func unknownCommand(err error, command string) bool {
-	msg := strings.ToLower(err.Error())
-	return strings.HasPrefix(msg, "err unknown command") && strings.Contains(msg, command)
 }
 
 // newLock is the lock of item as this Rotator takes it, for this Rotator's
@@ -252,7 +246,7 @@ func (r *Rotator) waits(ctx context.Context, item string) (bool, error) {
 	cooling := pipe.Exists(ctx, r.Keys.Cooldown(item))
 	backing := pipe.Exists(ctx, r.Keys.Backoff(item))
 	if _, err := pipe.Exec(ctx); err != nil {
-		return false, redisError("check the cooldown and backoff of "+quoteKey(clip(item)), err)
+		return false, redisconn.Wrap("check the cooldown and backoff of "+quoteKey(clip(item)), err)
 	}
 	return cooling.Val()+backing.Val() > 0, nil
 }
@@ -277,7 +271,7 @@ func (r *Rotator) giveBack(ctx context.Context, lock *Lock, cause error) error {
 	if err != nil {
 		r.Log.Warn().Err(err).Str("lock_key", lock.Key).Msg("could not give back an unconfirmed lock; it will expire by itself")
 	}
-	return redisError("take lock "+quoteKey(lock.Key), cause)
+	return redisconn.Wrap("take lock "+quoteKey(lock.Key), cause)
 }
 
 // warnLockType warns that the lock key of item (shown clipped) holds a value

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	_ "embed"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redisconn"
 )
 
 var (
@@ -29,31 +29,6 @@ var (
 // It must also stay well below the ~8,000 values that Lua's unpack can
 // return, which the script uses to pass a batch to MGET and RPUSH.
 const scanBatch = 1000
-
-// canScanOnServer reports whether scan.lua may run for keys under prefix:
-// the script touches lock keys that it does not declare, which is only
-// correct where they live on the same server as the list. That holds on a
-// single Redis server, and on a sharded client (Redis Cluster, Ring) only
-// when prefix holds a hash tag, which puts the list and every lock in one
-// slot. Elsewhere Take falls back to a round trip per candidate.
-func canScanOnServer(client any, prefix string) bool {
-	switch client.(type) {
-	case *redis.ClusterClient, *redis.Ring:
-		return hasHashTag(prefix)
-	}
-	return true
-}
-
-// hasHashTag reports whether every key that starts with prefix hashes to the
-// same Redis Cluster slot: Redis hashes only what lies between the first '{'
-// and the first '}' after it, when that is not empty.
-func hasHashTag(prefix string) bool {
-	open := strings.IndexByte(prefix, '{')
-	if open < 0 {
-		return false
-	}
-	return strings.IndexByte(prefix[open+1:], '}') > 0
-}
 
 // takeInBatches is Take with scan.lua: one round trip per scanBatch
 // candidates, and none for LLEN, which the first call of a pass reads. stop
@@ -76,22 +51,22 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (string,
 		// No more arguments: Redis refuses commands of more than 10 parts
 		// before AUTH, and a server that wants a password we lack must say
 		// NOAUTH, not "Protocol error". New settings go into scanOptions.
-		got, err := runScript(ctx, r.Client, scanScript, r.ReplicaAcks, r.TTL, []string{list},
+		got, err := redisconn.RunConfirmed(ctx, r.Client, scanScript, r.ReplicaAcks, r.TTL, []string{list},
 			r.Keys.Prefix, r.Token, r.TTL.Milliseconds(), p.left, r.MaxItemLen, r.scanOptions(batch, sent))
 		reply, ok := got.([]any)
 		if !ok {
 			if err == nil {
 				err = fmt.Errorf("unexpected reply from scan.lua: %T", got)
 			}
-			return "", nil, redisError("scan "+quoteKey(list), err)
+			return "", nil, redisconn.Wrap("scan "+quoteKey(list), err)
 		}
-		// With a reply, the only error is errNotReplicated.
+		// With a reply, the only error is redisconn.ErrNotReplicated.
 		unconfirmed := err
 		var item string
 		var taken bool
 		p.left, item, taken, err = r.readScan(reply)
 		if err != nil {
-			return "", nil, redisError("scan "+quoteKey(list), err)
+			return "", nil, redisconn.Wrap("scan "+quoteKey(list), err)
 		}
 		if taken {
 			lock := r.newLock(item)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/redisconn"
 )
 
 var (
@@ -95,7 +96,7 @@ func (s *statusReader) read(ctx context.Context, each func([]itemStatus) error) 
 		}
 		reply, err := statusScript.Run(ctx, s.client, []string{list}, args...).Slice()
 		if err != nil {
-			return redisError("read "+quoteKey(list), err)
+			return redisconn.Wrap("read "+quoteKey(list), err)
 		}
 		n, _ := reply[0].(int64)
 		if n == 0 || len(reply) < 3 {
@@ -153,8 +154,8 @@ func (s *statusReader) details(ctx context.Context, items []string) ([]itemStatu
 	// Errors are read per command below: a key of another type spoils only
 	// its own column.
 	_, err := pipe.Exec(ctx)
-	if err != nil && !isReplyError(err) {
-		return nil, redisError("read the status of "+strconv.Itoa(len(items))+" items", err)
+	if err != nil && !redisconn.IsReply(err) {
+		return nil, redisconn.Wrap("read the status of "+strconv.Itoa(len(items))+" items", err)
 	}
 	out := make([]itemStatus, len(items))
 	for i, item := range items {
@@ -184,13 +185,6 @@ func (s *statusReader) details(ctx context.Context, items []string) ([]itemStatu
 		out[i] = st
 	}
 	return out, nil
-}
-
-// isReplyError reports whether err is an answer from Redis (a nil reply,
-// or an error such as WRONGTYPE) rather than a failure to reach it.
-func isReplyError(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr)
 }
 
 // ttl reads a PTTL reply: nil for a missing key (-2), -1 for a key without
@@ -239,7 +233,7 @@ func (st *itemStatus) setState(values []any) {
 // showStatus is w8y --status: every item in list order, as a table or as
 // JSON, once or every --watch interval until SIGINT or SIGTERM.
 func showStatus(opts *Options, stdout io.Writer, log zerolog.Logger) error {
-	client, err := connect(opts, 1, log)
+	client, err := redisconn.Connect(&opts.Options, 1, log)
 	if err != nil {
 		return err
 	}
@@ -278,7 +272,7 @@ func showStatus(opts *Options, stdout io.Writer, log zerolog.Logger) error {
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case errors.Is(err, errFatalRedis):
+		case errors.Is(err, redisconn.ErrRefused):
 			return err
 		case err != nil:
 			// Redis may come back: say so, and try again next time.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/proc"
+	"github.com/w8y/w8y/internal/redisconn"
 )
 
 const (
@@ -181,7 +182,7 @@ func (w *worker) loop(ctx context.Context) (int, error) {
 				pause(jitter(time.Duration(w.opts.IdleWait)))
 			case errors.Is(err, errStopped):
 				closeWith("")
-			case errors.Is(err, errRedis):
+			case errors.Is(err, redisconn.ErrUnavailable):
 				retry(err)
 			default:
 				exitWith(0, err)

@@ -1,4 +1,4 @@
-package main
+package redisconn
 
 import (
 	"os"
@@ -19,8 +19,8 @@ func TestRedactURL(t *testing.T) {
 		{"redis://s:1?master_name=m&password=secret&sentinel_password=s2", "redis://s:1?master_name=m&password=xxxxx&sentinel_password=xxxxx"},
 	}
 	for _, tt := range tests {
-		if got := redactURL(tt.in); got != tt.want {
-			t.Errorf("redactURL(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := RedactURL(tt.in); got != tt.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -33,7 +33,7 @@ func TestNewRedisClientHidesPassword(t *testing.T) {
 		"redis://u:top%20secret@host:x",
 		"redis://host?password=topsecret",
 	} {
-		_, err := newRedisClient(&Options{RedisURL: raw}, workerConns(1))
+		_, err := New(&Options{URL: raw}, 2)
 		if err == nil {
 			t.Errorf("%q: no error", raw)
 			continue
@@ -60,7 +60,7 @@ func TestNewRedisClientForms(t *testing.T) {
 	}{
 		{
 			name: "single server, password from the environment",
-			opts: Options{RedisURL: "redis://u@host:7000/2", redisPassword: "env-pw"},
+			opts: Options{URL: "redis://u@host:7000/2", Password: "env-pw"},
 			check: func(t *testing.T, c redis.UniversalClient) {
 				o := c.(*redis.Client).Options()
 				if o.Addr != "host:7000" || o.DB != 2 || o.Username != "u" || o.Password != "env-pw" || o.TLSConfig != nil || o.PoolSize != 2 {
@@ -70,7 +70,7 @@ func TestNewRedisClientForms(t *testing.T) {
 		},
 		{
 			name: "password file drops its line end",
-			opts: Options{RedisURL: "redis://host", RedisPasswordFile: pwFile},
+			opts: Options{URL: "redis://host", PasswordFile: pwFile},
 			check: func(t *testing.T, c redis.UniversalClient) {
 				if p := c.(*redis.Client).Options().Password; p != "from-file" {
 					t.Errorf("password %q", p)
@@ -79,7 +79,7 @@ func TestNewRedisClientForms(t *testing.T) {
 		},
 		{
 			name: "unix socket",
-			opts: Options{RedisURL: "unix:///run/redis.sock?db=3"},
+			opts: Options{URL: "unix:///run/redis.sock?db=3"},
 			check: func(t *testing.T, c redis.UniversalClient) {
 				o := c.(*redis.Client).Options()
 				if o.Network != "unix" || o.Addr != "/run/redis.sock" || o.DB != 3 {
@@ -89,7 +89,7 @@ func TestNewRedisClientForms(t *testing.T) {
 		},
 		{
 			name: "TLS with a server name",
-			opts: Options{RedisURL: "rediss://10.0.0.1:6380", TLSServerName: "redis.internal"},
+			opts: Options{URL: "rediss://10.0.0.1:6380", TLSServerName: "redis.internal"},
 			check: func(t *testing.T, c redis.UniversalClient) {
 				tc := c.(*redis.Client).Options().TLSConfig
 				if tc == nil || tc.ServerName != "redis.internal" || tc.InsecureSkipVerify || insecureTLS(c) {
@@ -99,7 +99,7 @@ func TestNewRedisClientForms(t *testing.T) {
 		},
 		{
 			name: "skip_verify in the URL counts as insecure",
-			opts: Options{RedisURL: "rediss://host?skip_verify=true"},
+			opts: Options{URL: "rediss://host?skip_verify=true"},
 			check: func(t *testing.T, c redis.UniversalClient) {
 				if !insecureTLS(c) {
 					t.Error("insecureTLS is false")
@@ -108,7 +108,7 @@ func TestNewRedisClientForms(t *testing.T) {
 		},
 		{
 			name: "cluster seeds",
-			opts: Options{RedisURL: "redis://:pw@a:7000?addr=b:7001&addr=c:7002", RedisCluster: true},
+			opts: Options{URL: "redis://:pw@a:7000?addr=b:7001&addr=c:7002", Cluster: true},
 			check: func(t *testing.T, c redis.UniversalClient) {
 				o := c.(*redis.ClusterClient).Options()
 				if strings.Join(o.Addrs, ",") != "a:7000,b:7001,c:7002" || o.Password != "pw" || o.PoolSize != 2 {
@@ -118,7 +118,7 @@ func TestNewRedisClientForms(t *testing.T) {
 		},
 		{
 			name: "sentinel: the URL's user info is the master's",
-			opts: Options{RedisURL: "redis://u:pw@s1:26379?addr=s2:26379", SentinelMaster: "mymaster", sentinelPassword: "spw"},
+			opts: Options{URL: "redis://u:pw@s1:26379?addr=s2:26379", SentinelMaster: "mymaster", SentinelPassword: "spw"},
 			check: func(t *testing.T, c redis.UniversalClient) {
 				o := c.(*redis.Client).Options()
 				if o.Username != "u" || o.Password != "pw" {
@@ -126,16 +126,16 @@ func TestNewRedisClientForms(t *testing.T) {
 				}
 			},
 		},
-		{name: "several addresses without a mode", opts: Options{RedisURL: "redis://a:1?addr=b:2"}, wantErr: "need --redis-cluster or --sentinel-master"},
-		{name: "TLS options without rediss", opts: Options{RedisURL: "redis://a", TLSServerName: "x"}, wantErr: "need a rediss:// URL"},
-		{name: "unix socket as a cluster", opts: Options{RedisURL: "unix:///s", RedisCluster: true}, wantErr: "cannot be used with --redis-cluster"},
-		{name: "password in the URL and the environment", opts: Options{RedisURL: "redis://:pw@a", redisPassword: "x"}, wantErr: "given twice"},
-		{name: "empty password file", opts: Options{RedisURL: "redis://a", RedisPasswordFile: "/dev/null"}, wantErr: "is empty"},
-		{name: "sentinel password as a query parameter", opts: Options{RedisURL: "redis://s1?password=topsecret", SentinelMaster: "m"}, wantErr: "not as query parameters"},
+		{name: "several addresses without a mode", opts: Options{URL: "redis://a:1?addr=b:2"}, wantErr: "need --redis-cluster or --sentinel-master"},
+		{name: "TLS options without rediss", opts: Options{URL: "redis://a", TLSServerName: "x"}, wantErr: "need a rediss:// URL"},
+		{name: "unix socket as a cluster", opts: Options{URL: "unix:///s", Cluster: true}, wantErr: "cannot be used with --redis-cluster"},
+		{name: "password in the URL and the environment", opts: Options{URL: "redis://:pw@a", Password: "x"}, wantErr: "given twice"},
+		{name: "empty password file", opts: Options{URL: "redis://a", PasswordFile: "/dev/null"}, wantErr: "is empty"},
+		{name: "sentinel password as a query parameter", opts: Options{URL: "redis://s1?password=topsecret", SentinelMaster: "m"}, wantErr: "not as query parameters"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := newRedisClient(&tt.opts, workerConns(1))
+			c, err := New(&tt.opts, 2)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)

@@ -1,0 +1,27 @@
+package redisconn
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestRedisErrorClasses(t *testing.T) {
+	tests := []struct {
+		msg   string
+		fatal bool
+	}{
+		{"WRONGTYPE Operation against a key holding the wrong kind of value", true},
+		{"WRONGPASS invalid username-password pair or user is disabled.", true},
+		{"NOAUTH Authentication required.", true},
+		{"NOPERM User has no permissions", true},
+		{"ERR unknown command 'LMOVE'", true},
+		{"LOADING Redis is loading the dataset in memory", false},
+		{"dial tcp 127.0.0.1:1: connect: connection refused", false},
+	}
+	for _, tt := range tests {
+		err := Wrap("op", errors.New(tt.msg))
+		if errors.Is(err, ErrRefused) != tt.fatal || errors.Is(err, ErrUnavailable) == tt.fatal {
+			t.Errorf("%q: fatal %v, want %v", tt.msg, errors.Is(err, ErrRefused), tt.fatal)
+		}
+	}
+}

@@ -1,0 +1,44 @@
+package redisconn
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+)
+
+// userinfoPassword finds the password in scheme://user:password@host even when
+// the URL is too malformed for net/url to parse. It is compiled on first use:
+// only a URL that fails to parse needs it, and a run that never does should
+// not pay for it at start-up.
+var userinfoPassword = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)([^@]*)@`)
+})
+
+// queryPassword finds a password given as a query parameter, which
+// go-redis' Sentinel URLs accept and w8y refuses, in an error that quotes
+// the URL.
+var queryPassword = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`([?&][a-z_]*password=)[^&#]*`)
+})
+
+// RedactURL returns rawURL with any password replaced by "xxxxx".
+func RedactURL(rawURL string) string {
+	rawURL = userinfoPassword().ReplaceAllString(rawURL, "${1}xxxxx@")
+	return queryPassword().ReplaceAllString(rawURL, "${1}xxxxx")
+}
+
+// redact removes the password of rawURL from msg, wherever msg quotes it.
+func redact(msg, rawURL string) string {
+	password := ""
+	if u, err := url.Parse(rawURL); err == nil && u.User != nil {
+		password, _ = u.User.Password()
+	} else if m := userinfoPassword().FindStringSubmatch(rawURL); m != nil {
+		password = m[2]
+	}
+	if password == "" {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, password, "xxxxx")
+	return strings.ReplaceAll(msg, url.QueryEscape(password), "xxxxx")
+}
