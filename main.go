@@ -72,6 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	defer closeLog()
+	redisconn.SetLogger(log)
 
 	var code int
 	if opts.Status {
