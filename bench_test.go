@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 // The hot paths of one item: choosing it, checking it, building the child's
@@ -36,16 +37,18 @@ func BenchmarkCommandBuild(b *testing.B) {
 // benchTake measures one Take over a list of n items whose locks are all
 // taken but the last, so that each Take looks at all of them, and releases
 // it again. A whole pass leaves the list as it was.
-func benchTake(b *testing.B, n int, serverScan bool) { benchTakeWaiting(b, n, serverScan, Keys.Lock) }
+func benchTake(b *testing.B, n int, serverScan bool) {
+	benchTakeWaiting(b, n, serverScan, schema.Keys.Lock)
+}
 
 // benchTakeWaiting is benchTake with the keys that keep all items but the
 // last from being taken named by waitKey: their locks, or (as in a fleet
 // with --cooldown, where most items wait with their locks free) their
 // cooldown keys, which cost the scan a check per candidate.
-func benchTakeWaiting(b *testing.B, n int, serverScan bool, waitKey func(Keys, string) string) {
+func benchTakeWaiting(b *testing.B, n int, serverScan bool, waitKey func(schema.Keys, string) string) {
 	rdb := startTestRedis(b).Client
 	ctx := context.Background()
-	keys := Keys{Prefix: "bench:"}
+	keys := schema.Keys{Prefix: "bench:", Colocated: serverScan}
 	items := numbered(n)
 	pipe := rdb.Pipeline()
 	pipe.RPush(ctx, keys.List(), anySlice(items)...)
@@ -55,7 +58,7 @@ func benchTakeWaiting(b *testing.B, n int, serverScan bool, waitKey func(Keys, s
 	if _, err := pipe.Exec(ctx); err != nil {
 		b.Fatal(err)
 	}
-	r := &Rotator{Client: rdb, Keys: keys, Token: testToken, TTL: time.Minute, MaxItemLen: 1 << 17, ServerScan: serverScan, Log: zerolog.New(io.Discard)}
+	r := &Rotator{Client: rdb, Keys: keys, Token: testToken, TTL: time.Minute, MaxItemLen: 1 << 17, Log: zerolog.New(io.Discard)}
 	b.ResetTimer()
 	for b.Loop() {
 		item, lock, err := r.Take(ctx, nil)
@@ -73,7 +76,7 @@ func BenchmarkTake(b *testing.B) {
 		b.Run(fmt.Sprintf("scan/%d", n), func(b *testing.B) { benchTake(b, n, true) })
 	}
 	for _, n := range []int{100, 10000} {
-		b.Run(fmt.Sprintf("scan-cooling/%d", n), func(b *testing.B) { benchTakeWaiting(b, n, true, Keys.Cooldown) })
+		b.Run(fmt.Sprintf("scan-cooling/%d", n), func(b *testing.B) { benchTakeWaiting(b, n, true, schema.Keys.Cooldown) })
 	}
 	// The per-candidate path, for comparison: 10,000 would take seconds.
 	for _, n := range []int{1, 100} {

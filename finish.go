@@ -10,14 +10,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/lua"
 	"github.com/w8y/w8y/internal/redisconn"
-)
-
-var (
-	//go:embed pause.lua
-	pauseSource string
-	//go:embed count.lua
-	countSource string
+	"github.com/w8y/w8y/internal/schema"
 )
 
 // finishClient is the part of the Redis client that finishing a run needs.
@@ -32,18 +27,17 @@ type finishClient interface {
 // failures (see Schedule), and its state hash and end event (see recorder).
 type finisher struct {
 	client finishClient
-	// record says what to record of a run, under which keys, and whether one
-	// script may touch an item's keys together (recorder.oneScript, which is
-	// only so where they all live on one server, see canScanOnServer).
-	// Elsewhere each key gets its own commands.
+	// record says what to record of a run, and under which keys; where
+	// they are not colocated (see schema.Keys), each key gets its own
+	// commands.
 	record   *recorder
 	schedule Schedule
 	// jitter returns backoff jitter factors; jitterFactor unless a test sets it.
 	jitter func() string
 }
 
-// finished is what finishing a run did.
-type finished struct {
+// finishReply is what finishing a run did, as the finish script reports it.
+type finishReply struct {
 	// Released is set when our lock was deleted; unset when it was gone or
 	// someone else's by then.
 	Released bool
@@ -60,12 +54,12 @@ type finished struct {
 // finish ends the run that held lock and ended as end says. The lock is
 // deleted only if it still holds our token; the rest is written either way,
 // since a lost lock is a failed run.
-func (f *finisher) finish(ctx context.Context, lock *Lock, end runEnd) (finished, error) {
+func (f *finisher) finish(ctx context.Context, lock *Lock, end runEnd) (finishReply, error) {
 	factor := "1"
 	if f.jitter != nil {
 		factor = f.jitter()
 	}
-	if !f.record.oneScript {
+	if !f.record.keys.Colocated {
 		return f.finishEach(ctx, lock, end, factor)
 	}
 	rec, item := f.record, lock.Item
@@ -74,7 +68,7 @@ func (f *finisher) finish(ctx context.Context, lock *Lock, end runEnd) (finished
 		keys = append(keys, rec.keys.Events())
 	}
 	words := rec.finishWords(end) + f.scheduleWords(factor)
-	reply, err := releaseScript.Run(ctx, f.client, keys, lock.Token, item, words).Slice()
+	reply, err := lua.Finish.Run(ctx, f.client, keys, lock.Token, item, words).Slice()
 	if err != nil && redisconn.SlotMoving(err) {
 		// While the slot moves to another Cluster node, a command that
 		// names several of its keys is refused (TRYAGAIN) until all of them
@@ -85,23 +79,23 @@ func (f *finisher) finish(ctx context.Context, lock *Lock, end runEnd) (finished
 		return f.finishEach(ctx, lock, end, factor)
 	}
 	if err != nil {
-		return finished{}, redisconn.Wrap("finish the run of "+quoteKey(lock.Key), err)
+		return finishReply{}, redisconn.Wrap("finish the run of "+quoteKey(lock.Key), err)
 	}
 	if len(reply) != 4 {
-		return finished{}, redisconn.Wrap("finish the run of "+quoteKey(lock.Key), fmt.Errorf("unexpected reply from release.lua: %d values", len(reply)))
+		return finishReply{}, redisconn.Wrap("finish the run of "+quoteKey(lock.Key), fmt.Errorf("unexpected reply from lua.Finish: %d values", len(reply)))
 	}
 	released, _ := reply[0].(int64)
 	failures, _ := reply[1].(int64)
 	delay, _ := reply[2].(int64)
 	problem, _ := reply[3].(string)
-	out := finished{Released: released == 1, Failures: failures, Problem: problem}
+	out := finishReply{Released: released == 1, Failures: failures, Problem: problem}
 	if delay > 0 {
 		out.Delay = time.Duration(delay) * time.Millisecond
 	}
 	return out, nil
 }
 
-// scheduleWords are release.lua's options for the schedule, with factor the
+// scheduleWords are lua.Finish's options for the schedule, with factor the
 // jitter of a failure delay.
 func (f *finisher) scheduleWords(factor string) string {
 	s := f.schedule
@@ -117,8 +111,8 @@ func (f *finisher) scheduleWords(factor string) string {
 	return b.String()
 }
 
-// finishEach is finish with commands on one key each (count.lua, pause.lua,
-// the record's plain commands, release.lua with the lock alone), for where
+// finishEach is finish with commands on one key each (lua.Count, lua.Pause,
+// the record's plain commands, lua.Finish with the lock alone), for where
 // an item's keys may live on different servers, or where their slot is on
 // the move between Cluster nodes (see finish). The count, the cooldown and
 // the record go in one pipeline; a failure's backoff depends on the count,
@@ -130,28 +124,28 @@ func (f *finisher) scheduleWords(factor string) string {
 // with --cooldown; three after a failure with --failure-backoff. Scripts in
 // a pipeline go as EVAL, with their text: a pipeline cannot fall back from
 // EVALSHA, and each script is a few hundred bytes.
-func (f *finisher) finishEach(ctx context.Context, lock *Lock, end runEnd, factor string) (finished, error) {
+func (f *finisher) finishEach(ctx context.Context, lock *Lock, end runEnd, factor string) (finishReply, error) {
 	s, rec, item, res := f.schedule, f.record, lock.Item, end.Result
-	out := finished{Failures: -1}
-	cooling := res == resultSuccess && s.Cooldown > 0
-	backingOff := res.failed() && s.Backoff != (Backoff{})
+	out := finishReply{Failures: -1}
+	cooling := res == schema.ResultSuccess && s.Cooldown > 0
+	backingOff := res.Failed() && s.Backoff != (Backoff{})
 
 	pipe := f.client.Pipeline()
 	var count, cooldown, release *redis.Cmd
 	switch {
-	case res == resultSuccess:
-		count = pipe.Eval(ctx, countSource, []string{rec.keys.State(item)}, "success", rec.stateTTL.Milliseconds())
-	case res.failed():
-		count = pipe.Eval(ctx, countSource, []string{rec.keys.State(item)}, "failure", rec.stateTTL.Milliseconds())
+	case res == schema.ResultSuccess:
+		count = lua.Count.Eval(ctx, pipe, []string{rec.keys.State(item)}, "success", rec.stateTTL.Milliseconds())
+	case res.Failed():
+		count = lua.Count.Eval(ctx, pipe, []string{rec.keys.State(item)}, "failure", rec.stateTTL.Milliseconds())
 	}
 	if cooling {
-		cooldown = pipe.Eval(ctx, pauseSource, []string{rec.keys.Cooldown(item)}, lock.Token, s.Cooldown.Milliseconds())
+		cooldown = lua.Pause.Eval(ctx, pipe, []string{rec.keys.Cooldown(item)}, lock.Token, s.Cooldown.Milliseconds())
 	}
-	// The record's own errors are left unread, as release.lua's pcall
+	// The record's own errors are left unread, as lua.Finish's pcall
 	// leaves them: a run never depends on its record.
 	rec.queueFinish(ctx, pipe, item, lock.Token, end)
 	if !cooling && !backingOff {
-		release = releaseScript.Eval(ctx, pipe, []string{lock.Key}, lock.Token, item, "")
+		release = lua.Finish.Eval(ctx, pipe, []string{lock.Key}, lock.Token, item, "")
 	}
 	_, _ = pipe.Exec(ctx)
 
@@ -165,7 +159,7 @@ func (f *finisher) finishEach(ctx context.Context, lock *Lock, end runEnd, facto
 			return out, redisconn.Wrap("count the runs of "+quoteKey(clip(item)), err)
 		}
 		out.Problem = problem
-		if res.failed() {
+		if res.Failed() {
 			if problem == "" {
 				out.Failures = n
 			} else {
@@ -175,7 +169,7 @@ func (f *finisher) finishEach(ctx context.Context, lock *Lock, end runEnd, facto
 		}
 		if backingOff {
 			out.Delay = backoffDelay(n, s.Backoff, factor)
-			if err := f.client.Eval(ctx, pauseSource, []string{rec.keys.Backoff(item)}, lock.Token, out.Delay.Milliseconds()).Err(); err != nil {
+			if err := lua.Pause.Eval(ctx, f.client, []string{rec.keys.Backoff(item)}, lock.Token, out.Delay.Milliseconds()).Err(); err != nil {
 				return out, redisconn.Wrap("set the backoff of "+quoteKey(clip(item)), err)
 			}
 		}
@@ -200,9 +194,9 @@ func (f *finisher) finishEach(ctx context.Context, lock *Lock, end runEnd, facto
 	return out, nil
 }
 
-// countProblem sorts an error from count.lua: the state hash of another type
+// countProblem sorts an error from lua.Count: the state hash of another type
 // or holding a count that is not a number is a problem to report, as
-// release.lua reports it, and anything else is Redis failing.
+// lua.Finish reports it, and anything else is Redis failing.
 func countProblem(err error) (string, error) {
 	var rerr redis.Error
 	if err == nil || !errors.As(err, &rerr) {

@@ -10,19 +10,20 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 // finishStep is one finished run in a finish test: its result, and whether
 // someone else holds the lock by then (it was lost).
 type finishStep struct {
-	res  result
+	res  schema.Result
 	lost bool
 }
 
 // finishCase is a series of finished runs of one item from a given state.
 type finishCase struct {
 	name  string
-	setup func(ctx context.Context, rdb *redis.Client, keys Keys)
+	setup func(ctx context.Context, rdb *redis.Client, keys schema.Keys)
 	steps []finishStep
 	// want is what each finish reports, as "released failures delay".
 	want []string
@@ -32,7 +33,7 @@ type finishCase struct {
 
 // dumpKeys describes every key under keys' prefix: its type, its value and
 // its remaining time to live, rounded to seconds, or "no expiry".
-func dumpKeys(t *testing.T, rdb *redis.Client, keys Keys) map[string]string {
+func dumpKeys(t *testing.T, rdb *redis.Client, keys schema.Keys) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	out := map[string]string{}
@@ -61,7 +62,7 @@ func dumpKeys(t *testing.T, rdb *redis.Client, keys Keys) map[string]string {
 	return out
 }
 
-// TestFinishBothWaysAlike finishes the same runs with release.lua in one
+// TestFinishBothWaysAlike finishes the same runs with lua.Finish in one
 // round trip and with the per-key commands of a cluster: both must report
 // the same and leave the same keys, and what they leave is the schedule.
 func TestFinishBothWaysAlike(t *testing.T) {
@@ -69,7 +70,7 @@ func TestFinishBothWaysAlike(t *testing.T) {
 	schedule := Schedule{Cooldown: time.Minute, Backoff: Backoff{Min: time.Second, Max: 3 * time.Second}}
 	// state is the state hash after runs runs, failures of them failed, the
 	// last with result last, and consecutive failures n (-1: none counted).
-	state := func(n, runs, failures int, last result) string {
+	state := func(n, runs, failures int, last schema.Result) string {
 		var fields []string
 		if n >= 0 {
 			fields = append(fields, fmt.Sprintf("consecutive_failures=%d", n))
@@ -80,73 +81,73 @@ func TestFinishBothWaysAlike(t *testing.T) {
 		fields = append(fields, "last_end=1000", "last_result="+string(last), fmt.Sprintf("runs=%d", runs))
 		return "hash " + strings.Join(fields, ",") + " (1h0m0s)"
 	}
-	ok, fail, stopped := finishStep{res: resultSuccess}, finishStep{res: resultFailure}, finishStep{res: resultInterrupted}
+	ok, fail, stopped := finishStep{res: schema.ResultSuccess}, finishStep{res: schema.ResultFailure}, finishStep{res: schema.ResultInterrupted}
 	tests := []finishCase{
 		{
 			name: "success cools down", steps: []finishStep{ok}, want: []string{"true -1 0s"},
-			keys: map[string]string{"cooldown:x": testToken + " (1m0s)", "state:x": state(0, 1, 0, resultSuccess)},
+			keys: map[string]string{"cooldown:x": testToken + " (1m0s)", "state:x": state(0, 1, 0, schema.ResultSuccess)},
 		},
 		{
 			name:  "failures double up to MAX",
-			steps: []finishStep{fail, {res: resultTimeout}, {res: resultLockLost}},
+			steps: []finishStep{fail, {res: schema.ResultTimeout}, {res: schema.ResultLockLost}},
 			want:  []string{"true 1 1s", "true 2 2s", "true 3 3s"},
-			keys:  map[string]string{"backoff:x": testToken + " (3s)", "state:x": state(3, 3, 3, resultLockLost)},
+			keys:  map[string]string{"backoff:x": testToken + " (3s)", "state:x": state(3, 3, 3, schema.ResultLockLost)},
 		},
 		{
 			name:  "a success resets the count and leaves the backoff to expire",
 			steps: []finishStep{fail, fail, ok, fail},
 			want:  []string{"true 1 1s", "true 2 2s", "true -1 0s", "true 1 1s"},
 			// The 2s backoff of the second failure outlasts the new 1s one.
-			keys: map[string]string{"backoff:x": testToken + " (2s)", "cooldown:x": testToken + " (1m0s)", "state:x": state(1, 4, 3, resultFailure)},
+			keys: map[string]string{"backoff:x": testToken + " (2s)", "cooldown:x": testToken + " (1m0s)", "state:x": state(1, 4, 3, schema.ResultFailure)},
 		},
 		{
 			name: "an interrupted run sets no pause and leaves the count",
-			setup: func(ctx context.Context, rdb *redis.Client, keys Keys) {
+			setup: func(ctx context.Context, rdb *redis.Client, keys schema.Keys) {
 				rdb.HSet(ctx, keys.State("x"), "consecutive_failures", 2)
 			},
 			steps: []finishStep{stopped}, want: []string{"true -1 0s"},
-			keys: map[string]string{"state:x": state(2, 1, 0, resultInterrupted)},
+			keys: map[string]string{"state:x": state(2, 1, 0, schema.ResultInterrupted)},
 		},
 		{
 			name: "an interrupted run of a new item records only the run", steps: []finishStep{stopped}, want: []string{"true -1 0s"},
-			keys: map[string]string{"state:x": state(-1, 1, 0, resultInterrupted)},
+			keys: map[string]string{"state:x": state(-1, 1, 0, schema.ResultInterrupted)},
 		},
 		{
-			name: "a lost lock is left to its holder and counts as a failure", steps: []finishStep{{res: resultLockLost, lost: true}},
+			name: "a lost lock is left to its holder and counts as a failure", steps: []finishStep{{res: schema.ResultLockLost, lost: true}},
 			want: []string{"false 1 1s"},
-			keys: map[string]string{"lock:x": "someone-else (1h0m0s)", "backoff:x": testToken + " (1s)", "state:x": state(1, 1, 1, resultLockLost)},
+			keys: map[string]string{"lock:x": "someone-else (1h0m0s)", "backoff:x": testToken + " (1s)", "state:x": state(1, 1, 1, schema.ResultLockLost)},
 		},
 		{
 			name: "an operator's longer pause is kept",
-			setup: func(ctx context.Context, rdb *redis.Client, keys Keys) {
+			setup: func(ctx context.Context, rdb *redis.Client, keys schema.Keys) {
 				rdb.Set(ctx, keys.Cooldown("x"), "paused by hand", 0)
 				rdb.Set(ctx, keys.Backoff("x"), "hold", time.Hour)
 			},
 			steps: []finishStep{ok, fail},
 			want:  []string{"true -1 0s", "true 1 1s"},
-			keys:  map[string]string{"cooldown:x": "paused by hand (no expiry)", "backoff:x": "hold (1h0m0s)", "state:x": state(1, 2, 1, resultFailure)},
+			keys:  map[string]string{"cooldown:x": "paused by hand (no expiry)", "backoff:x": "hold (1h0m0s)", "state:x": state(1, 2, 1, schema.ResultFailure)},
 		},
 		{
 			name: "a shorter pause is lengthened",
-			setup: func(ctx context.Context, rdb *redis.Client, keys Keys) {
+			setup: func(ctx context.Context, rdb *redis.Client, keys schema.Keys) {
 				rdb.Set(ctx, keys.Cooldown("x"), "short", 5*time.Second)
 			},
 			steps: []finishStep{ok}, want: []string{"true -1 0s"},
-			keys: map[string]string{"cooldown:x": testToken + " (1m0s)", "state:x": state(0, 1, 0, resultSuccess)},
+			keys: map[string]string{"cooldown:x": testToken + " (1m0s)", "state:x": state(0, 1, 0, schema.ResultSuccess)},
 		},
 		{
 			name: "a pause key of another type is not w8y's to overwrite",
-			setup: func(ctx context.Context, rdb *redis.Client, keys Keys) {
+			setup: func(ctx context.Context, rdb *redis.Client, keys schema.Keys) {
 				rdb.SAdd(ctx, keys.Cooldown("x"), "member")
 			},
 			steps: []finishStep{ok}, want: []string{"true -1 0s"},
-			keys: map[string]string{"cooldown:x": "set (no expiry)", "state:x": state(0, 1, 0, resultSuccess)},
+			keys: map[string]string{"cooldown:x": "set (no expiry)", "state:x": state(0, 1, 0, schema.ResultSuccess)},
 		},
 		{
 			// The key gets the state's expiry, so that it goes away and
 			// the item's record can start over.
 			name: "a state key of another type is reported and the rest still done",
-			setup: func(ctx context.Context, rdb *redis.Client, keys Keys) {
+			setup: func(ctx context.Context, rdb *redis.Client, keys schema.Keys) {
 				rdb.Set(ctx, keys.State("x"), "not a hash", 0)
 			},
 			steps: []finishStep{fail, ok},
@@ -155,7 +156,7 @@ func TestFinishBothWaysAlike(t *testing.T) {
 		},
 		{
 			name: "a count that is not a number is reported",
-			setup: func(ctx context.Context, rdb *redis.Client, keys Keys) {
+			setup: func(ctx context.Context, rdb *redis.Client, keys schema.Keys) {
 				rdb.HSet(ctx, keys.State("x"), "consecutive_failures", "many")
 			},
 			steps: []finishStep{fail},
@@ -167,13 +168,13 @@ func TestFinishBothWaysAlike(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var reports [2][]string
 			var left [2]map[string]string
-			for i, oneScript := range []bool{true, false} {
+			for i, colocated := range []bool{true, false} {
 				ctx := context.Background()
-				keys := Keys{Prefix: fmt.Sprintf("f%d:%v:", n, oneScript)}
+				keys := schema.Keys{Prefix: fmt.Sprintf("f%d:%v:", n, colocated), Colocated: colocated}
 				if tt.setup != nil {
 					tt.setup(ctx, rdb, keys)
 				}
-				rec := &recorder{keys: keys, stateTTL: time.Hour, eventsMaxLen: 100, oneScript: oneScript}
+				rec := &recorder{keys: keys, stateTTL: time.Hour, eventsMaxLen: 100}
 				f := &finisher{client: rdb, record: rec, schedule: schedule, jitter: func() string { return "1" }}
 				for _, step := range tt.steps {
 					lock := &Lock{Key: keys.Lock("x"), Token: testToken, TTL: time.Minute, Item: "x", client: rdb}
@@ -195,25 +196,25 @@ func TestFinishBothWaysAlike(t *testing.T) {
 				left[i] = dumpKeys(t, rdb, keys)
 			}
 			if !slices.Equal(reports[0], tt.want) {
-				t.Errorf("release.lua reported %q, want %q", reports[0], tt.want)
+				t.Errorf("lua.Finish reported %q, want %q", reports[0], tt.want)
 			}
 			// Every end adds an event (see TestRecordBothPaths for its fields).
 			want := maps.Clone(tt.keys)
 			want["events"] = "stream (1h0m0s)"
 			if fmt.Sprint(left[0]) != fmt.Sprint(want) {
-				t.Errorf("release.lua left\n%q\nwant\n%q", left[0], want)
+				t.Errorf("lua.Finish left\n%q\nwant\n%q", left[0], want)
 			}
 			if !slices.Equal(reports[1], reports[0]) {
-				t.Errorf("per-key commands reported %q, release.lua %q", reports[1], reports[0])
+				t.Errorf("per-key commands reported %q, lua.Finish %q", reports[1], reports[0])
 			}
 			if fmt.Sprint(left[1]) != fmt.Sprint(left[0]) {
-				t.Errorf("per-key commands left\n%q\nrelease.lua\n%q", left[1], left[0])
+				t.Errorf("per-key commands left\n%q\nlua.Finish\n%q", left[1], left[0])
 			}
 		})
 	}
 }
 
-// TestFinishJitter: the delay that release.lua sets is the one that
+// TestFinishJitter: the delay that lua.Finish sets is the one that
 // backoffDelay computes from the same jitter factor, so the per-key path
 // and the script agree on every draw.
 func TestFinishJitter(t *testing.T) {
@@ -222,17 +223,17 @@ func TestFinishJitter(t *testing.T) {
 	b := Backoff{Min: 1300 * time.Millisecond, Max: time.Hour}
 	for i := range 20 {
 		factor := jitterFactor()
-		keys := Keys{Prefix: fmt.Sprintf("j%d:", i)}
-		rec := &recorder{keys: keys, stateTTL: time.Hour, oneScript: true}
+		keys := schema.Keys{Prefix: fmt.Sprintf("j%d:", i), Colocated: true}
+		rec := &recorder{keys: keys, stateTTL: time.Hour}
 		f := &finisher{client: rdb, record: rec, schedule: Schedule{Backoff: b}, jitter: func() string { return factor }}
 		rdb.HSet(ctx, keys.State("x"), "consecutive_failures", i%5)
 		lock := &Lock{Key: keys.Lock("x"), Token: testToken, TTL: time.Minute, Item: "x", client: rdb}
-		done, err := f.finish(ctx, lock, runEnd{Result: resultFailure, At: time.Now()})
+		done, err := f.finish(ctx, lock, runEnd{Result: schema.ResultFailure, At: time.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := backoffDelay(int64(i%5+1), b, factor); done.Delay != want {
-			t.Errorf("failure %d with factor %s: release.lua set %s, backoffDelay says %s", i%5+1, factor, done.Delay, want)
+			t.Errorf("failure %d with factor %s: lua.Finish set %s, backoffDelay says %s", i%5+1, factor, done.Delay, want)
 		}
 		if pttl := rdb.PTTL(ctx, keys.Backoff("x")).Val(); pttl > done.Delay || pttl < done.Delay-time.Second {
 			t.Errorf("backoff key expires in %s, want %s", pttl, done.Delay)

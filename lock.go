@@ -13,22 +13,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/lua"
 	"github.com/w8y/w8y/internal/redisconn"
 )
 
 // ErrLockLost is reported when a held lock no longer carries our token, or
 // could not be refreshed before its lease was about to run out.
 var ErrLockLost = errors.New("lock lost")
-
-var (
-	//go:embed refresh.lua
-	refreshSource string
-	//go:embed release.lua
-	releaseSource string
-
-	refreshScript = redis.NewScript(refreshSource)
-	releaseScript = redis.NewScript(releaseSource)
-)
 
 // Lock is an item's lock that this run holds in Redis: the key's value is
 // Token, and the key expires TTL after it was last set or refreshed.
@@ -42,7 +33,7 @@ type Lock struct {
 
 	client lockClient
 	// acks is --replica-acks: how many replicas must confirm a refresh for
-	// it to count (see runScript).
+	// it to count (see redisconn.RunConfirmed).
 	acks int
 	// expires is the earliest moment the server may expire the key: when the
 	// command that last set its expiry was sent, plus TTL. The server applies
@@ -77,7 +68,7 @@ func newToken() (string, error) {
 // returns ErrLockLost if the key is gone or holds another value.
 func (l *Lock) Refresh(ctx context.Context) error {
 	sent := time.Now()
-	reply, err := redisconn.RunConfirmed(ctx, l.client, refreshScript, l.acks, l.TTL, []string{l.Key}, l.Token, l.TTL.Milliseconds())
+	reply, err := redisconn.RunConfirmed(ctx, l.client, lua.Refresh, l.acks, l.TTL, []string{l.Key}, l.Token, l.TTL.Milliseconds())
 	if reply == int64(0) {
 		return fmt.Errorf("%w: %s no longer holds our token", ErrLockLost, quoteKey(l.Key))
 	}
@@ -98,7 +89,7 @@ func (l *Lock) Refresh(ctx context.Context) error {
 // nothing: a run ends with finisher.finish, which releases the lock in the
 // same round trip as it records the end.
 func (l *Lock) Release(ctx context.Context) (bool, error) {
-	n, err := releaseScript.Run(ctx, l.client, []string{l.Key}, l.Token, l.Item, "").Int()
+	n, err := lua.Finish.Run(ctx, l.client, []string{l.Key}, l.Token, l.Item, "").Int()
 	if err != nil {
 		return false, redisconn.Wrap("release lock "+quoteKey(l.Key), err)
 	}
@@ -173,6 +164,3 @@ func (l *Lock) hold(ctx context.Context, giveUp time.Duration, log zerolog.Logge
 		}
 	}
 }
-
-// quoteKey quotes a key for messages, so odd bytes in items stay visible.
-func quoteKey(key string) string { return fmt.Sprintf("%q", key) }

@@ -54,3 +54,24 @@ func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && isatty.IsTerminal(f.Fd())
 }
+
+// clipLen is how much of a skipped item a log line shows: enough to find it
+// with LRANGE, short enough that a megabyte item does not flood the log.
+const clipLen = 64
+
+// clip shortens item for a log line.
+func clip(item string) string {
+	return clipHead(item[:min(len(item), clipLen)], len(item))
+}
+
+// clipHead is clip for an item of size bytes of which only head, its first
+// clipLen bytes or fewer, is known.
+func clipHead(head string, size int) string {
+	if size <= clipLen {
+		return head
+	}
+	return fmt.Sprintf("%s... (%d bytes)", head, size)
+}
+
+// quoteKey quotes a key for messages, so odd bytes in items stay visible.
+func quoteKey(key string) string { return fmt.Sprintf("%q", key) }

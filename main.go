@@ -3,16 +3,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
+	"strconv"
 	"strings"
-	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redisconn"
 )
@@ -26,29 +23,49 @@ var (
 
 // Exit codes of w8y's own making. Otherwise w8y exits with the child's code.
 const (
-	// exitOK: the child succeeded, nothing was eligible, or --continuous drained.
 	exitOK = 0
-	// exitLockLost: the lock was lost while the child ran, and the child was
-	// stopped. 122 is unused by shells and by timeout(1).
+	// exitLockLost is 122, which shells and timeout(1) leave unused.
 	exitLockLost = 122
-	// exitTimeout: the child ran past --timeout and was stopped, as timeout(1).
+	// exitTimeout is timeout(1)'s.
 	exitTimeout = 124
-	// exitFailure: w8y itself failed (options, URL, Redis), as env(1) and
-	// timeout(1) use 125.
+	// exitFailure is what env(1) and timeout(1) use for their own failures.
 	exitFailure = 125
-	// exitNotExecutable: the executable exists but cannot be run, as in shells.
+	// exitNotExecutable and exitNotFound are the shells'.
 	exitNotExecutable = 126
-	// exitNotFound: the executable does not exist, as in shells.
-	exitNotFound = 127
+	exitNotFound      = 127
 )
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+// exitStatus is one row of the table of exit codes.
+type exitStatus struct {
+	// Code is the code, or the form of a family of codes ("N", "128+N").
+	Code    string
+	Meaning string
 }
 
-// run is w8y from parsed arguments to exit code. It is the only place that
-// turns errors into exit codes and the one line on stderr that explains them.
-func run(args []string, stdout, stderr io.Writer) int {
+// exitStatuses is the one table of w8y's exit codes, which --help, the man
+// page and (checked by a test) the README show.
+var exitStatuses = []exitStatus{
+	{"N", "the child's exit code (with --parallel, the first child to end with a code other than 0)"},
+	{"128+N", "the child was killed by signal N; in one-shot mode also: w8y got stop signal N before any child started"},
+	{strconv.Itoa(exitOK), "no item could be taken (see --no-work-exit-code), --continuous drained after a stop signal or ended after --max-items/--max-runtime, or every --parallel child exited 0"},
+	{strconv.Itoa(exitLockLost), "the lock was lost while the child ran; the child was stopped"},
+	{strconv.Itoa(exitTimeout), "the child ran past --timeout; it was stopped"},
+	{strconv.Itoa(exitFailure), "w8y itself failed: bad option, bad URL, Redis unreachable or erroring, wrong password or certificate, lock not confirmed by --replica-acks replicas, wrong key type"},
+	{strconv.Itoa(exitNotExecutable), "the executable was found but cannot be run"},
+	{strconv.Itoa(exitNotFound), "the executable was not found"},
+}
+
+// statusExitNote follows the table: --status has codes of its own.
+const statusExitNote = "With --status: 0, or 125 when the list cannot be read."
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is w8y from its arguments and standard streams to its exit code. It is
+// the only place that turns how w8y ended into an exit code (see exitCode)
+// and into the one line on stderr that explains a failure.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 2 && args[0] == proc.GuardArg {
 		if err := proc.RunGuard(args[1]); err != nil {
 			return fail(stderr, err)
@@ -64,7 +81,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	// A lean build hands a run with --metrics-addr over to the build that
 	// has metrics; it returns only if it could not.
-	if err := handOffMetrics(opts); err != nil {
+	if err := handOffMetrics(opts, args); err != nil {
 		return fail(stderr, err)
 	}
 	log, closeLog, err := newLogger(opts, stderr)
@@ -74,146 +91,57 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer closeLog()
 	redisconn.SetLogger(log)
 
-	var code int
 	if opts.Status {
 		err = showStatus(opts, stdout, log)
 	} else {
-		code, err = serve(opts, log)
+		err = serve(opts, stdin, stdout, stderr, log)
 	}
-	if err != nil {
+	code, explain := exitCode(err, opts.NoWorkExitCode)
+	if explain {
 		if opts.LogFile != "" {
 			log.Error().Err(err).Msg("w8y failed")
 		}
-		return fail(stderr, err)
+		printLine(stderr, err)
 	}
 	return code
 }
 
 // fail prints err as one line on stderr and returns its exit code.
 func fail(stderr io.Writer, err error) int {
+	printLine(stderr, err)
+	code, _ := exitCode(err, 0)
+	return code
+}
+
+// printLine prints err as the one line on stderr that explains a failure.
+func printLine(stderr io.Writer, err error) {
 	fmt.Fprintf(stderr, "w8y: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
-	return exitCode(err)
 }
 
-// exitCode maps an error from w8y to its documented exit code.
-func exitCode(err error) int {
+// exitCode maps how w8y ended to its exit code (see exitStatuses), and says
+// whether err is a failure to explain on stderr: not so for a child's own
+// code, a stop signal or an empty pass, which the child or the log tell of.
+// noWork is --no-work-exit-code.
+func exitCode(err error, noWork int) (code int, explain bool) {
+	var child *childExitError
+	var stop stopError
 	switch {
+	case err == nil:
+		return exitOK, false
+	case errors.As(err, &child):
+		return child.end.Exit.Code, false
+	case errors.As(err, &stop):
+		return 128 + int(stop.Signal), false
+	case errors.Is(err, ErrNoWork):
+		return noWork, false
 	case errors.Is(err, ErrLockLost):
-		return exitLockLost
+		return exitLockLost, true
 	case errors.Is(err, ErrTimeout):
-		return exitTimeout
+		return exitTimeout, true
 	case errors.Is(err, proc.ErrNotExecutable):
-		return exitNotExecutable
+		return exitNotExecutable, true
 	case errors.Is(err, proc.ErrNotFound):
-		return exitNotFound
-	default:
-		return exitFailure
+		return exitNotFound, true
 	}
-}
-
-// serve sets up Redis, signals and the terminal, then runs the worker.
-func serve(opts *Options, log zerolog.Logger) (int, error) {
-	command, err := resolveCommand(opts.Command, opts.EnvVar, redisconn.WithoutSecrets(os.Environ()))
-	if err != nil {
-		return 0, err
-	}
-	command.Stdout, command.Stderr = os.Stdout, os.Stderr
-	// Children that run at once cannot share one stdin or one terminal.
-	if opts.Parallel == 1 {
-		command.Stdin = os.Stdin
-	}
-	// Taking items uses one connection at a time, and each running child's
-	// lock refresher and finish one more. With a Cluster, that is per node.
-	conns := opts.Parallel + 1
-	if opts.MetricsAddr != "" {
-		// One more, so that a health probe's PING never waits for the
-		// worker's connections.
-		conns++
-	}
-	client, err := redisconn.Connect(&opts.Options, conns, log)
-	if err != nil {
-		return 0, err
-	}
-	defer client.Close()
-	token, err := newToken()
-	if err != nil {
-		return 0, err
-	}
-	if opts.KeyPrefix == "" {
-		log.Warn().Msg("no --key-prefix: using the keys 'list' and 'lock:<item>' at the top of the database")
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	sigs := make(chan os.Signal, len(forwardedSignals))
-	signal.Notify(sigs, forwardedSignals...)
-	defer signal.Stop(sigs)
-	router := newSignalRouter(log)
-	routed := router.route(sigs, ctx.Done())
-	defer func() {
-		cancel()
-		<-routed
-	}()
-
-	term := proc.TerminalOf(os.Stdin)
-	if opts.Parallel > 1 {
-		term = term.Kept()
-	}
-	if opts.Subreaper {
-		if err := proc.BecomeSubreaper(); err != nil {
-			return 0, fmt.Errorf("become a child subreaper: %w", err)
-		}
-	}
-	var reaper *proc.Reaper
-	if opts.Subreaper || os.Getpid() == 1 {
-		reaper = proc.NewReaper(log)
-		reaped := reaper.Run(ctx)
-		defer func() {
-			cancel()
-			<-reaped
-		}()
-	}
-	spawn := proc.NewSpawner(term, reaper, holderVar+"="+token)
-	defer spawn.Close()
-
-	keys := Keys{Prefix: opts.KeyPrefix}
-	var m *metrics
-	var health *heartbeat
-	if opts.MetricsAddr != "" {
-		var stop func()
-		m, health, stop, err = startMetrics(opts.MetricsAddr, client, keys, log)
-		if err != nil {
-			return 0, err
-		}
-		defer stop()
-	}
-
-	// One script may touch an item's lock, cooldown, backoff, state and
-	// events keys together only where they live on one server.
-	oneServer := redisconn.Colocated(client, keys.Prefix)
-	record := &recorder{keys: keys, stateTTL: time.Duration(opts.StateTTL), oneScript: oneServer}
-	if !opts.NoEvents {
-		record.eventsMaxLen = opts.EventsMaxLen
-	}
-	finish := &finisher{
-		client: client, record: record, jitter: jitterFactor,
-		schedule: Schedule{Cooldown: time.Duration(opts.Cooldown), Backoff: opts.FailureBackoff},
-	}
-	w := &worker{
-		opts: opts,
-		rotator: &Rotator{
-			Client: client, Keys: keys, Token: token, TTL: time.Duration(opts.KeyExpiry),
-			MaxItemLen: command.maxItemLen(keys.Lock(""), proc.ArgMax()), Log: log,
-			ServerScan: oneServer, Record: record, ReplicaAcks: opts.ReplicaAcks, Finisher: finish,
-		},
-		finisher: finish,
-		command:  command,
-		router:   router,
-		spawn:    spawn,
-		log:      log,
-		metrics:  m,
-		health:   health,
-	}
-	log.Debug().Str("list", keys.List()).Str("holder", token).Bool("continuous", opts.Continuous).Msg("w8y starting")
-	return w.run(ctx)
+	return exitFailure, true
 }

@@ -3,7 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/w8y/w8y/internal/proc"
@@ -14,22 +18,70 @@ import (
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
 
 func TestExitCode(t *testing.T) {
+	const noWork = 3
 	tests := []struct {
-		err  error
-		want int
+		err     error
+		want    int
+		explain bool
 	}{
-		{fmt.Errorf("wrap: %w", ErrLockLost), exitLockLost},
-		{fmt.Errorf("%w: %q", proc.ErrNotExecutable, "x"), exitNotExecutable},
-		{fmt.Errorf("%w: %q", proc.ErrNotFound, "x"), exitNotFound},
-		{usageError("bad"), exitFailure},
-		{redisconn.Wrap("read", errors.New("dial tcp: refused")), exitFailure},
-		{redisconn.Wrap("read", errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")), exitFailure},
-		{errors.New("anything else"), exitFailure},
+		{nil, exitOK, false},
+		{&childExitError{end: runEnd{Item: "a", Exit: proc.Exit{Code: 7}}}, 7, false},
+		{fmt.Errorf("wrapped: %w", &childExitError{end: runEnd{Exit: proc.Exit{Code: 143, Signal: syscall.SIGTERM}}}), 143, false},
+		{stopError{Signal: syscall.SIGINT}, 130, false},
+		{ErrNoWork, noWork, false},
+		{fmt.Errorf("wrap: %w", ErrLockLost), exitLockLost, true},
+		{fmt.Errorf("%w: x", ErrTimeout), exitTimeout, true},
+		{fmt.Errorf("%w: %q", proc.ErrNotExecutable, "x"), exitNotExecutable, true},
+		{fmt.Errorf("%w: %q", proc.ErrNotFound, "x"), exitNotFound, true},
+		{usageError("bad"), exitFailure, true},
+		{redisconn.Wrap("read", errors.New("dial tcp: refused")), exitFailure, true},
+		{redisconn.Wrap("read", errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")), exitFailure, true},
+		{errors.New("anything else"), exitFailure, true},
 	}
 	for _, tt := range tests {
-		if got := exitCode(tt.err); got != tt.want {
-			t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
+		if got, explain := exitCode(tt.err, noWork); got != tt.want || explain != tt.explain {
+			t.Errorf("exitCode(%v) = %d, %v; want %d, %v", tt.err, got, explain, tt.want, tt.explain)
 		}
+	}
+}
+
+// TestExitTableHasEveryCode: every code that exitCode can make is in the
+// table that --help and the man page show.
+func TestExitTableHasEveryCode(t *testing.T) {
+	var codes []string
+	for _, st := range exitStatuses {
+		codes = append(codes, st.Code)
+	}
+	for _, code := range []int{exitOK, exitLockLost, exitTimeout, exitFailure, exitNotExecutable, exitNotFound} {
+		if !slices.Contains(codes, fmt.Sprint(code)) {
+			t.Errorf("exit code %d is not in the table %q", code, codes)
+		}
+	}
+}
+
+// TestREADMEExitCodes: the README's table of exit codes lists the codes of
+// the one table, in its order.
+func TestREADMEExitCodes(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, found := strings.Cut(string(readme), "\n## Exit codes\n")
+	if !found {
+		t.Fatal("README.md has no section '## Exit codes'")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var got []string
+	row := regexp.MustCompile("(?m)^\\| `?([0-9N+]+)`? \\|")
+	for _, m := range row.FindAllStringSubmatch(section, -1) {
+		got = append(got, m[1])
+	}
+	var want []string
+	for _, st := range exitStatuses {
+		want = append(want, st.Code)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("README's exit codes %q, want %q as in exitStatuses", got, want)
 	}
 }
 
@@ -47,7 +99,7 @@ func TestRunBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var stdout, stderr strings.Builder
-		got := run(tt.args, &stdout, &stderr)
+		got := run(tt.args, nil, &stdout, &stderr)
 		if got != tt.want {
 			t.Errorf("%q: exit %d, want %d", tt.args, got, tt.want)
 		}

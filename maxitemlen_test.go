@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/w8y/w8y/internal/proc"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 // TestMaxItemLenMatchesExecve checks the computed limit against the kernel:
@@ -18,7 +19,7 @@ func TestMaxItemLenMatchesExecve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lockPrefix := Keys{Prefix: "work:"}.Lock("")
+	lockPrefix := schema.Keys{Prefix: "work:"}.Lock("")
 	tests := []struct {
 		name  string
 		cmd   Command

@@ -12,6 +12,7 @@ import (
 
 	flags "github.com/jessevdk/go-flags"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 // Options holds everything w8y can be told on its command line or through
@@ -176,7 +177,7 @@ func parseOptions(args []string, stdout io.Writer) (*Options, error) {
 		var ferr *flags.Error
 		if errors.As(err, &ferr) && ferr.Type == flags.ErrHelp {
 			parser.WriteHelp(stdout)
-			fmt.Fprint(stdout, helpFooter)
+			writeHelpFooter(stdout)
 			return nil, errHelp
 		}
 		return nil, usageError("%s (see w8y --help)", strings.ReplaceAll(err.Error(), "`", "'"))
@@ -197,26 +198,50 @@ func parseOptions(args []string, stdout io.Writer) (*Options, error) {
 	return &opts, nil
 }
 
-// helpFooter follows the generated option list in --help.
-const helpFooter = `
+// helpArguments follows the generated option list in --help, before the
+// exit codes.
+const helpArguments = `
 Arguments:
   executable is run directly (no shell) with {} in any argument replaced by
   the item; W8Y_ITEM and W8Y_LOCK_KEY are set in its environment.
-
-Exit codes:
-  N        the child's exit code (with --parallel, the first child to end with a code other than 0)
-  128+N    the child was killed by signal N
-  0        no item could be taken (see --no-work-exit-code), --continuous drained after SIGTERM/SIGINT
-           or ended after --max-items/--max-runtime, or every --parallel child exited 0
-  122      the lock was lost while the child ran; the child was stopped
-  124      the child ran past --timeout; it was stopped
-  125      w8y itself failed: bad option, bad URL, Redis unreachable or erroring,
-           wrong password or certificate, lock not confirmed by --replica-acks
-           replicas, wrong key type
-  126      the executable was found but cannot be run
-  127      the executable was not found
-  With --status: 0, or 125 when the list cannot be read.
 `
+
+// writeHelpFooter writes what follows the option list in --help: the
+// arguments and the table of exit codes, each meaning wrapped to fit 80
+// columns beside its code.
+func writeHelpFooter(w io.Writer) {
+	fmt.Fprint(w, helpArguments)
+	fmt.Fprint(w, "\nExit codes:\n")
+	const indent = "           "
+	for _, st := range exitStatuses {
+		for i, line := range wrap(st.Meaning, 80-len(indent)) {
+			if i == 0 {
+				fmt.Fprintf(w, "  %-8s %s\n", st.Code, line)
+			} else {
+				fmt.Fprintf(w, "%s%s\n", indent, line)
+			}
+		}
+	}
+	fmt.Fprintf(w, "  %s\n", statusExitNote)
+}
+
+// wrap breaks text into lines of at most width bytes at spaces (a longer
+// word gets a line of its own).
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(word) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	return append(lines, line)
+}
 
 // validate checks the options that go-flags cannot check by itself. It
 // normalises KeyPrefix as a side effect.
@@ -231,7 +256,7 @@ func (o *Options) validate() error {
 		if o.Watch < 0 || (o.Watch > 0 && time.Duration(o.Watch) < minWatch) {
 			return usageError("--watch must be at least %s, got %s", minWatch, time.Duration(o.Watch))
 		}
-		o.KeyPrefix = normalizePrefix(o.KeyPrefix)
+		o.KeyPrefix = schema.NormalizePrefix(o.KeyPrefix)
 		return nil
 	}
 	if o.JSON || o.Watch != 0 {
@@ -322,7 +347,7 @@ func (o *Options) validate() error {
 	if o.ReplicaAcks > 0 && o.Cluster {
 		return usageError("--replica-acks does not work with --redis-cluster")
 	}
-	o.KeyPrefix = normalizePrefix(o.KeyPrefix)
+	o.KeyPrefix = schema.NormalizePrefix(o.KeyPrefix)
 	return nil
 }
 
@@ -358,7 +383,7 @@ func writeManPage(parser *flags.Parser, w io.Writer) {
 	parser.ShortDescription = "run a command on items from a circular Redis list, one holder per item"
 	parser.LongDescription = manDescription
 	parser.WriteManPage(w)
-	fmt.Fprint(w, manExitStatus)
+	writeManExitStatus(w)
 }
 
 // manDescription is the man page's DESCRIPTION.
@@ -370,43 +395,22 @@ With --cooldown and --failure-backoff, runs pause their items across the fleet w
 
 See the README for the key layout, the schedule, the Redis deployments and the ACL rule, the events' fields, the metrics and the service files.`
 
-// manExitStatus is the man page's EXIT STATUS, the list in --help.
-const manExitStatus = `.SH EXIT STATUS
-.TP
-\fBN\fP
-the child's exit code (with \-\-parallel, the first child to end with a code other than 0)
-.TP
-\fB128+N\fP
-the child was killed by signal N
-.TP
-\fB0\fP
-no item could be taken (see \-\-no\-work\-exit\-code), \-\-continuous drained after a stop signal
-or ended after \-\-max\-items/\-\-max\-runtime, or every \-\-parallel child exited 0
-.TP
-\fB122\fP
-the lock was lost while the child ran; the child was stopped
-.TP
-\fB124\fP
-the child ran past \-\-timeout; it was stopped
-.TP
-\fB125\fP
-w8y itself failed: bad option, bad URL, Redis unreachable or erroring,
-wrong password or certificate, lock not confirmed by \-\-replica\-acks replicas, wrong key type
-.TP
-\fB126\fP
-the executable was found but cannot be run
-.TP
-\fB127\fP
-the executable was not found
-.PP
-With \-\-status: 0, or 125 when the list cannot be read.
-`
-
-// normalizePrefix forces a non-empty prefix to end in ':', as the first w8y
-// did, so "-k work" and "-k work:" name the same keys.
-func normalizePrefix(prefix string) string {
-	if prefix == "" || strings.HasSuffix(prefix, ":") {
-		return prefix
+// writeManExitStatus writes the man page's EXIT STATUS from the table.
+func writeManExitStatus(w io.Writer) {
+	fmt.Fprintln(w, ".SH EXIT STATUS")
+	for _, st := range exitStatuses {
+		fmt.Fprintf(w, ".TP\n\\fB%s\\fP\n%s\n", st.Code, troff(st.Meaning))
 	}
-	return prefix + ":"
+	fmt.Fprintf(w, ".PP\n%s\n", troff(statusExitNote))
+}
+
+// troff escapes text for a man page: a hyphen is \- there, and a line
+// that starts with a dot or a quote would be read as a request.
+func troff(text string) string {
+	text = strings.ReplaceAll(text, `\`, `\e`)
+	text = strings.ReplaceAll(text, "-", `\-`)
+	if strings.HasPrefix(text, ".") || strings.HasPrefix(text, "'") {
+		text = `\&` + text
+	}
+	return text
 }

@@ -7,66 +7,39 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 // A run leaves a record that operators and other programs read: the item's
 // state hash, <prefix>state:<item>, which w8y --status shows, and an entry
 // per start and end in the capped stream <prefix>events, which anyone can
 // follow with XREAD BLOCK. Both are written in the round trips w8y makes
-// anyway: the start inside the take (scan.lua), the end inside the finish
-// script (release.lua, see finish.go). Times are Unix milliseconds from the
+// anyway: the start inside the take (lua.Take), the end inside the finish
+// script (lua.Finish, see finish.go). Times are Unix milliseconds from the
 // clock of the host that ran the item.
 //
 // Where one script may not touch the lock, state and events keys together
-// (Redis Cluster without a hash tag in the prefix, see canScanOnServer), the
+// (Redis Cluster without a hash tag in the prefix, see Keys.Colocated), the
 // same writes go as plain commands on one key each: the end's in the first
 // pipeline of finishEach, which costs no extra round trip, the start's in a
 // round trip of its own per item taken.
 
-// State hash fields. Their names are part of w8y's interface.
-const (
-	fieldLastStart           = "last_start"
-	fieldLastEnd             = "last_end"
-	fieldLastExitCode        = "last_exit_code"
-	fieldLastDuration        = "last_duration_ms"
-	fieldLastHolder          = "last_holder"
-	fieldLastResult          = "last_result"
-	fieldRuns                = "runs"
-	fieldFailures            = "failures"
-	fieldConsecutiveFailures = "consecutive_failures"
-)
-
 // recorder says what to record of each run, and how.
 type recorder struct {
-	keys Keys
+	keys schema.Keys
 	// stateTTL is how long a state hash (and the stream) lives after its
 	// last write, so items removed from the list leave nothing behind.
 	stateTTL time.Duration
 	// eventsMaxLen caps the stream approximately; 0 turns events off.
 	eventsMaxLen int64
-	// oneScript says that one script may touch an item's lock, state and
-	// events keys together (see canScanOnServer).
-	oneScript bool
-}
-
-// runEnd is how a run ended, as its record shows it.
-type runEnd struct {
-	Result result
-	// ExitCode is the child's exit code, or the code w8y exits with when it
-	// could not run the child (126, 127). Exited is false when no child was
-	// started at all (a stop signal came first).
-	ExitCode int
-	Exited   bool
-	Duration time.Duration
-	At       time.Time
 }
 
 // millis is t as Unix milliseconds, as the record stores times.
 func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
-// scanWords are the settings that scan.lua needs to record a take, as words
+// takeWords are the settings that lua.Take needs to record a take, as words
 // for its options argument; now is when the take was sent.
-func (rec *recorder) scanWords(now time.Time) string {
+func (rec *recorder) takeWords(now time.Time) string {
 	if rec == nil {
 		return ""
 	}
@@ -75,7 +48,7 @@ func (rec *recorder) scanWords(now time.Time) string {
 		" events=" + strconv.FormatInt(rec.eventsMaxLen, 10)
 }
 
-// recordStart writes what scan.lua writes after a take, for the path that
+// recordStart writes what lua.Take writes after a take, for the path that
 // takes each candidate with its own commands: the start in the state hash
 // and a start event, pipelined.
 func (rec *recorder) recordStart(ctx context.Context, client lockClient, item, token string, now time.Time) error {
@@ -84,9 +57,9 @@ func (rec *recorder) recordStart(ctx context.Context, client lockClient, item, t
 	}
 	pipe := client.Pipeline()
 	state := rec.keys.State(item)
-	pipe.HSet(ctx, state, fieldLastStart, millis(now), fieldLastHolder, token)
+	pipe.HSet(ctx, state, schema.FieldLastStart, millis(now), schema.FieldLastHolder, token)
 	pipe.PExpire(ctx, state, rec.stateTTL)
-	rec.addEvent(ctx, pipe, []any{"type", "start", "item", item, "holder", token})
+	rec.addEvent(ctx, pipe, []any{"type", schema.EventStart, "item", item, "holder", token})
 	_, err := pipe.Exec(ctx)
 	return err
 }
@@ -101,41 +74,41 @@ func (rec *recorder) addEvent(ctx context.Context, pipe redis.Pipeliner, fields 
 	pipe.PExpire(ctx, events, rec.stateTTL)
 }
 
-// finishWords are release.lua's options for recording end (see finish.go
+// finishWords are lua.Finish's options for recording end (see finish.go
 // for the schedule's).
 func (rec *recorder) finishWords(end runEnd) string {
 	var b strings.Builder
 	b.WriteString("now=" + millis(end.At))
 	b.WriteString(" result=" + string(end.Result))
-	if end.Result.failed() {
+	if end.Result.Failed() {
 		b.WriteString(" failed=1")
 	}
 	if end.Exited {
-		b.WriteString(" exit_code=" + strconv.Itoa(end.ExitCode))
-		b.WriteString(" duration_ms=" + strconv.FormatInt(end.Duration.Milliseconds(), 10))
+		b.WriteString(" exit_code=" + strconv.Itoa(end.Exit.Code))
+		b.WriteString(" duration_ms=" + strconv.FormatInt(end.Exit.Duration.Milliseconds(), 10))
 	}
-	b.WriteString(" event=" + end.Result.event())
+	b.WriteString(" event=" + end.Result.Event())
 	b.WriteString(" state_ttl=" + strconv.FormatInt(rec.stateTTL.Milliseconds(), 10))
 	b.WriteString(" events=" + strconv.FormatInt(rec.eventsMaxLen, 10))
 	return b.String()
 }
 
-// queueFinish queues on pipe, with plain commands, what release.lua's record
+// queueFinish queues on pipe, with plain commands, what lua.Finish's record
 // block writes of end. The count of consecutive failures is not among them:
-// count.lua writes it, as release.lua's schedule block does (see
+// lua.Count writes it, as lua.Finish's schedule block does (see
 // finishEach).
 func (rec *recorder) queueFinish(ctx context.Context, pipe redis.Pipeliner, item, token string, end runEnd) {
 	state := rec.keys.State(item)
-	pipe.HSet(ctx, state, fieldLastEnd, millis(end.At), fieldLastResult, string(end.Result))
-	event := []any{"type", end.Result.event(), "item", item, "holder", token, "result", string(end.Result)}
+	pipe.HSet(ctx, state, schema.FieldLastEnd, millis(end.At), schema.FieldLastResult, string(end.Result))
+	event := []any{"type", end.Result.Event(), "item", item, "holder", token, "result", string(end.Result)}
 	if end.Exited {
-		code, ms := strconv.Itoa(end.ExitCode), strconv.FormatInt(end.Duration.Milliseconds(), 10)
-		pipe.HSet(ctx, state, fieldLastExitCode, code, fieldLastDuration, ms)
+		code, ms := strconv.Itoa(end.Exit.Code), strconv.FormatInt(end.Exit.Duration.Milliseconds(), 10)
+		pipe.HSet(ctx, state, schema.FieldLastExitCode, code, schema.FieldLastDuration, ms)
 		event = append(event, "exit_code", code, "duration_ms", ms)
 	}
-	pipe.HIncrBy(ctx, state, fieldRuns, 1)
-	if end.Result.failed() {
-		pipe.HIncrBy(ctx, state, fieldFailures, 1)
+	pipe.HIncrBy(ctx, state, schema.FieldRuns, 1)
+	if end.Result.Failed() {
+		pipe.HIncrBy(ctx, state, schema.FieldFailures, 1)
 	}
 	pipe.PExpire(ctx, state, rec.stateTTL)
 	rec.addEvent(ctx, pipe, event)

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/proc"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 // TestRecordBothPaths runs the same takes and ends through scan.lua and
@@ -18,13 +21,13 @@ func TestRecordBothPaths(t *testing.T) {
 	rdb := startTestRedis(t).Client
 	ctx := context.Background()
 	ends := []runEnd{
-		{Result: resultSuccess, ExitCode: 0, Exited: true, Duration: 1500 * time.Millisecond},
-		{Result: resultFailure, ExitCode: 3, Exited: true, Duration: 20 * time.Millisecond},
-		{Result: resultLockLost, ExitCode: 143, Exited: true, Duration: time.Second},
-		{Result: resultTimeout, ExitCode: 137, Exited: true, Duration: 2 * time.Second},
-		{Result: resultInterrupted, ExitCode: 130, Exited: true, Duration: time.Millisecond},
-		{Result: resultInterrupted},
-		{Result: resultSuccess, ExitCode: 0, Exited: true, Duration: 5 * time.Millisecond},
+		{Result: schema.ResultSuccess, Exit: proc.Exit{Code: 0, Duration: 1500 * time.Millisecond}, Exited: true},
+		{Result: schema.ResultFailure, Exit: proc.Exit{Code: 3, Duration: 20 * time.Millisecond}, Exited: true},
+		{Result: schema.ResultLockLost, Exit: proc.Exit{Code: 143, Duration: time.Second}, Exited: true},
+		{Result: schema.ResultTimeout, Exit: proc.Exit{Code: 137, Duration: 2 * time.Second}, Exited: true},
+		{Result: schema.ResultInterrupted, Exit: proc.Exit{Code: 130, Duration: time.Millisecond}, Exited: true},
+		{Result: schema.ResultInterrupted},
+		{Result: schema.ResultSuccess, Exit: proc.Exit{Code: 0, Duration: 5 * time.Millisecond}, Exited: true},
 	}
 	type outcome struct {
 		state  map[string]string
@@ -34,7 +37,7 @@ func TestRecordBothPaths(t *testing.T) {
 	run := func(prefix string, serverScan bool) outcome {
 		var logs bytes.Buffer
 		r := testRotator(rdb, prefix, serverScan, 0, &logs)
-		r.Record = &recorder{keys: r.Keys, stateTTL: time.Hour, eventsMaxLen: 100, oneScript: serverScan}
+		r.Record = &recorder{keys: r.Keys, stateTTL: time.Hour, eventsMaxLen: 100}
 		f := &finisher{client: rdb, record: r.Record}
 		rdb.RPush(ctx, r.Keys.List(), "a")
 		for i, end := range ends {
@@ -98,10 +101,10 @@ func TestRecordBothPaths(t *testing.T) {
 			if !maps.Equal(start, map[string]any{"type": "start", "item": "a", "holder": testToken}) {
 				t.Errorf("%s: start event %d: %v", name, i, start)
 			}
-			wantEnd := map[string]any{"type": end.Result.event(), "item": "a", "holder": testToken, "result": string(end.Result)}
+			wantEnd := map[string]any{"type": end.Result.Event(), "item": "a", "holder": testToken, "result": string(end.Result)}
 			if end.Exited {
-				wantEnd["exit_code"] = strconv.Itoa(end.ExitCode)
-				wantEnd["duration_ms"] = strconv.FormatInt(end.Duration.Milliseconds(), 10)
+				wantEnd["exit_code"] = strconv.Itoa(end.Exit.Code)
+				wantEnd["duration_ms"] = strconv.FormatInt(end.Exit.Duration.Milliseconds(), 10)
 			}
 			if !maps.Equal(fin, wantEnd) {
 				t.Errorf("%s: end event %d: %v, want %v", name, i, fin, wantEnd)
@@ -119,11 +122,11 @@ func TestRecordConsecutiveFailures(t *testing.T) {
 		var logs bytes.Buffer
 		prefix := strconv.FormatBool(serverScan) + ":"
 		r := testRotator(rdb, prefix, serverScan, 0, &logs)
-		r.Record = &recorder{keys: r.Keys, stateTTL: time.Hour, oneScript: serverScan}
+		r.Record = &recorder{keys: r.Keys, stateTTL: time.Hour}
 		f := &finisher{client: rdb, record: r.Record}
 		rdb.RPush(ctx, r.Keys.List(), "a")
 		var streaks []string
-		for _, res := range []result{resultFailure, resultTimeout, resultInterrupted, resultLockLost, resultSuccess, resultFailure} {
+		for _, res := range []schema.Result{schema.ResultFailure, schema.ResultTimeout, schema.ResultInterrupted, schema.ResultLockLost, schema.ResultSuccess, schema.ResultFailure} {
 			_, lock, err := r.Take(ctx, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -152,7 +155,7 @@ func TestRecordNeverFailsARun(t *testing.T) {
 		var logs bytes.Buffer
 		prefix := strconv.FormatBool(serverScan) + ":"
 		r := testRotator(rdb, prefix, serverScan, 0, &logs)
-		r.Record = &recorder{keys: r.Keys, stateTTL: time.Hour, eventsMaxLen: 10, oneScript: serverScan}
+		r.Record = &recorder{keys: r.Keys, stateTTL: time.Hour, eventsMaxLen: 10}
 		f := &finisher{client: rdb, record: r.Record}
 		rdb.RPush(ctx, r.Keys.List(), "a")
 		rdb.Set(ctx, r.Keys.State("a"), "not a hash", 0)
@@ -160,7 +163,7 @@ func TestRecordNeverFailsARun(t *testing.T) {
 		if err != nil || item != "a" {
 			t.Fatalf("serverScan %v: Take = %q, %v", serverScan, item, err)
 		}
-		done, err := f.finish(ctx, lock, runEnd{Result: resultSuccess, Exited: true, At: time.Now()})
+		done, err := f.finish(ctx, lock, runEnd{Result: schema.ResultSuccess, Exited: true, At: time.Now()})
 		if !done.Released {
 			t.Errorf("serverScan %v: not released (%v)", serverScan, err)
 		}

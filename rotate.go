@@ -10,22 +10,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/lua"
 	"github.com/w8y/w8y/internal/redisconn"
-)
-
-var (
-	//go:embed trylock.lua
-	tryLockSource string
-	// tryLockScript is SET NX PX that also names a lock key of another type.
-	tryLockScript = redis.NewScript(tryLockSource)
+	"github.com/w8y/w8y/internal/schema"
 )
 
 // ErrNoWork is returned by Take when one pass over the list found no item
 // whose lock could be taken, or the list is empty or missing.
 var ErrNoWork = errors.New("no item could be taken")
-
-// errStopped is returned by Take when stop was closed between candidates.
-var errStopped = errors.New("stopped")
 
 // listClient is the part of the Redis client that rotating the list needs.
 type listClient interface {
@@ -35,59 +27,28 @@ type listClient interface {
 	RPopLPush(ctx context.Context, source, destination string) *redis.StringCmd
 }
 
-// Keys names the Redis keys under one prefix. Other programs write these
-// keys, so their layout is part of w8y's interface.
-type Keys struct {
-	Prefix string
-}
-
-// List is the circular list of work items.
-func (k Keys) List() string { return k.Prefix + "list" }
-
-// Lock is the lock key of item.
-func (k Keys) Lock(item string) string { return k.Prefix + "lock:" + item }
-
-// Cooldown is the key that keeps item from running after a success until it
-// expires: any key there pauses the item, so an operator can set one too.
-func (k Keys) Cooldown(item string) string { return k.Prefix + "cooldown:" + item }
-
-// Backoff is the key that keeps item from running after a failure until it
-// expires; its expiry is the current failure delay.
-func (k Keys) Backoff(item string) string { return k.Prefix + "backoff:" + item }
-
-// State is the hash that records item's runs (see record.go), among them its
-// consecutive failures, which the failure backoff doubles with.
-func (k Keys) State(item string) string { return k.Prefix + "state:" + item }
-
-// Events is the capped stream of runs' starts and ends (see record.go).
-func (k Keys) Events() string { return k.Prefix + "events" }
-
 // Rotator takes work items from the circular list.
 type Rotator struct {
 	Client listClient
-	Keys   Keys
-	Token  string
-	TTL    time.Duration
+	// Keys are the keys under the prefix. Where Keys.Colocated, Take
+	// rotates the list and tries locks inside Redis, a batch of candidates
+	// per round trip (lua.Take), instead of two round trips per candidate.
+	Keys  schema.Keys
+	Token string
+	TTL   time.Duration
 	// MaxItemLen is the longest item the child can be given (see
 	// Command.maxItemLen); longer ones are skipped.
 	MaxItemLen int
-	// ServerScan makes Take rotate and try locks inside Redis, a batch of
-	// candidates per round trip (scan.lua), instead of two round trips per
-	// candidate. Set it from canScanOnServer.
-	ServerScan bool
 	// Batch is the most candidates one server-side call looks at; 0 means
-	// scanBatch. Tests set it low to cross batches with short lists.
+	// takeBatch. Tests set it low to cross batches with short lists.
 	Batch int
 	// Record, when set, records each take in the item's state hash and the
 	// events stream (see record.go).
 	Record *recorder
-	// ReplicaAcks is --replica-acks: a lock that fewer replicas confirm is
-	// given back at once, and the take fails (see runScript).
+	// ReplicaAcks is --replica-acks: a take that fewer replicas confirm
+	// fails with an unconfirmedError, which holds the lock to give back.
 	ReplicaAcks int
-	// Finisher, when set, ends a take that is given back (see giveBack) as
-	// it ends every run, recording it.
-	Finisher *finisher
-	Log      zerolog.Logger
+	Log         zerolog.Logger
 
 	// noLMove is set once the server turned out to lack LMOVE (Redis
 	// older than 6.2), so that rotate asks only once.
@@ -99,8 +60,9 @@ type Rotator struct {
 // with the expiry), looking at no more candidates than the list held at the
 // start. A candidate is eligible when it has no cooldown or backoff key. The
 // first lock taken wins. It returns ErrNoWork after a pass without one, and
-// errStopped if stop is closed between candidates (or, with ServerScan,
-// between batches of them). Both ways leave Redis in the same state.
+// errStopped if stop is closed between candidates (or, where the keys are
+// colocated, between batches of them). Both ways leave Redis in the same
+// state.
 func (r *Rotator) Take(ctx context.Context, stop <-chan struct{}) (string, *Lock, error) {
 	return r.Pass().Take(ctx, stop)
 }
@@ -124,21 +86,20 @@ func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (string, *Lock, e
 	if p.left == 0 {
 		return "", nil, ErrNoWork
 	}
-	if p.r.ServerScan {
+	if p.r.Keys.Colocated {
 		return p.takeInBatches(ctx, stop)
 	}
 	return p.takeEach(ctx, stop)
 }
 
-// takeEach is Take with round trips per candidate, for where scan.lua
-// cannot run (see canScanOnServer) and an item's keys may live on different
-// servers. A candidate costs an LMOVE and one pipeline of EXISTS for its
+// takeEach is Take with round trips per candidate, for where an item's keys
+// may live on different servers (see schema.Keys.Colocated). A candidate costs an LMOVE and one pipeline of EXISTS for its
 // cooldown and backoff keys; a free one also the lock attempt and the same
 // EXISTS again once the lock is ours, since the two reads are not atomic: a
 // finishing run writes its cooldown before it releases its lock (see
 // finishEach), so the check after taking the lock sees it. The item taken
 // costs one more round trip, for the start record (see recordStart), which
-// scan.lua writes in the take itself.
+// lua.Take writes in the take itself.
 func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Lock, error) {
 	r := p.r
 	list := r.Keys.List()
@@ -177,7 +138,7 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 		}
 		lock := r.newLock(item)
 		sent := time.Now()
-		got, err := redisconn.RunConfirmed(ctx, r.Client, tryLockScript, r.ReplicaAcks, r.TTL, []string{lock.Key}, lock.Token, lock.TTL.Milliseconds())
+		got, err := redisconn.RunConfirmed(ctx, r.Client, lua.TryLock, r.ReplicaAcks, r.TTL, []string{lock.Key}, lock.Token, lock.TTL.Milliseconds())
 		if got != int64(1) && err != nil {
 			return "", nil, redisconn.Wrap("take lock "+quoteKey(lock.Key), err)
 		}
@@ -192,13 +153,13 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 			waits, err := r.waits(ctx, item)
 			if err == nil && !waits {
 				// The start is recorded before a take that the replicas did
-				// not confirm is given back, as scan.lua records it in the
+				// not confirm is given back, as lua.Take records it in the
 				// take, so that both paths leave the same record.
 				if err := r.Record.recordStart(ctx, r.Client, item, r.Token, sent); err != nil {
 					r.Log.Warn().Err(err).Str("item", item).Msg("could not record the start of the run")
 				}
 				if unconfirmed != nil {
-					return "", nil, r.giveBack(ctx, lock, unconfirmed)
+					return "", nil, newUnconfirmed(lock, unconfirmed)
 				}
 				return item, lock, nil
 			}
@@ -210,6 +171,49 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 			}
 		case string:
 			r.warnLockType(clip(item), got)
+		}
+	}
+	return "", nil, ErrNoWork
+}
+
+// takeInBatches is Take with lua.Take: one round trip per takeBatch
+// candidates, and none for LLEN, which the first call of a pass reads. stop
+// is checked between calls.
+func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (string, *Lock, error) {
+	r := p.r
+	list := r.Keys.List()
+	call := batchTake{Prefix: r.Keys.Prefix, Token: r.Token, TTL: r.TTL, MaxItemLen: r.MaxItemLen, Batch: r.Batch}
+	if call.Batch <= 0 {
+		call.Batch = takeBatch
+	}
+	// -1 asks the first call to start the pass from the list's length.
+	for p.left != 0 {
+		select {
+		case <-stop:
+			return "", nil, errStopped
+		default:
+		}
+		sent := time.Now()
+		call.Left, call.Record = p.left, r.Record.takeWords(sent)
+		taken, err := call.run(ctx, r.Client, r.ReplicaAcks, list)
+		if err != nil && !errors.Is(err, redisconn.ErrNotReplicated) {
+			return "", nil, redisconn.Wrap("scan "+quoteKey(list), err)
+		}
+		p.left = taken.Left
+		for _, s := range taken.Skipped {
+			if s.LockType != "" {
+				r.warnLockType(s.Head, s.LockType)
+			} else {
+				r.Log.Warn().Str("item", clipHead(s.Head, s.Size)).Msg("skipping item: " + whyBad(s.Size, true, r.MaxItemLen))
+			}
+		}
+		if taken.Taken {
+			lock := r.newLock(taken.Item)
+			lock.expires = sent.Add(r.TTL)
+			if err != nil {
+				return "", nil, newUnconfirmed(lock, err)
+			}
+			return taken.Item, lock, nil
 		}
 	}
 	return "", nil, ErrNoWork
@@ -251,28 +255,21 @@ func (r *Rotator) waits(ctx context.Context, item string) (bool, error) {
 	return cooling.Val()+backing.Val() > 0, nil
 }
 
-// giveBack releases lock, just taken but not confirmed by enough replicas
-// (cause), and returns the error that the take failed with: running the
-// child on a lock that a failover could lose might run the item twice.
-//
-// The take's start is already recorded, so the release records an end for
-// it: interrupted, with no child, as when a stop signal comes between a take
-// and its child. That keeps every start event followed by an end, counts
-// neither as a success nor as a failure of the item, and deletes the lock
-// only while it still holds our token, as every release does.
-func (r *Rotator) giveBack(ctx context.Context, lock *Lock, cause error) error {
-	end := runEnd{Result: resultInterrupted, At: time.Now()}
-	var err error
-	if r.Finisher != nil {
-		_, err = r.Finisher.finish(ctx, lock, end)
-	} else {
-		_, err = lock.Release(ctx)
-	}
-	if err != nil {
-		r.Log.Warn().Err(err).Str("lock_key", lock.Key).Msg("could not give back an unconfirmed lock; it will expire by itself")
-	}
-	return redisconn.Wrap("take lock "+quoteKey(lock.Key), cause)
+// unconfirmedError is a take whose lock too few replicas confirmed
+// (--replica-acks): the lock is ours, but a failover could lose it, so the
+// caller must give it back before any child runs (see worker.giveBack).
+type unconfirmedError struct {
+	lock *Lock
+	err  error
 }
+
+// newUnconfirmed is the unconfirmedError of lock, whose take cause reports.
+func newUnconfirmed(lock *Lock, cause error) error {
+	return &unconfirmedError{lock: lock, err: redisconn.Wrap("take lock "+quoteKey(lock.Key), cause)}
+}
+
+func (e *unconfirmedError) Error() string { return e.err.Error() }
+func (e *unconfirmedError) Unwrap() error { return e.err }
 
 // warnLockType warns that the lock key of item (shown clipped) holds a value
 // of type kind instead of a lock. The item counts as locked: w8y can neither
@@ -288,7 +285,7 @@ func badItem(item string, maxLen int) string {
 }
 
 // whyBad is badItem for an item of size bytes that holds a NUL byte or not.
-// It checks the size first, so that scan.lua, which returns only the head of
+// It checks the size first, so that lua.Take, which returns only the head of
 // a skipped item, gets the same reason without sending the whole item.
 func whyBad(size int, hasNUL bool, maxLen int) string {
 	switch {
@@ -300,22 +297,4 @@ func whyBad(size int, hasNUL bool, maxLen int) string {
 		return "it holds a NUL byte, which cannot pass through argv or the environment"
 	}
 	return ""
-}
-
-// clipLen is how much of a skipped item a log line shows: enough to find it
-// with LRANGE, short enough that a megabyte item does not flood the log.
-const clipLen = 64
-
-// clip shortens item for a log line.
-func clip(item string) string {
-	return clipHead(item[:min(len(item), clipLen)], len(item))
-}
-
-// clipHead is clip for an item of size bytes of which only head, its first
-// clipLen bytes or fewer, is known.
-func clipHead(head string, size int) string {
-	if size <= clipLen {
-		return head
-	}
-	return fmt.Sprintf("%s... (%d bytes)", head, size)
 }

@@ -35,7 +35,7 @@ func jitterFactor() string {
 
 // backoffDelay is the delay after the failures-th consecutive failure:
 // MIN·2^(failures-1), at most MAX, times factor (from jitterFactor), in
-// whole milliseconds and at least one. release.lua computes the same from
+// whole milliseconds and at least one. lua.Finish computes the same from
 // the same numbers; keep the two in step.
 func backoffDelay(failures int64, b Backoff, factor string) time.Duration {
 	f, err := strconv.ParseFloat(factor, 64)

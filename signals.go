@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"slices"
 	"sync"
@@ -20,6 +21,17 @@ var forwardedSignals = []os.Signal{
 // stopSignals also make w8y stop taking items. A second one while children
 // run kills their groups.
 var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
+// errStopped is returned when a stop signal came before the next item could
+// be taken or its child started.
+var errStopped = errors.New("stopped")
+
+// stopError is errStopped with the signal that asked for the stop: w8y
+// exits with 128 plus its number, as a shell reports a process it killed.
+type stopError struct{ Signal syscall.Signal }
+
+func (e stopError) Error() string        { return "stopped by " + unix.SignalName(e.Signal) }
+func (e stopError) Is(target error) bool { return target == errStopped }
 
 // signalRouter passes the signals w8y receives to the process groups of the
 // running children (one, or up to --parallel) and turns stop signals into a
@@ -85,6 +97,16 @@ func (r *signalRouter) handle(sig syscall.Signal) {
 	}
 }
 
+// stopping reports whether a stop signal has arrived.
+func (r *signalRouter) stopping() bool {
+	select {
+	case <-r.stop:
+		return true
+	default:
+		return false
+	}
+}
+
 // Stopped is closed once a stop signal has arrived.
 func (r *signalRouter) Stopped() <-chan struct{} { return r.stop }
 
@@ -95,14 +117,17 @@ func (r *signalRouter) StopSignal() syscall.Signal {
 	return r.stopSig
 }
 
-// startChild calls start unless a stop was requested (then errStopped), and
+// stopErr is the stopError of the first stop signal.
+func (r *signalRouter) stopErr() error { return stopError{Signal: r.StopSignal()} }
+
+// startChild calls start unless a stop was requested (then a stopError), and
 // routes signals to the child from the moment it exists, so none is lost
 // between its start and its registration.
 func (r *signalRouter) startChild(start func() (*proc.Child, error)) (*proc.Child, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopSig != 0 {
-		return nil, errStopped
+		return nil, stopError{Signal: r.stopSig}
 	}
 	child, err := start()
 	if err != nil {

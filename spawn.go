@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os/exec"
 	"strings"
+	"time"
 
+	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/proc"
 )
 
@@ -98,4 +102,104 @@ func (c Command) maxItemLen(lockPrefix string, room int) int {
 		strs = append(strs, proc.ExecString{Fixed: len(kv)})
 	}
 	return proc.MaxValueLen(c.Path, strs, room)
+}
+
+// ErrTimeout is reported when a child ran past --timeout and was stopped.
+var ErrTimeout = errors.New("timed out")
+
+// childRunner runs an item's child while keeping its lock alive, and stops
+// the child's process group when the lock is lost or --timeout passes.
+type childRunner struct {
+	command Command
+	spawn   *proc.Spawner
+	stops   *signalRouter
+	// exitCodes are the codes that count as success (--exit-codes).
+	exitCodes []int
+	// killAfter is --kill-after; timeout is --timeout, 0 for none.
+	killAfter, timeout time.Duration
+	metrics            observer
+	// health is nil unless --metrics-addr is given.
+	health *health.Heartbeat
+	log    zerolog.Logger
+}
+
+// run runs the child for item, whose lock is ours, and says how the run
+// ended.
+func (c *childRunner) run(ctx context.Context, item string, lock *Lock) runEnd {
+	exit, stopped, err := c.runChild(ctx, item, lock)
+	return newRunEnd(item, exit, err, stopped, c.exitCodes)
+}
+
+// runChild runs the child for item while keeping its lock alive. If the
+// lock is lost, the child's group is stopped before the lease could run out,
+// and the error wraps ErrLockLost; if --timeout passes first, the group is
+// stopped and the error wraps ErrTimeout. stopped reports whether a stop
+// signal had reached w8y by the time the child ended.
+func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (exit proc.Exit, stopped bool, err error) {
+	log := c.log.With().Str("item", item).Str("lock_key", lock.Key).Logger()
+	child, err := c.stops.startChild(func() (*proc.Child, error) {
+		return c.spawn.Start(c.command.build(item, lock.Key))
+	})
+	if err != nil {
+		return proc.Exit{}, c.stops.stopping(), err
+	}
+	defer c.stops.childDone(child)
+	defer child.Close()
+	c.metrics.ChildStarted()
+	defer c.metrics.ChildEnded()
+	log.Info().Int("pid", child.PID).Str("holder", lock.Token).Msg("item started")
+
+	grace := killGrace(c.killAfter, lock.TTL)
+	lease := lock.keepAlive(ctx, grace+stopMargin(lock.TTL), log)
+	var timeout <-chan time.Time
+	if c.timeout > 0 {
+		timer := time.NewTimer(c.timeout)
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	// Waiting for the child is progress too, as far as /healthz goes: each
+	// running child beats, so the worker stays healthy while any runs.
+	stopBeating := c.health.BeatEvery(health.ChildBeat)
+	var failed error
+	select {
+	case <-child.Done():
+		if child.EndStragglers(time.Now().Add(grace)) {
+			log.Warn().Int("pid", child.PID).Msg("the child left processes in its group; they were stopped")
+		}
+	case failed = <-lease.Lost():
+		log.Error().Err(failed).Int("pid", child.PID).Msg("lock lost: stopping the child")
+		child.Stop(grace)
+	case <-timeout:
+		failed = fmt.Errorf("%w: item %q still ran after %s; it was stopped", ErrTimeout, item, c.timeout)
+		log.Error().Int("pid", child.PID).Msg("timed out: stopping the child")
+		// The lease goes on while the child stops: the lock is still ours,
+		// and the grace fits in the lease (see killGrace), so a lock lost
+		// meanwhile needs no faster kill.
+		child.Stop(grace)
+	}
+	stopped = c.stops.stopping()
+	stopBeating()
+	lease.Stop()
+	if err := c.spawn.Terminal().Reclaim(); err != nil {
+		log.Warn().Err(err).Msg("could not take the terminal back from the child")
+	}
+
+	exit = child.Exit()
+	log.Info().Int("pid", child.PID).Int("exit_code", exit.Code).Str("status", exit.String()).
+		Float64("duration_s", exit.Duration.Seconds()).Msg("item finished")
+	return exit, stopped, failed
+}
+
+// killGrace is the time a child gets between SIGTERM and SIGKILL when w8y
+// stops it: --kill-after, but at most a third of the lock's TTL, so that a
+// child whose lock is being lost is gone before the lease ends.
+func killGrace(killAfter, ttl time.Duration) time.Duration {
+	return min(killAfter, ttl/3)
+}
+
+// stopMargin is kept free at the end of a lease on top of the kill grace, for
+// the SIGKILL to land and the process to be gone: a tenth of the TTL, at
+// most half a second.
+func stopMargin(ttl time.Duration) time.Duration {
+	return min(ttl/10, 500*time.Millisecond)
 }

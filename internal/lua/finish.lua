@@ -9,11 +9,11 @@
 -- ARGV[1] our token
 -- ARGV[2] the item
 -- ARGV[3] options: words of the form name=value, separated by spaces, as in
---         scan.lua; a name the script does not know is ignored. Known:
+--         take.lua; a name the script does not know is ignored. Known:
 --           now=MS          the end of the run, Unix milliseconds
 --           result=NAME     success, failure, timeout, lock_lost or
---                           interrupted (see result.go)
---           failed=1        the result counts as a failure (result.go says
+--                           interrupted (see internal/schema)
+--           failed=1        the result counts as a failure (internal/schema says
 --                           which do)
 --           exit_code=N     the child's exit code (absent: no child ran)
 --           duration_ms=N   how long the child ran
@@ -34,7 +34,7 @@
 -- the error that kept the count of consecutive failures from being written.
 --
 -- All the keys must live on one server; where they may not (Redis Cluster
--- without a hash tag in the prefix), finish.go sends per-key commands
+-- without a hash tag in the prefix), w8y's finish.go sends per-key commands
 -- instead (count.lua, pause.lua, this script with KEYS[1] alone and the
 -- record's plain commands), which must leave the same result.
 

@@ -1,4 +1,9 @@
-package main
+// Package status reads what w8y keeps about every item of a list (lock,
+// cooldown, backoff, state hash) and shows it as a table or as JSON, once or
+// over and over: w8y --status. It reads a batch at a time, following the
+// list's circular order while workers rotate it, and never holds Redis up
+// for long.
+package status
 
 import (
 	"bytes"
@@ -8,37 +13,38 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/signal"
+	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 	"unicode"
 
+	"github.com/mattn/go-isatty"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 var (
 	//go:embed status.lua
-	statusSource string
-	// statusScript reads the list a batch at a time, following its circular
+	readSource string
+	// readScript reads the list a batch at a time, following its circular
 	// order while workers rotate it.
-	statusScript = redis.NewScript(statusSource)
+	readScript = redis.NewScript(readSource)
 )
 
-// statusBatch is how many items --status reads per round trip: one call of
+// Batch is how many items --status reads per round trip: one call of
 // status.lua, then one pipeline of five reads per item. Redis serves other
 // clients between the round trips, and between every few hundred commands
 // of a pipeline; a call costs it about 0.3ms on a list of 100,000 items, so
 // reading them all never holds it up for long at a time (see README).
-const statusBatch = 500
+const Batch = 500
 
-// itemStatus is one item as --status shows it. The JSON names are part of
+// Item is one item as --status shows it. The JSON names are part of
 // w8y's interface (see README); null means "none" or "never".
-type itemStatus struct {
+type Item struct {
 	Item string `json:"item"`
 	// State is locked, backoff, cooldown or idle.
 	State string `json:"state"`
@@ -64,39 +70,44 @@ type itemStatus struct {
 // stateFields are the fields of the state hash that --status reads, in the
 // order of the HMGET.
 var stateFields = []string{
-	fieldLastStart, fieldLastEnd, fieldLastExitCode, fieldLastDuration, fieldLastHolder,
-	fieldLastResult, fieldRuns, fieldFailures, fieldConsecutiveFailures,
+	schema.FieldLastStart, schema.FieldLastEnd, schema.FieldLastExitCode, schema.FieldLastDuration, schema.FieldLastHolder,
+	schema.FieldLastResult, schema.FieldRuns, schema.FieldFailures, schema.FieldConsecutiveFailures,
 }
 
-// statusClient is the part of the Redis client that --status needs.
-type statusClient interface {
+// Client is the part of the Redis client that --status needs.
+type Client interface {
 	redis.Scripter
 	Pipeline() redis.Pipeliner
 }
 
-// statusReader reads the status of every item under one prefix.
-type statusReader struct {
-	client statusClient
-	keys   Keys
-	batch  int
+// Reader reads the status of every item under one prefix.
+type Reader struct {
+	Client Client
+	Keys   schema.Keys
+	// Batch is how many items a round trip reads; 0 means Batch.
+	Batch int
 }
 
-// read calls each with the status of every item, a batch at a time, in list
+// Read calls each with the status of every item, a batch at a time, in list
 // order. An item that the list holds more than once shows once.
-func (s *statusReader) read(ctx context.Context, each func([]itemStatus) error) error {
-	list := s.keys.List()
+func (s *Reader) Read(ctx context.Context, each func([]Item) error) error {
+	list := s.Keys.List()
+	batchSize := s.Batch
+	if batchSize <= 0 {
+		batchSize = Batch
+	}
 	seen := make(map[string]struct{})
 	var anchor string
 	var at int64
 	started := false
 	for read, length := 0, 1; read < length; {
-		args := []any{"0", "", 0, s.batch}
+		args := []any{"0", "", 0, batchSize}
 		if started {
-			args = []any{"1", anchor, at, min(s.batch, length-read)}
+			args = []any{"1", anchor, at, min(batchSize, length-read)}
 		}
-		reply, err := statusScript.Run(ctx, s.client, []string{list}, args...).Slice()
+		reply, err := readScript.Run(ctx, s.Client, []string{list}, args...).Slice()
 		if err != nil {
-			return redisconn.Wrap("read "+quoteKey(list), err)
+			return redisconn.Wrap("read "+strconv.Quote(list), err)
 		}
 		n, _ := reply[0].(int64)
 		if n == 0 || len(reply) < 3 {
@@ -130,7 +141,7 @@ func (s *statusReader) read(ctx context.Context, each func([]itemStatus) error) 
 
 // details reads the lock, cooldown, backoff and state of items in one
 // pipeline.
-func (s *statusReader) details(ctx context.Context, items []string) ([]itemStatus, error) {
+func (s *Reader) details(ctx context.Context, items []string) ([]Item, error) {
 	if len(items) == 0 {
 		return nil, nil
 	}
@@ -139,16 +150,16 @@ func (s *statusReader) details(ctx context.Context, items []string) ([]itemStatu
 		lockTTL, cooldown, backoff *redis.Cmd
 		state                      *redis.SliceCmd
 	}
-	pipe := s.client.Pipeline()
+	pipe := s.Client.Pipeline()
 	all := make([]reads, len(items))
 	for i, item := range items {
-		lock := s.keys.Lock(item)
+		lock := s.Keys.Lock(item)
 		all[i] = reads{
 			holder:   pipe.Do(ctx, "GET", lock),
 			lockTTL:  pipe.Do(ctx, "PTTL", lock),
-			cooldown: pipe.Do(ctx, "PTTL", s.keys.Cooldown(item)),
-			backoff:  pipe.Do(ctx, "PTTL", s.keys.Backoff(item)),
-			state:    pipe.HMGet(ctx, s.keys.State(item), stateFields...),
+			cooldown: pipe.Do(ctx, "PTTL", s.Keys.Cooldown(item)),
+			backoff:  pipe.Do(ctx, "PTTL", s.Keys.Backoff(item)),
+			state:    pipe.HMGet(ctx, s.Keys.State(item), stateFields...),
 		}
 	}
 	// Errors are read per command below: a key of another type spoils only
@@ -157,10 +168,10 @@ func (s *statusReader) details(ctx context.Context, items []string) ([]itemStatu
 	if err != nil && !redisconn.IsReply(err) {
 		return nil, redisconn.Wrap("read the status of "+strconv.Itoa(len(items))+" items", err)
 	}
-	out := make([]itemStatus, len(items))
+	out := make([]Item, len(items))
 	for i, item := range items {
 		r := all[i]
-		st := itemStatus{Item: item}
+		st := Item{Item: item}
 		st.LockTTL = ttl(r.lockTTL)
 		st.Cooldown = ttl(r.cooldown)
 		st.Backoff = ttl(r.backoff)
@@ -199,7 +210,7 @@ func ttl(cmd *redis.Cmd) *int64 {
 
 // setState fills in the fields read from the state hash, in stateFields'
 // order. A field that is missing or not a number stays unset.
-func (st *itemStatus) setState(values []any) {
+func (st *Item) setState(values []any) {
 	number := func(i int) *int64 {
 		s, ok := values[i].(string)
 		if !ok {
@@ -230,31 +241,25 @@ func (st *itemStatus) setState(values []any) {
 	st.Runs, st.Failures, st.ConsecutiveFailures = count(6), count(7), count(8)
 }
 
-// showStatus is w8y --status: every item in list order, as a table or as
-// JSON, once or every --watch interval until SIGINT or SIGTERM.
-func showStatus(opts *Options, stdout io.Writer, log zerolog.Logger) error {
-	client, err := redisconn.Connect(&opts.Options, 1, log)
-	if err != nil {
-		return err
-	}
-	defer client.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-
-	reader := &statusReader{client: client, keys: Keys{Prefix: opts.KeyPrefix}, batch: statusBatch}
+// Show is w8y --status: every item of the list that reader reads, in list
+// order, as a table or as JSON, written to stdout once, or every watch
+// interval (when not 0) until ctx is done. A watch that fails to read goes
+// on to the next turn unless Redis refuses (ErrRefused), logging the error.
+// On a terminal, each turn clears the screen first.
+func Show(ctx context.Context, reader *Reader, asJSON bool, watch time.Duration, stdout io.Writer, log zerolog.Logger) error {
 	terminal := isTerminal(stdout)
 	show := func() error {
 		var buf bytes.Buffer
-		if terminal && opts.Watch > 0 {
+		if terminal && watch > 0 {
 			// Home and clear, written with the new screen at once so that
 			// it does not flicker.
 			buf.WriteString("\x1b[H\x1b[2J")
 		}
 		var err error
-		if opts.JSON {
-			err = writeStatusJSON(ctx, reader, &buf)
+		if asJSON {
+			err = writeJSON(ctx, reader, &buf)
 		} else {
-			err = writeStatusTable(ctx, reader, &buf, time.Now())
+			err = writeTable(ctx, reader, &buf, time.Now())
 		}
 		if err != nil {
 			return err
@@ -262,10 +267,10 @@ func showStatus(opts *Options, stdout io.Writer, log zerolog.Logger) error {
 		_, err = stdout.Write(buf.Bytes())
 		return err
 	}
-	if opts.Watch == 0 {
+	if watch == 0 {
 		return show()
 	}
-	ticker := time.NewTicker(time.Duration(opts.Watch))
+	ticker := time.NewTicker(watch)
 	defer ticker.Stop()
 	for {
 		err := show()
@@ -286,11 +291,17 @@ func showStatus(opts *Options, stdout io.Writer, log zerolog.Logger) error {
 	}
 }
 
-// writeStatusJSON writes one JSON document, an array with an item per line.
-func writeStatusJSON(ctx context.Context, reader *statusReader, w io.Writer) error {
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
+}
+
+// writeJSON writes one JSON document, an array with an item per line.
+func writeJSON(ctx context.Context, reader *Reader, w io.Writer) error {
 	io.WriteString(w, "[")
 	first := true
-	err := reader.read(ctx, func(batch []itemStatus) error {
+	err := reader.Read(ctx, func(batch []Item) error {
 		for _, st := range batch {
 			line, err := json.Marshal(st)
 			if err != nil {
@@ -315,12 +326,12 @@ func writeStatusJSON(ctx context.Context, reader *statusReader, w io.Writer) err
 // statusColumns head the table.
 var statusColumns = []string{"ITEM", "STATE", "HOLDER", "TTL", "WAIT", "LAST RESULT", "EXIT", "STARTED", "ENDED", "TOOK", "RUNS", "FAILS", "STREAK"}
 
-// writeStatusTable writes a table, a line per item, its columns apart by at
+// writeTable writes a table, a line per item, its columns apart by at
 // least two spaces; now is the time that ages are measured from.
-func writeStatusTable(ctx context.Context, reader *statusReader, w io.Writer, now time.Time) error {
+func writeTable(ctx context.Context, reader *Reader, w io.Writer, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(statusColumns, "\t"))
-	err := reader.read(ctx, func(batch []itemStatus) error {
+	err := reader.Read(ctx, func(batch []Item) error {
 		for _, st := range batch {
 			fmt.Fprintln(tw, strings.Join(st.row(now), "\t"))
 		}
@@ -333,7 +344,7 @@ func writeStatusTable(ctx context.Context, reader *statusReader, w io.Writer, no
 }
 
 // row is st's line in the table.
-func (st itemStatus) row(now time.Time) []string {
+func (st Item) row(now time.Time) []string {
 	wait := st.Backoff
 	if wait == nil {
 		wait = st.Cooldown

@@ -1,4 +1,4 @@
-package main
+package health
 
 import (
 	"context"
@@ -13,8 +13,8 @@ type fakeClock struct{ t time.Time }
 func (c *fakeClock) now() time.Time      { return c.t }
 func (c *fakeClock) add(d time.Duration) { c.t = c.t.Add(d) }
 func newFakeClock() *fakeClock           { return &fakeClock{t: time.Unix(1_700_000_000, 0)} }
-func lateBy(h *heartbeat) time.Duration  { return h.late() }
-func wantLate(t *testing.T, h *heartbeat, want time.Duration) {
+func lateBy(h *Heartbeat) time.Duration  { return h.Late() }
+func wantLate(t *testing.T, h *Heartbeat, want time.Duration) {
 	t.Helper()
 	if got := lateBy(h); got != want {
 		t.Errorf("late %s, want %s", got, want)
@@ -23,24 +23,24 @@ func wantLate(t *testing.T, h *heartbeat, want time.Duration) {
 
 func TestHeartbeat(t *testing.T) {
 	clock := newFakeClock()
-	h := newHeartbeat(clock.now)
+	h := NewHeartbeat(clock.now)
 	wantLate(t, h, 0)
-	clock.add(heartbeatGrace)
+	clock.add(Grace)
 	wantLate(t, h, 0)
 	clock.add(time.Second)
 	wantLate(t, h, time.Second)
 
 	// A beat puts it right; an announced pause extends the grace.
-	h.beat(10 * time.Minute)
-	clock.add(10*time.Minute + heartbeatGrace)
+	h.Beat(10 * time.Minute)
+	clock.add(10*time.Minute + Grace)
 	wantLate(t, h, 0)
 	clock.add(time.Millisecond)
 	wantLate(t, h, time.Millisecond)
 
-	// A nil heartbeat (no --metrics-addr) ignores beats.
-	var none *heartbeat
-	none.beat(0)
-	none.beatEvery(time.Millisecond)()
+	// A nil Heartbeat (no --metrics-addr) ignores beats.
+	var none *Heartbeat
+	none.Beat(0)
+	none.BeatEvery(time.Millisecond)()
 }
 
 // TestHeartbeatKeepsAnnouncedPause: with --parallel, a slot may pause (an
@@ -49,30 +49,30 @@ func TestHeartbeat(t *testing.T) {
 // beats again only when the pause is over, and is not late before then.
 func TestHeartbeatKeepsAnnouncedPause(t *testing.T) {
 	clock := newFakeClock()
-	h := newHeartbeat(clock.now)
-	h.beat(10 * time.Minute)
+	h := NewHeartbeat(clock.now)
+	h.Beat(10 * time.Minute)
 	for range 8 {
-		clock.add(childBeat)
-		h.beat(0)
+		clock.add(ChildBeat)
+		h.Beat(0)
 	}
 	// The child ended after 2 minutes; its last beat was then.
-	clock.add(10*time.Minute + heartbeatGrace - 8*childBeat)
+	clock.add(10*time.Minute + Grace - 8*ChildBeat)
 	wantLate(t, h, 0)
 	clock.add(time.Second)
 	wantLate(t, h, time.Second)
 }
 
 func TestHeartbeatWhileAChildRuns(t *testing.T) {
-	h := newHeartbeat(time.Now)
+	h := NewHeartbeat(time.Now)
 	h.mu.Lock()
 	h.due = time.Now().Add(-time.Hour)
 	h.mu.Unlock()
-	if h.late() == 0 {
+	if h.Late() == 0 {
 		t.Fatal("not late an hour past due")
 	}
-	stop := h.beatEvery(time.Millisecond)
+	stop := h.BeatEvery(time.Millisecond)
 	defer stop()
-	if h.late() != 0 {
+	if h.Late() != 0 {
 		t.Error("still late after beatEvery started")
 	}
 }
@@ -81,7 +81,7 @@ func TestRedisProbeCachesItsPing(t *testing.T) {
 	clock := newFakeClock()
 	pings := 0
 	var answer error
-	p := &redisProbe{now: clock.now, ping: func(ctx context.Context) error {
+	p := &Probe{Now: clock.now, Ping: func(ctx context.Context) error {
 		pings++
 		if _, ok := ctx.Deadline(); !ok {
 			t.Error("PING without a deadline")
@@ -90,7 +90,7 @@ func TestRedisProbeCachesItsPing(t *testing.T) {
 	}}
 	ctx := context.Background()
 	for range 5 {
-		if err := p.check(ctx); err != nil {
+		if err := p.Check(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,16 +98,16 @@ func TestRedisProbeCachesItsPing(t *testing.T) {
 		t.Errorf("%d PINGs within %s, want 1", pings, probeEvery)
 	}
 	answer = errors.New("connection refused")
-	if err := p.check(ctx); err != nil {
+	if err := p.Check(ctx); err != nil {
 		t.Errorf("the cached outcome changed before %s: %v", probeEvery, err)
 	}
 	clock.add(probeEvery)
-	if err := p.check(ctx); err == nil || pings != 2 {
+	if err := p.Check(ctx); err == nil || pings != 2 {
 		t.Errorf("after %s: err %v, %d PINGs; want the new error from a second PING", probeEvery, err, pings)
 	}
 	answer = nil
 	clock.add(probeEvery)
-	if err := p.check(ctx); err != nil || pings != 3 {
+	if err := p.Check(ctx); err != nil || pings != 3 {
 		t.Errorf("after recovery: err %v, %d PINGs", err, pings)
 	}
 }

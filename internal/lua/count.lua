@@ -1,6 +1,6 @@
 -- Counts a run's end in the item's state hash KEYS[1], and only there, for
 -- where an item's keys live on different servers (Redis Cluster):
--- release.lua does the same in its schedule block. ARGV[1] "success" sets
+-- finish.lua does the same in its schedule block. ARGV[1] "success" sets
 -- consecutive_failures to 0, "failure" adds one to it; ARGV[2] is how long
 -- the hash lives after this run, in milliseconds. Returns the count, or
 -- Redis' error when the key holds another type or the count is not a

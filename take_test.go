@@ -13,7 +13,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/lua"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 // takeOutcome is everything a series of Takes leaves behind: what each
@@ -35,7 +37,7 @@ type takeSetup struct {
 	backing  []string // items with a backoff key
 }
 
-func (s takeSetup) seed(t *testing.T, rdb *redis.Client, keys Keys) {
+func (s takeSetup) seed(t *testing.T, rdb *redis.Client, keys schema.Keys) {
 	t.Helper()
 	ctx := context.Background()
 	if len(s.items) > 0 {
@@ -63,10 +65,11 @@ func (s takeSetup) seed(t *testing.T, rdb *redis.Client, keys Keys) {
 const testToken = "host:1:token"
 
 // testRotator returns a Rotator for prefix on rdb that logs JSON to logs.
-func testRotator(client listClient, prefix string, serverScan bool, batch int, logs *bytes.Buffer) *Rotator {
+// Where colocated, it takes in batches of batch candidates.
+func testRotator(client listClient, prefix string, colocated bool, batch int, logs *bytes.Buffer) *Rotator {
 	return &Rotator{
-		Client: client, Keys: Keys{Prefix: prefix}, Token: testToken, TTL: time.Minute,
-		MaxItemLen: 100, ServerScan: serverScan, Batch: batch, Log: zerolog.New(logs),
+		Client: client, Keys: schema.Keys{Prefix: prefix, Colocated: colocated}, Token: testToken, TTL: time.Minute,
+		MaxItemLen: 100, Batch: batch, Log: zerolog.New(logs),
 	}
 }
 
@@ -129,10 +132,10 @@ func numbered(n int) []string {
 	return items
 }
 
-// TestScanLeavesRedisAsPerCandidate runs the same Takes with both paths on
+// TestBatchedTakeLeavesRedisAsPerCandidate runs the same Takes with both paths on
 // the same data: they must take the same items and leave the same list,
 // locks and warnings. Small batches make the scan cross several calls.
-func TestScanLeavesRedisAsPerCandidate(t *testing.T) {
+func TestBatchedTakeLeavesRedisAsPerCandidate(t *testing.T) {
 	rdb := startTestRedis(t).Client
 	long := strings.Repeat("x", 101)
 	tests := []struct {
@@ -172,7 +175,7 @@ func TestScanLeavesRedisAsPerCandidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var outcomes [2]takeOutcome
 			for i, serverScan := range []bool{false, true} {
-				keys := Keys{Prefix: fmt.Sprintf("t%d:%v:", n, serverScan)}
+				keys := schema.Keys{Prefix: fmt.Sprintf("t%d:%v:", n, serverScan)}
 				tt.setup.seed(t, rdb, keys)
 				var logs bytes.Buffer
 				outcomes[i] = takeAll(t, rdb, testRotator(rdb, keys.Prefix, serverScan, tt.batch, &logs), tt.takes, &logs)
@@ -229,7 +232,7 @@ func (c *interruptingClient) LMove(ctx context.Context, src, dst, srcpos, dstpos
 
 func (c *interruptingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
 	// The per-candidate path's trylock.lua is not a batch.
-	if sha == scanScript.Hash() {
+	if sha == lua.Take.Hash() {
 		c.tick(2)
 	}
 	return c.listClient.EvalSha(ctx, sha, keys, args...)
@@ -239,12 +242,12 @@ func (c *interruptingClient) EvalSha(ctx context.Context, sha string, keys []str
 // between two batches affects the scan as it does the per-candidate path,
 // and the pass still looks at no more candidates than the list held at its
 // start.
-func TestScanSeesWritesBetweenBatches(t *testing.T) {
+func TestBatchedTakeSeesWritesBetweenBatches(t *testing.T) {
 	r := startTestRedis(t)
 	rdb := r.Client
 	// The scan's EVALSHA must not fail with NOSCRIPT, which would count a
 	// batch twice.
-	if err := scanScript.Load(context.Background(), rdb).Err(); err != nil {
+	if err := lua.Take.Load(context.Background(), rdb).Err(); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -271,7 +274,7 @@ func TestScanSeesWritesBetweenBatches(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var outcomes [2]takeOutcome
 			for i, serverScan := range []bool{false, true} {
-				keys := Keys{Prefix: fmt.Sprintf("w%d:%v:", n, serverScan)}
+				keys := schema.Keys{Prefix: fmt.Sprintf("w%d:%v:", n, serverScan)}
 				takeSetup{items: numbered(7), locked: numbered(7)}.seed(t, rdb, keys)
 				client := &interruptingClient{listClient: rdb, batch: 3, write: func() { tt.write(keys.List()) }}
 				var logs bytes.Buffer
@@ -290,10 +293,10 @@ func TestScanSeesWritesBetweenBatches(t *testing.T) {
 
 // TestScanSurvivesScriptFlush: SCRIPT FLUSH (or a restarted server) empties
 // the script cache; the next Take loads the script again without an error.
-func TestScanSurvivesScriptFlush(t *testing.T) {
+func TestBatchedTakeSurvivesScriptFlush(t *testing.T) {
 	rdb := startTestRedis(t).Client
 	ctx := context.Background()
-	keys := Keys{Prefix: "flush:"}
+	keys := schema.Keys{Prefix: "flush:"}
 	takeSetup{items: []string{"a", "b", "c"}}.seed(t, rdb, keys)
 	var logs bytes.Buffer
 	r := testRotator(rdb, keys.Prefix, true, 0, &logs)
@@ -310,10 +313,10 @@ func TestScanSurvivesScriptFlush(t *testing.T) {
 
 // TestScanStopsBetweenBatches: a closed stop channel ends Take before it
 // sends anything.
-func TestScanStopsBetweenBatches(t *testing.T) {
+func TestBatchedTakeStopsBetweenBatches(t *testing.T) {
 	rdb := startTestRedis(t).Client
 	ctx := context.Background()
-	keys := Keys{Prefix: "stop:"}
+	keys := schema.Keys{Prefix: "stop:"}
 	takeSetup{items: numbered(3)}.seed(t, rdb, keys)
 	stop := make(chan struct{})
 	close(stop)
@@ -328,7 +331,7 @@ func TestScanStopsBetweenBatches(t *testing.T) {
 
 // TestScanErrors: a list key of the wrong type is the same fatal error as
 // without the script, and a lost server is a retryable one.
-func TestScanErrors(t *testing.T) {
+func TestBatchedTakeErrors(t *testing.T) {
 	r := startTestRedis(t)
 	ctx := context.Background()
 	r.Client.HSet(ctx, "wrong:list", "f", "v")
@@ -360,13 +363,13 @@ func (c *timingClient) EvalSha(ctx context.Context, sha string, keys []string, a
 // TestScanLockExpiry: the lock's expires is counted from when the call that
 // took it was sent: not later, when the server may already have counted
 // down, and not from an earlier batch, which would give up the lock early.
-func TestScanLockExpiry(t *testing.T) {
+func TestBatchedTakeLockExpiry(t *testing.T) {
 	rdb := startTestRedis(t).Client
 	ctx := context.Background()
-	if err := scanScript.Load(ctx, rdb).Err(); err != nil {
+	if err := lua.Take.Load(ctx, rdb).Err(); err != nil {
 		t.Fatal(err)
 	}
-	keys := Keys{Prefix: "exp:"}
+	keys := schema.Keys{Prefix: "exp:"}
 	takeSetup{items: numbered(5), locked: numbered(4)}.seed(t, rdb, keys)
 	client := &timingClient{listClient: rdb}
 	var logs bytes.Buffer
@@ -387,10 +390,10 @@ func TestScanLockExpiry(t *testing.T) {
 // TestScanIdlePassWritesNothing: a pass over a short list whose locks are
 // all taken goes round it whole, which leaves it as it was: the script must
 // not rewrite it, since idle workers make such passes all day.
-func TestScanIdlePassWritesNothing(t *testing.T) {
+func TestBatchedTakeIdlePassWritesNothing(t *testing.T) {
 	rdb := startTestRedis(t).Client
 	ctx := context.Background()
-	keys := Keys{Prefix: "idle:"}
+	keys := schema.Keys{Prefix: "idle:"}
 	takeSetup{items: numbered(5), locked: numbered(5)}.seed(t, rdb, keys)
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -428,7 +431,7 @@ func TestPassTakesSeveral(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var lists [2][]string
 			for i, serverScan := range []bool{false, true} {
-				keys := Keys{Prefix: fmt.Sprintf("p%d:%v:", n, serverScan)}
+				keys := schema.Keys{Prefix: fmt.Sprintf("p%d:%v:", n, serverScan)}
 				tt.setup.seed(t, rdb, keys)
 				var logs bytes.Buffer
 				pass := testRotator(rdb, keys.Prefix, serverScan, tt.batch, &logs).Pass()
@@ -472,7 +475,7 @@ type finishingClient struct {
 }
 
 func (c *finishingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	if sha == tryLockScript.Hash() && keys[0] == "race:lock:a" {
+	if sha == lua.TryLock.Hash() && keys[0] == "race:lock:a" {
 		c.listClient.(*redis.Client).Set(ctx, c.cooldown, "other-host", time.Hour)
 	}
 	return c.listClient.EvalSha(ctx, sha, keys, args...)
@@ -485,10 +488,10 @@ func (c *finishingClient) EvalSha(ctx context.Context, sha string, keys []string
 func TestTakeEachChecksAgainAfterTheLock(t *testing.T) {
 	rdb := startTestRedis(t).Client
 	ctx := context.Background()
-	if err := tryLockScript.Load(ctx, rdb).Err(); err != nil {
+	if err := lua.TryLock.Load(ctx, rdb).Err(); err != nil {
 		t.Fatal(err)
 	}
-	keys := Keys{Prefix: "race:"}
+	keys := schema.Keys{Prefix: "race:"}
 	takeSetup{items: []string{"a", "b"}}.seed(t, rdb, keys)
 	var logs bytes.Buffer
 	r := testRotator(&finishingClient{listClient: rdb, cooldown: keys.Cooldown("a")}, keys.Prefix, false, 0, &logs)

@@ -3,7 +3,7 @@
 -- already keeps it longer: an operator's pause with a longer or no expiry,
 -- or a key of another type, which w8y does not own. Only one key is
 -- touched, for where an item's keys live on different servers (Redis
--- Cluster); release.lua does the same in its pause function.
+-- Cluster); finish.lua does the same in its pause function.
 local left = redis.call("PTTL", KEYS[1])
 local ms = tonumber(ARGV[2])
 if left == -2 or (left >= 0 and left < ms and redis.call("TYPE", KEYS[1]).ok == "string") then

@@ -12,6 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/health"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 // The lean build (make build's bin/w8y, built with the tag w8y_lean) leaves
@@ -22,28 +24,21 @@ import (
 // A run with --metrics-addr, a long-running service, replaces itself at
 // start-up with the full build, w8y-metrics, through execve: same PID, same
 // arguments and environment, so systemd and Kubernetes see no difference.
+// metrics_on.go is the full build's side, which must keep the same two
+// functions.
 
 // metricsBuild is the name of the full build that the lean one hands over to.
 const metricsBuild = "w8y-metrics"
 
-// metrics is empty in the lean build: a run that serves metrics runs the
-// full build instead.
-type metrics struct{}
-
-func (m *metrics) childStarted()   {}
-func (m *metrics) childEnded()     {}
-func (m *metrics) runEnded(runEnd) {}
-func (m *metrics) idlePass()       {}
-
 // startMetrics cannot be reached: handOffMetrics has replaced the process.
-func startMetrics(string, redis.UniversalClient, Keys, zerolog.Logger) (*metrics, *heartbeat, func(), error) {
+func startMetrics(string, redis.UniversalClient, schema.Keys, zerolog.Logger) (observer, *health.Heartbeat, func(), error) {
 	return nil, nil, nil, errors.New("this build of w8y cannot serve metrics")
 }
 
 // handOffMetrics replaces this process with w8y-metrics, found next to this
-// executable or else in PATH, when --metrics-addr is given. It returns only
-// on failure.
-func handOffMetrics(opts *Options) error {
+// executable or else in PATH, given args, w8y's own arguments, when
+// --metrics-addr is given. It returns only on failure.
+func handOffMetrics(opts *Options, args []string) error {
 	if opts.MetricsAddr == "" {
 		return nil
 	}
@@ -51,8 +46,8 @@ func handOffMetrics(opts *Options) error {
 	if err != nil {
 		return err
 	}
-	args := append([]string{path}, os.Args[1:]...)
-	if err := syscall.Exec(path, args, os.Environ()); err != nil {
+	argv := append([]string{path}, args...)
+	if err := syscall.Exec(path, argv, os.Environ()); err != nil {
 		return fmt.Errorf("--metrics-addr: run %s: %w", path, err)
 	}
 	return nil

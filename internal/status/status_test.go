@@ -1,4 +1,4 @@
-package main
+package status
 
 import (
 	"context"
@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 // readItems returns the items that r reads, in order, and how many batches.
-func readItems(t *testing.T, r *statusReader) ([]string, int) {
+func readItems(t *testing.T, r *Reader) ([]string, int) {
 	t.Helper()
 	var items []string
 	batches := 0
-	err := r.read(context.Background(), func(batch []itemStatus) error {
+	err := r.Read(context.Background(), func(batch []Item) error {
 		batches++
 		for _, st := range batch {
 			items = append(items, st.Item)
@@ -55,11 +56,11 @@ func TestStatusFollowsARotatingList(t *testing.T) {
 	rdb := startTestRedis(t).Client
 	ctx := context.Background()
 	items := numbered(95)
-	keys := Keys{Prefix: "st:"}
+	keys := schema.Keys{Prefix: "st:"}
 	rdb.RPush(ctx, keys.List(), anySlice(items)...)
 	for _, shift := range []int{0, 1, 7, 10, 33, 94, 95, 200} {
 		client := &rotatingClient{Client: rdb, list: keys.List(), shift: shift}
-		got, batches := readItems(t, &statusReader{client: client, keys: keys, batch: 10})
+		got, batches := readItems(t, &Reader{Client: client, Keys: keys, Batch: 10})
 		if batches != 10 {
 			t.Errorf("shift %d: %d batches, want 10", shift, batches)
 		}
@@ -75,9 +76,9 @@ func TestStatusFollowsARotatingList(t *testing.T) {
 // TestStatusDropsRepeats: an item the list holds twice shows once.
 func TestStatusDropsRepeats(t *testing.T) {
 	rdb := startTestRedis(t).Client
-	keys := Keys{Prefix: "rep:"}
+	keys := schema.Keys{Prefix: "rep:"}
 	rdb.RPush(context.Background(), keys.List(), "a", "b", "a", "c", "b")
-	got, _ := readItems(t, &statusReader{client: rdb, keys: keys, batch: 2})
+	got, _ := readItems(t, &Reader{Client: rdb, Keys: keys, Batch: 2})
 	if !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Errorf("read %q", got)
 	}
@@ -91,7 +92,7 @@ func TestStatusLongList(t *testing.T) {
 	}
 	rdb := startTestRedis(t).Client
 	ctx := context.Background()
-	keys := Keys{Prefix: "long:"}
+	keys := schema.Keys{Prefix: "long:"}
 	items := numbered(100_000)
 	for chunk := range slices.Chunk(items, 10_000) {
 		rdb.RPush(ctx, keys.List(), anySlice(chunk)...)
@@ -100,8 +101,8 @@ func TestStatusLongList(t *testing.T) {
 	rdb.HSet(ctx, keys.State(items[99_999]), "runs", 4, "last_result", "failure")
 	rdb.ConfigResetStat(ctx)
 
-	var got []itemStatus
-	err := (&statusReader{client: rdb, keys: keys, batch: statusBatch}).read(ctx, func(batch []itemStatus) error {
+	var got []Item
+	err := (&Reader{Client: rdb, Keys: keys}).Read(ctx, func(batch []Item) error {
 		got = append(got, batch...)
 		return nil
 	})
@@ -125,7 +126,7 @@ func TestStatusLongList(t *testing.T) {
 	// One status.lua call per batch (plus the EVAL after the first
 	// NOSCRIPT), so no call reads more than a batch.
 	stats := rdb.Info(ctx, "commandstats").Val()
-	want := strconv.Itoa(len(items) / statusBatch)
+	want := strconv.Itoa(len(items) / Batch)
 	if !containsStat(stats, "cmdstat_evalsha:calls="+want+",") {
 		t.Errorf("want %s EVALSHA calls:\n%s", want, stats)
 	}
@@ -139,4 +140,21 @@ func containsStat(info, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// numbered returns n items named i0, i1, ...
+func numbered(n int) []string {
+	items := make([]string, n)
+	for i := range items {
+		items[i] = "i" + strconv.Itoa(i)
+	}
+	return items
+}
+
+func anySlice(items []string) []any {
+	out := make([]any, len(items))
+	for i, item := range items {
+		out[i] = item
+	}
+	return out
 }

@@ -1,0 +1,130 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/health"
+	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/schema"
+)
+
+// shutdownTimeout bounds how long w8y waits for a scrape in flight when it
+// exits: a scrape takes milliseconds, and exiting must not wait on a slow
+// client.
+const shutdownTimeout = 2 * time.Second
+
+// serve listens on addr and serves /metrics and /healthz until the
+// returned stop function is called; stop shuts the server down and waits
+// for it. Listening happens before it returns, so a bad or busy address is
+// an error at start-up, before any item is taken.
+func serve(addr string, m *Metrics, health http.Handler, log zerolog.Logger) (stop func(), err error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on --metrics-addr %q: %w", addr, err)
+	}
+	srv := &http.Server{
+		Handler: srvMux(m, health),
+		// Probes and scrapers send small requests at once; a client that
+		// trickles its headers gets cut off instead of holding a goroutine.
+		ReadHeaderTimeout: 5 * time.Second,
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Msg("the metrics server stopped")
+		}
+	}()
+	log.Info().Str("addr", l.Addr().String()).Msg("serving metrics and /healthz")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			_ = srv.Close()
+		}
+		<-served
+	}, nil
+}
+
+// srvMux routes /metrics to m and /healthz to health.
+func srvMux(m *Metrics, health http.Handler) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
+	mux.Handle("/healthz", health)
+	return mux
+}
+
+// healthHandler serves /healthz: 200 "ok" while Redis answers and the
+// worker loop beats, 503 with the reason otherwise.
+func healthHandler(probe *health.Probe, hb *health.Heartbeat) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if err := probe.Check(r.Context()); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "unhealthy: redis: %v\n", err)
+			return
+		}
+		if late := hb.Late(); late > 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "unhealthy: the worker loop has made no progress for %s longer than expected\n", late.Round(time.Second))
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+}
+
+// Start sets up what --metrics-addr serves: the metrics (labelled with
+// version and commit), counting client's failed commands, the heartbeat and
+// the Redis probe behind /healthz, and the server. stop shuts the server
+// down and waits for it.
+func Start(addr string, client redis.UniversalClient, keys schema.Keys, version, commit string, log zerolog.Logger) (m *Metrics, beat *health.Heartbeat, stop func(), err error) {
+	m = New(version, commit)
+	hook := redisHook{m: m}
+	client.AddHook(hook)
+	beat = health.NewHeartbeat(time.Now)
+	probe := &health.Probe{Ping: redisPing(client, keys, hook), Now: time.Now}
+	stop, err = serve(addr, m, healthHandler(probe, beat), log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return m, beat, stop, nil
+}
+
+// redisPing returns /healthz' check of Redis: a PING of every server that
+// the worker needs. On one server, or through Sentinel, that is the one
+// server. On a Cluster, a PING without a key goes to whichever node the
+// client picks, which says nothing of the nodes that hold the keys: so it
+// goes to the master of the list's slot when the prefix has a hash tag (all
+// keys live there), and to every master when it has none (the locks spread
+// over all of them, and a take that meets a master that is down fails).
+// Those PINGs go through the node clients, which the Cluster client's hook
+// does not see, so their failures are counted here.
+func redisPing(client redis.UniversalClient, keys schema.Keys, hook redisHook) func(context.Context) error {
+	cluster, ok := client.(*redis.ClusterClient)
+	if !ok {
+		return func(ctx context.Context) error { return client.Ping(ctx).Err() }
+	}
+	ping := func(ctx context.Context, node *redis.Client) error { return node.Ping(ctx).Err() }
+	return func(ctx context.Context) error {
+		var err error
+		if redisconn.HasHashTag(keys.Prefix) {
+			var node *redis.Client
+			if node, err = cluster.MasterForKey(ctx, keys.List()); err == nil {
+				err = ping(ctx, node)
+			}
+		} else {
+			err = cluster.ForEachMaster(ctx, ping)
+		}
+		hook.count(err)
+		return err
+	}
+}

@@ -1,0 +1,114 @@
+// Package schema is the layout of what w8y keeps in Redis, which other
+// programs read and write too: the names of the keys under a prefix, the
+// fields of an item's state hash, how a run's result and the events are
+// named. It is w8y's interface to everything that is not w8y, so it lives
+// in one place, and changes only with care.
+package schema
+
+import "strings"
+
+// Keys names the Redis keys under one prefix.
+type Keys struct {
+	// Prefix starts every key's name; see NormalizePrefix.
+	Prefix string
+	// Colocated says that every key under Prefix lives on one server, so
+	// that one Lua script may touch the list and all of an item's keys
+	// together (see redisconn.Colocated). Where it is false, w8y sends a
+	// command per key.
+	Colocated bool
+}
+
+// NormalizePrefix forces a non-empty prefix to end in ':', as the first w8y
+// did, so "-k work" and "-k work:" name the same keys.
+func NormalizePrefix(prefix string) string {
+	if prefix == "" || strings.HasSuffix(prefix, ":") {
+		return prefix
+	}
+	return prefix + ":"
+}
+
+// List is the circular list of work items.
+func (k Keys) List() string { return k.Prefix + "list" }
+
+// Lock is the lock key of item: a string holding its holder's token, with
+// an expiry.
+func (k Keys) Lock(item string) string { return k.Prefix + "lock:" + item }
+
+// Cooldown is the key that keeps item from running after a success until it
+// expires: any key there pauses the item, so an operator can set one too.
+func (k Keys) Cooldown(item string) string { return k.Prefix + "cooldown:" + item }
+
+// Backoff is the key that keeps item from running after a failure until it
+// expires; its expiry is the current failure delay.
+func (k Keys) Backoff(item string) string { return k.Prefix + "backoff:" + item }
+
+// State is the hash that records item's runs, among them its consecutive
+// failures, which the failure backoff doubles with.
+func (k Keys) State(item string) string { return k.Prefix + "state:" + item }
+
+// Events is the capped stream of runs' starts and ends.
+func (k Keys) Events() string { return k.Prefix + "events" }
+
+// Fields of the state hash.
+const (
+	FieldLastStart           = "last_start"
+	FieldLastEnd             = "last_end"
+	FieldLastExitCode        = "last_exit_code"
+	FieldLastDuration        = "last_duration_ms"
+	FieldLastHolder          = "last_holder"
+	FieldLastResult          = "last_result"
+	FieldRuns                = "runs"
+	FieldFailures            = "failures"
+	FieldConsecutiveFailures = "consecutive_failures"
+)
+
+// Result is how one run of an item ended, as the state hash's last_result,
+// the events' result field and the metrics' result label name it.
+type Result string
+
+const (
+	// ResultSuccess: the child exited with a code in --exit-codes.
+	ResultSuccess Result = "success"
+	// ResultFailure: the child exited with any other code, or could not be
+	// run at all.
+	ResultFailure Result = "failure"
+	// ResultTimeout: --timeout fired and the child was stopped.
+	ResultTimeout Result = "timeout"
+	// ResultLockLost: the lock was lost and the child was stopped.
+	ResultLockLost Result = "lock_lost"
+	// ResultInterrupted: the child was stopped because w8y itself got a stop
+	// signal (which it forwarded to the child), or the stop came before the
+	// child started. Such a run says nothing about the item, so it counts
+	// neither as a success nor as a failure: no cooldown, no backoff, the
+	// count of consecutive failures stays as it was, and the item runs again
+	// soon, elsewhere.
+	ResultInterrupted Result = "interrupted"
+)
+
+// Results lists every Result, for metrics that show each from the start.
+var Results = []Result{ResultSuccess, ResultFailure, ResultTimeout, ResultLockLost, ResultInterrupted}
+
+// Failed reports whether r counts against the item: it backs off (with
+// --failure-backoff), and its failures and consecutive failures go up.
+func (r Result) Failed() bool {
+	return r == ResultFailure || r == ResultTimeout || r == ResultLockLost
+}
+
+// Types of the entries of the events stream.
+const (
+	EventStart    = "start"
+	EventFinish   = "finish"
+	EventTimeout  = "timeout"
+	EventLockLost = "lock_lost"
+)
+
+// Event is the type of the events stream entry that ends a run with r.
+func (r Result) Event() string {
+	switch r {
+	case ResultTimeout:
+		return EventTimeout
+	case ResultLockLost:
+		return EventLockLost
+	}
+	return EventFinish
+}

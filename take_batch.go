@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/w8y/w8y/internal/lua"
+	"github.com/w8y/w8y/internal/redisconn"
+)
+
+// takeBatch is how many candidates one call of lua.Take looks at. Redis
+// runs nothing else while a script runs, and a candidate costs it about a
+// microsecond, so a call blocks Redis for about a millisecond: like one slow
+// command, far below the 10 ms at which Redis' slowlog starts to complain.
+// A pass over 10,000 items then takes 10 round trips instead of 20,000.
+// It must also stay well below the ~8,000 values that Lua's unpack can
+// return, which the script uses to pass a batch to MGET and RPUSH.
+const takeBatch = 1000
+
+// batchTake is one call of lua.Take: the batched take, which rotates the
+// list and tries a batch of candidates' locks in one round trip.
+type batchTake struct {
+	Prefix, Token string
+	TTL           time.Duration
+	// Left is how many candidates the pass has yet to look at, or -1 to
+	// start a pass from the list's length, which the script reads.
+	Left       int64
+	MaxItemLen int
+	Batch      int
+	// Record holds the words that ask the script to record a take (see
+	// recorder.takeWords).
+	Record string
+}
+
+// batchTaken is what one call of lua.Take did.
+type batchTaken struct {
+	// Left is how many candidates the pass has yet to look at.
+	Left int64
+	// Item is the item whose lock is now ours, if Taken.
+	Item  string
+	Taken bool
+	// Skipped are the items passed over that an operator should hear of.
+	Skipped []skippedItem
+}
+
+// skippedItem is an item that a take passed over for good: the child cannot
+// be given it (Size is its size) or its lock key holds a value of another
+// type (LockType names it). Head is its first clipLen bytes.
+type skippedItem struct {
+	Head     string
+	Size     int
+	LockType string
+}
+
+// run sends the call with client, WAIT acks replicas after it (see
+// redisconn.RunConfirmed), and decodes the reply. A take that too few
+// replicas confirmed returns what it took along with
+// redisconn.ErrNotReplicated.
+func (b batchTake) run(ctx context.Context, client redisconn.ScriptClient, acks int, list string) (batchTaken, error) {
+	// No more arguments: Redis refuses commands of more than 10 parts
+	// before AUTH, and a server that wants a password we lack must say
+	// NOAUTH, not "Protocol error". New settings go into the options word.
+	options := "batch=" + strconv.Itoa(b.Batch) + b.Record
+	got, err := redisconn.RunConfirmed(ctx, client, lua.Take, acks, b.TTL, []string{list},
+		b.Prefix, b.Token, b.TTL.Milliseconds(), b.Left, b.MaxItemLen, options)
+	reply, ok := got.([]any)
+	if !ok {
+		if err == nil {
+			err = fmt.Errorf("unexpected reply from lua.Take: %T", got)
+		}
+		return batchTaken{}, err
+	}
+	taken, decodeErr := decodeBatchTaken(reply)
+	if decodeErr != nil {
+		return batchTaken{}, decodeErr
+	}
+	// With a reply, the only error is redisconn.ErrNotReplicated.
+	return taken, err
+}
+
+// decodeBatchTaken reads lua.Take's reply.
+func decodeBatchTaken(reply []any) (batchTaken, error) {
+	if len(reply) < 2 || len(reply)%2 != 0 {
+		return batchTaken{}, fmt.Errorf("unexpected reply from lua.Take: %d values", len(reply))
+	}
+	left, ok := reply[0].(int64)
+	if !ok {
+		return batchTaken{}, fmt.Errorf("unexpected reply from lua.Take: left is %T", reply[0])
+	}
+	out := batchTaken{Left: left}
+	out.Item, out.Taken = reply[1].(string)
+	for i := 2; i < len(reply); i += 2 {
+		head, _ := reply[i].(string)
+		skipped := skippedItem{Head: head[:min(len(head), clipLen)]}
+		switch v := reply[i+1].(type) {
+		case int64:
+			skipped.Size = int(v)
+		case string:
+			skipped.LockType = v
+		}
+		out.Skipped = append(out.Skipped, skipped)
+	}
+	return out, nil
+}
