@@ -37,18 +37,18 @@ func BenchmarkCommandBuild(b *testing.B) {
 // benchTake measures one Take over a list of n items whose locks are all
 // taken but the last, so that each Take looks at all of them, and releases
 // it again. A whole pass leaves the list as it was.
-func benchTake(b *testing.B, n int, serverScan bool) {
-	benchTakeWaiting(b, n, serverScan, schema.Keys.Lock)
+func benchTake(b *testing.B, n int, colocated bool) {
+	benchTakeWaiting(b, n, colocated, schema.Keys.Lock)
 }
 
 // benchTakeWaiting is benchTake with the keys that keep all items but the
 // last from being taken named by waitKey: their locks, or (as in a fleet
 // with --cooldown, where most items wait with their locks free) their
 // cooldown keys, which cost the scan a check per candidate.
-func benchTakeWaiting(b *testing.B, n int, serverScan bool, waitKey func(schema.Keys, string) string) {
+func benchTakeWaiting(b *testing.B, n int, colocated bool, waitKey func(schema.Keys, string) string) {
 	rdb := startTestRedis(b).Client
 	ctx := context.Background()
-	keys := schema.Keys{Prefix: "bench:", Colocated: serverScan}
+	keys := schema.Keys{Prefix: "bench:", Colocated: colocated}
 	items := numbered(n)
 	pipe := rdb.Pipeline()
 	pipe.RPush(ctx, keys.List(), anySlice(items)...)

@@ -6,34 +6,16 @@ import (
 	"time"
 
 	"github.com/w8y/w8y/internal/proc"
+	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 )
-
-// runEnd is how one run of an item ended: the one account of it that the
-// finish script, the state hash, the events, the metrics, the logs and w8y's
-// exit code are all made from.
-type runEnd struct {
-	Item   string
-	Result schema.Result
-	// Exit is the child's exit. Exited says that the run has an exit code to
-	// record: the child's, or the shell's 126 or 127 when it could not be
-	// run; it is false when no child was started at all (a stop signal came
-	// first).
-	Exit   proc.Exit
-	Exited bool
-	// Err is why w8y stopped the child (ErrLockLost, ErrTimeout), why it
-	// never started (errStopped, proc.ErrNotFound, ...), or nil when the
-	// child ended by itself.
-	Err error
-	At  time.Time
-}
 
 // newRunEnd describes the end of item's run from what childRunner.run saw:
 // the child's exit (zero when it never started), err, whether w8y had a stop
 // signal before the child ended, and exitCodes, the codes that count as
 // success (--exit-codes).
-func newRunEnd(item string, exit proc.Exit, err error, stopped bool, exitCodes []int) runEnd {
-	end := runEnd{Item: item, Result: classify(exit, err, stopped, exitCodes), Exit: exit, Err: err, At: time.Now()}
+func newRunEnd(item string, exit proc.Exit, err error, stopped bool, exitCodes []int) runs.End {
+	end := runs.End{Item: item, Result: classify(exit, err, stopped, exitCodes), Exit: exit, Err: err, At: time.Now()}
 	switch {
 	case errors.Is(err, errStopped):
 		// No child was started.

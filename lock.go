@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/lua"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/runs"
 )
 
 // ErrLockLost is reported when a held lock no longer carries our token, or
@@ -86,14 +87,10 @@ func (l *Lock) Refresh(ctx context.Context) error {
 
 // Release deletes the lock if it still holds our token, and reports whether
 // it did. A lock that someone else holds now is left alone. It records
-// nothing: a run ends with finisher.finish, which releases the lock in the
+// nothing: a run ends with runs.Finisher.Finish, which releases the lock in the
 // same round trip as it records the end.
 func (l *Lock) Release(ctx context.Context) (bool, error) {
-	n, err := lua.Finish.Run(ctx, l.client, []string{l.Key}, l.Token, l.Item, "").Int()
-	if err != nil {
-		return false, redisconn.Wrap("release lock "+quoteKey(l.Key), err)
-	}
-	return n == 1, nil
+	return runs.Release(ctx, l.client, l.Key, l.Token, l.Item)
 }
 
 // lease keeps a Lock alive in the background until stopped, and reports on

@@ -12,6 +12,7 @@ import (
 
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/runs"
 )
 
 // errorsIs is errors.Is, named for table tests that compare against nil too.
@@ -25,8 +26,8 @@ func TestExitCode(t *testing.T) {
 		explain bool
 	}{
 		{nil, exitOK, false},
-		{&childExitError{end: runEnd{Item: "a", Exit: proc.Exit{Code: 7}}}, 7, false},
-		{fmt.Errorf("wrapped: %w", &childExitError{end: runEnd{Exit: proc.Exit{Code: 143, Signal: syscall.SIGTERM}}}), 143, false},
+		{&childExitError{end: runs.End{Item: "a", Exit: proc.Exit{Code: 7}}}, 7, false},
+		{fmt.Errorf("wrapped: %w", &childExitError{end: runs.End{Exit: proc.Exit{Code: 143, Signal: syscall.SIGTERM}}}), 143, false},
 		{stopError{Signal: syscall.SIGINT}, 130, false},
 		{ErrNoWork, noWork, false},
 		{fmt.Errorf("wrap: %w", ErrLockLost), exitLockLost, true},

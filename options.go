@@ -11,7 +11,9 @@ import (
 	"time"
 
 	flags "github.com/jessevdk/go-flags"
+	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -19,37 +21,37 @@ import (
 // W8Y_* environment variables. A flag on the command line beats the variable.
 type Options struct {
 	redisconn.Options
-	ReplicaAcks     int      `long:"replica-acks" env:"W8Y_REPLICA_ACKS" default:"0" value-name:"N" description:"Run a child only once N replicas have its lock, and count a refresh only once N have it (WAIT), so that a failover cannot lose a lock; not with --redis-cluster"`
-	KeyPrefix       string   `short:"k" long:"key-prefix" env:"W8Y_KEY_PREFIX" value-name:"PREFIX" description:"Prefix for all keys, forced to end in ':'; the list is <prefix>list, locks are <prefix>lock:<item>"`
-	KeyExpiry       Duration `short:"x" long:"key-expiry" env:"W8Y_KEY_EXPIRY" default:"5" value-name:"EXPIRY" description:"Lock expiry: seconds, or a Go duration such as 1500ms; the lock is refreshed about every third of it"`
-	EnvVar          string   `short:"e" long:"env-var" env:"W8Y_ENV_VAR" value-name:"NAME" description:"Environment variable to set to the work item, besides W8Y_ITEM"`
-	Continuous      bool     `short:"c" long:"continuous" env:"W8Y_CONTINUOUS" description:"Keep taking items until stopped, instead of running one item"`
-	ExitCodes       []int    `short:"i" long:"exit-codes" env:"W8Y_EXIT_CODES" env-delim:"," default:"0" value-name:"CODE" description:"Child exit code that lets --continuous go on to the next item (repeatable)"`
-	Quiet           bool     `short:"q" long:"quiet" env:"W8Y_QUIET" description:"Silence w8y's own logs, leaving the child's stdout and stderr alone"`
-	LogFile         string   `short:"f" long:"log-file" env:"W8Y_LOG_FILE" value-name:"PATH" description:"Append w8y's logs to this file instead of stderr"`
-	NoLogTimestamps bool     `short:"t" long:"no-log-timestamps" env:"W8Y_NO_LOG_TIMESTAMPS" description:"Leave timestamps out of log lines"`
-	LogFormat       string   `long:"log-format" env:"W8Y_LOG_FORMAT" default:"console" choice:"console" choice:"json" description:"Log format"`
-	LogLevel        string   `long:"log-level" env:"W8Y_LOG_LEVEL" default:"info" choice:"debug" choice:"info" choice:"warn" choice:"error" description:"Least severe log level written"`
-	Timeout         Duration `long:"timeout" env:"W8Y_TIMEOUT" value-name:"DURATION" description:"Stop a child still running after DURATION (SIGTERM to its group, SIGKILL after --kill-after) and exit 124; 0 means never"`
-	KillAfter       Duration `long:"kill-after" env:"W8Y_KILL_AFTER" value-name:"DURATION" default-mask:"-" description:"Grace between SIGTERM and SIGKILL when w8y stops a child's group itself (timeout, lock lost, processes left behind); at most a third of --key-expiry, so a group whose lock is being lost is gone before the lock could expire (default: 10s, or a third of --key-expiry if less)"`
-	Subreaper       bool     `long:"subreaper" env:"W8Y_SUBREAPER" description:"Become a child subreaper: processes that a child orphans are re-parented to w8y, which reaps them (always on when w8y is PID 1)"`
-	NoWorkExitCode  int      `long:"no-work-exit-code" env:"W8Y_NO_WORK_EXIT_CODE" default:"0" value-name:"CODE" description:"Exit code when no item could be taken"`
-	IdleWait        Duration `long:"idle-wait" env:"W8Y_IDLE_WAIT" default:"1s" value-name:"DURATION" description:"With --continuous, the pause (with jitter) after a pass that found nothing"`
-	Cooldown        Duration `long:"cooldown" env:"W8Y_COOLDOWN" value-name:"DURATION" description:"After a successful run, the item is not run anywhere until DURATION has passed (the key <prefix>cooldown:<item>); 0 means no cooldown"`
-	FailureBackoff  Backoff  `long:"failure-backoff" env:"W8Y_FAILURE_BACKOFF" value-name:"MIN[,MAX]" description:"After a failed run (exit code not in --exit-codes, timeout, lost lock), the item waits MIN, doubling with each consecutive failure up to MAX (default 10 x MIN), less up to a quarter of jitter (the key <prefix>backoff:<item>)"`
-	StopOnFailure   bool     `long:"stop-on-failure" env:"W8Y_STOP_ON_FAILURE" description:"With --continuous, exit after a failed run (the default, unless --failure-backoff is given)"`
-	Parallel        int      `long:"parallel" env:"W8Y_PARALLEL" default:"1" value-name:"N" description:"Run up to N children at once, each on its own item; in one-shot mode, take up to N items from one pass"`
-	MaxItems        int      `long:"max-items" env:"W8Y_MAX_ITEMS" value-name:"N" description:"With --continuous, stop taking items after N, let the running ones finish and exit 0; 0 means no limit"`
-	MaxRuntime      Duration `long:"max-runtime" env:"W8Y_MAX_RUNTIME" value-name:"DURATION" description:"With --continuous, stop taking items after DURATION, let the running ones finish and exit 0; 0 means no limit"`
-	StateTTL        Duration `long:"state-ttl" env:"W8Y_STATE_TTL" default:"168h" value-name:"DURATION" description:"How long an item's state hash (<prefix>state:<item>: last start and end, exit code, runs, failures, consecutive failures) and the events stream live after their last write"`
-	NoEvents        bool     `long:"no-events" env:"W8Y_NO_EVENTS" description:"Add no entries to the events stream <prefix>events"`
-	EventsMaxLen    int64    `long:"events-max-len" env:"W8Y_EVENTS_MAX_LEN" default:"10000" value-name:"N" description:"Keep about this many entries in the events stream (XADD MAXLEN ~ N)"`
-	MetricsAddr     string   `long:"metrics-addr" env:"W8Y_METRICS_ADDR" value-name:"HOST:PORT" description:"Serve Prometheus metrics on /metrics and a health check on /healthz at this address"`
-	Status          bool     `long:"status" description:"Show every item in list order with its lock, cooldown or backoff, and last run, then exit; needs no executable"`
-	JSON            bool     `long:"json" env:"W8Y_JSON" description:"With --status, print JSON instead of a table"`
-	Watch           Duration `long:"watch" env:"W8Y_WATCH" optional:"true" optional-value:"2s" value-name:"INTERVAL" description:"With --status, show it again every INTERVAL (default 2s) until interrupted"`
-	Version         bool     `long:"version" description:"Print the version and commit, and exit"`
-	ManPage         bool     `long:"man-page" hidden:"true" description:"Print w8y's man page in troff and exit (make man)"`
+	ReplicaAcks     int           `long:"replica-acks" env:"W8Y_REPLICA_ACKS" default:"0" value-name:"N" description:"Run a child only once N replicas have its lock, and count a refresh only once N have it (WAIT), so that a failover cannot lose a lock; not with --redis-cluster"`
+	KeyPrefix       string        `short:"k" long:"key-prefix" env:"W8Y_KEY_PREFIX" value-name:"PREFIX" description:"Prefix for all keys, forced to end in ':'; the list is <prefix>list, locks are <prefix>lock:<item>"`
+	KeyExpiry       duration.Flag `short:"x" long:"key-expiry" env:"W8Y_KEY_EXPIRY" default:"5" value-name:"EXPIRY" description:"Lock expiry: seconds, or a Go duration such as 1500ms; the lock is refreshed about every third of it"`
+	EnvVar          string        `short:"e" long:"env-var" env:"W8Y_ENV_VAR" value-name:"NAME" description:"Environment variable to set to the work item, besides W8Y_ITEM"`
+	Continuous      bool          `short:"c" long:"continuous" env:"W8Y_CONTINUOUS" description:"Keep taking items until stopped, instead of running one item"`
+	ExitCodes       []int         `short:"i" long:"exit-codes" env:"W8Y_EXIT_CODES" env-delim:"," default:"0" value-name:"CODE" description:"Child exit code that lets --continuous go on to the next item (repeatable)"`
+	Quiet           bool          `short:"q" long:"quiet" env:"W8Y_QUIET" description:"Silence w8y's own logs, leaving the child's stdout and stderr alone"`
+	LogFile         string        `short:"f" long:"log-file" env:"W8Y_LOG_FILE" value-name:"PATH" description:"Append w8y's logs to this file instead of stderr"`
+	NoLogTimestamps bool          `short:"t" long:"no-log-timestamps" env:"W8Y_NO_LOG_TIMESTAMPS" description:"Leave timestamps out of log lines"`
+	LogFormat       string        `long:"log-format" env:"W8Y_LOG_FORMAT" default:"console" choice:"console" choice:"json" description:"Log format"`
+	LogLevel        string        `long:"log-level" env:"W8Y_LOG_LEVEL" default:"info" choice:"debug" choice:"info" choice:"warn" choice:"error" description:"Least severe log level written"`
+	Timeout         duration.Flag `long:"timeout" env:"W8Y_TIMEOUT" value-name:"DURATION" description:"Stop a child still running after DURATION (SIGTERM to its group, SIGKILL after --kill-after) and exit 124; 0 means never"`
+	KillAfter       duration.Flag `long:"kill-after" env:"W8Y_KILL_AFTER" value-name:"DURATION" default-mask:"-" description:"Grace between SIGTERM and SIGKILL when w8y stops a child's group itself (timeout, lock lost, processes left behind); at most a third of --key-expiry, so a group whose lock is being lost is gone before the lock could expire (default: 10s, or a third of --key-expiry if less)"`
+	Subreaper       bool          `long:"subreaper" env:"W8Y_SUBREAPER" description:"Become a child subreaper: processes that a child orphans are re-parented to w8y, which reaps them (always on when w8y is PID 1)"`
+	NoWorkExitCode  int           `long:"no-work-exit-code" env:"W8Y_NO_WORK_EXIT_CODE" default:"0" value-name:"CODE" description:"Exit code when no item could be taken"`
+	IdleWait        duration.Flag `long:"idle-wait" env:"W8Y_IDLE_WAIT" default:"1s" value-name:"DURATION" description:"With --continuous, the pause (with jitter) after a pass that found nothing"`
+	Cooldown        duration.Flag `long:"cooldown" env:"W8Y_COOLDOWN" value-name:"DURATION" description:"After a successful run, the item is not run anywhere until DURATION has passed (the key <prefix>cooldown:<item>); 0 means no cooldown"`
+	FailureBackoff  runs.Backoff  `long:"failure-backoff" env:"W8Y_FAILURE_BACKOFF" value-name:"MIN[,MAX]" description:"After a failed run (exit code not in --exit-codes, timeout, lost lock), the item waits MIN, doubling with each consecutive failure up to MAX (default 10 x MIN), less up to a quarter of jitter (the key <prefix>backoff:<item>)"`
+	StopOnFailure   bool          `long:"stop-on-failure" env:"W8Y_STOP_ON_FAILURE" description:"With --continuous, exit after a failed run (the default, unless --failure-backoff is given)"`
+	Parallel        int           `long:"parallel" env:"W8Y_PARALLEL" default:"1" value-name:"N" description:"Run up to N children at once, each on its own item; in one-shot mode, take up to N items from one pass"`
+	MaxItems        int           `long:"max-items" env:"W8Y_MAX_ITEMS" value-name:"N" description:"With --continuous, stop taking items after N, let the running ones finish and exit 0; 0 means no limit"`
+	MaxRuntime      duration.Flag `long:"max-runtime" env:"W8Y_MAX_RUNTIME" value-name:"DURATION" description:"With --continuous, stop taking items after DURATION, let the running ones finish and exit 0; 0 means no limit"`
+	StateTTL        duration.Flag `long:"state-ttl" env:"W8Y_STATE_TTL" default:"168h" value-name:"DURATION" description:"How long an item's state hash (<prefix>state:<item>: last start and end, exit code, runs, failures, consecutive failures) and the events stream live after their last write"`
+	NoEvents        bool          `long:"no-events" env:"W8Y_NO_EVENTS" description:"Add no entries to the events stream <prefix>events"`
+	EventsMaxLen    int64         `long:"events-max-len" env:"W8Y_EVENTS_MAX_LEN" default:"10000" value-name:"N" description:"Keep about this many entries in the events stream (XADD MAXLEN ~ N)"`
+	MetricsAddr     string        `long:"metrics-addr" env:"W8Y_METRICS_ADDR" value-name:"HOST:PORT" description:"Serve Prometheus metrics on /metrics and a health check on /healthz at this address"`
+	Status          bool          `long:"status" description:"Show every item in list order with its lock, cooldown or backoff, and last run, then exit; needs no executable"`
+	JSON            bool          `long:"json" env:"W8Y_JSON" description:"With --status, print JSON instead of a table"`
+	Watch           duration.Flag `long:"watch" env:"W8Y_WATCH" optional:"true" optional-value:"2s" value-name:"INTERVAL" description:"With --status, show it again every INTERVAL (default 2s) until interrupted"`
+	Version         bool          `long:"version" description:"Print the version and commit, and exit"`
+	ManPage         bool          `long:"man-page" hidden:"true" description:"Print w8y's man page in troff and exit (make man)"`
 
 	// Command is the executable followed by its arguments.
 	Command []string `no-flag:"true"`
@@ -77,42 +79,6 @@ func (d *Duration) UnmarshalFlag(value string) error {
 // MarshalFlag implements flags.Marshaler, so --help shows defaults readably.
 func (d Duration) MarshalFlag() (string, error) { return time.Duration(d).String(), nil }
 
-// Backoff is --failure-backoff: MIN[,MAX], each a Duration. Its zero value
-// means no backoff.
-type Backoff struct {
-	Min, Max time.Duration
-}
-
-// backoffMaxFactor makes the default MAX of --failure-backoff: ten times MIN
-// is four doublings and a bit, so a broken item settles at a retry every
-// few minutes for a MIN of seconds, without being forgotten for hours.
-const backoffMaxFactor = 10
-
-// UnmarshalFlag implements flags.Unmarshaler.
-func (b *Backoff) UnmarshalFlag(value string) error {
-	minText, maxText, hasMax := strings.Cut(value, ",")
-	var lo, hi Duration
-	if err := lo.UnmarshalFlag(strings.TrimSpace(minText)); err != nil {
-		return err
-	}
-	hi = lo * backoffMaxFactor
-	if hasMax {
-		if err := hi.UnmarshalFlag(strings.TrimSpace(maxText)); err != nil {
-			return err
-		}
-	}
-	*b = Backoff{Min: time.Duration(lo), Max: time.Duration(hi)}
-	return nil
-}
-
-// MarshalFlag implements flags.Marshaler.
-func (b Backoff) MarshalFlag() (string, error) {
-	if b == (Backoff{}) {
-		return "", nil
-	}
-	return b.Min.String() + "," + b.Max.String(), nil
-}
-
 // minKeyExpiry is the shortest lock expiry accepted: below it, a refresh every
 // third of the expiry would compete with ordinary network latency.
 const minKeyExpiry = 100 * time.Millisecond
@@ -122,7 +88,7 @@ const minKeyExpiry = 100 * time.Millisecond
 const defaultKillAfter = 10 * time.Second
 
 // unsetDuration marks a Duration option that was not given at all.
-const unsetDuration = Duration(math.MinInt64)
+const unsetDuration = duration.Flag(math.MinInt64)
 
 // minIdleWait is the shortest --idle-wait accepted, so that an idle
 // --continuous worker can never spin on Redis.
@@ -279,10 +245,10 @@ func (o *Options) validate() error {
 	// and let another host take the item. Refreshes every third of the
 	// expiry leave about two thirds to notice the loss and stop the child;
 	// a third keeps room for the refresh retries and the margin.
-	maxKillAfter := Duration(time.Duration(o.KeyExpiry) / 3)
+	maxKillAfter := duration.Flag(time.Duration(o.KeyExpiry) / 3)
 	switch {
 	case o.KillAfter == unsetDuration:
-		o.KillAfter = min(Duration(defaultKillAfter), maxKillAfter)
+		o.KillAfter = min(duration.Flag(defaultKillAfter), maxKillAfter)
 	case o.KillAfter < 0:
 		return usageError("--kill-after must not be negative, got %s", time.Duration(o.KillAfter))
 	case o.KillAfter > maxKillAfter:
@@ -298,7 +264,7 @@ func (o *Options) validate() error {
 	if o.Cooldown > 0 && time.Duration(o.Cooldown) < time.Millisecond {
 		return usageError("--cooldown must be 0 or at least 1ms, got %s: Redis keeps expiries in milliseconds", time.Duration(o.Cooldown))
 	}
-	if b := o.FailureBackoff; b != (Backoff{}) {
+	if b := o.FailureBackoff; b != (runs.Backoff{}) {
 		if b.Min < minBackoff {
 			return usageError("--failure-backoff MIN must be at least %s, got %s", minBackoff, b.Min)
 		}
@@ -355,7 +321,7 @@ func (o *Options) validate() error {
 // run: asked for, or the old behaviour where no --failure-backoff keeps a
 // failing item from being retried in a tight loop.
 func (o *Options) stopsOnFailure() bool {
-	return o.StopOnFailure || o.FailureBackoff == (Backoff{})
+	return o.StopOnFailure || o.FailureBackoff == (runs.Backoff{})
 }
 
 // validateRecord checks the options of the state hash and events stream.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/w8y/w8y/internal/proc"
+	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestRecordBothPaths(t *testing.T) {
 	rdb := startTestRedis(t).Client
 	ctx := context.Background()
-	ends := []runEnd{
+	ends := []runs.End{
 		{Result: schema.ResultSuccess, Exit: proc.Exit{Code: 0, Duration: 1500 * time.Millisecond}, Exited: true},
 		{Result: schema.ResultFailure, Exit: proc.Exit{Code: 3, Duration: 20 * time.Millisecond}, Exited: true},
 		{Result: schema.ResultLockLost, Exit: proc.Exit{Code: 143, Duration: time.Second}, Exited: true},
@@ -34,11 +35,11 @@ func TestRecordBothPaths(t *testing.T) {
 		ttl    time.Duration
 		events []map[string]any
 	}
-	run := func(prefix string, serverScan bool) outcome {
+	run := func(prefix string, colocated bool) outcome {
 		var logs bytes.Buffer
-		r := testRotator(rdb, prefix, serverScan, 0, &logs)
-		r.Record = &recorder{keys: r.Keys, stateTTL: time.Hour, eventsMaxLen: 100}
-		f := &finisher{client: rdb, record: r.Record}
+		r := testRotator(rdb, prefix, colocated, 0, &logs)
+		r.Record = &runs.Recorder{Keys: r.Keys, StateTTL: time.Hour, EventsMaxLen: 100}
+		f := &runs.Finisher{Client: rdb, Record: r.Record}
 		rdb.RPush(ctx, r.Keys.List(), "a")
 		for i, end := range ends {
 			item, lock, err := r.Take(ctx, nil)
@@ -49,8 +50,8 @@ func TestRecordBothPaths(t *testing.T) {
 				// A lost lock: someone else holds it now.
 				rdb.Set(ctx, lock.Key, "intruder", 0)
 			}
-			end.At = time.UnixMilli(int64(1000 * (i + 1)))
-			done, err := f.finish(ctx, lock, end)
+			end.Item, end.At = item, time.UnixMilli(int64(1000*(i+1)))
+			done, err := f.Finish(ctx, lock.Key, lock.Token, end)
 			if err != nil || done.Released != (i != 2) {
 				t.Fatalf("%s: end %d: finish = %+v, %v", prefix, i, done, err)
 			}
@@ -118,12 +119,12 @@ func TestRecordBothPaths(t *testing.T) {
 func TestRecordConsecutiveFailures(t *testing.T) {
 	rdb := startTestRedis(t).Client
 	ctx := context.Background()
-	for _, serverScan := range []bool{true, false} {
+	for _, colocated := range []bool{true, false} {
 		var logs bytes.Buffer
-		prefix := strconv.FormatBool(serverScan) + ":"
-		r := testRotator(rdb, prefix, serverScan, 0, &logs)
-		r.Record = &recorder{keys: r.Keys, stateTTL: time.Hour}
-		f := &finisher{client: rdb, record: r.Record}
+		prefix := strconv.FormatBool(colocated) + ":"
+		r := testRotator(rdb, prefix, colocated, 0, &logs)
+		r.Record = &runs.Recorder{Keys: r.Keys, StateTTL: time.Hour}
+		f := &runs.Finisher{Client: rdb, Record: r.Record}
 		rdb.RPush(ctx, r.Keys.List(), "a")
 		var streaks []string
 		for _, res := range []schema.Result{schema.ResultFailure, schema.ResultTimeout, schema.ResultInterrupted, schema.ResultLockLost, schema.ResultSuccess, schema.ResultFailure} {
@@ -131,17 +132,17 @@ func TestRecordConsecutiveFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.finish(ctx, lock, runEnd{Result: res, Exited: true, At: time.Now()}); err != nil {
+			if _, err := f.Finish(ctx, lock.Key, lock.Token, runs.End{Item: "a", Result: res, Exited: true, At: time.Now()}); err != nil {
 				t.Fatal(err)
 			}
 			streaks = append(streaks, rdb.HGet(ctx, r.Keys.State("a"), "consecutive_failures").Val())
 		}
 		if want := []string{"1", "2", "2", "3", "0", "1"}; !slices.Equal(streaks, want) {
-			t.Errorf("serverScan %v: consecutive_failures %q, want %q", serverScan, streaks, want)
+			t.Errorf("colocated %v: consecutive_failures %q, want %q", colocated, streaks, want)
 		}
 		// Events off: no stream at all.
 		if n := rdb.Exists(ctx, r.Keys.Events()).Val(); n != 0 {
-			t.Errorf("serverScan %v: an events stream with events off", serverScan)
+			t.Errorf("colocated %v: an events stream with events off", colocated)
 		}
 	}
 }
@@ -151,27 +152,27 @@ func TestRecordConsecutiveFailures(t *testing.T) {
 func TestRecordNeverFailsARun(t *testing.T) {
 	rdb := startTestRedis(t).Client
 	ctx := context.Background()
-	for _, serverScan := range []bool{true, false} {
+	for _, colocated := range []bool{true, false} {
 		var logs bytes.Buffer
-		prefix := strconv.FormatBool(serverScan) + ":"
-		r := testRotator(rdb, prefix, serverScan, 0, &logs)
-		r.Record = &recorder{keys: r.Keys, stateTTL: time.Hour, eventsMaxLen: 10}
-		f := &finisher{client: rdb, record: r.Record}
+		prefix := strconv.FormatBool(colocated) + ":"
+		r := testRotator(rdb, prefix, colocated, 0, &logs)
+		r.Record = &runs.Recorder{Keys: r.Keys, StateTTL: time.Hour, EventsMaxLen: 10}
+		f := &runs.Finisher{Client: rdb, Record: r.Record}
 		rdb.RPush(ctx, r.Keys.List(), "a")
 		rdb.Set(ctx, r.Keys.State("a"), "not a hash", 0)
 		item, lock, err := r.Take(ctx, nil)
 		if err != nil || item != "a" {
-			t.Fatalf("serverScan %v: Take = %q, %v", serverScan, item, err)
+			t.Fatalf("colocated %v: Take = %q, %v", colocated, item, err)
 		}
-		done, err := f.finish(ctx, lock, runEnd{Result: schema.ResultSuccess, Exited: true, At: time.Now()})
+		done, err := f.Finish(ctx, lock.Key, lock.Token, runs.End{Item: "a", Result: schema.ResultSuccess, Exited: true, At: time.Now()})
 		if !done.Released {
-			t.Errorf("serverScan %v: not released (%v)", serverScan, err)
+			t.Errorf("colocated %v: not released (%v)", colocated, err)
 		}
 		if rdb.Exists(ctx, lock.Key).Val() != 0 {
-			t.Errorf("serverScan %v: the lock is still there", serverScan)
+			t.Errorf("colocated %v: the lock is still there", colocated)
 		}
 		if n := rdb.XLen(ctx, r.Keys.Events()).Val(); n != 2 {
-			t.Errorf("serverScan %v: %d events, want 2", serverScan, n)
+			t.Errorf("colocated %v: %d events, want 2", colocated, n)
 		}
 	}
 }

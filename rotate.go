@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/lua"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -44,7 +45,7 @@ type Rotator struct {
 	Batch int
 	// Record, when set, records each take in the item's state hash and the
 	// events stream (see record.go).
-	Record *recorder
+	Record *runs.Recorder
 	// ReplicaAcks is --replica-acks: a take that fewer replicas confirm
 	// fails with an unconfirmedError, which holds the lock to give back.
 	ReplicaAcks int
@@ -155,7 +156,7 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 				// The start is recorded before a take that the replicas did
 				// not confirm is given back, as lua.Take records it in the
 				// take, so that both paths leave the same record.
-				if err := r.Record.recordStart(ctx, r.Client, item, r.Token, sent); err != nil {
+				if err := r.Record.RecordStart(ctx, r.Client, item, r.Token, sent); err != nil {
 					r.Log.Warn().Err(err).Str("item", item).Msg("could not record the start of the run")
 				}
 				if unconfirmed != nil {
@@ -194,7 +195,7 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (string,
 		default:
 		}
 		sent := time.Now()
-		call.Left, call.Record = p.left, r.Record.takeWords(sent)
+		call.Left, call.Record = p.left, r.Record.TakeWords(sent)
 		taken, err := call.run(ctx, r.Client, r.ReplicaAcks, list)
 		if err != nil && !errors.Is(err, redisconn.ErrNotReplicated) {
 			return "", nil, redisconn.Wrap("scan "+quoteKey(list), err)

@@ -13,6 +13,7 @@ import (
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/status"
 )
@@ -97,9 +98,9 @@ func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog
 		defer stop()
 	}
 
-	record := &recorder{keys: keys, stateTTL: time.Duration(opts.StateTTL)}
+	record := &runs.Recorder{Keys: keys, StateTTL: time.Duration(opts.StateTTL)}
 	if !opts.NoEvents {
-		record.eventsMaxLen = opts.EventsMaxLen
+		record.EventsMaxLen = opts.EventsMaxLen
 	}
 	w := &worker{
 		opts: opts,
@@ -108,9 +109,9 @@ func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog
 			MaxItemLen: command.maxItemLen(keys.Lock(""), proc.ArgMax()), Log: log,
 			Record: record, ReplicaAcks: opts.ReplicaAcks,
 		},
-		finisher: &finisher{
-			client: client, record: record, jitter: jitterFactor,
-			schedule: Schedule{Cooldown: time.Duration(opts.Cooldown), Backoff: opts.FailureBackoff},
+		finisher: &runs.Finisher{
+			Client: client, Record: record, Jitter: runs.JitterFactor,
+			Schedule: runs.Schedule{Cooldown: time.Duration(opts.Cooldown), Backoff: opts.FailureBackoff},
 		},
 		children: &childRunner{
 			command: command, spawn: spawn, stops: stops, exitCodes: opts.ExitCodes,

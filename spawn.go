@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/proc"
+	"github.com/w8y/w8y/internal/runs"
 )
 
 // placeholder is replaced by the item anywhere inside any argument.
@@ -125,7 +126,7 @@ type childRunner struct {
 
 // run runs the child for item, whose lock is ours, and says how the run
 // ended.
-func (c *childRunner) run(ctx context.Context, item string, lock *Lock) runEnd {
+func (c *childRunner) run(ctx context.Context, item string, lock *Lock) runs.End {
 	exit, stopped, err := c.runChild(ctx, item, lock)
 	return newRunEnd(item, exit, err, stopped, c.exitCodes)
 }

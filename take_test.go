@@ -174,11 +174,11 @@ func TestBatchedTakeLeavesRedisAsPerCandidate(t *testing.T) {
 	for n, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var outcomes [2]takeOutcome
-			for i, serverScan := range []bool{false, true} {
-				keys := schema.Keys{Prefix: fmt.Sprintf("t%d:%v:", n, serverScan)}
+			for i, colocated := range []bool{false, true} {
+				keys := schema.Keys{Prefix: fmt.Sprintf("t%d:%v:", n, colocated)}
 				tt.setup.seed(t, rdb, keys)
 				var logs bytes.Buffer
-				outcomes[i] = takeAll(t, rdb, testRotator(rdb, keys.Prefix, serverScan, tt.batch, &logs), tt.takes, &logs)
+				outcomes[i] = takeAll(t, rdb, testRotator(rdb, keys.Prefix, colocated, tt.batch, &logs), tt.takes, &logs)
 			}
 			each, scan := outcomes[0], outcomes[1]
 			if !slices.Equal(each.Taken, tt.want) {
@@ -273,12 +273,12 @@ func TestBatchedTakeSeesWritesBetweenBatches(t *testing.T) {
 	for n, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var outcomes [2]takeOutcome
-			for i, serverScan := range []bool{false, true} {
-				keys := schema.Keys{Prefix: fmt.Sprintf("w%d:%v:", n, serverScan)}
+			for i, colocated := range []bool{false, true} {
+				keys := schema.Keys{Prefix: fmt.Sprintf("w%d:%v:", n, colocated)}
 				takeSetup{items: numbered(7), locked: numbered(7)}.seed(t, rdb, keys)
 				client := &interruptingClient{listClient: rdb, batch: 3, write: func() { tt.write(keys.List()) }}
 				var logs bytes.Buffer
-				outcomes[i] = takeAll(t, rdb, testRotator(client, keys.Prefix, serverScan, 3, &logs), tt.takes, &logs)
+				outcomes[i] = takeAll(t, rdb, testRotator(client, keys.Prefix, colocated, 3, &logs), tt.takes, &logs)
 				if !client.wrote {
 					t.Fatalf("the write never ran (%d calls)", client.calls)
 				}
@@ -430,11 +430,11 @@ func TestPassTakesSeveral(t *testing.T) {
 	for n, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var lists [2][]string
-			for i, serverScan := range []bool{false, true} {
-				keys := schema.Keys{Prefix: fmt.Sprintf("p%d:%v:", n, serverScan)}
+			for i, colocated := range []bool{false, true} {
+				keys := schema.Keys{Prefix: fmt.Sprintf("p%d:%v:", n, colocated)}
 				tt.setup.seed(t, rdb, keys)
 				var logs bytes.Buffer
-				pass := testRotator(rdb, keys.Prefix, serverScan, tt.batch, &logs).Pass()
+				pass := testRotator(rdb, keys.Prefix, colocated, tt.batch, &logs).Pass()
 				var taken []string
 				for {
 					item, lock, err := pass.Take(ctx, nil)
@@ -454,11 +454,11 @@ func TestPassTakesSeveral(t *testing.T) {
 					taken = append(taken, item)
 				}
 				if !slices.Equal(taken, tt.want) {
-					t.Errorf("serverScan %v: the pass took %q, want %q", serverScan, taken, tt.want)
+					t.Errorf("colocated %v: the pass took %q, want %q", colocated, taken, tt.want)
 				}
 				lists[i] = rdb.LRange(ctx, keys.List(), 0, -1).Val()
 				if !slices.Equal(lists[i], tt.setup.items) {
-					t.Errorf("serverScan %v: the list is %q after a whole pass, want %q", serverScan, lists[i], tt.setup.items)
+					t.Errorf("colocated %v: the list is %q after a whole pass, want %q", colocated, lists[i], tt.setup.items)
 				}
 			}
 		})

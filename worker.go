@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -30,11 +31,11 @@ const (
 type worker struct {
 	opts     *Options
 	rotator  *Rotator
-	finisher *finisher
+	finisher *runs.Finisher
 	// children runs an item's child under its lock: a childRunner, or a
 	// test's stand-in.
 	children interface {
-		run(ctx context.Context, item string, lock *Lock) runEnd
+		run(ctx context.Context, item string, lock *Lock) runs.End
 	}
 	stops   *signalRouter
 	metrics observer
@@ -63,7 +64,7 @@ func (noMetrics) IdlePass()                                   {}
 // childExitError is a run whose child's exit code w8y exits with: the
 // first child of a one-shot run that did not exit 0, or a failed run that
 // ends --continuous.
-type childExitError struct{ end runEnd }
+type childExitError struct{ end runs.End }
 
 func (e *childExitError) Error() string {
 	return fmt.Sprintf("item %q: the child ended with %s", clip(e.end.Item), e.end.Exit)
@@ -85,7 +86,7 @@ func (w *worker) run(ctx context.Context) error {
 // its child's code.
 func (w *worker) once(ctx context.Context) error {
 	pass := w.rotator.Pass()
-	done := make(chan runEnd, w.opts.Parallel)
+	done := make(chan runs.End, w.opts.Parallel)
 	running := 0
 	var takeErr error
 	for running < w.opts.Parallel {
@@ -97,7 +98,7 @@ func (w *worker) once(ctx context.Context) error {
 		running++
 		go func() { done <- w.runItem(ctx, item, lock) }()
 	}
-	var first *runEnd
+	var first *runs.End
 	for range running {
 		end := <-done
 		if first == nil && (end.Err != nil || end.Exit.Code != 0) {
@@ -130,7 +131,7 @@ func (w *worker) once(ctx context.Context) error {
 // stop signal, --max-items or --max-runtime, or a failed run with
 // --stop-on-failure. It returns once the running children have finished.
 func (w *worker) loop(ctx context.Context) error {
-	l := &continuous{w: w, done: make(chan runEnd, w.opts.Parallel)}
+	l := &continuous{w: w, done: make(chan runs.End, w.opts.Parallel)}
 	stopped := w.stops.Stopped()
 	var deadline <-chan time.Time
 	if d := time.Duration(w.opts.MaxRuntime); d > 0 {
@@ -169,7 +170,7 @@ func (w *worker) loop(ctx context.Context) error {
 type continuous struct {
 	w *worker
 	// done receives the end of each run that a slot started.
-	done    chan runEnd
+	done    chan runs.End
 	running int
 	taken   int
 	// retries counts Redis errors in a row, which the retry pause doubles
@@ -218,7 +219,7 @@ func (l *continuous) fill(ctx context.Context) {
 
 // ended decides what the end of a run means for the loop: go on, pause and
 // retry, or end with the run's failure.
-func (l *continuous) ended(end runEnd) {
+func (l *continuous) ended(end runs.End) {
 	w := l.w
 	switch {
 	case w.stops.stopping():
@@ -314,8 +315,8 @@ func (w *worker) take(ctx context.Context, pass *Pass) (string, *Lock, error) {
 // neither as a success nor as a failure of the item, and deletes the lock
 // only while it still holds our token, as every release does.
 func (w *worker) giveBack(ctx context.Context, lock *Lock) {
-	end := runEnd{Item: lock.Item, Result: schema.ResultInterrupted, At: time.Now()}
-	if _, err := w.finisher.finish(ctx, lock, end); err != nil {
+	end := runs.End{Item: lock.Item, Result: schema.ResultInterrupted, At: time.Now()}
+	if _, err := w.finisher.Finish(ctx, lock.Key, lock.Token, end); err != nil {
 		w.log.Warn().Err(err).Str("lock_key", lock.Key).Msg("could not give back an unconfirmed lock; it will expire by itself")
 	}
 }
@@ -323,7 +324,7 @@ func (w *worker) giveBack(ctx context.Context, lock *Lock) {
 // runItem runs the child on item, whose lock is ours, and finishes the run:
 // it releases the lock and records the item's cooldown or backoff, state and
 // end event.
-func (w *worker) runItem(ctx context.Context, item string, lock *Lock) runEnd {
+func (w *worker) runItem(ctx context.Context, item string, lock *Lock) runs.End {
 	end := w.children.run(ctx, item, lock)
 	w.finish(ctx, lock, end)
 	return end
@@ -332,12 +333,12 @@ func (w *worker) runItem(ctx context.Context, item string, lock *Lock) runEnd {
 // finish releases lock if it is still ours and records what the run's end
 // changes for its item, all in one round trip where it can (see finisher):
 // its cooldown or backoff, consecutive failures, state and end event.
-func (w *worker) finish(ctx context.Context, lock *Lock, end runEnd) {
+func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End) {
 	w.metrics.RunEnded(end.Result, end.Exited, end.Exit.Duration)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	log := w.log.With().Str("item", lock.Item).Str("lock_key", lock.Key).Logger()
-	done, err := w.finisher.finish(ctx, lock, end)
+	done, err := w.finisher.Finish(ctx, lock.Key, lock.Token, end)
 	if err != nil {
 		log.Error().Err(err).Str("result", string(end.Result)).Msg("could not finish the run; the lock will expire by itself")
 		return
@@ -346,7 +347,7 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end runEnd) {
 		log.Warn().Msg("the lock was no longer ours at release; left alone")
 	}
 	if done.Problem != "" {
-		log.Warn().Str("state_key", w.finisher.record.keys.State(lock.Item)).Msg("could not count the item's failures: " + done.Problem)
+		log.Warn().Str("state_key", w.finisher.Record.Keys.State(lock.Item)).Msg("could not count the item's failures: " + done.Problem)
 	}
 	if done.Delay > 0 {
 		log.Info().Str("result", string(end.Result)).Int64("consecutive_failures", done.Failures).

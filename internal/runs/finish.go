@@ -1,4 +1,4 @@
-package main
+package runs
 
 import (
 	"context"
@@ -15,29 +15,31 @@ import (
 	"github.com/w8y/w8y/internal/schema"
 )
 
-// finishClient is the part of the Redis client that finishing a run needs.
-type finishClient interface {
+// Client is the part of the Redis client that recording and finishing a
+// run need.
+type Client interface {
 	redis.Scripter
 	Pipeline() redis.Pipeliner
 }
 
-// finisher ends runs: it releases the run's lock and writes what the end
+// Finisher ends runs: it releases the run's lock and writes what the end
 // changes, in one round trip where one script may touch all of an item's
 // keys: the item's cooldown or failure backoff and its count of consecutive
 // failures (see Schedule), and its state hash and end event (see recorder).
-type finisher struct {
-	client finishClient
-	// record says what to record of a run, and under which keys; where
+type Finisher struct {
+	Client Client
+	// Record says what to record of a run, and under which keys; where
 	// they are not colocated (see schema.Keys), each key gets its own
 	// commands.
-	record   *recorder
-	schedule Schedule
-	// jitter returns backoff jitter factors; jitterFactor unless a test sets it.
-	jitter func() string
+	Record   *Recorder
+	Schedule Schedule
+	// Jitter returns backoff jitter factors: JitterFactor, or a test's; nil
+	// means none.
+	Jitter func() string
 }
 
-// finishReply is what finishing a run did, as the finish script reports it.
-type finishReply struct {
+// Reply is what finishing a run did, as the finish script reports it.
+type Reply struct {
 	// Released is set when our lock was deleted; unset when it was gone or
 	// someone else's by then.
 	Released bool
@@ -51,24 +53,24 @@ type finishReply struct {
 	Problem string
 }
 
-// finish ends the run that held lock and ended as end says. The lock is
-// deleted only if it still holds our token; the rest is written either way,
-// since a lost lock is a failed run.
-func (f *finisher) finish(ctx context.Context, lock *Lock, end runEnd) (finishReply, error) {
+// Finish ends the run that ended as end says and held the lock lockKey
+// with token. The lock is deleted only if it still holds token; the rest
+// is written either way, since a lost lock is a failed run.
+func (f *Finisher) Finish(ctx context.Context, lockKey, token string, end End) (Reply, error) {
 	factor := "1"
-	if f.jitter != nil {
-		factor = f.jitter()
+	if f.Jitter != nil {
+		factor = f.Jitter()
 	}
-	if !f.record.keys.Colocated {
-		return f.finishEach(ctx, lock, end, factor)
+	if !f.Record.Keys.Colocated {
+		return f.finishEach(ctx, lockKey, token, end, factor)
 	}
-	rec, item := f.record, lock.Item
-	keys := []string{lock.Key, rec.keys.State(item), rec.keys.Cooldown(item), rec.keys.Backoff(item)}
-	if rec.eventsMaxLen > 0 {
-		keys = append(keys, rec.keys.Events())
+	rec, item := f.Record, end.Item
+	keys := []string{lockKey, rec.Keys.State(item), rec.Keys.Cooldown(item), rec.Keys.Backoff(item)}
+	if rec.EventsMaxLen > 0 {
+		keys = append(keys, rec.Keys.Events())
 	}
 	words := rec.finishWords(end) + f.scheduleWords(factor)
-	reply, err := lua.Finish.Run(ctx, f.client, keys, lock.Token, item, words).Slice()
+	reply, err := lua.Finish.Run(ctx, f.Client, keys, token, item, words).Slice()
 	if err != nil && redisconn.SlotMoving(err) {
 		// While the slot moves to another Cluster node, a command that
 		// names several of its keys is refused (TRYAGAIN) until all of them
@@ -76,19 +78,19 @@ func (f *finisher) finish(ctx context.Context, lock *Lock, end runEnd) (finishRe
 		// command follows the move (ASK) instead: without this, the lock
 		// would be left to expire, and the run's cooldown or backoff, its
 		// count of consecutive failures and its record would be lost.
-		return f.finishEach(ctx, lock, end, factor)
+		return f.finishEach(ctx, lockKey, token, end, factor)
 	}
 	if err != nil {
-		return finishReply{}, redisconn.Wrap("finish the run of "+quoteKey(lock.Key), err)
+		return Reply{}, redisconn.Wrap("finish the run of "+strconv.Quote(lockKey), err)
 	}
 	if len(reply) != 4 {
-		return finishReply{}, redisconn.Wrap("finish the run of "+quoteKey(lock.Key), fmt.Errorf("unexpected reply from lua.Finish: %d values", len(reply)))
+		return Reply{}, redisconn.Wrap("finish the run of "+strconv.Quote(lockKey), fmt.Errorf("unexpected reply from lua.Finish: %d values", len(reply)))
 	}
 	released, _ := reply[0].(int64)
 	failures, _ := reply[1].(int64)
 	delay, _ := reply[2].(int64)
 	problem, _ := reply[3].(string)
-	out := finishReply{Released: released == 1, Failures: failures, Problem: problem}
+	out := Reply{Released: released == 1, Failures: failures, Problem: problem}
 	if delay > 0 {
 		out.Delay = time.Duration(delay) * time.Millisecond
 	}
@@ -97,8 +99,8 @@ func (f *finisher) finish(ctx context.Context, lock *Lock, end runEnd) (finishRe
 
 // scheduleWords are lua.Finish's options for the schedule, with factor the
 // jitter of a failure delay.
-func (f *finisher) scheduleWords(factor string) string {
-	s := f.schedule
+func (f *Finisher) scheduleWords(factor string) string {
+	s := f.Schedule
 	var b strings.Builder
 	if s.Cooldown > 0 {
 		b.WriteString(" cooldown=" + strconv.FormatInt(s.Cooldown.Milliseconds(), 10))
@@ -124,39 +126,39 @@ func (f *finisher) scheduleWords(factor string) string {
 // with --cooldown; three after a failure with --failure-backoff. Scripts in
 // a pipeline go as EVAL, with their text: a pipeline cannot fall back from
 // EVALSHA, and each script is a few hundred bytes.
-func (f *finisher) finishEach(ctx context.Context, lock *Lock, end runEnd, factor string) (finishReply, error) {
-	s, rec, item, res := f.schedule, f.record, lock.Item, end.Result
-	out := finishReply{Failures: -1}
+func (f *Finisher) finishEach(ctx context.Context, lockKey, token string, end End, factor string) (Reply, error) {
+	s, rec, item, res := f.Schedule, f.Record, end.Item, end.Result
+	out := Reply{Failures: -1}
 	cooling := res == schema.ResultSuccess && s.Cooldown > 0
 	backingOff := res.Failed() && s.Backoff != (Backoff{})
 
-	pipe := f.client.Pipeline()
+	pipe := f.Client.Pipeline()
 	var count, cooldown, release *redis.Cmd
 	switch {
 	case res == schema.ResultSuccess:
-		count = lua.Count.Eval(ctx, pipe, []string{rec.keys.State(item)}, "success", rec.stateTTL.Milliseconds())
+		count = lua.Count.Eval(ctx, pipe, []string{rec.Keys.State(item)}, "success", rec.StateTTL.Milliseconds())
 	case res.Failed():
-		count = lua.Count.Eval(ctx, pipe, []string{rec.keys.State(item)}, "failure", rec.stateTTL.Milliseconds())
+		count = lua.Count.Eval(ctx, pipe, []string{rec.Keys.State(item)}, "failure", rec.StateTTL.Milliseconds())
 	}
 	if cooling {
-		cooldown = lua.Pause.Eval(ctx, pipe, []string{rec.keys.Cooldown(item)}, lock.Token, s.Cooldown.Milliseconds())
+		cooldown = lua.Pause.Eval(ctx, pipe, []string{rec.Keys.Cooldown(item)}, token, s.Cooldown.Milliseconds())
 	}
 	// The record's own errors are left unread, as lua.Finish's pcall
 	// leaves them: a run never depends on its record.
-	rec.queueFinish(ctx, pipe, item, lock.Token, end)
+	rec.queueFinish(ctx, pipe, item, token, end)
 	if !cooling && !backingOff {
-		release = lua.Finish.Eval(ctx, pipe, []string{lock.Key}, lock.Token, item, "")
+		release = lua.Finish.Eval(ctx, pipe, []string{lockKey}, token, item, "")
 	}
 	_, _ = pipe.Exec(ctx)
 
 	if cooldown != nil && cooldown.Err() != nil {
-		return out, redisconn.Wrap("set the cooldown of "+quoteKey(clip(item)), cooldown.Err())
+		return out, redisconn.Wrap("set the cooldown of "+quoteItem(item), cooldown.Err())
 	}
 	if count != nil {
 		n, err := count.Int64()
 		problem, err := countProblem(err)
 		if err != nil {
-			return out, redisconn.Wrap("count the runs of "+quoteKey(clip(item)), err)
+			return out, redisconn.Wrap("count the runs of "+quoteItem(item), err)
 		}
 		out.Problem = problem
 		if res.Failed() {
@@ -168,9 +170,9 @@ func (f *finisher) finishEach(ctx context.Context, lock *Lock, end runEnd, facto
 			}
 		}
 		if backingOff {
-			out.Delay = backoffDelay(n, s.Backoff, factor)
-			if err := lua.Pause.Eval(ctx, f.client, []string{rec.keys.Backoff(item)}, lock.Token, out.Delay.Milliseconds()).Err(); err != nil {
-				return out, redisconn.Wrap("set the backoff of "+quoteKey(clip(item)), err)
+			out.Delay = Delay(n, s.Backoff, factor)
+			if err := lua.Pause.Eval(ctx, f.Client, []string{rec.Keys.Backoff(item)}, token, out.Delay.Milliseconds()).Err(); err != nil {
+				return out, redisconn.Wrap("set the backoff of "+quoteItem(item), err)
 			}
 		}
 	}
@@ -182,10 +184,10 @@ func (f *finisher) finishEach(ctx context.Context, lock *Lock, end runEnd, facto
 		n, err = release.Int()
 		released = n == 1
 		if err != nil {
-			err = redisconn.Wrap("release lock "+quoteKey(lock.Key), err)
+			err = redisconn.Wrap("release lock "+strconv.Quote(lockKey), err)
 		}
 	} else {
-		released, err = lock.Release(ctx)
+		released, err = Release(ctx, f.Client, lockKey, token, item)
 	}
 	if err != nil {
 		return out, err
@@ -206,4 +208,25 @@ func countProblem(err error) (string, error) {
 		return msg, nil
 	}
 	return "", err
+}
+
+// Release deletes the lock lockKey of item if it still holds token, and
+// reports whether it did. A lock that someone else holds now is left alone.
+// It records nothing: a run ends with Finish, which releases the lock in
+// the same round trip as it records the end.
+func Release(ctx context.Context, client redis.Scripter, lockKey, token, item string) (bool, error) {
+	n, err := lua.Finish.Run(ctx, client, []string{lockKey}, token, item, "").Int()
+	if err != nil {
+		return false, redisconn.Wrap("release lock "+strconv.Quote(lockKey), err)
+	}
+	return n == 1, nil
+}
+
+// quoteItem quotes item for messages, its head only when it is long.
+func quoteItem(item string) string {
+	const most = 64
+	if len(item) > most {
+		return strconv.Quote(item[:most]) + "..."
+	}
+	return strconv.Quote(item)
 }

@@ -1,10 +1,13 @@
-package main
+package runs
 
 import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/w8y/w8y/internal/duration"
 )
 
 // Schedule is when an item may run again after a run, across the fleet.
@@ -25,19 +28,19 @@ type Schedule struct {
 // dependency went down) so that they do not all retry at once.
 const backoffJitter = 0.25
 
-// jitterFactor returns the factor that the finish script multiplies a
+// JitterFactor returns the factor that the finish script multiplies a
 // failure delay by, in [1-backoffJitter, 1], as the text sent to Redis. It
 // is drawn here because a Redis script must not depend on randomness, and
 // sent as text so that Go reads back exactly the number that Lua does.
-func jitterFactor() string {
+func JitterFactor() string {
 	return strconv.FormatFloat(1-backoffJitter*rand.Float64(), 'f', 4, 64)
 }
 
-// backoffDelay is the delay after the failures-th consecutive failure:
-// MIN·2^(failures-1), at most MAX, times factor (from jitterFactor), in
+// Delay is the delay after the failures-th consecutive failure:
+// MIN·2^(failures-1), at most MAX, times factor (from JitterFactor), in
 // whole milliseconds and at least one. lua.Finish computes the same from
 // the same numbers; keep the two in step.
-func backoffDelay(failures int64, b Backoff, factor string) time.Duration {
+func Delay(failures int64, b Backoff, factor string) time.Duration {
 	f, err := strconv.ParseFloat(factor, 64)
 	if err != nil {
 		f = 1
@@ -45,4 +48,40 @@ func backoffDelay(failures int64, b Backoff, factor string) time.Duration {
 	n := max(failures, 1)
 	ms := math.Min(float64(b.Max.Milliseconds()), float64(b.Min.Milliseconds())*math.Pow(2, float64(n-1)))
 	return time.Duration(max(math.Floor(ms*f), 1)) * time.Millisecond
+}
+
+// Backoff is --failure-backoff: MIN[,MAX], each a duration. Its zero value
+// means no backoff.
+type Backoff struct {
+	Min, Max time.Duration
+}
+
+// backoffMaxFactor makes the default MAX of --failure-backoff: ten times MIN
+// is four doublings and a bit, so a broken item settles at a retry every
+// few minutes for a MIN of seconds, without being forgotten for hours.
+const backoffMaxFactor = 10
+
+// UnmarshalFlag implements flags.Unmarshaler.
+func (b *Backoff) UnmarshalFlag(value string) error {
+	minText, maxText, hasMax := strings.Cut(value, ",")
+	lo, err := duration.Parse(strings.TrimSpace(minText))
+	if err != nil {
+		return err
+	}
+	hi := lo * backoffMaxFactor
+	if hasMax {
+		if hi, err = duration.Parse(strings.TrimSpace(maxText)); err != nil {
+			return err
+		}
+	}
+	*b = Backoff{Min: lo, Max: hi}
+	return nil
+}
+
+// MarshalFlag implements flags.Marshaler.
+func (b Backoff) MarshalFlag() (string, error) {
+	if b == (Backoff{}) {
+		return "", nil
+	}
+	return b.Min.String() + "," + b.Max.String(), nil
 }

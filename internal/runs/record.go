@@ -1,4 +1,4 @@
-package main
+package runs
 
 import (
 	"context"
@@ -19,64 +19,64 @@ import (
 // clock of the host that ran the item.
 //
 // Where one script may not touch the lock, state and events keys together
-// (Redis Cluster without a hash tag in the prefix, see Keys.Colocated), the
+// (Redis Cluster without a hash tag in the prefix, see schema.Keys), the
 // same writes go as plain commands on one key each: the end's in the first
 // pipeline of finishEach, which costs no extra round trip, the start's in a
 // round trip of its own per item taken.
 
-// recorder says what to record of each run, and how.
-type recorder struct {
-	keys schema.Keys
-	// stateTTL is how long a state hash (and the stream) lives after its
+// Recorder says what to record of each run, and under which keys.
+type Recorder struct {
+	Keys schema.Keys
+	// StateTTL is how long a state hash (and the stream) lives after its
 	// last write, so items removed from the list leave nothing behind.
-	stateTTL time.Duration
-	// eventsMaxLen caps the stream approximately; 0 turns events off.
-	eventsMaxLen int64
+	StateTTL time.Duration
+	// EventsMaxLen caps the stream approximately; 0 turns events off.
+	EventsMaxLen int64
 }
 
 // millis is t as Unix milliseconds, as the record stores times.
 func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
-// takeWords are the settings that lua.Take needs to record a take, as words
+// TakeWords are the settings that lua.Take needs to record a take, as words
 // for its options argument; now is when the take was sent.
-func (rec *recorder) takeWords(now time.Time) string {
+func (rec *Recorder) TakeWords(now time.Time) string {
 	if rec == nil {
 		return ""
 	}
 	return " now=" + millis(now) +
-		" state_ttl=" + strconv.FormatInt(rec.stateTTL.Milliseconds(), 10) +
-		" events=" + strconv.FormatInt(rec.eventsMaxLen, 10)
+		" state_ttl=" + strconv.FormatInt(rec.StateTTL.Milliseconds(), 10) +
+		" events=" + strconv.FormatInt(rec.EventsMaxLen, 10)
 }
 
-// recordStart writes what lua.Take writes after a take, for the path that
+// RecordStart writes what lua.Take writes after a take, for the path that
 // takes each candidate with its own commands: the start in the state hash
 // and a start event, pipelined.
-func (rec *recorder) recordStart(ctx context.Context, client lockClient, item, token string, now time.Time) error {
+func (rec *Recorder) RecordStart(ctx context.Context, client Client, item, token string, now time.Time) error {
 	if rec == nil {
 		return nil
 	}
 	pipe := client.Pipeline()
-	state := rec.keys.State(item)
+	state := rec.Keys.State(item)
 	pipe.HSet(ctx, state, schema.FieldLastStart, millis(now), schema.FieldLastHolder, token)
-	pipe.PExpire(ctx, state, rec.stateTTL)
+	pipe.PExpire(ctx, state, rec.StateTTL)
 	rec.addEvent(ctx, pipe, []any{"type", schema.EventStart, "item", item, "holder", token})
 	_, err := pipe.Exec(ctx)
 	return err
 }
 
 // addEvent queues an entry of the events stream on pipe, if events are on.
-func (rec *recorder) addEvent(ctx context.Context, pipe redis.Pipeliner, fields []any) {
-	if rec.eventsMaxLen <= 0 {
+func (rec *Recorder) addEvent(ctx context.Context, pipe redis.Pipeliner, fields []any) {
+	if rec.EventsMaxLen <= 0 {
 		return
 	}
-	events := rec.keys.Events()
-	pipe.XAdd(ctx, &redis.XAddArgs{Stream: events, MaxLen: rec.eventsMaxLen, Approx: true, Values: fields})
-	pipe.PExpire(ctx, events, rec.stateTTL)
+	events := rec.Keys.Events()
+	pipe.XAdd(ctx, &redis.XAddArgs{Stream: events, MaxLen: rec.EventsMaxLen, Approx: true, Values: fields})
+	pipe.PExpire(ctx, events, rec.StateTTL)
 }
 
 // finishWords are lua.Finish's options for recording end (see finish.go
 // for the schedule's).
-func (rec *recorder) finishWords(end runEnd) string {
+func (rec *Recorder) finishWords(end End) string {
 	var b strings.Builder
 	b.WriteString("now=" + millis(end.At))
 	b.WriteString(" result=" + string(end.Result))
@@ -88,8 +88,8 @@ func (rec *recorder) finishWords(end runEnd) string {
 		b.WriteString(" duration_ms=" + strconv.FormatInt(end.Exit.Duration.Milliseconds(), 10))
 	}
 	b.WriteString(" event=" + end.Result.Event())
-	b.WriteString(" state_ttl=" + strconv.FormatInt(rec.stateTTL.Milliseconds(), 10))
-	b.WriteString(" events=" + strconv.FormatInt(rec.eventsMaxLen, 10))
+	b.WriteString(" state_ttl=" + strconv.FormatInt(rec.StateTTL.Milliseconds(), 10))
+	b.WriteString(" events=" + strconv.FormatInt(rec.EventsMaxLen, 10))
 	return b.String()
 }
 
@@ -97,8 +97,8 @@ func (rec *recorder) finishWords(end runEnd) string {
 // block writes of end. The count of consecutive failures is not among them:
 // lua.Count writes it, as lua.Finish's schedule block does (see
 // finishEach).
-func (rec *recorder) queueFinish(ctx context.Context, pipe redis.Pipeliner, item, token string, end runEnd) {
-	state := rec.keys.State(item)
+func (rec *Recorder) queueFinish(ctx context.Context, pipe redis.Pipeliner, item, token string, end End) {
+	state := rec.Keys.State(item)
 	pipe.HSet(ctx, state, schema.FieldLastEnd, millis(end.At), schema.FieldLastResult, string(end.Result))
 	event := []any{"type", end.Result.Event(), "item", item, "holder", token, "result", string(end.Result)}
 	if end.Exited {
@@ -110,6 +110,6 @@ func (rec *recorder) queueFinish(ctx context.Context, pipe redis.Pipeliner, item
 	if end.Result.Failed() {
 		pipe.HIncrBy(ctx, state, schema.FieldFailures, 1)
 	}
-	pipe.PExpire(ctx, state, rec.stateTTL)
+	pipe.PExpire(ctx, state, rec.StateTTL)
 	rec.addEvent(ctx, pipe, event)
 }

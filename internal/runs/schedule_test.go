@@ -1,4 +1,4 @@
-package main
+package runs
 
 import (
 	"strconv"
@@ -28,11 +28,11 @@ func TestBackoffDelay(t *testing.T) {
 		{1, "junk", time.Second},
 	}
 	for _, tt := range tests {
-		if got := backoffDelay(tt.failures, b, tt.factor); got != tt.want {
-			t.Errorf("backoffDelay(%d, %s) = %s, want %s", tt.failures, tt.factor, got, tt.want)
+		if got := Delay(tt.failures, b, tt.factor); got != tt.want {
+			t.Errorf("Delay(%d, %s) = %s, want %s", tt.failures, tt.factor, got, tt.want)
 		}
 	}
-	if got := backoffDelay(1, Backoff{Min: time.Millisecond, Max: time.Millisecond}, "0.75"); got != time.Millisecond {
+	if got := Delay(1, Backoff{Min: time.Millisecond, Max: time.Millisecond}, "0.75"); got != time.Millisecond {
 		t.Errorf("a delay floored to 0ms = %s, want at least 1ms, which PX accepts", got)
 	}
 }
@@ -40,10 +40,10 @@ func TestBackoffDelay(t *testing.T) {
 func TestJitterFactorStaysWithinAQuarterBelow(t *testing.T) {
 	seen := map[string]bool{}
 	for range 1000 {
-		text := jitterFactor()
+		text := JitterFactor()
 		f, err := strconv.ParseFloat(text, 64)
 		if err != nil || f < 1-backoffJitter || f > 1 {
-			t.Fatalf("jitterFactor() = %q, want a number in [0.75, 1]", text)
+			t.Fatalf("JitterFactor() = %q, want a number in [0.75, 1]", text)
 		}
 		seen[text] = true
 	}

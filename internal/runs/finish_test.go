@@ -1,4 +1,4 @@
-package main
+package runs
 
 import (
 	"context"
@@ -174,16 +174,16 @@ func TestFinishBothWaysAlike(t *testing.T) {
 				if tt.setup != nil {
 					tt.setup(ctx, rdb, keys)
 				}
-				rec := &recorder{keys: keys, stateTTL: time.Hour, eventsMaxLen: 100}
-				f := &finisher{client: rdb, record: rec, schedule: schedule, jitter: func() string { return "1" }}
+				rec := &Recorder{Keys: keys, StateTTL: time.Hour, EventsMaxLen: 100}
+				f := &Finisher{Client: rdb, Record: rec, Schedule: schedule, Jitter: func() string { return "1" }}
 				for _, step := range tt.steps {
-					lock := &Lock{Key: keys.Lock("x"), Token: testToken, TTL: time.Minute, Item: "x", client: rdb}
+					lockKey := keys.Lock("x")
 					value := testToken
 					if step.lost {
 						value = "someone-else"
 					}
-					rdb.Set(ctx, lock.Key, value, time.Hour)
-					done, err := f.finish(ctx, lock, runEnd{Result: step.res, At: time.UnixMilli(1000)})
+					rdb.Set(ctx, lockKey, value, time.Hour)
+					done, err := f.Finish(ctx, lockKey, testToken, End{Item: "x", Result: step.res, At: time.UnixMilli(1000)})
 					if err != nil {
 						t.Fatalf("finish: %v", err)
 					}
@@ -222,21 +222,22 @@ func TestFinishJitter(t *testing.T) {
 	ctx := context.Background()
 	b := Backoff{Min: 1300 * time.Millisecond, Max: time.Hour}
 	for i := range 20 {
-		factor := jitterFactor()
+		factor := JitterFactor()
 		keys := schema.Keys{Prefix: fmt.Sprintf("j%d:", i), Colocated: true}
-		rec := &recorder{keys: keys, stateTTL: time.Hour}
-		f := &finisher{client: rdb, record: rec, schedule: Schedule{Backoff: b}, jitter: func() string { return factor }}
+		rec := &Recorder{Keys: keys, StateTTL: time.Hour}
+		f := &Finisher{Client: rdb, Record: rec, Schedule: Schedule{Backoff: b}, Jitter: func() string { return factor }}
 		rdb.HSet(ctx, keys.State("x"), "consecutive_failures", i%5)
-		lock := &Lock{Key: keys.Lock("x"), Token: testToken, TTL: time.Minute, Item: "x", client: rdb}
-		done, err := f.finish(ctx, lock, runEnd{Result: schema.ResultFailure, At: time.Now()})
+		done, err := f.Finish(ctx, keys.Lock("x"), testToken, End{Item: "x", Result: schema.ResultFailure, At: time.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := backoffDelay(int64(i%5+1), b, factor); done.Delay != want {
-			t.Errorf("failure %d with factor %s: lua.Finish set %s, backoffDelay says %s", i%5+1, factor, done.Delay, want)
+		if want := Delay(int64(i%5+1), b, factor); done.Delay != want {
+			t.Errorf("failure %d with factor %s: lua.Finish set %s, Delay says %s", i%5+1, factor, done.Delay, want)
 		}
 		if pttl := rdb.PTTL(ctx, keys.Backoff("x")).Val(); pttl > done.Delay || pttl < done.Delay-time.Second {
 			t.Errorf("backoff key expires in %s, want %s", pttl, done.Delay)
 		}
 	}
 }
+
+const testToken = "host:1:token"

@@ -1,0 +1,33 @@
+// Package runs writes what a run of an item leaves in Redis, in the layout
+// of internal/schema: its start (in the take's own round trip, or in one of
+// its own) and its end, which releases the lock, sets the item's cooldown or
+// failure backoff, counts its consecutive failures, and records the state
+// hash and the events, in one round trip where the keys are colocated and
+// with a command per key elsewhere.
+package runs
+
+import (
+	"time"
+
+	"github.com/w8y/w8y/internal/proc"
+	"github.com/w8y/w8y/internal/schema"
+)
+
+// End is how one run of an item ended: the one account of it that the
+// finish script, the state hash, the events, the metrics, the logs and w8y's
+// exit code are all made from.
+type End struct {
+	Item   string
+	Result schema.Result
+	// Exit is the child's exit. Exited says that the run has an exit code to
+	// record: the child's, or the shell's 126 or 127 when it could not be
+	// run; it is false when no child was started at all (a stop signal came
+	// first).
+	Exit   proc.Exit
+	Exited bool
+	// Err is why w8y stopped the child (its lock was lost, it timed out),
+	// why it never started (a stop signal, proc.ErrNotFound, ...), or nil
+	// when the child ended by itself.
+	Err error
+	At  time.Time
+}
