@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/proc"
+	"github.com/w8y/w8y/internal/runs"
+	"github.com/w8y/w8y/internal/schema"
+)
+
+// scriptedChildren stands for the children of a worker: each run ends as
+// the next of its ends says (the last one over and over), after a signal on
+// hold when hold is set. It records the items it ran.
+type scriptedChildren struct {
+	mu    sync.Mutex
+	ends  []runs.End
+	ran   []string
+	hold  chan struct{}
+	began chan string
+}
+
+func (c *scriptedChildren) run(ctx context.Context, item string, lock *Lock) runs.End {
+	c.mu.Lock()
+	end := c.ends[min(len(c.ran), len(c.ends)-1)]
+	c.ran = append(c.ran, item)
+	c.mu.Unlock()
+	if c.began != nil {
+		c.began <- item
+	}
+	if c.hold != nil {
+		<-c.hold
+	}
+	end.Item, end.At = item, time.Now()
+	return end
+}
+
+func (c *scriptedChildren) items() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.ran...)
+}
+
+// exited is the end of a child that exited with code.
+func exited(code int, exitCodes ...int) runs.End {
+	return newRunEnd("", proc.Exit{Code: code}, nil, false, append([]int{0}, exitCodes...))
+}
+
+// testWorker is a worker over a real Redis list of items under its own
+// prefix, with children, and options from args as w8y would parse them.
+func testWorker(t *testing.T, children *scriptedChildren, items []string, args ...string) (*worker, *bytes.Buffer) {
+	t.Helper()
+	rdb := startTestRedis(t).Client
+	opts, err := parseOptions(append(args, "-k", "loop", "true"), &strings.Builder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := schema.Keys{Prefix: opts.KeyPrefix, Colocated: true}
+	if len(items) > 0 {
+		rdb.RPush(context.Background(), keys.List(), anySlice(items)...)
+	}
+	var logs bytes.Buffer
+	log := zerolog.New(&logs)
+	record := &runs.Recorder{Keys: keys, StateTTL: time.Hour}
+	w := &worker{
+		opts: opts,
+		rotator: &Rotator{
+			Client: rdb, Keys: keys, Token: testToken, TTL: time.Duration(opts.KeyExpiry),
+			MaxItemLen: 100, Record: record, Log: log,
+		},
+		finisher: &runs.Finisher{Client: rdb, Record: record, Schedule: runs.Schedule{
+			Cooldown: time.Duration(opts.Cooldown), Backoff: opts.FailureBackoff,
+		}},
+		children: children,
+		stops:    newSignalRouter(log),
+		metrics:  noMetrics{},
+		log:      log,
+	}
+	return w, &logs
+}
+
+// TestLoop drives the --continuous loop with scripted children over a real
+// list: when it goes on, when it pauses, and how it ends.
+func TestLoop(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		items []string
+		ends  []runs.End
+		// want is how the loop ends (see exitCode): "ok", "code N" or the
+		// error's text.
+		want string
+		// ran is how many runs there were, or -1 for any number.
+		ran int
+		log string
+	}{
+		{"stops on the first failure without --failure-backoff", []string{"-c"}, []string{"a", "b"},
+			[]runs.End{exited(0), exited(3)}, "code 3", 2, ""},
+		{"an exit code listed in --exit-codes goes on", []string{"-c", "-i", "0", "-i", "3", "--max-items", "4"}, []string{"a", "b"},
+			[]runs.End{exited(3, 3)}, "ok", 4, "--max-items reached"},
+		{"goes on through failures with --failure-backoff", []string{"-c", "--failure-backoff", "1h", "--max-items", "3"}, []string{"a", "b", "c"},
+			[]runs.End{exited(2)}, "ok", 3, "going on: the item backs off"},
+		{"--stop-on-failure with --failure-backoff stops", []string{"-c", "--failure-backoff", "1h", "--stop-on-failure"}, []string{"a", "b"},
+			[]runs.End{exited(2)}, "code 2", 1, ""},
+		{"a child that cannot be started ends the loop", []string{"-c", "--failure-backoff", "1h"}, []string{"a"},
+			[]runs.End{newRunEnd("", proc.Exit{}, fmt.Errorf("%w: x", proc.ErrNotFound), false, []int{0})}, "executable not found: x", 1, ""},
+		{"a timeout ends the loop", []string{"-c"}, []string{"a"},
+			[]runs.End{newRunEnd("", proc.Exit{Code: 143}, fmt.Errorf("%w: x", ErrTimeout), false, []int{0})}, "timed out: x", 1, ""},
+		{"a timeout goes on when --exit-codes lists 124", []string{"-c", "-i", "0", "-i", "124", "--max-items", "2"}, []string{"a"},
+			[]runs.End{newRunEnd("", proc.Exit{Code: 143}, fmt.Errorf("%w: x", ErrTimeout), false, []int{0, 124})}, "ok", 2, "going on: --exit-codes lists 124"},
+		{"a lost lock is retried after a pause", []string{"-c", "--max-items", "2"}, []string{"a"},
+			[]runs.End{newRunEnd("", proc.Exit{Code: 143}, fmt.Errorf("x: %w", ErrLockLost), false, []int{0})}, "ok", 2, "retrying after backoff"},
+		{"--max-runtime ends an idle loop", []string{"-c", "--max-runtime", "300ms", "--idle-wait", "50ms"}, nil,
+			[]runs.End{exited(0)}, "ok", 0, "--max-runtime reached"},
+		{"--parallel fills every slot", []string{"-c", "--parallel", "3", "--max-items", "6"}, []string{"a", "b", "c", "d"},
+			[]runs.End{exited(0)}, "ok", 6, "done; exiting"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			children := &scriptedChildren{ends: tt.ends}
+			w, logs := testWorker(t, children, tt.items, tt.args...)
+			err := w.loop(context.Background())
+			if got := describeEnd(err); got != tt.want {
+				t.Errorf("the loop ended with %s, want %s", got, tt.want)
+			}
+			if n := len(children.items()); tt.ran >= 0 && n != tt.ran {
+				t.Errorf("%d runs (%q), want %d", n, children.items(), tt.ran)
+			}
+			if !strings.Contains(logs.String(), tt.log) {
+				t.Errorf("the log lacks %q:\n%s", tt.log, logs)
+			}
+		})
+	}
+}
+
+// describeEnd names how the loop ended, for TestLoop.
+func describeEnd(err error) string {
+	code, explain := exitCode(err, 0)
+	switch {
+	case err == nil:
+		return "ok"
+	case !explain:
+		return fmt.Sprintf("code %d", code)
+	}
+	return err.Error()
+}
+
+// TestLoopDrains: a stop signal while children run lets them finish, takes
+// no more items, and ends well whatever the children's codes.
+func TestLoopDrains(t *testing.T) {
+	children := &scriptedChildren{ends: []runs.End{exited(1)}, hold: make(chan struct{}), began: make(chan string, 2)}
+	w, logs := testWorker(t, children, []string{"a", "b", "c"}, "-c", "--parallel", "2")
+	done := make(chan error, 1)
+	go func() { done <- w.loop(context.Background()) }()
+	<-children.began
+	<-children.began
+	w.stops.handle(syscall.SIGTERM)
+	close(children.hold)
+	if err := <-done; err != nil {
+		t.Errorf("a drained loop ended with %v", err)
+	}
+	if n := len(children.items()); n != 2 {
+		t.Errorf("%d runs after the stop, want the 2 that ran", n)
+	}
+	if !strings.Contains(logs.String(), "drained; exiting") {
+		t.Errorf("no drain in the log:\n%s", logs)
+	}
+}
+
+// TestOnce: a one-shot run takes up to --parallel items from one pass and
+// ends as its first failing child, or with ErrNoWork.
+func TestOnce(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		items []string
+		ends  []runs.End
+		want  string
+		ran   int
+	}{
+		{"one item", nil, []string{"a", "b"}, []runs.End{exited(0)}, "ok", 1},
+		{"the child's code", nil, []string{"a"}, []runs.End{exited(7)}, "code 7", 1},
+		{"no item", nil, nil, []runs.End{exited(0)}, "code 0", 0},
+		{"--parallel takes several", []string{"--parallel", "3"}, []string{"a", "b"}, []runs.End{exited(0)}, "ok", 2},
+		{"--parallel ends as a failing child", []string{"--parallel", "2"}, []string{"a", "b"}, []runs.End{exited(0), exited(4)}, "code 4", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			children := &scriptedChildren{ends: tt.ends}
+			w, _ := testWorker(t, children, tt.items, tt.args...)
+			err := w.once(context.Background())
+			if got := describeEnd(err); got != tt.want {
+				t.Errorf("once ended with %s, want %s", got, tt.want)
+			}
+			if tt.items == nil && !errors.Is(err, ErrNoWork) {
+				t.Errorf("an empty list gave %v, want ErrNoWork", err)
+			}
+			if n := len(children.items()); n != tt.ran {
+				t.Errorf("%d runs, want %d", n, tt.ran)
+			}
+		})
+	}
+}
