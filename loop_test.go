@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -87,21 +86,43 @@ func testWorker(t *testing.T, children *scriptedChildren, items []string, args .
 	return w, &logs
 }
 
+// workerCase is a run of a worker over a list of items with scripted
+// children, and how it must end.
+type workerCase struct {
+	name  string
+	args  []string
+	items []string
+	ends  []runs.End
+	// want is how the run ends (see describeEnd): "ok", "code N" or the
+	// error's text.
+	want string
+	// ran is how many children ran.
+	ran int
+	// log is a phrase the log must hold.
+	log string
+}
+
+// check runs tt with mode (worker.loop or worker.once) and checks how it
+// ended.
+func (tt workerCase) check(t *testing.T, mode func(*worker, context.Context) error) {
+	children := &scriptedChildren{ends: tt.ends}
+	w, logs := testWorker(t, children, tt.items, tt.args...)
+	err := mode(w, context.Background())
+	if got := describeEnd(err); got != tt.want {
+		t.Errorf("the run ended with %s, want %s", got, tt.want)
+	}
+	if n := len(children.items()); n != tt.ran {
+		t.Errorf("%d runs (%q), want %d", n, children.items(), tt.ran)
+	}
+	if !strings.Contains(logs.String(), tt.log) {
+		t.Errorf("the log lacks %q:\n%s", tt.log, logs)
+	}
+}
+
 // TestLoop drives the --continuous loop with scripted children over a real
 // list: when it goes on, when it pauses, and how it ends.
 func TestLoop(t *testing.T) {
-	tests := []struct {
-		name  string
-		args  []string
-		items []string
-		ends  []runs.End
-		// want is how the loop ends (see exitCode): "ok", "code N" or the
-		// error's text.
-		want string
-		// ran is how many runs there were, or -1 for any number.
-		ran int
-		log string
-	}{
+	for _, tt := range []workerCase{
 		{"stops on the first failure without --failure-backoff", []string{"-c"}, []string{"a", "b"},
 			[]runs.End{exited(0), exited(3)}, "code 3", 2, ""},
 		{"an exit code listed in --exit-codes goes on", []string{"-c", "-i", "0", "-i", "3", "--max-items", "4"}, []string{"a", "b"},
@@ -122,22 +143,8 @@ func TestLoop(t *testing.T) {
 			[]runs.End{exited(0)}, "ok", 0, "--max-runtime reached"},
 		{"--parallel fills every slot", []string{"-c", "--parallel", "3", "--max-items", "6"}, []string{"a", "b", "c", "d"},
 			[]runs.End{exited(0)}, "ok", 6, "done; exiting"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			children := &scriptedChildren{ends: tt.ends}
-			w, logs := testWorker(t, children, tt.items, tt.args...)
-			err := w.loop(context.Background())
-			if got := describeEnd(err); got != tt.want {
-				t.Errorf("the loop ended with %s, want %s", got, tt.want)
-			}
-			if n := len(children.items()); tt.ran >= 0 && n != tt.ran {
-				t.Errorf("%d runs (%q), want %d", n, children.items(), tt.ran)
-			}
-			if !strings.Contains(logs.String(), tt.log) {
-				t.Errorf("the log lacks %q:\n%s", tt.log, logs)
-			}
-		})
+	} {
+		t.Run(tt.name, func(t *testing.T) { tt.check(t, (*worker).loop) })
 	}
 }
 
@@ -176,36 +183,16 @@ func TestLoopDrains(t *testing.T) {
 }
 
 // TestOnce: a one-shot run takes up to --parallel items from one pass and
-// ends as its first failing child, or with ErrNoWork.
+// ends as its first failing child, or with ErrNoWork, which exits with
+// --no-work-exit-code.
 func TestOnce(t *testing.T) {
-	tests := []struct {
-		name  string
-		args  []string
-		items []string
-		ends  []runs.End
-		want  string
-		ran   int
-	}{
-		{"one item", nil, []string{"a", "b"}, []runs.End{exited(0)}, "ok", 1},
-		{"the child's code", nil, []string{"a"}, []runs.End{exited(7)}, "code 7", 1},
-		{"no item", nil, nil, []runs.End{exited(0)}, "code 0", 0},
-		{"--parallel takes several", []string{"--parallel", "3"}, []string{"a", "b"}, []runs.End{exited(0)}, "ok", 2},
-		{"--parallel ends as a failing child", []string{"--parallel", "2"}, []string{"a", "b"}, []runs.End{exited(0), exited(4)}, "code 4", 2},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			children := &scriptedChildren{ends: tt.ends}
-			w, _ := testWorker(t, children, tt.items, tt.args...)
-			err := w.once(context.Background())
-			if got := describeEnd(err); got != tt.want {
-				t.Errorf("once ended with %s, want %s", got, tt.want)
-			}
-			if tt.items == nil && !errors.Is(err, ErrNoWork) {
-				t.Errorf("an empty list gave %v, want ErrNoWork", err)
-			}
-			if n := len(children.items()); n != tt.ran {
-				t.Errorf("%d runs, want %d", n, tt.ran)
-			}
-		})
+	for _, tt := range []workerCase{
+		{"one item", nil, []string{"a", "b"}, []runs.End{exited(0)}, "ok", 1, ""},
+		{"the child's code", nil, []string{"a"}, []runs.End{exited(7)}, "code 7", 1, ""},
+		{"no item", nil, nil, []runs.End{exited(0)}, "code 0", 0, "no item could be taken"},
+		{"--parallel takes several", []string{"--parallel", "3"}, []string{"a", "b"}, []runs.End{exited(0)}, "ok", 2, ""},
+		{"--parallel ends as a failing child", []string{"--parallel", "2"}, []string{"a", "b"}, []runs.End{exited(0), exited(4)}, "code 4", 2, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) { tt.check(t, (*worker).once) })
 	}
 }

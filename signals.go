@@ -98,14 +98,7 @@ func (r *signalRouter) handle(sig syscall.Signal) {
 }
 
 // stopping reports whether a stop signal has arrived.
-func (r *signalRouter) stopping() bool {
-	select {
-	case <-r.stop:
-		return true
-	default:
-		return false
-	}
-}
+func (r *signalRouter) stopping() bool { return r.StopSignal() != 0 }
 
 // Stopped is closed once a stop signal has arrived.
 func (r *signalRouter) Stopped() <-chan struct{} { return r.stop }

@@ -29,19 +29,10 @@ func TestGuardKillsWhatAnOrphanLeft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inGroup := exec.Command("sleep", "30")
-	inGroup.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	inGroup := sleeper(t, "")
 	// Outside any group the guard knows, found by its marker alone, as a
 	// grandchild that called setsid would be.
-	strayed := exec.Command("sleep", "30")
-	strayed.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	strayed.Env = []string{marker}
-	for _, cmd := range []*exec.Cmd{inGroup, strayed} {
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer cmd.Process.Kill() //nolint:errcheck // only if the test failed
-	}
+	strayed := sleeper(t, marker)
 	g.watch(inGroup.Process.Pid)
 	// w8y dies: its end of the pipe closes without "q".
 	g.pipe.Close()
@@ -72,13 +63,7 @@ func TestGuardLeavesAfterTheGoodbye(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept := exec.Command("sleep", "30")
-	kept.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	kept.Env = []string{marker}
-	if err := kept.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer kept.Process.Kill() //nolint:errcheck // the test kills it
+	kept := sleeper(t, marker)
 	g.watch(kept.Process.Pid)
 	g.stop()
 	select {
@@ -89,4 +74,20 @@ func TestGuardLeavesAfterTheGoodbye(t *testing.T) {
 	if err := kept.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("the guard killed a process after the goodbye: %v", err)
 	}
+}
+
+// sleeper starts a sleep in a process group of its own, with marker as its
+// whole environment unless it is "", and kills it when the test ends.
+func sleeper(t *testing.T, marker string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "30")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if marker != "" {
+		cmd.Env = []string{marker}
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd
 }
