@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // TestBadInput: every kind of bad input gets its documented exit code and
@@ -17,7 +19,7 @@ import (
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
-	secured := startRedis(t, "--requirepass", "right-horse-battery")
+	secured := startRedis(t, redistest.Password("right-horse-battery"))
 	secured.seed(t, "auth:list", "a", "good")
 
 	// A server that accepts connections but never answers: the kernel
@@ -77,7 +79,7 @@ func TestBadInput(t *testing.T) {
 		{name: "non-UTF-8 item", items: []string{"caf\xe9\xff"}, code: 0, ran: "caf\xe9\xff"},
 		{name: "executable missing", cmd: []string{"/nonexistent/job", "{}"}, code: 127, line: "not found"},
 		{name: "executable without the run bit", cmd: []string{noRunBit, "{}"}, code: 126, line: "cannot be run"},
-		{name: "Redis down", url: "redis://127.0.0.1:" + itoa(freePort(t)), code: 125, line: "connection refused"},
+		{name: "Redis down", url: "redis://127.0.0.1:" + itoa(redistest.FreePort(t)), code: 125, line: "connection refused"},
 		{name: "password refused", url: "redis://:wrong-staple-secret@127.0.0.1:" + itoa(secured.Port), code: 125, line: "WRONGPASS"},
 		{name: "no password given", url: "redis://127.0.0.1:" + itoa(secured.Port), code: 125, line: "NOAUTH"},
 		{

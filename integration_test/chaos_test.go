@@ -161,7 +161,7 @@ func TestChaos(t *testing.T) {
 			}
 			delete(want, item)
 		case "restart redis-server":
-			s = s.restart(t)
+			s.Restart(t)
 		case "CLIENT PAUSE past the expiry":
 			if err := s.Client.Do(ctx(t), "CLIENT", "PAUSE", (ttl + ttl/2).Milliseconds(), "WRITE").Err(); err != nil {
 				t.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // clusterPrefixes are the two ways w8y runs on a Cluster: with a hash tag
@@ -215,7 +217,7 @@ func TestClusterHealthz(t *testing.T) {
 	if err := c.Client.Set(ctx(t), p+"lock:a", "someone-else", time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	w := startW8y(t, nil, "--redis-cluster", "-u", c.URL, "-k", p, "-c", "--idle-wait", "100ms", "--metrics-addr", addr, "true")
 	url := "http://" + addr
 	if body := waitHealth(t, url+"/healthz", http.StatusOK); body != "ok\n" {
@@ -227,7 +229,7 @@ func TestClusterHealthz(t *testing.T) {
 	}
 
 	node, _ := c.nodeOf(t, p+"list")
-	node.stop()
+	node.Stop()
 	if body := waitHealth(t, url+"/healthz", http.StatusServiceUnavailable); !strings.HasPrefix(body, "unhealthy: redis: ") {
 		t.Errorf("unhealthy body %q", body)
 	}
@@ -235,7 +237,7 @@ func TestClusterHealthz(t *testing.T) {
 
 	// The node comes back with its cluster configuration (nodes.conf),
 	// though without the data that it never saved.
-	startRedisIn(t, node.Port, node.dir, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000")
+	node.Restart(t)
 	waitHealth(t, url+"/healthz", http.StatusOK)
 	w.signal(t, syscall.SIGTERM)
 	if r := w.wait(t); r.Code != 0 {

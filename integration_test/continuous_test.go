@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // TestContinuousRunsItemsInTurn: a continuous worker takes the items in
@@ -111,7 +113,7 @@ func TestContinuousIdleIsQuiet(t *testing.T) {
 // restart while it idles does not end it either.
 func TestContinuousRidesOutRedisOutage(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
+	port := redistest.FreePort(t)
 	url := fmt.Sprintf("redis://127.0.0.1:%d", port)
 	env := []string{fmt.Sprintf("REDIS_PORT=%d", port)}
 	// The child succeeds even when the test kills Redis before redis-cli has
@@ -131,15 +133,15 @@ func TestContinuousRidesOutRedisOutage(t *testing.T) {
 		}
 	}
 
-	s := startRedisOn(t, port)
+	s := startRedis(t, redistest.OnPort(port))
 	s.seed(t, "out:list", "a")
 	if got := s.popStarted(t); got != "a" {
 		t.Errorf("started %q, want a", got)
 	}
 
 	// Restart Redis under the worker, then give it work again.
-	s.stop()
-	s = startRedisOn(t, port)
+	s.Stop()
+	s.Restart(t)
 	s.seed(t, "out:list", "b")
 	if got := s.popStarted(t); got != "b" {
 		t.Errorf("after the restart, started %q, want b", got)

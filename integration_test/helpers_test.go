@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // binary is the w8y built once for all tests, with the race detector, so
@@ -59,91 +58,18 @@ func buildAndRun(m *testing.M) int {
 // instead of hanging the suite.
 const testTimeout = 30 * time.Second
 
-// server is a redis-server owned by one test.
+// server is a redis-server that one test owns, with the helpers that know
+// w8y's keys (its locks, the lists its test children push to) on top of
+// redistest's, which knows only Redis.
 type server struct {
-	Port   int
-	URL    string
-	Client *redis.Client
-	cmd    *exec.Cmd
-	dir    string
+	*redistest.Server
 }
 
-// freePort asks the kernel for a free loopback port.
-func freePort(t *testing.T) int {
+// startRedis starts a throwaway redis-server on a free loopback port (see
+// redistest.Start), which stops when the test ends.
+func startRedis(t *testing.T, opts ...redistest.Option) *server {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// startRedis starts a throwaway redis-server on a free loopback port, waits
-// until it answers and stops it when the test ends. extra are more
-// redis-server arguments.
-func startRedis(t *testing.T, extra ...string) *server {
-	t.Helper()
-	return startRedisOn(t, freePort(t), extra...)
-}
-
-// startRedisOn is startRedis on a given port.
-func startRedisOn(t *testing.T, port int, extra ...string) *server {
-	t.Helper()
-	return startRedisIn(t, port, t.TempDir(), extra...)
-}
-
-// startRedisIn is startRedisOn with dir as the server's directory, where
-// it finds the data that an earlier server saved there.
-func startRedisIn(t *testing.T, port int, dir string, extra ...string) *server {
-	t.Helper()
-	s := &server{Port: port, URL: fmt.Sprintf("redis://127.0.0.1:%d", port), dir: dir}
-	args := append([]string{
-		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log"),
-	}, extra...)
-	s.cmd = exec.Command("redis-server", args...)
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	t.Cleanup(s.stop)
-	opt := &redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), MaxRetries: -1}
-	if i := slices.Index(extra, "--requirepass"); i >= 0 {
-		opt.Password = extra[i+1]
-	}
-	s.Client = redis.NewClient(opt)
-	t.Cleanup(func() { s.Client.Close() })
-	deadline := time.Now().Add(10 * time.Second)
-	for s.Client.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-			t.Fatalf("redis-server on port %d never answered:\n%s", port, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return s
-}
-
-// stop ends the server and waits for it.
-func (s *server) stop() {
-	if s.cmd.ProcessState != nil {
-		return
-	}
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-}
-
-// restart saves the data, stops the server and starts another on the same
-// port and directory, which loads it.
-func (s *server) restart(t *testing.T) *server {
-	t.Helper()
-	// SHUTDOWN SAVE saves even with no save points configured; its reply is
-	// the connection closing.
-	_ = s.Client.Do(context.Background(), "SHUTDOWN", "SAVE").Err()
-	if err := s.cmd.Wait(); err != nil {
-		t.Fatalf("redis-server did not shut down cleanly: %v", err)
-	}
-	return startRedisIn(t, s.Port, s.dir)
+	return &server{redistest.Start(t, opts...)}
 }
 
 // ctx returns a context bounded by testTimeout.

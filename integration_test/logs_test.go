@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // TestJSONLogs: --log-format json writes one JSON object per line, with an
@@ -74,7 +76,7 @@ func TestQuietAndLogFile(t *testing.T) {
 // 125 and a line that names the cause but never the password.
 func TestPasswords(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t, "--requirepass", "right-horse-battery")
+	s := startRedis(t, redistest.Password("right-horse-battery"))
 	s.seed(t, "auth:list", "a")
 
 	r := runW8y(t, nil, "-u", "redis://:right-horse-battery@127.0.0.1:"+itoa(s.Port), "-k", "auth", "-q", "echo", "{}")

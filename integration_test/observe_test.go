@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // holderChild is a child that records its lock token in the list "holders"
@@ -400,7 +402,7 @@ func TestMetrics(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
 	s.seed(t, "m:list", "a", "b", "c")
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	// Each child takes its item off the list, reports, and exits with the
 	// code the test pushes to gate:<item>, or waits to be stopped.
 	child := `redis-cli -p "$REDIS_PORT" lrem m:list 0 "$W8Y_ITEM" >/dev/null
@@ -500,20 +502,20 @@ func TestHealthz(t *testing.T) {
 	s := startRedis(t)
 	s.seed(t, "h:list", "a")
 	s.Client.Set(ctx(t), "h:lock:a", "someone-else", time.Hour)
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	p := startW8y(t, nil, "-u", s.URL, "-k", "h", "-c", "--idle-wait", "100ms", "--metrics-addr", addr, "true")
 	url := "http://" + addr + "/healthz"
 	if body := waitHealth(t, url, http.StatusOK); body != "ok\n" {
 		t.Errorf("healthy body %q", body)
 	}
-	s.stop()
+	s.Stop()
 	if body := waitHealth(t, url, http.StatusServiceUnavailable); !strings.HasPrefix(body, "unhealthy: redis: ") {
 		t.Errorf("unhealthy body %q", body)
 	}
 	if errs := scrape(t, "http://"+addr+"/metrics")["w8y_redis_errors_total"]; errs < 1 {
 		t.Errorf("w8y_redis_errors_total = %v while Redis is down", errs)
 	}
-	startRedisOn(t, s.Port)
+	s.Restart(t)
 	waitHealth(t, url, http.StatusOK)
 	p.signal(t, syscall.SIGTERM)
 	if r := p.wait(t); r.Code != 0 {

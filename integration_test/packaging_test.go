@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // TestMakeBuild runs make build and make man as a user would: both builds
@@ -52,7 +54,7 @@ func TestMakeBuild(t *testing.T) {
 	s := startRedis(t)
 	s.seed(t, "lean:list", "a")
 	s.Client.Set(ctx(t), "lean:lock:a", "someone-else", 0)
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	p := startCommand(t, nil, filepath.Join(dir, "w8y"), "-u", s.URL, "-k", "lean", "-c", "--idle-wait", "100ms", "--metrics-addr", addr, "true")
 	waitHealth(t, "http://"+addr+"/healthz", http.StatusOK)
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", p.cmd.Process.Pid))

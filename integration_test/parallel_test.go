@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // gated is a child that reports its start and then waits until the test
@@ -245,7 +247,7 @@ func TestParallelRunsAreRecordedAndShown(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
 	s.seed(t, "pr:list", "a", "b", "c", "d")
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "pr", "-c", "--parallel", "3", "--max-items", "4",
 		"--cooldown", "1h", "--failure-backoff", "1h", "--idle-wait", "100ms", "--metrics-addr", addr}, gated...)...)
 	var started []string

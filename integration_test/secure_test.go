@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // TestTLS runs w8y against a redis-server that speaks only TLS, with
@@ -21,9 +22,9 @@ import (
 // that wants client certificates gets one from --tls-cert and --tls-key.
 func TestTLS(t *testing.T) {
 	t.Parallel()
-	right, wrong := newPKI(t, "right"), newPKI(t, "wrong")
-	s := startTLSRedis(t, right, false)
-	url := "rediss://127.0.0.1:" + itoa(s.Port)
+	right, wrong := redistest.NewPKI(t, "right"), redistest.NewPKI(t, "wrong")
+	s := redistest.Start(t, redistest.TLS(right, false))
+	url := s.URL
 	items := []string{"a", "b", "c"}
 	seed := func() {
 		s.Client.Del(context.Background(), "tls:list")
@@ -80,8 +81,8 @@ func TestTLS(t *testing.T) {
 		t.Errorf("skip verify: exit %d, stdout %q, want 0, c and a warning; stderr %s", r.Code, r.Stdout, r.Stderr)
 	}
 
-	mutual := startTLSRedis(t, right, true)
-	murl := "rediss://127.0.0.1:" + itoa(mutual.Port)
+	mutual := redistest.Start(t, redistest.TLS(right, true))
+	murl := mutual.URL
 	if err := mutual.Client.RPush(context.Background(), "m:list", "x").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +294,7 @@ func TestUnixSocket(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "redis.sock")
-	s := startRedis(t, "--unixsocket", sock, "--unixsocketperm", "700")
+	s := startRedis(t, redistest.Args("--unixsocket", sock, "--unixsocketperm", "700"))
 	s.seed(t, "sock:list", "a", "b")
 	r := runW8y(t, nil, "-u", "unix://"+sock, "-k", "sock", "printf", "%s", "{}")
 	if r.Code != 0 || r.Stdout != "a" {

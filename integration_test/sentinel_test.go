@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // TestSentinelFailover runs continuous workers against a master found
@@ -19,9 +21,10 @@ import (
 // the item while the first still runs it.
 func TestSentinelFailover(t *testing.T) {
 	t.Parallel()
-	g := startSentinelGroup(t)
+	g := redistest.StartSentinelGroup(t)
+	master, replica := &server{g.Master}, &server{g.Replica}
 	items := []string{"a", "b", "c", "d", "e-slow", "f-slow"}
-	g.Master.seed(t, "fo:list", items...)
+	master.seed(t, "fo:list", items...)
 	dir := t.TempDir()
 	env := []string{"DIR=" + dir, "SLOW=1.5"}
 	var workers []*proc
@@ -38,7 +41,7 @@ func TestSentinelFailover(t *testing.T) {
 	if err := g.Sentinels[0].Failover(ctx(t), g.Name).Err(); err != nil {
 		t.Fatalf("SENTINEL FAILOVER: %v", err)
 	}
-	waitFor(t, "every sentinel to name the replica as master", func() bool { return g.masterPort() == g.Replica.Port })
+	waitFor(t, "every sentinel to name the replica as master", func() bool { return g.MasterPort() == g.Replica.Port })
 	switched := len(lines(t, dir+"/runs"))
 	// With one replica, the new master has none until Sentinel makes the
 	// old master its replica, about ten seconds after the switch (Sentinel
@@ -47,12 +50,12 @@ func TestSentinelFailover(t *testing.T) {
 	waitForWithin(t, 2*testTimeout, "20 runs after the failover", func() bool { return len(lines(t, dir+"/runs")) >= switched+20 })
 	drain(t, workers)
 	noOverlaps(t, dir)
-	got := g.Replica.list(t, "fo:list")
+	got := replica.list(t, "fo:list")
 	slices.Sort(got)
 	if !slices.Equal(got, items) {
 		t.Errorf("list on the new master: %q, want %q in some order", got, items)
 	}
-	g.Replica.noLocks(t, "fo")
+	replica.noLocks(t, "fo")
 }
 
 // TestReplicaAcks: with --replica-acks, a lock that no replica confirms is
@@ -62,8 +65,8 @@ func TestSentinelFailover(t *testing.T) {
 // the lock.
 func TestReplicaAcks(t *testing.T) {
 	t.Parallel()
-	master := startRedis(t, noSyncDelay...)
-	replica := startRedis(t, "--replicaof", "127.0.0.1", itoa(master.Port))
+	master := startRedis(t)
+	replica := startRedis(t, redistest.Args("--replicaof", "127.0.0.1", itoa(master.Port)))
 	attach := func() {
 		t.Helper()
 		if err := replica.Client.Do(ctx(t), "REPLICAOF", "127.0.0.1", master.Port).Err(); err != nil {
