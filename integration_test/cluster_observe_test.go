@@ -223,7 +223,7 @@ func TestClusterHealthz(t *testing.T) {
 	if body := waitHealth(t, url+"/healthz", http.StatusOK); body != "ok\n" {
 		t.Errorf("healthy body %q", body)
 	}
-	waitFor(t, "idle passes", func() bool { return scrape(t, url+"/metrics")["w8y_idle_passes_total"] >= 2 })
+	redistest.WaitFor(t, "idle passes", func() bool { return scrape(t, url+"/metrics")["w8y_idle_passes_total"] >= 2 })
 	if errs := scrape(t, url+"/metrics")["w8y_redis_errors_total"]; errs != 0 {
 		t.Errorf("w8y_redis_errors_total = %v on a healthy Cluster", errs)
 	}
@@ -233,7 +233,7 @@ func TestClusterHealthz(t *testing.T) {
 	if body := waitHealth(t, url+"/healthz", http.StatusServiceUnavailable); !strings.HasPrefix(body, "unhealthy: redis: ") {
 		t.Errorf("unhealthy body %q", body)
 	}
-	waitFor(t, "Redis errors counted", func() bool { return scrape(t, url+"/metrics")["w8y_redis_errors_total"] >= 1 })
+	redistest.WaitFor(t, "Redis errors counted", func() bool { return scrape(t, url+"/metrics")["w8y_redis_errors_total"] >= 1 })
 
 	// The node comes back with its cluster configuration (nodes.conf),
 	// though without the data that it never saved.
@@ -281,7 +281,7 @@ func TestClusterReleaseWhileSlotMoves(t *testing.T) {
 			args := append([]string{"--redis-cluster", "-u", c.URL, "-k", p, "-x", "10"}, tt.flags...)
 			w := startW8y(t, []string{"DIR=" + dir, "CODE=" + itoa(tt.code)}, append(args, "sh", "-c",
 				`touch "$DIR/started"; while [ ! -e "$DIR/go" ]; do sleep 0.02; done; exit $CODE`)...)
-			waitFor(t, "the child to start", func() bool { _, err := os.Stat(dir + "/started"); return err == nil })
+			redistest.WaitFor(t, "the child to start", func() bool { _, err := os.Stat(dir + "/started"); return err == nil })
 
 			bg := context.Background()
 			slot, _ := c.Nodes[0].Client.ClusterKeySlot(bg, list).Result()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // checkPause fails the test unless key exists with an expiry in [min, max],
@@ -163,7 +164,7 @@ func TestClusterParallel(t *testing.T) {
 		slices.Sort(got)
 		return got
 	}
-	waitFor(t, "four children", func() bool { return len(started()) >= 4 })
+	redistest.WaitFor(t, "four children", func() bool { return len(started()) >= 4 })
 	if got := started(); !slices.Equal(got, []string{"a", "c", "d", "e"}) {
 		t.Errorf("started %q, want a c d e: distinct, free, in list order", got)
 	}

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // commandCalls sums how often the cluster's nodes ran command, from INFO
@@ -131,7 +133,7 @@ func TestCluster(t *testing.T) {
 			if !tt.scan && len(nodes) < 2 {
 				t.Fatalf("without a hash tag, the locks live on %d node(s)", len(nodes))
 			}
-			waitFor(t, "60 runs", func() bool { return len(lines(t, dir+"/runs")) >= 60 })
+			redistest.WaitFor(t, "60 runs", func() bool { return len(lines(t, dir+"/runs")) >= 60 })
 			drain(t, workers)
 			noOverlaps(t, dir)
 			runs := lines(t, dir+"/runs")
@@ -171,9 +173,9 @@ func TestClusterSlotMigration(t *testing.T) {
 		workers = append(workers, startW8y(t, env, "--redis-cluster", "-u", c.URL, "-k", prefix, "-c", "-x", "1",
 			"--idle-wait", "20ms", "--log-level", "warn", "sh", "-c", overlapChild))
 	}
-	waitFor(t, "20 runs", func() bool { return len(lines(t, dir+"/runs")) >= 20 })
+	redistest.WaitFor(t, "20 runs", func() bool { return len(lines(t, dir+"/runs")) >= 20 })
 	// The slow items must be running, their locks held, while the slot moves.
-	waitFor(t, "a slow item's lock", func() bool {
+	redistest.WaitFor(t, "a slow item's lock", func() bool {
 		n, err := c.Client.Exists(ctx(t), prefix+"lock:e-slow", prefix+"lock:f-slow").Result()
 		return err == nil && n > 0
 	})
@@ -183,7 +185,7 @@ func TestClusterSlotMigration(t *testing.T) {
 	if n := len(from.keys(t, "*")); n != 0 {
 		t.Fatalf("the old node still holds %d keys", n)
 	}
-	waitFor(t, "20 runs after the move", func() bool { return len(lines(t, dir+"/runs")) >= moved+20 })
+	redistest.WaitFor(t, "20 runs after the move", func() bool { return len(lines(t, dir+"/runs")) >= moved+20 })
 	drain(t, workers)
 	noOverlaps(t, dir)
 	got := to.list(t, prefix+"list")
@@ -271,7 +273,7 @@ func TestClusterWithoutLMOVE(t *testing.T) {
 	}
 	dir := t.TempDir()
 	p := startW8y(t, []string{"DIR=" + dir, "SLOW=0"}, "--redis-cluster", "-u", c.URL, "-k", "old", "-c", "--idle-wait", "20ms", "sh", "-c", overlapChild)
-	waitFor(t, "10 runs", func() bool { return len(lines(t, dir+"/runs")) >= 10 })
+	redistest.WaitFor(t, "10 runs", func() bool { return len(lines(t, dir+"/runs")) >= 10 })
 	p.signal(t, syscall.SIGTERM)
 	if r := p.wait(t); r.Code != 0 || strings.Count(r.Stderr, "has no LMOVE") != 1 {
 		t.Errorf("continuous run: exit %d, want 0 and one line about LMOVE:\n%s", r.Code, r.Stderr)

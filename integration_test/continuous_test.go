@@ -70,13 +70,7 @@ func TestContinuousIdleIsQuiet(t *testing.T) {
 	// the list as it was, so nothing is written.
 	perPass := 4
 	base := s.commandsProcessed(t)
-	for s.commandsProcessed(t)-base < perPass {
-		select {
-		case <-p.done:
-			t.Fatalf("w8y exited: %s", p.wait(t).Stderr)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	redistest.WaitFor(t, "the first pass", func() bool { return s.commandsProcessed(t)-base >= perPass })
 	const window = 3 * time.Second
 	before := s.commandsProcessed(t)
 	time.Sleep(window)                          // a measurement window, not a synchronisation
@@ -121,17 +115,9 @@ func TestContinuousRidesOutRedisOutage(t *testing.T) {
 	p := startW8y(t, env, "-u", url, "-k", "out", "-c", "--idle-wait", "100ms", "sh", "-c", started+"; exit 0")
 
 	// w8y logs each failed attempt; wait for two, proving it retries.
-	deadline := time.Now().Add(testTimeout)
-	for strings.Count(p.stderrSoFar(), "retrying after backoff") < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no retries logged:\n%s", p.stderrSoFar())
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("w8y exited while Redis was down: %+v", p.wait(t))
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	redistest.WaitFor(t, "two retries logged", func() bool {
+		return strings.Count(p.stderrSoFar(), "retrying after backoff") >= 2
+	})
 
 	s := startRedis(t, redistest.OnPort(port))
 	s.seed(t, "out:list", "a")

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // started is shell that reports a child's start by pushing its item to the
@@ -91,7 +93,7 @@ func TestConcurrentInstancesTakeDistinctItems(t *testing.T) {
 			if r := p.wait(t); r.Code != 0 {
 				t.Errorf("an instance without an item exited %d: %s", r.Code, r.Stderr)
 			}
-		case <-time.After(testTimeout):
+		case <-time.After(redistest.Timeout):
 			t.Fatal("the instances without an item did not exit")
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redistest"
@@ -12,26 +11,6 @@ import (
 
 // This file holds what the tests of Redis Cluster share: the nodes of a
 // Cluster as this package's servers, and the moves of a slot between them.
-
-// waitFor polls cond until it holds, and fails the test with what after
-// testTimeout.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	waitForWithin(t, testTimeout, what, cond)
-}
-
-// waitForWithin is waitFor with a bound of its own, for what takes longer
-// by design.
-func waitForWithin(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // cluster is a redistest.Cluster whose nodes have this package's helpers.
 // Each node is wrapped once, so that a node is the same *server wherever a

@@ -54,10 +54,6 @@ func buildAndRun(m *testing.M) int {
 	return m.Run()
 }
 
-// testTimeout bounds every wait in these tests, so a broken w8y fails a test
-// instead of hanging the suite.
-const testTimeout = 30 * time.Second
-
 // server is a redis-server that one test owns, with the helpers that know
 // w8y's keys (its locks, the lists its test children push to) on top of
 // redistest's, which knows only Redis.
@@ -72,9 +68,9 @@ func startRedis(t *testing.T, opts ...redistest.Option) *server {
 	return &server{redistest.Start(t, opts...)}
 }
 
-// ctx returns a context bounded by testTimeout.
+// ctx returns a context bounded by redistest.Timeout.
 func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), testTimeout)
+	c, cancel := context.WithTimeout(context.Background(), redistest.Timeout)
 	t.Cleanup(cancel)
 	return c
 }
@@ -126,7 +122,7 @@ func (s *server) noLocks(t *testing.T, prefix string) {
 // list "started" and returns what it pushed.
 func (s *server) popStarted(t *testing.T) string {
 	t.Helper()
-	got, err := s.Client.BLPop(ctx(t), testTimeout, "started").Result()
+	got, err := s.Client.BLPop(ctx(t), redistest.Timeout, "started").Result()
 	if err != nil {
 		t.Fatalf("no child reported its start: %v", err)
 	}
@@ -222,9 +218,9 @@ func (p *proc) wait(t *testing.T) result {
 	t.Helper()
 	select {
 	case <-p.done:
-	case <-time.After(testTimeout):
+	case <-time.After(redistest.Timeout):
 		p.kill()
-		t.Fatalf("w8y did not exit within %s; stderr:\n%s", testTimeout, p.stderr.String())
+		t.Fatalf("w8y did not exit within %s; stderr:\n%s", redistest.Timeout, p.stderr.String())
 	}
 	return result{Code: p.cmd.ProcessState.ExitCode(), Stdout: p.stdout.String(), Stderr: p.stderr.String()}
 }
@@ -287,21 +283,12 @@ func oneLine(t *testing.T, stderr, want string) {
 // a parent that is not this test) and fails the test if it still runs.
 func processGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for {
+	redistest.WaitFor(t, fmt.Sprintf("process %d to end", pid), func() bool {
 		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if errors.Is(err, os.ErrNotExist) {
-			return
-		}
 		// The state follows the command name in parentheses.
-		if i := bytes.LastIndexByte(stat, ')'); err == nil && i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still runs: %s", pid, stat)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		i := bytes.LastIndexByte(stat, ')')
+		return errors.Is(err, os.ErrNotExist) || err == nil && i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+	})
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

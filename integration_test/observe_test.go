@@ -26,7 +26,7 @@ var holderChild = []string{"sh", "-c", `redis-cli -p "$REDIS_PORT" rpush holders
 // popHolder returns the token that the last holderChild recorded.
 func (s *server) popHolder(t *testing.T) string {
 	t.Helper()
-	got, err := s.Client.BLPop(ctx(t), testTimeout, "holders").Result()
+	got, err := s.Client.BLPop(ctx(t), redistest.Timeout, "holders").Result()
 	if err != nil {
 		t.Fatalf("no child recorded its token: %v", err)
 	}
@@ -327,20 +327,9 @@ func TestStatusWatch(t *testing.T) {
 	s.seed(t, "sw:list", "a")
 	p := startW8y(t, nil, "--status", "--json", "--watch=100ms", "-u", s.URL, "-k", "sw")
 	// Each refresh is one document; wait for a change to show up.
-	deadline := time.Now().Add(testTimeout)
-	for !strings.Contains(p.stdoutSoFar(), `"item":"a"`) {
-		if time.Now().After(deadline) {
-			t.Fatal("no status shown")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	redistest.WaitFor(t, "the status", func() bool { return strings.Contains(p.stdoutSoFar(), `"item":"a"`) })
 	s.Client.RPush(ctx(t), "sw:list", "later")
-	for !strings.Contains(p.stdoutSoFar(), `"item":"later"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the watch did not refresh:\n%s", p.stdoutSoFar())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	redistest.WaitFor(t, "the watch to refresh", func() bool { return strings.Contains(p.stdoutSoFar(), `"item":"later"`) })
 	p.signal(t, syscall.SIGINT)
 	if r := p.wait(t); r.Code != 0 || r.Stderr != "" {
 		t.Errorf("exit %d after SIGINT, want 0; stderr:\n%s", r.Code, r.Stderr)
@@ -424,13 +413,9 @@ exit "$code"`
 	}
 	// c times out after 3s; then the list is empty and the worker idles.
 	url := "http://" + addr + "/metrics"
-	deadline := time.Now().Add(testTimeout)
 	var m map[string]float64
-	for m = scrape(t, url); m["w8y_idle_passes_total"] < 2; m = scrape(t, url) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no idle passes: %v", m)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !redistest.Poll(redistest.Timeout, func() bool { m = scrape(t, url); return m["w8y_idle_passes_total"] >= 2 }) {
+		t.Fatalf("no idle passes: %v", m)
 	}
 	want := map[string]float64{
 		"w8y_items_started_total":                          3,
@@ -481,17 +466,12 @@ exit "$code"`
 // waitHealth polls /healthz until it answers code.
 func waitHealth(t *testing.T, url string, code int) string {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for {
-		got, body := health(url)
-		if got == code {
-			return body
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/healthz answers %d %q, want %d", got, body, code)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var got int
+	var body string
+	if !redistest.Poll(redistest.Timeout, func() bool { got, body = health(url); return got == code }) {
+		t.Fatalf("/healthz answers %d %q, want %d", got, body, code)
 	}
+	return body
 }
 
 // TestHealthz: /healthz is healthy while Redis answers and the loop runs,

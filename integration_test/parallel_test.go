@@ -79,7 +79,7 @@ func TestParallelOneShotExitsAsTheFirstFailure(t *testing.T) {
 	}
 	s.Client.RPush(ctx(t), "gate:a", 0)
 	s.Client.RPush(ctx(t), "gate:c", 7)
-	waitUntil(t, "c has finished", func() bool { return s.Client.Exists(ctx(t), "first:lock:c").Val() == 0 })
+	redistest.WaitFor(t, "c has finished", func() bool { return s.Client.Exists(ctx(t), "first:lock:c").Val() == 0 })
 	s.Client.RPush(ctx(t), "gate:b", 5)
 	if r := p.wait(t); r.Code != 7 {
 		t.Errorf("exit %d, want 7, the code of c, which failed first; stderr:\n%s", r.Code, r.Stderr)
@@ -147,7 +147,7 @@ func TestParallelSignalsReachEveryChild(t *testing.T) {
 	p.signal(t, syscall.SIGTERM)
 	var termed []string
 	for range 3 {
-		got, err := s.Client.BLPop(ctx(t), testTimeout, "termed").Result()
+		got, err := s.Client.BLPop(ctx(t), redistest.Timeout, "termed").Result()
 		if err != nil {
 			t.Fatalf("not every child got SIGTERM: %v (got %q)", err, termed)
 		}
@@ -157,7 +157,7 @@ func TestParallelSignalsReachEveryChild(t *testing.T) {
 	if !slices.Equal(termed, []string{"a", "b", "c"}) {
 		t.Errorf("SIGTERM reached %q, want a b c", termed)
 	}
-	waitUntil(t, "a and b have finished", func() bool {
+	redistest.WaitFor(t, "a and b have finished", func() bool {
 		return s.Client.Exists(ctx(t), "psig:lock:a", "psig:lock:b").Val() == 0
 	})
 	p.signal(t, syscall.SIGTERM)
@@ -184,7 +184,7 @@ func TestMaxRuntime(t *testing.T) {
 	began := time.Now()
 	p := startW8y(t, portEnv(s), "-u", s.URL, "-k", "rt", "-c", "--parallel", "2", "--max-runtime", "1s", "--idle-wait", "20ms",
 		"sh", "-c", `case "$W8Y_ITEM" in a) redis-cli -p "$REDIS_PORT" blpop gate:a 30 >/dev/null;; *) sleep 0.05;; esac`)
-	waitUntil(t, "w8y logs the end of its runtime", func() bool {
+	redistest.WaitFor(t, "w8y logs the end of its runtime", func() bool {
 		return strings.Contains(p.stderrSoFar(), "--max-runtime reached")
 	})
 	if took := time.Since(began); took < time.Second {
@@ -262,20 +262,18 @@ func TestParallelRunsAreRecordedAndShown(t *testing.T) {
 	// waitMetrics polls the metrics until they show want.
 	waitMetrics := func(want map[string]float64) {
 		t.Helper()
-		deadline := time.Now().Add(testTimeout)
-		for {
-			m := scrape(t, metrics)
-			ok := true
+		var m map[string]float64
+		shown := func() bool {
+			m = scrape(t, metrics)
 			for name, v := range want {
-				ok = ok && m[name] == v
+				if m[name] != v {
+					return false
+				}
 			}
-			if ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("metrics %v, want %v", m, want)
-			}
-			time.Sleep(20 * time.Millisecond)
+			return true
+		}
+		if !redistest.Poll(redistest.Timeout, shown) {
+			t.Fatalf("metrics %v, want %v", m, want)
 		}
 	}
 	waitMetrics(map[string]float64{"w8y_children_running": 3, "w8y_items_started_total": 3})
@@ -292,17 +290,7 @@ func TestParallelRunsAreRecordedAndShown(t *testing.T) {
 		"w8y_children_running": 2, "w8y_items_started_total": 4,
 		`w8y_items_finished_total{result="success"}`: 1, `w8y_items_finished_total{result="failure"}`: 1,
 	})
-	deadline := time.Now().Add(testTimeout)
-	for !strings.Contains(p.stderrSoFar(), "--max-items reached") {
-		select {
-		case <-p.done:
-			t.Fatalf("w8y exited before its children ended; stderr:\n%s", p.stderrSoFar())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no --max-items line; stderr:\n%s", p.stderrSoFar())
-		}
-	}
+	redistest.WaitFor(t, "the --max-items line", func() bool { return strings.Contains(p.stderrSoFar(), "--max-items reached") })
 	// Draining is progress: the worker is alive while its children run.
 	waitHealth(t, healthz, http.StatusOK)
 

@@ -9,21 +9,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// waitUntil polls Redis (or anything cheap) every 10ms until cond holds,
-// and fails the test after testTimeout. It synchronises on state, not on a
-// guessed sleep.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+	"github.com/w8y/w8y/internal/redistest"
+)
 
 // stamp is shell that records a child's start as "<item> <cooling>
 // <unix ms>" in the list "runs", where cooling is whether its cooldown key
@@ -43,7 +31,7 @@ type run struct {
 // popRun waits for the next start that stamp records.
 func (s *server) popRun(t *testing.T) run {
 	t.Helper()
-	got, err := s.Client.BLPop(ctx(t), testTimeout, "runs").Result()
+	got, err := s.Client.BLPop(ctx(t), redistest.Timeout, "runs").Result()
 	if err != nil {
 		t.Fatalf("no child reported its start: %v", err)
 	}
@@ -113,7 +101,7 @@ func TestCooldownDeletedRunsAtOnce(t *testing.T) {
 	if got := s.popStarted(t); got != "a" {
 		t.Fatalf("started %q, want a", got)
 	}
-	waitUntil(t, "the cooldown key is set", func() bool { return s.Client.Exists(ctx(t), "now:cooldown:a").Val() == 1 })
+	redistest.WaitFor(t, "the cooldown key is set", func() bool { return s.Client.Exists(ctx(t), "now:cooldown:a").Val() == 1 })
 	pttl := s.Client.PTTL(ctx(t), "now:cooldown:a").Val()
 	if pttl > time.Hour || pttl < 59*time.Minute {
 		t.Errorf("cooldown key expires in %s, want about 1h", pttl)
@@ -303,9 +291,9 @@ func TestScheduleSurvivesSIGKILL(t *testing.T) {
 			t.Fatalf("started %q, want %q", got, want)
 		}
 	}
-	waitUntil(t, "b's backoff is set", func() bool { return s.Client.Exists(ctx(t), "kill:backoff:b").Val() == 1 })
+	redistest.WaitFor(t, "b's backoff is set", func() bool { return s.Client.Exists(ctx(t), "kill:backoff:b").Val() == 1 })
 	// c reports its start before it counts its runs.
-	waitUntil(t, "c has counted its first run", func() bool { return s.Client.Get(ctx(t), "c-runs").Val() == "1" })
+	redistest.WaitFor(t, "c has counted its first run", func() bool { return s.Client.Get(ctx(t), "c-runs").Val() == "1" })
 	token := s.Client.Get(ctx(t), "kill:lock:c").Val()
 	if token == "" {
 		t.Fatal("c's lock is not held while c runs")
@@ -331,7 +319,7 @@ func TestScheduleSurvivesSIGKILL(t *testing.T) {
 	if got := s.popStarted(t); got != "c" {
 		t.Errorf("the next worker started %q, want c", got)
 	}
-	waitUntil(t, "c cools down", func() bool { return s.Client.Exists(ctx(t), "kill:cooldown:c").Val() == 1 })
+	redistest.WaitFor(t, "c cools down", func() bool { return s.Client.Exists(ctx(t), "kill:cooldown:c").Val() == 1 })
 	second.signal(t, syscall.SIGTERM)
 	if r := second.wait(t); r.Code != 0 {
 		t.Errorf("exit %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)

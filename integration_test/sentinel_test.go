@@ -33,21 +33,23 @@ func TestSentinelFailover(t *testing.T) {
 			"-c", "-x", "1", "--replica-acks", "1", "--idle-wait", "20ms", "--log-level", "warn",
 			"sh", "-c", overlapChild))
 	}
-	waitFor(t, "20 runs", func() bool { return len(lines(t, dir+"/runs")) >= 20 })
-	waitFor(t, "a slow item's lock", func() bool {
+	redistest.WaitFor(t, "20 runs", func() bool { return len(lines(t, dir+"/runs")) >= 20 })
+	redistest.WaitFor(t, "a slow item's lock", func() bool {
 		n, err := g.Master.Client.Exists(ctx(t), "fo:lock:e-slow", "fo:lock:f-slow").Result()
 		return err == nil && n > 0
 	})
 	if err := g.Sentinels[0].Failover(ctx(t), g.Name).Err(); err != nil {
 		t.Fatalf("SENTINEL FAILOVER: %v", err)
 	}
-	waitFor(t, "every sentinel to name the replica as master", func() bool { return g.MasterPort() == g.Replica.Port })
+	redistest.WaitFor(t, "every sentinel to name the replica as master", func() bool { return g.MasterPort() == g.Replica.Port })
 	switched := len(lines(t, dir+"/runs"))
 	// With one replica, the new master has none until Sentinel makes the
 	// old master its replica, about ten seconds after the switch (Sentinel
 	// waits four of its 2s publish periods first); till then no lock can
 	// be confirmed and the workers back off, up to 8s apart by then.
-	waitForWithin(t, 2*testTimeout, "20 runs after the failover", func() bool { return len(lines(t, dir+"/runs")) >= switched+20 })
+	if !redistest.Poll(2*redistest.Timeout, func() bool { return len(lines(t, dir+"/runs")) >= switched+20 }) {
+		t.Fatalf("timed out after %s waiting for 20 runs after the failover", 2*redistest.Timeout)
+	}
 	drain(t, workers)
 	noOverlaps(t, dir)
 	got := replica.list(t, "fo:list")
@@ -72,7 +74,7 @@ func TestReplicaAcks(t *testing.T) {
 		if err := replica.Client.Do(ctx(t), "REPLICAOF", "127.0.0.1", master.Port).Err(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the replica to sync", func() bool {
+		redistest.WaitFor(t, "the replica to sync", func() bool {
 			info, err := master.Client.Info(ctx(t), "replication").Result()
 			return err == nil && strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online")
 		})
@@ -82,7 +84,7 @@ func TestReplicaAcks(t *testing.T) {
 		if err := replica.Client.Do(ctx(t), "REPLICAOF", "NO", "ONE").Err(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the master to lose its replica", func() bool {
+		redistest.WaitFor(t, "the master to lose its replica", func() bool {
 			info, err := master.Client.Info(ctx(t), "replication").Result()
 			return err == nil && strings.Contains(info, "connected_slaves:0")
 		})
@@ -140,7 +142,7 @@ func TestReplicaAcks(t *testing.T) {
 	// second before the child must be stopped: ample for WAIT's 300ms, so
 	// that the refresh fails for want of replicas, not for want of time.
 	p := startW8y(t, nil, append(args, "-x", "3", "--kill-after", "200ms", "sh", "-c", "echo $$ > "+dir+"/pid; exec sleep 30")...)
-	waitFor(t, "the child to start", func() bool { _, err := os.Stat(dir + "/pid"); return err == nil })
+	redistest.WaitFor(t, "the child to start", func() bool { _, err := os.Stat(dir + "/pid"); return err == nil })
 	detach()
 	started := time.Now()
 	r = p.wait(t)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // runInTerminal runs w8y with args under script(1), which gives it a
@@ -40,7 +42,7 @@ func runInTerminal(t *testing.T, s *server, child string, typeKeys func(keyboard
 	typeKeys(keyboard)
 	select {
 	case <-done:
-	case <-time.After(testTimeout):
+	case <-time.After(redistest.Timeout):
 		_ = cmd.Process.Kill()
 		<-done
 		t.Fatalf("w8y in a terminal did not finish; the screen shows:\n%s", screen.String())
