@@ -11,22 +11,12 @@ import (
 	"github.com/w8y/w8y/internal/redistest"
 )
 
-// commandCalls sums how often the cluster's nodes ran command, from INFO
-// commandstats.
+// commandCalls sums how often the cluster's nodes ran command.
 func (c *cluster) commandCalls(t *testing.T, command string) int {
 	t.Helper()
 	total := 0
 	for _, s := range c.Nodes {
-		info, err := s.Client.Info(ctx(t), "commandstats").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(info, "\n") {
-			if rest, ok := strings.CutPrefix(line, "cmdstat_"+command+":calls="); ok {
-				n, _ := strings.CutSuffix(strings.SplitN(rest, ",", 2)[0], "\r")
-				total += atoi(t, n)
-			}
-		}
+		total += redistest.CommandStats(t, s.Client)[command]
 	}
 	return total
 }

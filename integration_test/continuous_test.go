@@ -3,7 +3,6 @@ package integration_test
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,24 +31,11 @@ func TestContinuousRunsItemsInTurn(t *testing.T) {
 	s.noLocks(t, "turn")
 }
 
-// commandsProcessed reads Redis' count of the commands it has served.
+// commandsProcessed reads Redis' count of the commands it has served, each
+// read one INFO more.
 func (s *server) commandsProcessed(t *testing.T) int {
 	t.Helper()
-	info, err := s.Client.Info(ctx(t), "stats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "total_commands_processed:"); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatal("INFO stats has no total_commands_processed")
-	return 0
+	return atoi(t, redistest.Info(t, s.Client, "stats")["total_commands_processed"])
 }
 
 // TestContinuousIdleIsQuiet: with every item locked by someone else, a

@@ -3,34 +3,16 @@ package integration_test
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // scanItems is longer than w8y's scan batch (1000), so that one pass takes
 // several script calls.
 const scanItems = 2500
-
-// commandStats returns the calls per command from INFO commandstats.
-func (s *server) commandStats(t *testing.T) map[string]int {
-	t.Helper()
-	info, err := s.Client.Info(ctx(t), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stats := map[string]int{}
-	for line := range strings.Lines(info) {
-		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":calls=")
-		if !ok {
-			continue
-		}
-		calls, _, _ := strings.Cut(rest, ",")
-		stats[name], _ = strconv.Atoi(calls)
-	}
-	return stats
-}
 
 // TestScanLongList: a pass over a list longer than one script call rotates
 // it exactly as one LMOVE per candidate would, skips items that cannot be
@@ -69,7 +51,7 @@ func TestScanLongList(t *testing.T) {
 	}
 	// The scan ran on the server: no LMOVE came from w8y, and three batches
 	// rotated the list.
-	if stats := s.commandStats(t); stats["lmove"] != 0 || stats["rpush"] != 3 {
+	if stats := redistest.CommandStats(t, s.Client); stats["lmove"] != 0 || stats["rpush"] != 3 {
 		t.Errorf("commands run: %v; want no LMOVE and 3 RPUSH from scan.lua", stats)
 	}
 	want := append(slices.Clone(items[free+1:]), items[:free+1]...)
@@ -107,7 +89,7 @@ func TestScanOnePass(t *testing.T) {
 	}
 	// 2500 candidates: LRANGE reads 1000, 1000 and 500; a second pass would
 	// read more. (Read before this test's own LRANGE.)
-	if stats := s.commandStats(t); stats["lrange"] != 3 || stats["llen"] != 1 {
+	if stats := redistest.CommandStats(t, s.Client); stats["lrange"] != 3 || stats["llen"] != 1 {
 		t.Errorf("commands run: %v; want 1 LLEN and 3 LRANGE", stats)
 	}
 	if got := s.list(t, "pass:list"); !slices.Equal(got, items) {
@@ -132,7 +114,7 @@ func TestScanSurvivesScriptFlush(t *testing.T) {
 	}
 	// Each run sent EVALSHA, got NOSCRIPT and sent EVAL, for the scan and
 	// for the release.
-	if stats := s.commandStats(t); stats["eval"] != 6 {
+	if stats := redistest.CommandStats(t, s.Client); stats["eval"] != 6 {
 		t.Errorf("commands run: %v; want 6 EVAL", stats)
 	}
 	s.noLocks(t, "flush")

@@ -75,8 +75,8 @@ func TestReplicaAcks(t *testing.T) {
 			t.Fatal(err)
 		}
 		redistest.WaitFor(t, "the replica to sync", func() bool {
-			info, err := master.Client.Info(ctx(t), "replication").Result()
-			return err == nil && strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online")
+			info := redistest.Info(t, master.Client, "replication")
+			return info["connected_slaves"] == "1" && strings.Contains(info["slave0"], "state=online")
 		})
 	}
 	detach := func() {
@@ -85,8 +85,7 @@ func TestReplicaAcks(t *testing.T) {
 			t.Fatal(err)
 		}
 		redistest.WaitFor(t, "the master to lose its replica", func() bool {
-			info, err := master.Client.Info(ctx(t), "replication").Result()
-			return err == nil && strings.Contains(info, "connected_slaves:0")
+			return redistest.Info(t, master.Client, "replication")["connected_slaves"] == "0"
 		})
 	}
 	attach()
