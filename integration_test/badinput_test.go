@@ -126,9 +126,7 @@ func TestBadInput(t *testing.T) {
 			r := runW8y(t, nil, append(args, cmd...)...)
 			took := time.Since(began)
 
-			if r.Code != tt.code {
-				t.Errorf("exit %d, want %d; stderr:\n%s", r.Code, tt.code, r.Stderr)
-			}
+			r.wantExit(t, tt.code)
 			lines := strings.Split(strings.TrimRight(r.Stderr, "\n"), "\n")
 			switch {
 			case tt.line == "" && r.Stderr != "":
@@ -141,9 +139,7 @@ func TestBadInput(t *testing.T) {
 			if strings.Contains(r.Stderr, "staple") || strings.Contains(r.Stderr, "horse") {
 				t.Errorf("a password leaked:\n%s", r.Stderr)
 			}
-			if r.Stdout != tt.ran {
-				t.Errorf("the child ran on %q, want %q", r.Stdout, tt.ran)
-			}
+			r.wantStdout(t, tt.ran) // the item the child ran on
 			// A child that ran on the last item rotated the list back as it was.
 			if len(items) > 0 {
 				if got := srv.list(t, list); !slices.Equal(got, items) {

@@ -72,8 +72,9 @@ func TestClusterStateAndEvents(t *testing.T) {
 				before := time.Now()
 				r := runW8y(t, []string{"CODE=" + itoa(run.code)}, args...)
 				after := time.Now()
-				if r.Code != run.code || r.Stdout == "" {
-					t.Fatalf("run %d: exit %d, stdout %q, want %d and a holder; stderr:\n%s", i, r.Code, r.Stdout, run.code, r.Stderr)
+				r.mustExit(t, run.code)
+				if r.Stdout == "" {
+					t.Fatalf("run %d printed no holder: %s", i, r)
 				}
 				holders = append(holders, r.Stdout)
 				state, err := c.Client.HGetAll(ctx(t), tt.prefix+"state:a").Result()
@@ -140,8 +141,9 @@ func TestClusterStatus(t *testing.T) {
 			}
 			base := []string{"--redis-cluster", "-u", c.URL, "-k", p}
 			r := runW8y(t, nil, append(append(base, "-q"), holderExit...)...)
-			if r.Code != 0 || r.Stdout == "" {
-				t.Fatalf("run: exit %d, stdout %q; stderr:\n%s", r.Code, r.Stdout, r.Stderr)
+			r.mustExit(t, 0)
+			if r.Stdout == "" {
+				t.Fatalf("the run printed no holder: %s", r)
 			}
 			holder := r.Stdout
 			if err := c.Client.Set(ctx(t), p+"lock:held", "someone-else", time.Minute).Err(); err != nil {
@@ -183,8 +185,9 @@ func TestClusterStatus(t *testing.T) {
 			}
 
 			r = runW8y(t, nil, append(base, "--status")...)
-			if r.Code != 0 || r.Stderr != "" {
-				t.Fatalf("--status: exit %d, stderr:\n%s", r.Code, r.Stderr)
+			r.mustExit(t, 0)
+			if r.Stderr != "" {
+				t.Fatalf("--status wrote on stderr: %s", r)
 			}
 			rows := parseTable(t, r.Stdout)
 			if got := rows["(order)"]["items"]; got != "held cool ran" {
@@ -240,9 +243,7 @@ func TestClusterHealthz(t *testing.T) {
 	node.Restart(t)
 	waitHealth(t, url+"/healthz", http.StatusOK)
 	w.signal(t, syscall.SIGTERM)
-	if r := w.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)
-	}
+	w.wait(t).wantExit(t, 0)
 }
 
 // TestClusterReleaseWhileSlotMoves ends a run while its slot is half moved
@@ -307,8 +308,9 @@ func TestClusterReleaseWhileSlotMoves(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := w.wait(t)
-			if r.Code != tt.code || strings.Contains(r.Stderr, "could not") || strings.Contains(r.Stderr, "cannot") {
-				t.Errorf("exit %d, want %d; stderr:\n%s", r.Code, tt.code, r.Stderr)
+			r.wantExit(t, tt.code)
+			if strings.Contains(r.Stderr, "could not") || strings.Contains(r.Stderr, "cannot") {
+				t.Errorf("w8y could not finish: %s", r)
 			}
 			if n := from.Client.Exists(bg, lock).Val(); n != 0 {
 				t.Errorf("the lock was left on the old node to expire")

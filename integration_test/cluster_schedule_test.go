@@ -75,17 +75,17 @@ func TestClusterSchedule(t *testing.T) {
 				return runW8y(t, env, append(slices.Clone(base), args...)...)
 			}
 
-			if r := run(nil, "--cooldown", "1h", "printf", "%s", "{}"); r.Code != 0 || r.Stdout != "a" {
-				t.Fatalf("success: exit %d, stdout %q, want a; stderr %s", r.Code, r.Stdout, r.Stderr)
-			}
+			r := run(nil, "--cooldown", "1h", "printf", "%s", "{}")
+			r.mustExit(t, 0)
+			r.wantStdout(t, "a")
 			checkPause(t, c.Client, p+"cooldown:a", 59*time.Minute, time.Hour)
 			checkStreak(t, c.Client, p, "a", "0")
 
 			// The delay after a first failure is MIN, less up to a quarter
 			// of jitter.
-			if r := run([]string{"CODE=3"}, "--failure-backoff", "20m,1h", "sh", "-c", `printf %s "$W8Y_ITEM"; exit $CODE`); r.Code != 3 || r.Stdout != "b" {
-				t.Fatalf("failure: exit %d, stdout %q, want 3 and b; stderr %s", r.Code, r.Stdout, r.Stderr)
-			}
+			r = run([]string{"CODE=3"}, "--failure-backoff", "20m,1h", "sh", "-c", `printf %s "$W8Y_ITEM"; exit $CODE`)
+			r.mustExit(t, 3)
+			r.wantStdout(t, "b")
 			checkPause(t, c.Client, p+"backoff:b", 15*time.Minute-time.Second, 20*time.Minute)
 			checkStreak(t, c.Client, p, "b", "1")
 			if n := c.Client.Exists(ctx(t), p+"lock:a").Val() + c.Client.Exists(ctx(t), p+"lock:b").Val(); n != 0 {
@@ -94,24 +94,24 @@ func TestClusterSchedule(t *testing.T) {
 
 			// Another worker, given neither flag, honours both keys: the
 			// pass finds nothing to take.
-			if r := run(nil, "--no-work-exit-code", "4", "printf", "ran %s", "{}"); r.Code != 4 || r.Stdout != "" {
-				t.Errorf("with both items paused: exit %d, stdout %q, want 4 and nothing run; stderr %s", r.Code, r.Stdout, r.Stderr)
-			}
+			r = run(nil, "--no-work-exit-code", "4", "printf", "ran %s", "{}")
+			r.wantExit(t, 4)
+			r.wantStdout(t, "")
 
 			// Deleting the cooldown runs its item at once; deleting the
 			// backoff too, and its success resets the count.
 			if err := c.Client.Del(ctx(t), p+"cooldown:a").Err(); err != nil {
 				t.Fatal(err)
 			}
-			if r := run(nil, "printf", "%s", "{}"); r.Code != 0 || r.Stdout != "a" {
-				t.Errorf("after DEL of the cooldown: exit %d, stdout %q, want a; stderr %s", r.Code, r.Stdout, r.Stderr)
-			}
+			r = run(nil, "printf", "%s", "{}")
+			r.wantExit(t, 0)
+			r.wantStdout(t, "a")
 			if err := c.Client.Del(ctx(t), p+"backoff:b").Err(); err != nil {
 				t.Fatal(err)
 			}
-			if r := run(nil, "--cooldown", "1h", "printf", "%s", "{}"); r.Code != 0 || r.Stdout != "b" {
-				t.Errorf("after DEL of the backoff: exit %d, stdout %q, want b; stderr %s", r.Code, r.Stdout, r.Stderr)
-			}
+			r = run(nil, "--cooldown", "1h", "printf", "%s", "{}")
+			r.wantExit(t, 0)
+			r.wantStdout(t, "b")
 			checkStreak(t, c.Client, p, "b", "0")
 			checkPause(t, c.Client, p+"cooldown:b", 59*time.Minute, time.Hour)
 
@@ -182,9 +182,7 @@ func TestClusterParallel(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if r := w.wait(t); r.Code != 0 {
-		t.Errorf("exit %d, want 0; stderr:\n%s", r.Code, r.Stderr)
-	}
+	w.wait(t).wantExit(t, 0)
 	if got := started(); len(got) != 4 {
 		t.Errorf("started %q: one-shot takes at most --parallel", got)
 	}
@@ -211,9 +209,7 @@ func TestClusterParallel(t *testing.T) {
 	run := t.TempDir()
 	r := runW8y(t, []string{"DIR=" + run, "SLOW=0.5"}, "--redis-cluster", "-u", c.URL, "-k", p, "-c", "-x", "1",
 		"--parallel", "3", "--max-items", strconv.Itoa(maxItems), "--idle-wait", "20ms", "--log-level", "warn", "sh", "-c", overlapChild)
-	if r.Code != 0 {
-		t.Errorf("continuous: exit %d, want 0 after --max-items; stderr:\n%s", r.Code, r.Stderr)
-	}
+	r.wantExit(t, 0)
 	if n := len(lines(t, run+"/runs")); n != maxItems {
 		t.Errorf("%d runs, want --max-items %d", n, maxItems)
 	}

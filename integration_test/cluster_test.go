@@ -73,16 +73,14 @@ func TestCluster(t *testing.T) {
 			// One-shot: the head is taken and rotated to the tail; a lock
 			// held elsewhere makes the next run pass its item by.
 			r := runW8y(t, nil, append(base, "printf", "%s", "{}")...)
-			if r.Code != 0 || r.Stdout != "a" {
-				t.Fatalf("first run: exit %d, stdout %q, stderr %s", r.Code, r.Stdout, r.Stderr)
-			}
+			r.mustExit(t, 0)
+			r.wantStdout(t, "a")
 			if err := c.Client.Set(ctx(t), tt.prefix+"lock:b", "someone-else", time.Minute).Err(); err != nil {
 				t.Fatal(err)
 			}
 			r = runW8y(t, nil, append(base, "printf", "%s", "{}")...)
-			if r.Code != 0 || r.Stdout != "c" {
-				t.Fatalf("second run: exit %d, stdout %q, want c (b is locked); stderr %s", r.Code, r.Stdout, r.Stderr)
-			}
+			r.mustExit(t, 0)
+			r.wantStdout(t, "c") // b is locked
 			want := []string{"d", "e", "f", "g", "h", "a", "b", "c"}
 			if got, _ := c.Client.LRange(ctx(t), list, 0, -1).Result(); !slices.Equal(got, want) {
 				t.Fatalf("list after two runs: %q, want %q", got, want)
@@ -224,7 +222,7 @@ func TestClusterSlotHalfMoved(t *testing.T) {
 	}
 	r := runW8y(t, nil, "--redis-cluster", "-u", c.URL, "-k", prefix, "printf", "ran %s", "{}")
 	if strings.Contains(r.Stdout, "ran") {
-		t.Fatalf("the item ran while its lock was held on the old node: exit %d, stderr %s", r.Code, r.Stderr)
+		t.Fatalf("the item ran while its lock was held on the old node: %s", r)
 	}
 	if v, err := from.Client.Get(bg, lock).Result(); err != nil || v != "holder-on-the-old-node" {
 		t.Errorf("the held lock changed: %q, %v", v, err)
@@ -248,9 +246,8 @@ func TestClusterWithoutLMOVE(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := runW8y(t, nil, "--redis-cluster", "-u", c.URL, "-k", "old", "printf", "%s", "{}")
-	if r.Code != 0 || r.Stdout != "b" {
-		t.Fatalf("exit %d, stdout %q, want b (the tail c is locked); stderr %s", r.Code, r.Stdout, r.Stderr)
-	}
+	r.mustExit(t, 0)
+	r.wantStdout(t, "b") // the tail, c, is locked
 	if got, _ := c.Client.LRange(ctx(t), list, 0, -1).Result(); !slices.Equal(got, []string{"b", "c", "a"}) {
 		t.Errorf("list %q, want [b c a]: RPOPLPUSH moves the tail to the head", got)
 	}
@@ -265,8 +262,10 @@ func TestClusterWithoutLMOVE(t *testing.T) {
 	p := startW8y(t, []string{"DIR=" + dir, "SLOW=0"}, "--redis-cluster", "-u", c.URL, "-k", "old", "-c", "--idle-wait", "20ms", "sh", "-c", overlapChild)
 	redistest.WaitFor(t, "10 runs", func() bool { return len(lines(t, dir+"/runs")) >= 10 })
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 || strings.Count(r.Stderr, "has no LMOVE") != 1 {
-		t.Errorf("continuous run: exit %d, want 0 and one line about LMOVE:\n%s", r.Code, r.Stderr)
+	r = p.wait(t)
+	r.wantExit(t, 0)
+	if strings.Count(r.Stderr, "has no LMOVE") != 1 {
+		t.Errorf("continuous run: want one line about LMOVE, got %s", r)
 	}
 	got, _ := c.Client.LRange(ctx(t), list, 0, -1).Result()
 	slices.Sort(got)

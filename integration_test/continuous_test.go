@@ -21,9 +21,7 @@ func TestContinuousRunsItemsInTurn(t *testing.T) {
 	// a and b succeed, c exits 3 (listed), d exits 4 (not listed).
 	r := runW8y(t, portEnv(s), "-u", s.URL, "-k", "turn", "-c", "-i", "0", "-i", "3", "-q", "sh", "-c",
 		started+`; case "$W8Y_ITEM" in c) exit 3;; d) exit 4;; esac`)
-	if r.Code != 4 {
-		t.Errorf("exit %d, want 4; stderr:\n%s", r.Code, r.Stderr)
-	}
+	r.wantExit(t, 4)
 	got, _ := s.Client.LRange(ctx(t), "started", 0, -1).Result()
 	if !slices.Equal(got, []string{"a", "b", "c", "d"}) {
 		t.Errorf("items run %q, want a b c d", got)
@@ -71,9 +69,7 @@ func TestContinuousIdleIsQuiet(t *testing.T) {
 	t.Logf("idle: %d commands in %s (%.1f/s)", sent, window, float64(sent)/window.Seconds())
 
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM, want 0; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 0)
 	// SIGTERM may land mid-pass, so the list may be rotated, but it holds
 	// the same items.
 	got := s.list(t, "idle:list")
@@ -120,9 +116,7 @@ func TestContinuousRidesOutRedisOutage(t *testing.T) {
 	}
 
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM, want 0; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 0)
 }
 
 // TestContinuousStopsOnWrongKeyType: a wrong key type is not a hiccup, so
@@ -132,8 +126,6 @@ func TestContinuousStopsOnWrongKeyType(t *testing.T) {
 	s := startRedis(t)
 	s.Client.HSet(ctx(t), "typed:list", "field", "value")
 	r := runW8y(t, nil, "-u", s.URL, "-k", "typed", "-c", "-q", "true")
-	if r.Code != 125 {
-		t.Errorf("exit %d, want 125", r.Code)
-	}
+	r.wantExit(t, 125)
 	oneLine(t, r.Stderr, "WRONGTYPE")
 }

@@ -142,11 +142,44 @@ type result struct {
 	Code   int
 	Stdout string
 	Stderr string
+	run    string // the environment the test gave it and its command line
+}
+
+// String shows how w8y ran and ended, for a test's failure message.
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nrun:    %s\nstdout: %q\nstderr:\n%s", r.Code, r.run, r.Stdout, r.Stderr)
+}
+
+// wantExit fails the test unless w8y exited with code, showing how it ran
+// and ended.
+func (r result) wantExit(t *testing.T, code int) {
+	t.Helper()
+	if r.Code != code {
+		t.Errorf("want exit %d, got %s", code, r)
+	}
+}
+
+// mustExit is wantExit for a test that cannot go on otherwise.
+func (r result) mustExit(t *testing.T, code int) {
+	t.Helper()
+	if r.Code != code {
+		t.Fatalf("want exit %d, got %s", code, r)
+	}
+}
+
+// wantStdout fails the test unless w8y's stdout, which is its child's, is
+// want, showing how it ran and ended.
+func (r result) wantStdout(t *testing.T, want string) {
+	t.Helper()
+	if r.Stdout != want {
+		t.Errorf("want stdout %q, got %s", want, r)
+	}
 }
 
 // proc is a w8y process running in the background.
 type proc struct {
 	cmd    *exec.Cmd
+	run    string // as result.run
 	stdout syncBuffer
 	stderr syncBuffer
 	done   chan struct{}
@@ -186,6 +219,7 @@ func startW8y(t *testing.T, env []string, args ...string) *proc {
 func startCommand(t *testing.T, env []string, path string, args ...string) *proc {
 	t.Helper()
 	p := &proc{cmd: exec.Command(path, args...), done: make(chan struct{})}
+	p.run = strings.Join(append(slices.Clone(env), filepath.Base(path)), " ") + fmt.Sprintf(" %q", args)
 	// The race detector sleeps a second at exit unless told not to; a race
 	// still makes w8y exit 66, which fails the test's exit code check.
 	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "GORACE=atexit_sleep_ms=0"}, env...)
@@ -207,7 +241,7 @@ func startCommand(t *testing.T, env []string, path string, args ...string) *proc
 			p.kill()
 		}
 		if t.Failed() {
-			t.Logf("w8y %q wrote on stderr:\n%s", args, p.stderr.String())
+			t.Logf("%s wrote on stderr:\n%s", p.run, p.stderr.String())
 		}
 	})
 	return p
@@ -222,7 +256,7 @@ func (p *proc) wait(t *testing.T) result {
 		p.kill()
 		t.Fatalf("w8y did not exit within %s; stderr:\n%s", redistest.Timeout, p.stderr.String())
 	}
-	return result{Code: p.cmd.ProcessState.ExitCode(), Stdout: p.stdout.String(), Stderr: p.stderr.String()}
+	return result{Code: p.cmd.ProcessState.ExitCode(), Stdout: p.stdout.String(), Stderr: p.stderr.String(), run: p.run}
 }
 
 // kill ends a w8y that a failing test left running, and the process groups
@@ -301,9 +335,7 @@ func drain(t *testing.T, workers []*proc) {
 		w.signal(t, syscall.SIGTERM)
 	}
 	for _, w := range workers {
-		if r := w.wait(t); r.Code != 0 {
-			t.Errorf("worker exited %d after SIGTERM: %s", r.Code, r.Stderr)
-		}
+		w.wait(t).wantExit(t, 0)
 	}
 }
 
@@ -322,8 +354,9 @@ func noOverlaps(t *testing.T, dir string) {
 func statusJSON(t *testing.T, env []string, args ...string) []map[string]any {
 	t.Helper()
 	r := runW8y(t, env, append(args, "--status", "--json")...)
-	if r.Code != 0 || r.Stderr != "" {
-		t.Fatalf("--status --json: exit %d, stderr:\n%s", r.Code, r.Stderr)
+	r.mustExit(t, 0)
+	if r.Stderr != "" {
+		t.Fatalf("--status --json wrote on stderr: %s", r)
 	}
 	var items []map[string]any
 	if err := json.Unmarshal([]byte(r.Stdout), &items); err != nil {

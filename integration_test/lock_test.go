@@ -32,9 +32,7 @@ func TestLockLostStopsTheChild(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := p.wait(t)
-			if r.Code != 122 {
-				t.Errorf("exit %d, want 122; stderr:\n%s", r.Code, r.Stderr)
-			}
+			r.wantExit(t, 122)
 			if !strings.Contains(r.Stderr, "lock lost") {
 				t.Errorf("no log of the lost lock:\n%s", r.Stderr)
 			}
@@ -83,9 +81,7 @@ func TestLockIsRefreshed(t *testing.T) {
 		return refreshes == 3
 	})
 	s.Client.RPush(ctx(t), "gate", "go")
-	if r := p.wait(t); r.Code != 5 {
-		t.Errorf("exit %d, want 5; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 5)
 	s.noLocks(t, "long")
 }
 
@@ -114,9 +110,7 @@ func TestLockLostWhenRedisStalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := p.wait(t)
-	if r.Code != 122 {
-		t.Errorf("exit %d, want 122; stderr:\n%s", r.Code, r.Stderr)
-	}
+	r.wantExit(t, 122)
 	if !strings.Contains(r.Stderr, "before its lease ran out") {
 		t.Errorf("no log of the failing refreshes:\n%s", r.Stderr)
 	}

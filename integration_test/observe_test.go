@@ -84,9 +84,7 @@ func TestStateAndEvents(t *testing.T) {
 		before := time.Now()
 		got := runW8y(t, append(portEnv(s), "CODE="+itoa(r.code)), append(args, holderChild...)...)
 		after := time.Now()
-		if got.Code != r.code {
-			t.Fatalf("run %d: exit %d, want %d; stderr:\n%s", i, got.Code, r.code, got.Stderr)
-		}
+		got.mustExit(t, r.code)
 		holder := s.popHolder(t)
 		holders = append(holders, holder)
 		r.want["last_result"], r.want["last_exit_code"], r.want["last_holder"] = r.result, r.exit, holder
@@ -105,9 +103,7 @@ func TestStateAndEvents(t *testing.T) {
 	got := runW8y(t, portEnv(s), append(args, "-x", "600ms", "sh", "-c",
 		`redis-cli -p "$REDIS_PORT" rpush holders "$W8Y_HOLDER" >/dev/null; redis-cli -p "$REDIS_PORT" del "$W8Y_LOCK_KEY" >/dev/null; sleep 30`)...)
 	after := time.Now()
-	if got.Code != 122 {
-		t.Fatalf("lock-lost run: exit %d, want 122; stderr:\n%s", got.Code, got.Stderr)
-	}
+	got.mustExit(t, 122)
 	holder := s.popHolder(t)
 	holders = append(holders, holder)
 	checkState(t, "lock-lost run", s.stateOf(t, "st", "a"), map[string]string{
@@ -145,9 +141,7 @@ func TestStateAndEvents(t *testing.T) {
 	}
 
 	// --no-events leaves the stream alone, and still records the state.
-	if got := runW8y(t, portEnv(s), append(args, append([]string{"--no-events"}, holderChild...)...)...); got.Code != 0 {
-		t.Fatalf("--no-events run: exit %d; stderr:\n%s", got.Code, got.Stderr)
-	}
+	runW8y(t, portEnv(s), append(args, append([]string{"--no-events"}, holderChild...)...)...).mustExit(t, 0)
 	s.popHolder(t)
 	if n := s.Client.XLen(ctx(t), "st:events").Val(); n != int64(len(want)) {
 		t.Errorf("--no-events added events: %d, want %d", n, len(want))
@@ -168,9 +162,7 @@ func TestInterruptedRun(t *testing.T) {
 	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "int", "-c"}, report(":", "sleep 30")...)...)
 	s.popStarted(t)
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 {
-		t.Fatalf("exit %d, want 0; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).mustExit(t, 0)
 	state := s.stateOf(t, "int", "a")
 	for field, want := range map[string]string{"runs": "8", "failures": "2", "consecutive_failures": "2", "last_result": "interrupted", "last_exit_code": "143"} {
 		if state[field] != want {
@@ -219,9 +211,7 @@ func TestStatus(t *testing.T) {
 	s.seed(t, "ss:list", "busy", "cool", "back", "new")
 	// A run each for busy and cool first, then one of busy that stays.
 	for _, code := range []string{"0", "5"} {
-		if r := runW8y(t, append(portEnv(s), "CODE="+code), append([]string{"-u", s.URL, "-k", "ss", "-q"}, holderChild...)...); r.Code != atoi(t, code) {
-			t.Fatalf("exit %d; stderr:\n%s", r.Code, r.Stderr)
-		}
+		runW8y(t, append(portEnv(s), "CODE="+code), append([]string{"-u", s.URL, "-k", "ss", "-q"}, holderChild...)...).mustExit(t, atoi(t, code))
 		s.popHolder(t)
 	}
 	// The list is back to busy first; the child reports, then waits.
@@ -235,8 +225,9 @@ func TestStatus(t *testing.T) {
 	busy := s.stateOf(t, "ss", "busy")
 
 	r := runW8y(t, nil, "--status", "-u", s.URL, "-k", "ss")
-	if r.Code != 0 || r.Stderr != "" {
-		t.Fatalf("--status: exit %d, stderr:\n%s", r.Code, r.Stderr)
+	r.mustExit(t, 0)
+	if r.Stderr != "" {
+		t.Fatalf("--status wrote on stderr: %s", r)
 	}
 	rows := parseTable(t, r.Stdout)
 	if got := rows["(order)"]["items"]; got != "busy cool back new" {
@@ -308,15 +299,11 @@ func TestStatus(t *testing.T) {
 	}
 
 	s.Client.RPush(ctx(t), "gate", "go")
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("the busy run: exit %d", r.Code)
-	}
+	p.wait(t).wantExit(t, 0)
 	// Bad input: one line, exit 125.
 	s.Client.Set(ctx(t), "wrong:list", "x", 0)
 	r = runW8y(t, nil, "--status", "-u", s.URL, "-k", "wrong")
-	if r.Code != 125 {
-		t.Errorf("--status on a string: exit %d, want 125", r.Code)
-	}
+	r.wantExit(t, 125)
 	oneLine(t, r.Stderr, "WRONGTYPE")
 }
 
@@ -331,8 +318,10 @@ func TestStatusWatch(t *testing.T) {
 	s.Client.RPush(ctx(t), "sw:list", "later")
 	redistest.WaitFor(t, "the watch to refresh", func() bool { return strings.Contains(p.stdoutSoFar(), `"item":"later"`) })
 	p.signal(t, syscall.SIGINT)
-	if r := p.wait(t); r.Code != 0 || r.Stderr != "" {
-		t.Errorf("exit %d after SIGINT, want 0; stderr:\n%s", r.Code, r.Stderr)
+	r := p.wait(t)
+	r.wantExit(t, 0)
+	if r.Stderr != "" {
+		t.Errorf("--watch wrote on stderr: %s", r)
 	}
 }
 
@@ -455,9 +444,7 @@ exit "$code"`
 		}
 	}
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 0)
 	if _, err := http.Get(url); err == nil {
 		t.Error("the metrics server outlived w8y")
 	}
@@ -498,9 +485,7 @@ func TestHealthz(t *testing.T) {
 	s.Restart(t)
 	waitHealth(t, url, http.StatusOK)
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 0)
 }
 
 // TestMetricsAddrInUse: an address that cannot be listened on is bad input:
@@ -511,9 +496,7 @@ func TestMetricsAddrInUse(t *testing.T) {
 	s.seed(t, "busy:list", "a", "b")
 	addr := fmt.Sprintf("127.0.0.1:%d", s.Port) // redis-server listens there
 	r := runW8y(t, nil, "-u", s.URL, "-k", "busy", "--metrics-addr", addr, "true")
-	if r.Code != 125 {
-		t.Errorf("exit %d, want 125", r.Code)
-	}
+	r.wantExit(t, 125)
 	oneLine(t, r.Stderr, "--metrics-addr")
 	if got := s.list(t, "busy:list"); !slices.Equal(got, []string{"a", "b"}) {
 		t.Errorf("list %q", got)

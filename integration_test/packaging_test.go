@@ -62,9 +62,7 @@ func TestMakeBuild(t *testing.T) {
 		t.Errorf("w8y's process runs %q (%v), want w8y-metrics", exe, err)
 	}
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 0)
 
 	// Without w8y-metrics beside it or in PATH: one line, exit 125.
 	alone := filepath.Join(t.TempDir(), "w8y")
@@ -73,8 +71,6 @@ func TestMakeBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := startCommand(t, nil, alone, "-u", s.URL, "-k", "lean", "--metrics-addr", addr, "true").wait(t)
-	if r.Code != 125 {
-		t.Errorf("lean build alone: exit %d, want 125", r.Code)
-	}
+	r.wantExit(t, 125)
 	oneLine(t, r.Stderr, "--metrics-addr needs w8y-metrics")
 }

@@ -51,9 +51,7 @@ func TestParallelOneShotTakesDistinctItems(t *testing.T) {
 	for _, item := range started {
 		s.Client.RPush(ctx(t), "gate:"+item, 0)
 	}
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("exit %d, want 0; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 0)
 	if n := s.Client.LLen(ctx(t), "started").Val(); n != 0 {
 		t.Errorf("%d more items started: one-shot takes at most --parallel", n)
 	}
@@ -81,9 +79,7 @@ func TestParallelOneShotExitsAsTheFirstFailure(t *testing.T) {
 	s.Client.RPush(ctx(t), "gate:c", 7)
 	redistest.WaitFor(t, "c has finished", func() bool { return s.Client.Exists(ctx(t), "first:lock:c").Val() == 0 })
 	s.Client.RPush(ctx(t), "gate:b", 5)
-	if r := p.wait(t); r.Code != 7 {
-		t.Errorf("exit %d, want 7, the code of c, which failed first; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 7) // the code of c, which failed first in time
 	s.noLocks(t, "first")
 }
 
@@ -105,9 +101,7 @@ func TestParallelContinuousNeverRunsAnItemTwice(t *testing.T) {
 	const maxItems = 24
 	r := runW8y(t, portEnv(s), "-u", s.URL, "-k", "many", "-c", "-q", "--parallel", "4", "--max-items", strconv.Itoa(maxItems),
 		"--idle-wait", "20ms", "sh", "-c", child)
-	if r.Code != 0 {
-		t.Errorf("exit %d, want 0 after --max-items; stderr:\n%s", r.Code, r.Stderr)
-	}
+	r.wantExit(t, 0)
 	seen := s.list(t, "seen")
 	if len(seen) != maxItems {
 		t.Errorf("%d runs, want --max-items %d", len(seen), maxItems)
@@ -162,9 +156,7 @@ func TestParallelSignalsReachEveryChild(t *testing.T) {
 	})
 	p.signal(t, syscall.SIGTERM)
 	r := p.wait(t)
-	if r.Code != 0 {
-		t.Errorf("exit %d, want 0; stderr:\n%s", r.Code, r.Stderr)
-	}
+	r.wantExit(t, 0)
 	if !strings.Contains(r.Stderr, "second stop signal") {
 		t.Errorf("no log of the escalation:\n%s", r.Stderr)
 	}
@@ -200,9 +192,7 @@ func TestMaxRuntime(t *testing.T) {
 	}
 	s.Client.RPush(ctx(t), "gate:a", "go")
 	r := p.wait(t)
-	if r.Code != 0 {
-		t.Errorf("exit %d, want 0; stderr:\n%s", r.Code, r.Stderr)
-	}
+	r.wantExit(t, 0)
 	after := r.Stderr[strings.Index(r.Stderr, "--max-runtime reached"):]
 	if strings.Contains(after, "item started") {
 		t.Errorf("items started after the runtime ended:\n%s", r.Stderr)
@@ -221,9 +211,7 @@ func TestParallelOneShotMakesOnePass(t *testing.T) {
 	s := startRedis(t)
 	s.seed(t, "once:list", "a", "", "c")
 	r := runW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "once", "--parallel", "4"}, report(":", "")...)...)
-	if r.Code != 0 {
-		t.Errorf("exit %d, want 0; stderr:\n%s", r.Code, r.Stderr)
-	}
+	r.wantExit(t, 0)
 	started := s.list(t, "started")
 	slices.Sort(started)
 	if !slices.Equal(started, []string{"a", "c"}) {
@@ -320,8 +308,10 @@ func TestParallelRunsAreRecordedAndShown(t *testing.T) {
 
 	s.Client.RPush(ctx(t), "gate:c", "0")
 	s.Client.RPush(ctx(t), "gate:d", "0")
-	if r := p.wait(t); r.Code != 0 || !strings.Contains(r.Stderr, "done; exiting") {
-		t.Fatalf("exit %d; stderr:\n%s", r.Code, r.Stderr)
+	r := p.wait(t)
+	r.mustExit(t, 0)
+	if !strings.Contains(r.Stderr, "done; exiting") {
+		t.Fatalf("no log of the end: %s", r)
 	}
 	s.noLocks(t, "pr")
 

@@ -43,9 +43,8 @@ func TestScanLongList(t *testing.T) {
 	}
 
 	r := runW8y(t, nil, "-u", s.URL, "-k", "long", "echo", "{}")
-	if r.Code != 0 || r.Stdout != items[free]+"\n" {
-		t.Fatalf("exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
-	}
+	r.mustExit(t, 0)
+	r.wantStdout(t, items[free]+"\n")
 	if n := strings.Count(r.Stderr, "skipping item"); n != 2 {
 		t.Errorf("%d warnings about skipped items, want 2:\n%s", n, r.Stderr)
 	}
@@ -84,9 +83,7 @@ func TestScanOnePass(t *testing.T) {
 	}
 
 	r := runW8y(t, nil, "-u", s.URL, "-k", "pass", "--no-work-exit-code", "3", "true")
-	if r.Code != 3 {
-		t.Fatalf("exit %d, want 3 (no work): %s", r.Code, r.Stderr)
-	}
+	r.mustExit(t, 3) // no work
 	// 2500 candidates: LRANGE reads 1000, 1000 and 500; a second pass would
 	// read more. (Read before this test's own LRANGE.)
 	if stats := redistest.CommandStats(t, s.Client); stats["lrange"] != 3 || stats["llen"] != 1 {
@@ -108,9 +105,8 @@ func TestScanSurvivesScriptFlush(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := runW8y(t, nil, "-u", s.URL, "-k", "flush", "echo", "{}")
-		if r.Code != 0 || r.Stdout != want+"\n" {
-			t.Errorf("after SCRIPT FLUSH: exit %d, stdout %q, want %q; stderr %q", r.Code, r.Stdout, want, r.Stderr)
-		}
+		r.wantExit(t, 0)
+		r.wantStdout(t, want+"\n")
 	}
 	// Each run sent EVALSHA, got NOSCRIPT and sent EVAL, for the scan and
 	// for the release.

@@ -65,9 +65,7 @@ func TestCooldownAcrossWorkers(t *testing.T) {
 	}
 	for _, w := range workers {
 		w.signal(t, syscall.SIGTERM)
-		if r := w.wait(t); r.Code != 0 {
-			t.Errorf("a worker exited %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)
-		}
+		w.wait(t).wantExit(t, 0)
 	}
 	for item, rs := range runs {
 		for i := 1; i < len(rs); i++ {
@@ -117,9 +115,7 @@ func TestCooldownDeletedRunsAtOnce(t *testing.T) {
 		t.Errorf("after DEL, started %q, want a", got)
 	}
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 0)
 }
 
 // backedOff is the "item backs off" log line of a run, if any.
@@ -155,9 +151,7 @@ func TestFailureBackoffGrowsAndResets(t *testing.T) {
 	fail := func(n int, nominal time.Duration) {
 		t.Helper()
 		r := runW8y(t, portEnv(s), args...)
-		if r.Code != 1 {
-			t.Fatalf("failure %d: exit %d, want 1; stderr:\n%s", n, r.Code, r.Stderr)
-		}
+		r.mustExit(t, 1)
 		failures, delay := backedOff(t, r.Stderr)
 		if failures != n || delay > nominal || delay < nominal*3/4 {
 			t.Errorf("failure %d: logged failure %d with a delay of %s, want %s less up to a quarter", n, failures, delay, nominal)
@@ -170,9 +164,7 @@ func TestFailureBackoffGrowsAndResets(t *testing.T) {
 			t.Errorf("failure %d: backoff key expires in %s, want %s", n, pttl, delay)
 		}
 		// While the backoff lasts, nothing is eligible.
-		if r := runW8y(t, portEnv(s), args...); r.Code != 3 {
-			t.Errorf("failure %d: a run inside the backoff exited %d, want 3 (no work)", n, r.Code)
-		}
+		runW8y(t, portEnv(s), args...).wantExit(t, 3)
 		// Expire it now rather than wait.
 		s.Client.Del(ctx(t), "bo:backoff:f")
 	}
@@ -182,9 +174,7 @@ func TestFailureBackoffGrowsAndResets(t *testing.T) {
 	fail(4, 7*time.Second)
 
 	s.Client.Set(ctx(t), "fix", "yes", 0)
-	if r := runW8y(t, portEnv(s), args...); r.Code != 0 {
-		t.Fatalf("the fixed item exited %d; stderr:\n%s", r.Code, r.Stderr)
-	}
+	runW8y(t, portEnv(s), args...).mustExit(t, 0)
 	if got := count(); got != "0" {
 		t.Errorf("after a success, consecutive_failures is %q, want 0", got)
 	}
@@ -219,9 +209,7 @@ func TestFailureBackoffRetriesInTime(t *testing.T) {
 		}
 	}
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM, want 0; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 0)
 }
 
 // TestStopOnFailure: without --failure-backoff a continuous worker still
@@ -234,9 +222,7 @@ func TestStopOnFailure(t *testing.T) {
 		s.seed(t, "sof:list", "a")
 		s.Client.Del(ctx(t), "sof:backoff:a")
 		r := runW8y(t, nil, append(append([]string{"-u", s.URL, "-k", "sof", "-c", "-q"}, extra...), "sh", "-c", "exit 4")...)
-		if r.Code != 4 {
-			t.Errorf("%q: exit %d, want 4", extra, r.Code)
-		}
+		r.wantExit(t, 4)
 	}
 	if got := s.Client.HGet(ctx(t), "sof:state:a", "consecutive_failures").Val(); got != "2" {
 		t.Errorf("consecutive_failures %q, want 2", got)
@@ -254,9 +240,7 @@ func TestInterruptedRunIsNotAFailure(t *testing.T) {
 		report(":", "exec sleep 1000")...)...)
 	s.popStarted(t)
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM, want 0", r.Code)
-	}
+	p.wait(t).wantExit(t, 0)
 	// No cooldown, no backoff: only the run's record and its events.
 	if keys := s.keys(t, "intr:*"); !slices.Equal(keys, []string{"intr:events", "intr:list", "intr:state:a"}) {
 		t.Errorf("keys after an interrupted run: %q", keys)
@@ -321,9 +305,7 @@ func TestScheduleSurvivesSIGKILL(t *testing.T) {
 	}
 	redistest.WaitFor(t, "c cools down", func() bool { return s.Client.Exists(ctx(t), "kill:cooldown:c").Val() == 1 })
 	second.signal(t, syscall.SIGTERM)
-	if r := second.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)
-	}
+	second.wait(t).wantExit(t, 0)
 	if n := s.Client.LLen(ctx(t), "started").Val(); n != 0 {
 		t.Errorf("%d more runs: a or b ran while waiting", n)
 	}
@@ -333,9 +315,7 @@ func TestScheduleSurvivesSIGKILL(t *testing.T) {
 	s.Client.Set(ctx(t), "kill:lock:a", "held", time.Hour)
 	s.Client.Set(ctx(t), "kill:lock:c", "held", time.Hour)
 	oneShot := slices.Delete(slices.Clone(args), 4, 5) // drop -c
-	if r := runW8y(t, portEnv(s), oneShot...); r.Code != 1 {
-		t.Errorf("b's next run exited %d, want 1; stderr:\n%s", r.Code, r.Stderr)
-	}
+	runW8y(t, portEnv(s), oneShot...).wantExit(t, 1)
 	if got := s.Client.HGet(ctx(t), "kill:state:b", "consecutive_failures").Val(); got != "2" {
 		t.Errorf("b's consecutive_failures %q, want 2", got)
 	}

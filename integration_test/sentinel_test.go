@@ -93,16 +93,14 @@ func TestReplicaAcks(t *testing.T) {
 	args := []string{"-u", master.URL, "-k", "acks", "--replica-acks", "1"}
 
 	r := runW8y(t, nil, append(args, "printf", "%s", "{}")...)
-	if r.Code != 0 || r.Stdout != "a" {
-		t.Fatalf("with a replica: exit %d, stdout %q, stderr %s", r.Code, r.Stdout, r.Stderr)
-	}
+	r.mustExit(t, 0)
+	r.wantStdout(t, "a")
 
 	detach()
 	// With the schedule's flags: a take given back sets no pause.
 	r = runW8y(t, nil, append(args, "--cooldown", "1h", "--failure-backoff", "1m", "printf", "%s", "{}")...)
-	if r.Code != 125 || r.Stdout != "" {
-		t.Errorf("without a replica: exit %d, stdout %q, want 125 and no child", r.Code, r.Stdout)
-	}
+	r.wantExit(t, 125)
+	r.wantStdout(t, "") // no child
 	oneLine(t, r.Stderr, "0 of the 1 replicas wanted confirmed it")
 	master.noLocks(t, "acks")
 	// The record shows the confirmed run, and the take given back as a run
@@ -128,9 +126,7 @@ func TestReplicaAcks(t *testing.T) {
 	// The finish, with replica acks too, deletes only a lock that is still
 	// ours: here the child hands its lock to someone else.
 	r = runW8y(t, portEnv(master), append(args, "sh", "-c", `redis-cli -p "$REDIS_PORT" set "$W8Y_LOCK_KEY" someone-else >/dev/null`)...)
-	if r.Code != 0 {
-		t.Errorf("a run that lost its lock to another at the end: exit %d; stderr:\n%s", r.Code, r.Stderr)
-	}
+	r.wantExit(t, 0)
 	if got := master.Client.Get(ctx(t), "acks:lock:a").Val(); got != "someone-else" {
 		t.Errorf("the other holder's lock holds %q after the release, want someone-else", got)
 	}
@@ -145,8 +141,9 @@ func TestReplicaAcks(t *testing.T) {
 	detach()
 	started := time.Now()
 	r = p.wait(t)
-	if r.Code != 122 || !strings.Contains(r.Stderr, "lock lost") || !strings.Contains(r.Stderr, "0 of the 1 replicas wanted confirmed it") {
-		t.Errorf("refreshes unconfirmed: exit %d, want 122 (lock lost) after unconfirmed refreshes; stderr:\n%s", r.Code, r.Stderr)
+	r.wantExit(t, 122) // lock lost
+	if !strings.Contains(r.Stderr, "lock lost") || !strings.Contains(r.Stderr, "0 of the 1 replicas wanted confirmed it") {
+		t.Errorf("refreshes unconfirmed: want the lock lost after unconfirmed refreshes, got %s", r)
 	}
 	// The lease was confirmed at the latest when the replica left: the
 	// child must be gone within the key expiry of that.
