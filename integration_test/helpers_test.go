@@ -118,15 +118,22 @@ func (s *server) noLocks(t *testing.T, prefix string) {
 	}
 }
 
+// pop waits until a test child has pushed to list, as the children report
+// what they do, and returns what it pushed first.
+func (s *server) pop(t *testing.T, list string) string {
+	t.Helper()
+	got, err := s.Client.BLPop(ctx(t), redistest.Timeout, list).Result()
+	if err != nil {
+		t.Fatalf("no child pushed to %q: %v", list, err)
+	}
+	return got[1]
+}
+
 // popStarted waits until a child has reported its start by pushing to the
 // list "started" and returns what it pushed.
 func (s *server) popStarted(t *testing.T) string {
 	t.Helper()
-	got, err := s.Client.BLPop(ctx(t), redistest.Timeout, "started").Result()
-	if err != nil {
-		t.Fatalf("no child reported its start: %v", err)
-	}
-	return got[1]
+	return s.pop(t, "started")
 }
 
 func toAny(items []string) []any {

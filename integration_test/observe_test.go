@@ -26,11 +26,7 @@ var holderChild = []string{"sh", "-c", `redis-cli -p "$REDIS_PORT" rpush holders
 // popHolder returns the token that the last holderChild recorded.
 func (s *server) popHolder(t *testing.T) string {
 	t.Helper()
-	got, err := s.Client.BLPop(ctx(t), redistest.Timeout, "holders").Result()
-	if err != nil {
-		t.Fatalf("no child recorded its token: %v", err)
-	}
-	return got[1]
+	return s.pop(t, "holders")
 }
 
 // stateOf returns the state hash of item under prefix.

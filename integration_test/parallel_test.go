@@ -141,11 +141,7 @@ func TestParallelSignalsReachEveryChild(t *testing.T) {
 	p.signal(t, syscall.SIGTERM)
 	var termed []string
 	for range 3 {
-		got, err := s.Client.BLPop(ctx(t), redistest.Timeout, "termed").Result()
-		if err != nil {
-			t.Fatalf("not every child got SIGTERM: %v (got %q)", err, termed)
-		}
-		termed = append(termed, got[1])
+		termed = append(termed, s.pop(t, "termed"))
 	}
 	slices.Sort(termed)
 	if !slices.Equal(termed, []string{"a", "b", "c"}) {

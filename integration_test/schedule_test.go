@@ -31,14 +31,14 @@ type run struct {
 // popRun waits for the next start that stamp records.
 func (s *server) popRun(t *testing.T) run {
 	t.Helper()
-	got, err := s.Client.BLPop(ctx(t), redistest.Timeout, "runs").Result()
-	if err != nil {
-		t.Fatalf("no child reported its start: %v", err)
+	record := s.pop(t, "runs")
+	f := strings.Fields(record)
+	if len(f) != 3 {
+		t.Fatalf("bad run record %q", record)
 	}
-	f := strings.Fields(got[1])
 	ms, err := strconv.ParseInt(f[2], 10, 64)
-	if len(f) != 3 || err != nil {
-		t.Fatalf("bad run record %q", got[1])
+	if err != nil {
+		t.Fatalf("bad run record %q", record)
 	}
 	return run{item: f[0], cooling: f[1] != "0", at: time.UnixMilli(ms)}
 }
