@@ -285,21 +285,9 @@ func TestClusterReleaseWhileSlotMoves(t *testing.T) {
 			redistest.WaitFor(t, "the child to start", func() bool { _, err := os.Stat(dir + "/started"); return err == nil })
 
 			bg := context.Background()
-			slot, _ := c.Nodes[0].Client.ClusterKeySlot(bg, list).Result()
-			from, fromID := c.nodeOf(t, list)
-			to := c.Nodes[0]
-			if to == from {
-				to = c.Nodes[1]
-			}
-			must := func(s *server, args ...any) {
-				t.Helper()
-				if err := s.Client.Do(bg, args...).Err(); err != nil {
-					t.Fatalf("%v: %v", args, err)
-				}
-			}
-			must(to, "CLUSTER", "SETSLOT", slot, "IMPORTING", fromID)
-			must(from, "CLUSTER", "SETSLOT", slot, "MIGRATING", nodeID(t, to))
-			must(from, "MIGRATE", "127.0.0.1", to.Port, state, 0, 5000)
+			move := c.beginMove(t, list)
+			move.migrate(t, state)
+			from, to := move.from, move.to
 			if n := from.Client.Exists(bg, lock, events).Val(); n != 2 {
 				t.Fatalf("the lock and the events should still be on the old node: %d of 2", n)
 			}
@@ -317,16 +305,7 @@ func TestClusterReleaseWhileSlotMoves(t *testing.T) {
 			}
 
 			// Finish the move, and read the record where it now lives.
-			for {
-				keys := from.Client.ClusterGetKeysInSlot(bg, int(slot), 10).Val()
-				if len(keys) == 0 {
-					break
-				}
-				must(from, append([]any{"MIGRATE", "127.0.0.1", to.Port, "", 0, 5000, "KEYS"}, toAny(keys)...)...)
-			}
-			for _, s := range c.Nodes {
-				must(s, "CLUSTER", "SETSLOT", slot, "NODE", nodeID(t, to))
-			}
+			move.finish(t)
 			st := to.Client.HGetAll(bg, state).Val()
 			if st["runs"] != "5" || st["last_result"] != tt.result || st["last_exit_code"] != itoa(tt.code) || st["consecutive_failures"] != tt.streak {
 				t.Errorf("state after the move: %v, want the run recorded as %s with %s consecutive failures", st, tt.result, tt.streak)

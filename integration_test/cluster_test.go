@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"syscall"
@@ -167,8 +166,9 @@ func TestClusterSlotMigration(t *testing.T) {
 		n, err := c.Client.Exists(ctx(t), prefix+"lock:e-slow", prefix+"lock:f-slow").Result()
 		return err == nil && n > 0
 	})
-	from, _ := c.nodeOf(t, prefix+"list")
-	to := c.migrateSlot(t, prefix+"list")
+	move := c.beginMove(t, prefix+"list")
+	move.finish(t)
+	from, to := move.from, move.to
 	moved := len(lines(t, dir+"/runs"))
 	if n := len(from.keys(t, "*")); n != 0 {
 		t.Fatalf("the old node still holds %d keys", n)
@@ -201,30 +201,14 @@ func TestClusterSlotHalfMoved(t *testing.T) {
 	if err := c.Client.Set(ctx(t), lock, "holder-on-the-old-node", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	bg := context.Background()
-	slot, _ := c.Nodes[0].Client.ClusterKeySlot(bg, list).Result()
-	from, fromID := c.nodeOf(t, list)
-	to := c.Nodes[0]
-	if to == from {
-		to = c.Nodes[1]
-	}
-	for _, cmd := range []struct {
-		s    *server
-		args []any
-	}{
-		{to, []any{"CLUSTER", "SETSLOT", slot, "IMPORTING", fromID}},
-		{from, []any{"CLUSTER", "SETSLOT", slot, "MIGRATING", nodeID(t, to)}},
-		{from, []any{"MIGRATE", "127.0.0.1", to.Port, list, 0, 5000}},
-	} {
-		if err := cmd.s.Client.Do(bg, cmd.args...).Err(); err != nil {
-			t.Fatalf("%v: %v", cmd.args, err)
-		}
-	}
+	move := c.beginMove(t, list)
+	move.migrate(t, list)
+	from, to := move.from, move.to
 	r := runW8y(t, nil, "--redis-cluster", "-u", c.URL, "-k", prefix, "printf", "ran %s", "{}")
 	if strings.Contains(r.Stdout, "ran") {
 		t.Fatalf("the item ran while its lock was held on the old node: %s", r)
 	}
-	if v, err := from.Client.Get(bg, lock).Result(); err != nil || v != "holder-on-the-old-node" {
+	if v, err := from.Client.Get(ctx(t), lock).Result(); err != nil || v != "holder-on-the-old-node" {
 		t.Errorf("the held lock changed: %q, %v", v, err)
 	}
 	if n := len(to.keys(t, prefix+"lock:*")); n != 0 {

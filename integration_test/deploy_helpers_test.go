@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 
@@ -69,58 +68,74 @@ func nodeID(t *testing.T, s *server) string {
 	return id
 }
 
-// migrateSlot moves the slot of key, with its keys, from the node that
-// serves it to another, as redis-cli --cluster reshard does: IMPORTING and
-// MIGRATING, MIGRATE the keys in batches, then SETSLOT NODE everywhere. It
-// returns the node that serves the slot afterwards.
-func (c *cluster) migrateSlot(t *testing.T, key string) *server {
+// slotMove is a slot on its way from one node to another, as redis-cli
+// --cluster reshard moves one: IMPORTING on the new node, MIGRATING on the
+// old, its keys moved one batch at a time, then SETSLOT NODE everywhere.
+type slotMove struct {
+	c        *cluster
+	slot     int64
+	from, to *server
+	toID     string
+}
+
+// beginMove starts moving the slot of key from the node that serves it to
+// another: each of the slot's keys then lives on one node or the other, as
+// half way through a reshard.
+func (c *cluster) beginMove(t *testing.T, key string) *slotMove {
 	t.Helper()
-	bg := context.Background()
-	slot, err := c.Nodes[0].Client.ClusterKeySlot(bg, key).Result()
+	slot, err := c.Nodes[0].Client.ClusterKeySlot(ctx(t), key).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	from, fromID := c.nodeOf(t, key)
-	var to *server
-	for _, s := range c.Nodes {
-		if s != from {
-			to = s
-			break
-		}
+	m := &slotMove{c: c, slot: slot}
+	var fromID string
+	m.from, fromID = c.nodeOf(t, key)
+	m.to = c.Nodes[0]
+	if m.to == m.from {
+		m.to = c.Nodes[1]
 	}
-	toID := nodeID(t, to)
-	must := func(s *server, args ...any) {
-		t.Helper()
-		if err := s.Client.Do(bg, args...).Err(); err != nil {
-			t.Fatalf("%v: %v", args, err)
-		}
-	}
-	must(to, "CLUSTER", "SETSLOT", slot, "IMPORTING", fromID)
-	must(from, "CLUSTER", "SETSLOT", slot, "MIGRATING", toID)
+	m.toID = nodeID(t, m.to)
+	must(t, m.to, "CLUSTER", "SETSLOT", slot, "IMPORTING", fromID)
+	must(t, m.from, "CLUSTER", "SETSLOT", slot, "MIGRATING", m.toID)
+	return m
+}
+
+// migrate moves keys of the slot to the new node.
+func (m *slotMove) migrate(t *testing.T, keys ...string) {
+	t.Helper()
+	must(t, m.from, append([]any{"MIGRATE", "127.0.0.1", m.to.Port, "", 0, 5000, "KEYS"}, toAny(keys)...)...)
+}
+
+// finish moves the slot's other keys, two at a time so that workers meet a
+// slot half moved, and gives the slot to the new node on every node, the
+// two that moved it first.
+func (m *slotMove) finish(t *testing.T) {
+	t.Helper()
 	for {
-		keys, err := from.Client.ClusterGetKeysInSlot(bg, int(slot), 2).Result()
+		keys, err := m.from.Client.ClusterGetKeysInSlot(ctx(t), int(m.slot), 2).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(keys) == 0 {
 			break
 		}
-		// Two keys at a time, so that the workers meet a slot half moved.
-		args := []any{"MIGRATE", "127.0.0.1", to.Port, "", 0, 5000, "KEYS"}
-		for _, k := range keys {
-			args = append(args, k)
-		}
-		must(from, args...)
+		m.migrate(t, keys...)
 	}
-	for _, s := range []*server{to, from} {
-		must(s, "CLUSTER", "SETSLOT", slot, "NODE", toID)
-	}
-	for _, s := range c.Nodes {
-		if s != to && s != from {
-			must(s, "CLUSTER", "SETSLOT", slot, "NODE", toID)
+	must(t, m.to, "CLUSTER", "SETSLOT", m.slot, "NODE", m.toID)
+	must(t, m.from, "CLUSTER", "SETSLOT", m.slot, "NODE", m.toID)
+	for _, s := range m.c.Nodes {
+		if s != m.to && s != m.from {
+			must(t, s, "CLUSTER", "SETSLOT", m.slot, "NODE", m.toID)
 		}
 	}
-	return to
+}
+
+// must sends a command to s and fails the test if it fails.
+func must(t *testing.T, s *server, args ...any) {
+	t.Helper()
+	if err := s.Client.Do(ctx(t), args...).Err(); err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
 }
 
 // overlapChild is a child that records each run of its item in $DIR/runs
