@@ -10,41 +10,6 @@ import (
 	"github.com/w8y/w8y/internal/redistest"
 )
 
-// commandCalls sums how often the cluster's nodes ran command.
-func (c *cluster) commandCalls(t *testing.T, command string) int {
-	t.Helper()
-	total := 0
-	for _, s := range c.Nodes {
-		total += redistest.CommandStats(t, s.Client)[command]
-	}
-	return total
-}
-
-// resetStats clears every node's command statistics.
-func (c *cluster) resetStats(t *testing.T) {
-	t.Helper()
-	for _, s := range c.Nodes {
-		if err := s.Client.ConfigResetStat(ctx(t)).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// clusterKeys lists the keys matching pattern on every node, and how many
-// nodes hold some.
-func (c *cluster) clusterKeys(t *testing.T, pattern string) (keys []string, nodes int) {
-	t.Helper()
-	for _, s := range c.Nodes {
-		k := s.keys(t, pattern)
-		if len(k) > 0 {
-			nodes++
-		}
-		keys = append(keys, k...)
-	}
-	slices.Sort(keys)
-	return keys, nodes
-}
-
 // TestCluster runs w8y on a 3-master Redis Cluster, with a hash-tagged
 // prefix (the list and its locks in one slot: the server-side scan) and
 // without (locks spread over the nodes: a round trip per candidate), one

@@ -346,6 +346,16 @@ func drain(t *testing.T, workers []*proc) {
 	}
 }
 
+// overlapChild is a child that records each run of its item in $DIR/runs
+// and, like the chaos test's, holds an exclusive flock(1) on a file named
+// for its item while it runs: a run that overlaps another run of the same
+// item cannot take it, and records the overlap in $DIR/overlaps instead.
+// Items ending in "slow" run for $SLOW seconds, so that their locks must be
+// refreshed; the others for 20ms.
+const overlapChild = `case "$W8Y_ITEM" in *slow) d=$SLOW;; *) d=0.02;; esac; ` +
+	`flock -n -E 99 "$DIR/lock.$W8Y_ITEM" sh -c 'echo "$W8Y_ITEM" >> "$DIR/runs"; sleep $0' "$d"; ` +
+	`if [ $? = 99 ]; then echo "$W8Y_ITEM" >> "$DIR/overlaps"; fi`
+
 // noOverlaps fails the test if children running overlapChild-style
 // detection in dir recorded an item run twice at once.
 func noOverlaps(t *testing.T, dir string) {

@@ -33,6 +33,41 @@ func startCluster(t *testing.T, n int, args ...string) *cluster {
 	return c
 }
 
+// commandCalls sums how often the cluster's nodes ran command.
+func (c *cluster) commandCalls(t *testing.T, command string) int {
+	t.Helper()
+	total := 0
+	for _, s := range c.Nodes {
+		total += redistest.CommandStats(t, s.Client)[command]
+	}
+	return total
+}
+
+// resetStats clears every node's command statistics.
+func (c *cluster) resetStats(t *testing.T) {
+	t.Helper()
+	for _, s := range c.Nodes {
+		if err := s.Client.ConfigResetStat(ctx(t)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// clusterKeys lists the keys matching pattern on every node, and how many
+// nodes hold some.
+func (c *cluster) clusterKeys(t *testing.T, pattern string) (keys []string, nodes int) {
+	t.Helper()
+	for _, s := range c.Nodes {
+		k := s.keys(t, pattern)
+		if len(k) > 0 {
+			nodes++
+		}
+		keys = append(keys, k...)
+	}
+	slices.Sort(keys)
+	return keys, nodes
+}
+
 // nodeOf returns the node that serves key's slot and its cluster node ID.
 func (c *cluster) nodeOf(t *testing.T, key string) (*server, string) {
 	t.Helper()
@@ -137,13 +172,3 @@ func must(t *testing.T, s *server, args ...any) {
 		t.Fatalf("%v: %v", args, err)
 	}
 }
-
-// overlapChild is a child that records each run of its item in $DIR/runs
-// and, like the chaos test's, holds an exclusive flock(1) on a file named
-// for its item while it runs: a run that overlaps another run of the same
-// item cannot take it, and records the overlap in $DIR/overlaps instead.
-// Items ending in "slow" run for $SLOW seconds, so that their locks must be
-// refreshed; the others for 20ms.
-const overlapChild = `case "$W8Y_ITEM" in *slow) d=$SLOW;; *) d=0.02;; esac; ` +
-	`flock -n -E 99 "$DIR/lock.$W8Y_ITEM" sh -c 'echo "$W8Y_ITEM" >> "$DIR/runs"; sleep $0' "$d"; ` +
-	`if [ $? = 99 ]; then echo "$W8Y_ITEM" >> "$DIR/overlaps"; fi`
