@@ -8,10 +8,10 @@
 package redistest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -40,7 +40,6 @@ type Server struct {
 
 	cfg    config
 	cmd    *exec.Cmd
-	output *bytes.Buffer // what redis-server wrote before it opened its log
 	exited chan struct{} // closed once cmd has exited
 }
 
@@ -170,11 +169,18 @@ func (c config) pickPort(tb testing.TB) int {
 // launch starts redis-server on port and waits until it answers PING, or
 // returns why it did not: errPortTaken for a port in use.
 func (s *Server) launch(port int) error {
-	logFile := filepath.Join(s.Dir, "redis.log")
-	// A restarted server appends to the log: only what it adds is its own.
-	var logStart int64
-	if info, err := os.Stat(logFile); err == nil {
-		logStart = info.Size()
+	// The server logs to its stdout, which is the log file: what it says
+	// before it could open a log of its own (a bad argument) is kept too,
+	// and no pipe outlives it in a child it forked. A restarted server
+	// appends to the log: only what it adds is its own.
+	log, err := os.OpenFile(filepath.Join(s.Dir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	logStart, err := log.Seek(0, io.SeekEnd)
+	if err != nil {
+		return err
 	}
 	var args []string
 	if s.cfg.sentinel != "" {
@@ -189,7 +195,7 @@ func (s *Server) launch(port int) error {
 	// Nothing on disk unless asked (SHUTDOWN SAVE); a replica's first sync
 	// at once, where redis-server would wait 5s for more replicas to share
 	// it.
-	args = append(args, "--bind", "127.0.0.1", "--dir", s.Dir, "--logfile", logFile,
+	args = append(args, "--bind", "127.0.0.1", "--dir", s.Dir,
 		"--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0")
 	if s.cfg.password != "" {
 		args = append(args, "--requirepass", s.cfg.password)
@@ -197,8 +203,7 @@ func (s *Server) launch(port int) error {
 	args = append(args, s.cfg.args...)
 
 	cmd := exec.Command("redis-server", args...)
-	output := &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = output, output
+	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start redis-server: %w", err)
 	}
@@ -209,7 +214,7 @@ func (s *Server) launch(port int) error {
 		_ = cmd.Wait()
 		close(exited)
 	}()
-	s.cmd, s.output, s.exited, s.Port = cmd, output, exited, port
+	s.cmd, s.exited, s.Port = cmd, exited, port
 	scheme := "redis"
 	opt := &redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), MaxRetries: -1, Password: s.cfg.password}
 	if s.cfg.tls != nil {
@@ -254,14 +259,13 @@ func (s *Server) launch(port int) error {
 	return nil
 }
 
-// logSince is what the server wrote, to its output and to its log from
-// offset on, once it has exited.
+// logSince is what the server has logged from offset on.
 func (s *Server) logSince(offset int64) string {
 	log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
 	if offset <= int64(len(log)) {
 		log = log[offset:]
 	}
-	return s.output.String() + string(log)
+	return string(log)
 }
 
 // running reports whether the server has not exited.
