@@ -3,7 +3,6 @@ package redistest
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 )
 
@@ -11,22 +10,9 @@ import (
 // taken is passed over, as a node on it could not start.
 func TestClusterPortSkipsATakenBus(t *testing.T) {
 	t.Parallel()
-	bus, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bus.Close()
-	busy := bus.Addr().(*net.TCPAddr).Port - busOffset
+	busy := takePort(t) - busOffset
 	var offered []int
-	next := func(tb testing.TB) int {
-		port := busy
-		if len(offered) > 0 {
-			port = FreePort(tb)
-		}
-		offered = append(offered, port)
-		return port
-	}
-	port := clusterPort(t, next)
+	port := clusterPort(t, firstThenFree(busy, &offered))
 	if port == busy || len(offered) < 2 {
 		t.Errorf("clusterPort returned %d after offers %v, with the bus port of %d taken", port, offered, busy)
 	}

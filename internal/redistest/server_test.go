@@ -64,24 +64,11 @@ func TestStartOptions(t *testing.T) {
 // the server binds it costs a retry on another port, not the test.
 func TestStartRetriesATakenPort(t *testing.T) {
 	t.Parallel()
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	takenPort := taken.Addr().(*net.TCPAddr).Port
+	taken := takePort(t)
 	var tried []int
-	pick := func(tb testing.TB) int {
-		port := takenPort
-		if len(tried) > 0 {
-			port = FreePort(tb)
-		}
-		tried = append(tried, port)
-		return port
-	}
-	s := Start(t, func(c *config) { c.pick = pick })
-	if len(tried) != 2 || s.Port == takenPort || s.Port != tried[1] {
-		t.Errorf("tried ports %v and started on %d; want a retry after the taken %d", tried, s.Port, takenPort)
+	s := Start(t, func(c *config) { c.pick = firstThenFree(taken, &tried) })
+	if len(tried) != 2 || s.Port == taken || s.Port != tried[1] {
+		t.Errorf("tried ports %v and started on %d; want a retry after the taken %d", tried, s.Port, taken)
 	}
 }
 
@@ -89,14 +76,8 @@ func TestStartRetriesATakenPort(t *testing.T) {
 // another, and the failure shows the server's own words.
 func TestStartOnATakenPortFails(t *testing.T) {
 	t.Parallel()
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	failure := runRecorded(t, func(tb testing.TB) {
-		Start(tb, OnPort(taken.Addr().(*net.TCPAddr).Port))
-	})
+	taken := takePort(t)
+	failure := runRecorded(t, func(tb testing.TB) { Start(tb, OnPort(taken)) })
 	if !strings.Contains(failure, "Address already in use") {
 		t.Errorf("failure %q does not show redis-server's complaint", failure)
 	}
@@ -130,5 +111,30 @@ func TestRestart(t *testing.T) {
 	log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
 	if n := strings.Count(string(log), "Ready to accept connections"); n != 3 {
 		t.Errorf("the log shows %d starts, want 3", n)
+	}
+}
+
+// takePort listens on a free loopback port until the test ends, as another
+// process that took it would, and returns it.
+func takePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// firstThenFree is a port picker that offers first, then free ports, and
+// records in offered what it offered.
+func firstThenFree(first int, offered *[]int) func(testing.TB) int {
+	return func(tb testing.TB) int {
+		port := first
+		if len(*offered) > 0 {
+			port = FreePort(tb)
+		}
+		*offered = append(*offered, port)
+		return port
 	}
 }
