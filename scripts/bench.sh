@@ -10,8 +10,6 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-# shellcheck source=scripts/lib/redis.sh
-source "$root/scripts/lib/redis.sh"
 if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
 	PATH="$PATH:/usr/local/go/bin"
 fi
@@ -43,6 +41,8 @@ broken() {
 	exit 1
 }
 
+# shellcheck source=scripts/lib/redis.sh
+source "$root/scripts/lib/redis.sh"
 start_redis || broken "could not start redis-server on a free loopback port"
 port=$redis_port
 url="redis://127.0.0.1:$port"
