@@ -68,6 +68,24 @@ func (c *cluster) clusterKeys(t *testing.T, pattern string) (keys []string, node
 	return keys, nodes
 }
 
+// spreadOrNot fails the test unless keys live on one node when oneSlot, and
+// on at least two nodes when not: a test of keys in several slots that
+// found them all on one node would prove nothing about them.
+func (c *cluster) spreadOrNot(t *testing.T, oneSlot bool, keys ...string) {
+	t.Helper()
+	nodes := map[*server]bool{}
+	for _, key := range keys {
+		s, _ := c.nodeOf(t, key)
+		nodes[s] = true
+	}
+	switch {
+	case oneSlot && len(nodes) != 1:
+		t.Fatalf("keys %q live on %d nodes, want one", keys, len(nodes))
+	case !oneSlot && len(nodes) < 2:
+		t.Fatalf("keys %q live on one node, want several", keys)
+	}
+}
+
 // nodeOf returns the node that serves key's slot and its cluster node ID.
 func (c *cluster) nodeOf(t *testing.T, key string) (*server, string) {
 	t.Helper()

@@ -61,14 +61,7 @@ func TestClusterSchedule(t *testing.T) {
 			}
 			// Without a hash tag, the keys must really live apart, or the
 			// test would prove nothing about the per-key path.
-			nodes := map[*server]bool{}
-			for _, key := range []string{"list", "lock:a", "cooldown:a", "backoff:b", "state:a", "state:b"} {
-				s, _ := c.nodeOf(t, p+key)
-				nodes[s] = true
-			}
-			if tt.oneSlot && len(nodes) != 1 || !tt.oneSlot && len(nodes) < 2 {
-				t.Fatalf("the item's keys live on %d node(s)", len(nodes))
-			}
+			c.spreadOrNot(t, tt.oneSlot, p+"list", p+"lock:a", p+"cooldown:a", p+"backoff:b", p+"state:a", p+"state:b")
 			c.resetStats(t)
 			base := []string{"--redis-cluster", "-u", c.URL, "-k", p}
 			run := func(env []string, args ...string) result {
@@ -140,14 +133,11 @@ func TestClusterParallel(t *testing.T) {
 	if err := c.Client.RPush(ctx(t), p+"list", toAny(items)...).Err(); err != nil {
 		t.Fatal(err)
 	}
-	nodes := map[*server]bool{}
+	var locks []string
 	for _, item := range items {
-		s, _ := c.nodeOf(t, p+"lock:"+item)
-		nodes[s] = true
+		locks = append(locks, p+"lock:"+item)
 	}
-	if len(nodes) < 2 {
-		t.Fatalf("the locks live on %d node(s)", len(nodes))
-	}
+	c.spreadOrNot(t, false, locks...)
 	if err := c.Client.Set(ctx(t), p+"lock:b", "someone-else", time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
