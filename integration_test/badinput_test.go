@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // TestBadInput: every kind of bad input gets its documented exit code and
@@ -17,7 +19,7 @@ import (
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
-	secured := startRedis(t, "--requirepass", "right-horse-battery")
+	secured := startRedis(t, redistest.Password("right-horse-battery"))
 	secured.seed(t, "auth:list", "a", "good")
 
 	// A server that accepts connections but never answers: the kernel
@@ -77,7 +79,7 @@ func TestBadInput(t *testing.T) {
 		{name: "non-UTF-8 item", items: []string{"caf\xe9\xff"}, code: 0, ran: "caf\xe9\xff"},
 		{name: "executable missing", cmd: []string{"/nonexistent/job", "{}"}, code: 127, line: "not found"},
 		{name: "executable without the run bit", cmd: []string{noRunBit, "{}"}, code: 126, line: "cannot be run"},
-		{name: "Redis down", url: "redis://127.0.0.1:" + itoa(freePort(t)), code: 125, line: "connection refused"},
+		{name: "Redis down", url: "redis://127.0.0.1:" + itoa(redistest.FreePort(t)), code: 125, line: "connection refused"},
 		{name: "password refused", url: "redis://:wrong-staple-secret@127.0.0.1:" + itoa(secured.Port), code: 125, line: "WRONGPASS"},
 		{name: "no password given", url: "redis://127.0.0.1:" + itoa(secured.Port), code: 125, line: "NOAUTH"},
 		{
@@ -124,9 +126,7 @@ func TestBadInput(t *testing.T) {
 			r := runW8y(t, nil, append(args, cmd...)...)
 			took := time.Since(began)
 
-			if r.Code != tt.code {
-				t.Errorf("exit %d, want %d; stderr:\n%s", r.Code, tt.code, r.Stderr)
-			}
+			r.wantExit(t, tt.code)
 			lines := strings.Split(strings.TrimRight(r.Stderr, "\n"), "\n")
 			switch {
 			case tt.line == "" && r.Stderr != "":
@@ -139,9 +139,7 @@ func TestBadInput(t *testing.T) {
 			if strings.Contains(r.Stderr, "staple") || strings.Contains(r.Stderr, "horse") {
 				t.Errorf("a password leaked:\n%s", r.Stderr)
 			}
-			if r.Stdout != tt.ran {
-				t.Errorf("the child ran on %q, want %q", r.Stdout, tt.ran)
-			}
+			r.wantStdout(t, tt.ran) // the item the child ran on
 			// A child that ran on the last item rotated the list back as it was.
 			if len(items) > 0 {
 				if got := srv.list(t, list); !slices.Equal(got, items) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/w8y/w8y/internal/redistest"
 	"golang.org/x/sys/unix"
 )
 
@@ -161,7 +162,7 @@ func TestChaos(t *testing.T) {
 			}
 			delete(want, item)
 		case "restart redis-server":
-			s = s.restart(t)
+			s.Restart(t)
 		case "CLIENT PAUSE past the expiry":
 			if err := s.Client.Do(ctx(t), "CLIENT", "PAUSE", (ttl + ttl/2).Milliseconds(), "WRITE").Err(); err != nil {
 				t.Fatal(err)
@@ -261,14 +262,12 @@ func lines(t *testing.T, path string) []string {
 // waitMarkerGone waits until no process carries marker in its environment,
 // and returns the pids of those that still do after timeout.
 func waitMarkerGone(marker string, timeout time.Duration) []int {
-	deadline := time.Now().Add(timeout)
-	for {
-		left := processesWith(marker)
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var left []int
+	redistest.Poll(timeout, func() bool {
+		left = processesWith(marker)
+		return len(left) == 0
+	})
+	return left
 }
 
 // processesWith lists the live processes with marker in their environment.

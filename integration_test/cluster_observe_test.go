@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // clusterPrefixes are the two ways w8y runs on a Cluster: with a hash tag
@@ -25,19 +27,10 @@ var clusterPrefixes = []struct {
 	{"no hash tag", "obs:", false},
 }
 
-// spreadOrNot fails the test unless the keys of item under prefix live on
-// one node when oneSlot, and on at least two nodes when not: otherwise the
-// test would prove nothing about keys in other slots.
-func (c *cluster) spreadOrNot(t *testing.T, prefix, item string, oneSlot bool) {
-	t.Helper()
-	nodes := map[*server]bool{}
-	for _, key := range []string{prefix + "list", prefix + "lock:" + item, prefix + "state:" + item, prefix + "events"} {
-		s, _ := c.nodeOf(t, key)
-		nodes[s] = true
-	}
-	if oneSlot && len(nodes) != 1 || !oneSlot && len(nodes) < 2 {
-		t.Fatalf("the list, lock, state and events keys of %q live on %d node(s)", prefix+item, len(nodes))
-	}
+// recordKeys are the keys that a run of item under prefix writes: the
+// list, its lock, its state and the events.
+func recordKeys(prefix, item string) []string {
+	return []string{prefix + "list", prefix + "lock:" + item, prefix + "state:" + item, prefix + "events"}
 }
 
 // holderExit is a child that prints its lock token and exits with $CODE.
@@ -51,7 +44,7 @@ func TestClusterStateAndEvents(t *testing.T) {
 	c := startCluster(t, 3)
 	for _, tt := range clusterPrefixes {
 		t.Run(tt.name, func(t *testing.T) {
-			c.spreadOrNot(t, tt.prefix, "a", tt.oneSlot)
+			c.spreadOrNot(t, tt.oneSlot, recordKeys(tt.prefix, "a")...)
 			if err := c.Client.RPush(ctx(t), tt.prefix+"list", "a").Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -70,8 +63,9 @@ func TestClusterStateAndEvents(t *testing.T) {
 				before := time.Now()
 				r := runW8y(t, []string{"CODE=" + itoa(run.code)}, args...)
 				after := time.Now()
-				if r.Code != run.code || r.Stdout == "" {
-					t.Fatalf("run %d: exit %d, stdout %q, want %d and a holder; stderr:\n%s", i, r.Code, r.Stdout, run.code, r.Stderr)
+				r.mustExit(t, run.code)
+				if r.Stdout == "" {
+					t.Fatalf("run %d printed no holder: %s", i, r)
 				}
 				holders = append(holders, r.Stdout)
 				state, err := c.Client.HGetAll(ctx(t), tt.prefix+"state:a").Result()
@@ -132,14 +126,15 @@ func TestClusterStatus(t *testing.T) {
 	for _, tt := range clusterPrefixes {
 		t.Run(tt.name, func(t *testing.T) {
 			p := tt.prefix
-			c.spreadOrNot(t, p, "ran", tt.oneSlot)
+			c.spreadOrNot(t, tt.oneSlot, recordKeys(p, "ran")...)
 			if err := c.Client.RPush(ctx(t), p+"list", "ran", "held", "cool").Err(); err != nil {
 				t.Fatal(err)
 			}
 			base := []string{"--redis-cluster", "-u", c.URL, "-k", p}
 			r := runW8y(t, nil, append(append(base, "-q"), holderExit...)...)
-			if r.Code != 0 || r.Stdout == "" {
-				t.Fatalf("run: exit %d, stdout %q; stderr:\n%s", r.Code, r.Stdout, r.Stderr)
+			r.mustExit(t, 0)
+			if r.Stdout == "" {
+				t.Fatalf("the run printed no holder: %s", r)
 			}
 			holder := r.Stdout
 			if err := c.Client.Set(ctx(t), p+"lock:held", "someone-else", time.Minute).Err(); err != nil {
@@ -181,8 +176,9 @@ func TestClusterStatus(t *testing.T) {
 			}
 
 			r = runW8y(t, nil, append(base, "--status")...)
-			if r.Code != 0 || r.Stderr != "" {
-				t.Fatalf("--status: exit %d, stderr:\n%s", r.Code, r.Stderr)
+			r.mustExit(t, 0)
+			if r.Stderr != "" {
+				t.Fatalf("--status wrote on stderr: %s", r)
 			}
 			rows := parseTable(t, r.Stdout)
 			if got := rows["(order)"]["items"]; got != "held cool ran" {
@@ -208,39 +204,37 @@ func TestClusterHealthz(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 3)
 	const p = "hz:"
-	c.spreadOrNot(t, p, "a", false)
+	c.spreadOrNot(t, false, recordKeys(p, "a")...)
 	if err := c.Client.RPush(ctx(t), p+"list", "a").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Client.Set(ctx(t), p+"lock:a", "someone-else", time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	w := startW8y(t, nil, "--redis-cluster", "-u", c.URL, "-k", p, "-c", "--idle-wait", "100ms", "--metrics-addr", addr, "true")
 	url := "http://" + addr
 	if body := waitHealth(t, url+"/healthz", http.StatusOK); body != "ok\n" {
 		t.Errorf("healthy body %q", body)
 	}
-	waitFor(t, "idle passes", func() bool { return scrape(t, url+"/metrics")["w8y_idle_passes_total"] >= 2 })
+	redistest.WaitFor(t, "idle passes", func() bool { return scrape(t, url+"/metrics")["w8y_idle_passes_total"] >= 2 })
 	if errs := scrape(t, url+"/metrics")["w8y_redis_errors_total"]; errs != 0 {
 		t.Errorf("w8y_redis_errors_total = %v on a healthy Cluster", errs)
 	}
 
 	node, _ := c.nodeOf(t, p+"list")
-	node.stop()
+	node.Stop()
 	if body := waitHealth(t, url+"/healthz", http.StatusServiceUnavailable); !strings.HasPrefix(body, "unhealthy: redis: ") {
 		t.Errorf("unhealthy body %q", body)
 	}
-	waitFor(t, "Redis errors counted", func() bool { return scrape(t, url+"/metrics")["w8y_redis_errors_total"] >= 1 })
+	redistest.WaitFor(t, "Redis errors counted", func() bool { return scrape(t, url+"/metrics")["w8y_redis_errors_total"] >= 1 })
 
 	// The node comes back with its cluster configuration (nodes.conf),
 	// though without the data that it never saved.
-	startRedisIn(t, node.Port, node.dir, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000")
+	node.Restart(t)
 	waitHealth(t, url+"/healthz", http.StatusOK)
 	w.signal(t, syscall.SIGTERM)
-	if r := w.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)
-	}
+	w.wait(t).wantExit(t, 0)
 }
 
 // TestClusterReleaseWhileSlotMoves ends a run while its slot is half moved
@@ -279,24 +273,12 @@ func TestClusterReleaseWhileSlotMoves(t *testing.T) {
 			args := append([]string{"--redis-cluster", "-u", c.URL, "-k", p, "-x", "10"}, tt.flags...)
 			w := startW8y(t, []string{"DIR=" + dir, "CODE=" + itoa(tt.code)}, append(args, "sh", "-c",
 				`touch "$DIR/started"; while [ ! -e "$DIR/go" ]; do sleep 0.02; done; exit $CODE`)...)
-			waitFor(t, "the child to start", func() bool { _, err := os.Stat(dir + "/started"); return err == nil })
+			redistest.WaitFor(t, "the child to start", func() bool { _, err := os.Stat(dir + "/started"); return err == nil })
 
 			bg := context.Background()
-			slot, _ := c.Nodes[0].Client.ClusterKeySlot(bg, list).Result()
-			from, fromID := c.nodeOf(t, list)
-			to := c.Nodes[0]
-			if to == from {
-				to = c.Nodes[1]
-			}
-			must := func(s *server, args ...any) {
-				t.Helper()
-				if err := s.Client.Do(bg, args...).Err(); err != nil {
-					t.Fatalf("%v: %v", args, err)
-				}
-			}
-			must(to, "CLUSTER", "SETSLOT", slot, "IMPORTING", fromID)
-			must(from, "CLUSTER", "SETSLOT", slot, "MIGRATING", nodeID(t, to))
-			must(from, "MIGRATE", "127.0.0.1", to.Port, state, 0, 5000)
+			move := c.beginMove(t, list)
+			move.migrate(t, state)
+			from, to := move.from, move.to
 			if n := from.Client.Exists(bg, lock, events).Val(); n != 2 {
 				t.Fatalf("the lock and the events should still be on the old node: %d of 2", n)
 			}
@@ -305,24 +287,16 @@ func TestClusterReleaseWhileSlotMoves(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := w.wait(t)
-			if r.Code != tt.code || strings.Contains(r.Stderr, "could not") || strings.Contains(r.Stderr, "cannot") {
-				t.Errorf("exit %d, want %d; stderr:\n%s", r.Code, tt.code, r.Stderr)
+			r.wantExit(t, tt.code)
+			if strings.Contains(r.Stderr, "could not") || strings.Contains(r.Stderr, "cannot") {
+				t.Errorf("w8y could not finish: %s", r)
 			}
 			if n := from.Client.Exists(bg, lock).Val(); n != 0 {
 				t.Errorf("the lock was left on the old node to expire")
 			}
 
 			// Finish the move, and read the record where it now lives.
-			for {
-				keys := from.Client.ClusterGetKeysInSlot(bg, int(slot), 10).Val()
-				if len(keys) == 0 {
-					break
-				}
-				must(from, append([]any{"MIGRATE", "127.0.0.1", to.Port, "", 0, 5000, "KEYS"}, toAny(keys)...)...)
-			}
-			for _, s := range c.Nodes {
-				must(s, "CLUSTER", "SETSLOT", slot, "NODE", nodeID(t, to))
-			}
+			move.finish(t)
 			st := to.Client.HGetAll(bg, state).Val()
 			if st["runs"] != "5" || st["last_result"] != tt.result || st["last_exit_code"] != itoa(tt.code) || st["consecutive_failures"] != tt.streak {
 				t.Errorf("state after the move: %v, want the run recorded as %s with %s consecutive failures", st, tt.result, tt.streak)

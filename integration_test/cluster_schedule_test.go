@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // checkPause fails the test unless key exists with an expiry in [min, max],
@@ -60,31 +61,24 @@ func TestClusterSchedule(t *testing.T) {
 			}
 			// Without a hash tag, the keys must really live apart, or the
 			// test would prove nothing about the per-key path.
-			nodes := map[*server]bool{}
-			for _, key := range []string{"list", "lock:a", "cooldown:a", "backoff:b", "state:a", "state:b"} {
-				s, _ := c.nodeOf(t, p+key)
-				nodes[s] = true
-			}
-			if tt.oneSlot && len(nodes) != 1 || !tt.oneSlot && len(nodes) < 2 {
-				t.Fatalf("the item's keys live on %d node(s)", len(nodes))
-			}
+			c.spreadOrNot(t, tt.oneSlot, p+"list", p+"lock:a", p+"cooldown:a", p+"backoff:b", p+"state:a", p+"state:b")
 			c.resetStats(t)
 			base := []string{"--redis-cluster", "-u", c.URL, "-k", p}
 			run := func(env []string, args ...string) result {
 				return runW8y(t, env, append(slices.Clone(base), args...)...)
 			}
 
-			if r := run(nil, "--cooldown", "1h", "printf", "%s", "{}"); r.Code != 0 || r.Stdout != "a" {
-				t.Fatalf("success: exit %d, stdout %q, want a; stderr %s", r.Code, r.Stdout, r.Stderr)
-			}
+			r := run(nil, "--cooldown", "1h", "printf", "%s", "{}")
+			r.mustExit(t, 0)
+			r.wantStdout(t, "a")
 			checkPause(t, c.Client, p+"cooldown:a", 59*time.Minute, time.Hour)
 			checkStreak(t, c.Client, p, "a", "0")
 
 			// The delay after a first failure is MIN, less up to a quarter
 			// of jitter.
-			if r := run([]string{"CODE=3"}, "--failure-backoff", "20m,1h", "sh", "-c", `printf %s "$W8Y_ITEM"; exit $CODE`); r.Code != 3 || r.Stdout != "b" {
-				t.Fatalf("failure: exit %d, stdout %q, want 3 and b; stderr %s", r.Code, r.Stdout, r.Stderr)
-			}
+			r = run([]string{"CODE=3"}, "--failure-backoff", "20m,1h", "sh", "-c", `printf %s "$W8Y_ITEM"; exit $CODE`)
+			r.mustExit(t, 3)
+			r.wantStdout(t, "b")
 			checkPause(t, c.Client, p+"backoff:b", 15*time.Minute-time.Second, 20*time.Minute)
 			checkStreak(t, c.Client, p, "b", "1")
 			if n := c.Client.Exists(ctx(t), p+"lock:a").Val() + c.Client.Exists(ctx(t), p+"lock:b").Val(); n != 0 {
@@ -93,24 +87,24 @@ func TestClusterSchedule(t *testing.T) {
 
 			// Another worker, given neither flag, honours both keys: the
 			// pass finds nothing to take.
-			if r := run(nil, "--no-work-exit-code", "4", "printf", "ran %s", "{}"); r.Code != 4 || r.Stdout != "" {
-				t.Errorf("with both items paused: exit %d, stdout %q, want 4 and nothing run; stderr %s", r.Code, r.Stdout, r.Stderr)
-			}
+			r = run(nil, "--no-work-exit-code", "4", "printf", "ran %s", "{}")
+			r.wantExit(t, 4)
+			r.wantStdout(t, "")
 
 			// Deleting the cooldown runs its item at once; deleting the
 			// backoff too, and its success resets the count.
 			if err := c.Client.Del(ctx(t), p+"cooldown:a").Err(); err != nil {
 				t.Fatal(err)
 			}
-			if r := run(nil, "printf", "%s", "{}"); r.Code != 0 || r.Stdout != "a" {
-				t.Errorf("after DEL of the cooldown: exit %d, stdout %q, want a; stderr %s", r.Code, r.Stdout, r.Stderr)
-			}
+			r = run(nil, "printf", "%s", "{}")
+			r.wantExit(t, 0)
+			r.wantStdout(t, "a")
 			if err := c.Client.Del(ctx(t), p+"backoff:b").Err(); err != nil {
 				t.Fatal(err)
 			}
-			if r := run(nil, "--cooldown", "1h", "printf", "%s", "{}"); r.Code != 0 || r.Stdout != "b" {
-				t.Errorf("after DEL of the backoff: exit %d, stdout %q, want b; stderr %s", r.Code, r.Stdout, r.Stderr)
-			}
+			r = run(nil, "--cooldown", "1h", "printf", "%s", "{}")
+			r.wantExit(t, 0)
+			r.wantStdout(t, "b")
 			checkStreak(t, c.Client, p, "b", "0")
 			checkPause(t, c.Client, p+"cooldown:b", 59*time.Minute, time.Hour)
 
@@ -139,14 +133,11 @@ func TestClusterParallel(t *testing.T) {
 	if err := c.Client.RPush(ctx(t), p+"list", toAny(items)...).Err(); err != nil {
 		t.Fatal(err)
 	}
-	nodes := map[*server]bool{}
+	var locks []string
 	for _, item := range items {
-		s, _ := c.nodeOf(t, p+"lock:"+item)
-		nodes[s] = true
+		locks = append(locks, p+"lock:"+item)
 	}
-	if len(nodes) < 2 {
-		t.Fatalf("the locks live on %d node(s)", len(nodes))
-	}
+	c.spreadOrNot(t, false, locks...)
 	if err := c.Client.Set(ctx(t), p+"lock:b", "someone-else", time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +154,7 @@ func TestClusterParallel(t *testing.T) {
 		slices.Sort(got)
 		return got
 	}
-	waitFor(t, "four children", func() bool { return len(started()) >= 4 })
+	redistest.WaitFor(t, "four children", func() bool { return len(started()) >= 4 })
 	if got := started(); !slices.Equal(got, []string{"a", "c", "d", "e"}) {
 		t.Errorf("started %q, want a c d e: distinct, free, in list order", got)
 	}
@@ -181,9 +172,7 @@ func TestClusterParallel(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if r := w.wait(t); r.Code != 0 {
-		t.Errorf("exit %d, want 0; stderr:\n%s", r.Code, r.Stderr)
-	}
+	w.wait(t).wantExit(t, 0)
 	if got := started(); len(got) != 4 {
 		t.Errorf("started %q: one-shot takes at most --parallel", got)
 	}
@@ -210,9 +199,7 @@ func TestClusterParallel(t *testing.T) {
 	run := t.TempDir()
 	r := runW8y(t, []string{"DIR=" + run, "SLOW=0.5"}, "--redis-cluster", "-u", c.URL, "-k", p, "-c", "-x", "1",
 		"--parallel", "3", "--max-items", strconv.Itoa(maxItems), "--idle-wait", "20ms", "--log-level", "warn", "sh", "-c", overlapChild)
-	if r.Code != 0 {
-		t.Errorf("continuous: exit %d, want 0 after --max-items; stderr:\n%s", r.Code, r.Stderr)
-	}
+	r.wantExit(t, 0)
 	if n := len(lines(t, run+"/runs")); n != maxItems {
 		t.Errorf("%d runs, want --max-items %d", n, maxItems)
 	}

@@ -1,58 +1,14 @@
 package integration_test
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
-
-// commandCalls sums how often the cluster's nodes ran command, from INFO
-// commandstats.
-func (c *cluster) commandCalls(t *testing.T, command string) int {
-	t.Helper()
-	total := 0
-	for _, s := range c.Nodes {
-		info, err := s.Client.Info(ctx(t), "commandstats").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(info, "\n") {
-			if rest, ok := strings.CutPrefix(line, "cmdstat_"+command+":calls="); ok {
-				n, _ := strings.CutSuffix(strings.SplitN(rest, ",", 2)[0], "\r")
-				total += atoi(t, n)
-			}
-		}
-	}
-	return total
-}
-
-// resetStats clears every node's command statistics.
-func (c *cluster) resetStats(t *testing.T) {
-	t.Helper()
-	for _, s := range c.Nodes {
-		if err := s.Client.ConfigResetStat(ctx(t)).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// clusterKeys lists the keys matching pattern on every node, and how many
-// nodes hold some.
-func (c *cluster) clusterKeys(t *testing.T, pattern string) (keys []string, nodes int) {
-	t.Helper()
-	for _, s := range c.Nodes {
-		k := s.keys(t, pattern)
-		if len(k) > 0 {
-			nodes++
-		}
-		keys = append(keys, k...)
-	}
-	slices.Sort(keys)
-	return keys, nodes
-}
 
 // TestCluster runs w8y on a 3-master Redis Cluster, with a hash-tagged
 // prefix (the list and its locks in one slot: the server-side scan) and
@@ -81,16 +37,14 @@ func TestCluster(t *testing.T) {
 			// One-shot: the head is taken and rotated to the tail; a lock
 			// held elsewhere makes the next run pass its item by.
 			r := runW8y(t, nil, append(base, "printf", "%s", "{}")...)
-			if r.Code != 0 || r.Stdout != "a" {
-				t.Fatalf("first run: exit %d, stdout %q, stderr %s", r.Code, r.Stdout, r.Stderr)
-			}
+			r.mustExit(t, 0)
+			r.wantStdout(t, "a")
 			if err := c.Client.Set(ctx(t), tt.prefix+"lock:b", "someone-else", time.Minute).Err(); err != nil {
 				t.Fatal(err)
 			}
 			r = runW8y(t, nil, append(base, "printf", "%s", "{}")...)
-			if r.Code != 0 || r.Stdout != "c" {
-				t.Fatalf("second run: exit %d, stdout %q, want c (b is locked); stderr %s", r.Code, r.Stdout, r.Stderr)
-			}
+			r.mustExit(t, 0)
+			r.wantStdout(t, "c") // b is locked
 			want := []string{"d", "e", "f", "g", "h", "a", "b", "c"}
 			if got, _ := c.Client.LRange(ctx(t), list, 0, -1).Result(); !slices.Equal(got, want) {
 				t.Fatalf("list after two runs: %q, want %q", got, want)
@@ -120,18 +74,15 @@ func TestCluster(t *testing.T) {
 			// The locks must really live on several nodes without a hash tag
 			// (or the test would prove nothing about keys in other slots),
 			// and on the list's node with one.
-			nodes := map[*server]bool{}
+			var keys []string
 			for _, item := range append(slices.Clone(items), "x-slow", "y-slow") {
-				s, _ := c.nodeOf(t, tt.prefix+"lock:"+item)
-				nodes[s] = true
+				keys = append(keys, tt.prefix+"lock:"+item)
 			}
-			if listNode, _ := c.nodeOf(t, list); tt.scan && (len(nodes) != 1 || !nodes[listNode]) {
-				t.Fatalf("with a hash tag, the locks live on %d nodes", len(nodes))
+			if tt.scan {
+				keys = append(keys, list)
 			}
-			if !tt.scan && len(nodes) < 2 {
-				t.Fatalf("without a hash tag, the locks live on %d node(s)", len(nodes))
-			}
-			waitFor(t, "60 runs", func() bool { return len(lines(t, dir+"/runs")) >= 60 })
+			c.spreadOrNot(t, tt.scan, keys...)
+			redistest.WaitFor(t, "60 runs", func() bool { return len(lines(t, dir+"/runs")) >= 60 })
 			drain(t, workers)
 			noOverlaps(t, dir)
 			runs := lines(t, dir+"/runs")
@@ -171,19 +122,20 @@ func TestClusterSlotMigration(t *testing.T) {
 		workers = append(workers, startW8y(t, env, "--redis-cluster", "-u", c.URL, "-k", prefix, "-c", "-x", "1",
 			"--idle-wait", "20ms", "--log-level", "warn", "sh", "-c", overlapChild))
 	}
-	waitFor(t, "20 runs", func() bool { return len(lines(t, dir+"/runs")) >= 20 })
+	redistest.WaitFor(t, "20 runs", func() bool { return len(lines(t, dir+"/runs")) >= 20 })
 	// The slow items must be running, their locks held, while the slot moves.
-	waitFor(t, "a slow item's lock", func() bool {
+	redistest.WaitFor(t, "a slow item's lock", func() bool {
 		n, err := c.Client.Exists(ctx(t), prefix+"lock:e-slow", prefix+"lock:f-slow").Result()
 		return err == nil && n > 0
 	})
-	from, _ := c.nodeOf(t, prefix+"list")
-	to := c.migrateSlot(t, prefix+"list")
+	move := c.beginMove(t, prefix+"list")
+	move.finish(t)
+	from, to := move.from, move.to
 	moved := len(lines(t, dir+"/runs"))
 	if n := len(from.keys(t, "*")); n != 0 {
 		t.Fatalf("the old node still holds %d keys", n)
 	}
-	waitFor(t, "20 runs after the move", func() bool { return len(lines(t, dir+"/runs")) >= moved+20 })
+	redistest.WaitFor(t, "20 runs after the move", func() bool { return len(lines(t, dir+"/runs")) >= moved+20 })
 	drain(t, workers)
 	noOverlaps(t, dir)
 	got := to.list(t, prefix+"list")
@@ -211,30 +163,14 @@ func TestClusterSlotHalfMoved(t *testing.T) {
 	if err := c.Client.Set(ctx(t), lock, "holder-on-the-old-node", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	bg := context.Background()
-	slot, _ := c.Nodes[0].Client.ClusterKeySlot(bg, list).Result()
-	from, fromID := c.nodeOf(t, list)
-	to := c.Nodes[0]
-	if to == from {
-		to = c.Nodes[1]
-	}
-	for _, cmd := range []struct {
-		s    *server
-		args []any
-	}{
-		{to, []any{"CLUSTER", "SETSLOT", slot, "IMPORTING", fromID}},
-		{from, []any{"CLUSTER", "SETSLOT", slot, "MIGRATING", nodeID(t, to)}},
-		{from, []any{"MIGRATE", "127.0.0.1", to.Port, list, 0, 5000}},
-	} {
-		if err := cmd.s.Client.Do(bg, cmd.args...).Err(); err != nil {
-			t.Fatalf("%v: %v", cmd.args, err)
-		}
-	}
+	move := c.beginMove(t, list)
+	move.migrate(t, list)
+	from, to := move.from, move.to
 	r := runW8y(t, nil, "--redis-cluster", "-u", c.URL, "-k", prefix, "printf", "ran %s", "{}")
 	if strings.Contains(r.Stdout, "ran") {
-		t.Fatalf("the item ran while its lock was held on the old node: exit %d, stderr %s", r.Code, r.Stderr)
+		t.Fatalf("the item ran while its lock was held on the old node: %s", r)
 	}
-	if v, err := from.Client.Get(bg, lock).Result(); err != nil || v != "holder-on-the-old-node" {
+	if v, err := from.Client.Get(ctx(t), lock).Result(); err != nil || v != "holder-on-the-old-node" {
 		t.Errorf("the held lock changed: %q, %v", v, err)
 	}
 	if n := len(to.keys(t, prefix+"lock:*")); n != 0 {
@@ -256,9 +192,8 @@ func TestClusterWithoutLMOVE(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := runW8y(t, nil, "--redis-cluster", "-u", c.URL, "-k", "old", "printf", "%s", "{}")
-	if r.Code != 0 || r.Stdout != "b" {
-		t.Fatalf("exit %d, stdout %q, want b (the tail c is locked); stderr %s", r.Code, r.Stdout, r.Stderr)
-	}
+	r.mustExit(t, 0)
+	r.wantStdout(t, "b") // the tail, c, is locked
 	if got, _ := c.Client.LRange(ctx(t), list, 0, -1).Result(); !slices.Equal(got, []string{"b", "c", "a"}) {
 		t.Errorf("list %q, want [b c a]: RPOPLPUSH moves the tail to the head", got)
 	}
@@ -271,10 +206,12 @@ func TestClusterWithoutLMOVE(t *testing.T) {
 	}
 	dir := t.TempDir()
 	p := startW8y(t, []string{"DIR=" + dir, "SLOW=0"}, "--redis-cluster", "-u", c.URL, "-k", "old", "-c", "--idle-wait", "20ms", "sh", "-c", overlapChild)
-	waitFor(t, "10 runs", func() bool { return len(lines(t, dir+"/runs")) >= 10 })
+	redistest.WaitFor(t, "10 runs", func() bool { return len(lines(t, dir+"/runs")) >= 10 })
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 || strings.Count(r.Stderr, "has no LMOVE") != 1 {
-		t.Errorf("continuous run: exit %d, want 0 and one line about LMOVE:\n%s", r.Code, r.Stderr)
+	r = p.wait(t)
+	r.wantExit(t, 0)
+	if strings.Count(r.Stderr, "has no LMOVE") != 1 {
+		t.Errorf("continuous run: want one line about LMOVE, got %s", r)
 	}
 	got, _ := c.Client.LRange(ctx(t), list, 0, -1).Result()
 	slices.Sort(got)

@@ -3,11 +3,12 @@ package integration_test
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // TestContinuousRunsItemsInTurn: a continuous worker takes the items in
@@ -20,9 +21,7 @@ func TestContinuousRunsItemsInTurn(t *testing.T) {
 	// a and b succeed, c exits 3 (listed), d exits 4 (not listed).
 	r := runW8y(t, portEnv(s), "-u", s.URL, "-k", "turn", "-c", "-i", "0", "-i", "3", "-q", "sh", "-c",
 		started+`; case "$W8Y_ITEM" in c) exit 3;; d) exit 4;; esac`)
-	if r.Code != 4 {
-		t.Errorf("exit %d, want 4; stderr:\n%s", r.Code, r.Stderr)
-	}
+	r.wantExit(t, 4)
 	got, _ := s.Client.LRange(ctx(t), "started", 0, -1).Result()
 	if !slices.Equal(got, []string{"a", "b", "c", "d"}) {
 		t.Errorf("items run %q, want a b c d", got)
@@ -30,24 +29,11 @@ func TestContinuousRunsItemsInTurn(t *testing.T) {
 	s.noLocks(t, "turn")
 }
 
-// commandsProcessed reads Redis' count of the commands it has served.
+// commandsProcessed reads Redis' count of the commands it has served, each
+// read one INFO more.
 func (s *server) commandsProcessed(t *testing.T) int {
 	t.Helper()
-	info, err := s.Client.Info(ctx(t), "stats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "total_commands_processed:"); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatal("INFO stats has no total_commands_processed")
-	return 0
+	return atoi(t, redistest.Info(t, s.Client, "stats")["total_commands_processed"])
 }
 
 // TestContinuousIdleIsQuiet: with every item locked by someone else, a
@@ -68,13 +54,7 @@ func TestContinuousIdleIsQuiet(t *testing.T) {
 	// the list as it was, so nothing is written.
 	perPass := 4
 	base := s.commandsProcessed(t)
-	for s.commandsProcessed(t)-base < perPass {
-		select {
-		case <-p.done:
-			t.Fatalf("w8y exited: %s", p.wait(t).Stderr)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	redistest.WaitFor(t, "the first pass", func() bool { return s.commandsProcessed(t)-base >= perPass })
 	const window = 3 * time.Second
 	before := s.commandsProcessed(t)
 	time.Sleep(window)                          // a measurement window, not a synchronisation
@@ -89,9 +69,7 @@ func TestContinuousIdleIsQuiet(t *testing.T) {
 	t.Logf("idle: %d commands in %s (%.1f/s)", sent, window, float64(sent)/window.Seconds())
 
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM, want 0; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 0)
 	// SIGTERM may land mid-pass, so the list may be rotated, but it holds
 	// the same items.
 	got := s.list(t, "idle:list")
@@ -111,7 +89,7 @@ func TestContinuousIdleIsQuiet(t *testing.T) {
 // restart while it idles does not end it either.
 func TestContinuousRidesOutRedisOutage(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
+	port := redistest.FreePort(t)
 	url := fmt.Sprintf("redis://127.0.0.1:%d", port)
 	env := []string{fmt.Sprintf("REDIS_PORT=%d", port)}
 	// The child succeeds even when the test kills Redis before redis-cli has
@@ -119,36 +97,26 @@ func TestContinuousRidesOutRedisOutage(t *testing.T) {
 	p := startW8y(t, env, "-u", url, "-k", "out", "-c", "--idle-wait", "100ms", "sh", "-c", started+"; exit 0")
 
 	// w8y logs each failed attempt; wait for two, proving it retries.
-	deadline := time.Now().Add(testTimeout)
-	for strings.Count(p.stderrSoFar(), "retrying after backoff") < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no retries logged:\n%s", p.stderrSoFar())
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("w8y exited while Redis was down: %+v", p.wait(t))
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	redistest.WaitFor(t, "two retries logged", func() bool {
+		return strings.Count(p.stderrSoFar(), "retrying after backoff") >= 2
+	})
 
-	s := startRedisOn(t, port)
+	s := startRedis(t, redistest.OnPort(port))
 	s.seed(t, "out:list", "a")
 	if got := s.popStarted(t); got != "a" {
 		t.Errorf("started %q, want a", got)
 	}
 
 	// Restart Redis under the worker, then give it work again.
-	s.stop()
-	s = startRedisOn(t, port)
+	s.Stop()
+	s.Restart(t)
 	s.seed(t, "out:list", "b")
 	if got := s.popStarted(t); got != "b" {
 		t.Errorf("after the restart, started %q, want b", got)
 	}
 
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM, want 0; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 0)
 }
 
 // TestContinuousStopsOnWrongKeyType: a wrong key type is not a hiccup, so
@@ -158,8 +126,6 @@ func TestContinuousStopsOnWrongKeyType(t *testing.T) {
 	s := startRedis(t)
 	s.Client.HSet(ctx(t), "typed:list", "field", "value")
 	r := runW8y(t, nil, "-u", s.URL, "-k", "typed", "-c", "-q", "true")
-	if r.Code != 125 {
-		t.Errorf("exit %d, want 125", r.Code)
-	}
+	r.wantExit(t, 125)
 	oneLine(t, r.Stderr, "WRONGTYPE")
 }

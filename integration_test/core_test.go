@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // started is shell that reports a child's start by pushing its item to the
@@ -29,8 +31,10 @@ func TestRotationExample(t *testing.T) {
 	s.seed(t, "work:list", items...)
 
 	r := runW8y(t, nil, "-u", s.URL, "-k", "work", "-q", "echo", "hello", "world,", "{}")
-	if r.Code != 0 || r.Stdout != "hello world, a:0\n" || r.Stderr != "" {
-		t.Fatalf("exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
+	r.mustExit(t, 0)
+	r.wantStdout(t, "hello world, a:0\n")
+	if r.Stderr != "" {
+		t.Fatalf("stderr not empty with -q: %s", r)
 	}
 	want := append(slices.Clone(items[1:]), "a:0")
 	if got := s.list(t, "work:list"); !slices.Equal(got, want) {
@@ -88,10 +92,8 @@ func TestConcurrentInstancesTakeDistinctItems(t *testing.T) {
 	for range instances - len(items) {
 		select {
 		case p := <-exited:
-			if r := p.wait(t); r.Code != 0 {
-				t.Errorf("an instance without an item exited %d: %s", r.Code, r.Stderr)
-			}
-		case <-time.After(testTimeout):
+			p.wait(t).wantExit(t, 0)
+		case <-time.After(redistest.Timeout):
 			t.Fatal("the instances without an item did not exit")
 		}
 	}
@@ -99,9 +101,7 @@ func TestConcurrentInstancesTakeDistinctItems(t *testing.T) {
 		s.Client.RPush(ctx(t), "gate:"+item, "go")
 	}
 	for _, p := range procs {
-		if r := p.wait(t); r.Code != 0 {
-			t.Errorf("exit %d: %s", r.Code, r.Stderr)
-		}
+		p.wait(t).wantExit(t, 0)
 	}
 	if n, _ := s.Client.LLen(ctx(t), "started").Result(); n != 0 {
 		t.Errorf("%d more children started than there are items", n)
@@ -120,15 +120,11 @@ func TestNothingEligible(t *testing.T) {
 
 	t.Run("missing list", func(t *testing.T) {
 		r := runW8y(t, nil, append([]string{"-u", s.URL, "-k", "none"}, child...)...)
-		if r.Code != 0 {
-			t.Errorf("exit %d: %s", r.Code, r.Stderr)
-		}
+		r.wantExit(t, 0)
 	})
 	t.Run("no-work exit code", func(t *testing.T) {
 		r := runW8y(t, nil, append([]string{"-u", s.URL, "-k", "none", "--no-work-exit-code", "3"}, child...)...)
-		if r.Code != 3 {
-			t.Errorf("exit %d, want 3: %s", r.Code, r.Stderr)
-		}
+		r.wantExit(t, 3)
 	})
 	t.Run("all locked", func(t *testing.T) {
 		items := []string{"p", "q", "r", "s"}
@@ -137,9 +133,7 @@ func TestNothingEligible(t *testing.T) {
 			s.Client.Set(ctx(t), "busy:lock:"+item, "someone-else", time.Hour)
 		}
 		r := runW8y(t, nil, append([]string{"-u", s.URL, "-k", "busy"}, child...)...)
-		if r.Code != 0 {
-			t.Errorf("exit %d: %s", r.Code, r.Stderr)
-		}
+		r.wantExit(t, 0)
 		// One full pass rotates every item once: the order is as before.
 		if got := s.list(t, "busy:list"); !slices.Equal(got, items) {
 			t.Errorf("list after one pass %q, want %q", got, items)
@@ -177,8 +171,9 @@ func TestExitCodes(t *testing.T) {
 			key := strings.ReplaceAll(tt.name, " ", "-")
 			s.seed(t, key+":list", "one", "two")
 			r := runW8y(t, nil, append([]string{"-u", s.URL, "-k", key, "-q"}, tt.args...)...)
-			if r.Code != tt.code || r.Stderr != "" {
-				t.Errorf("exit %d, stderr %q; want %d and nothing with -q", r.Code, r.Stderr, tt.code)
+			r.wantExit(t, tt.code)
+			if r.Stderr != "" {
+				t.Errorf("stderr not empty with -q: %s", r)
 			}
 			if got := s.list(t, key+":list"); !slices.Equal(got, []string{"two", "one"}) {
 				t.Errorf("list %q, want [two one]", got)
@@ -201,14 +196,14 @@ func TestArgumentsAfterTheExecutable(t *testing.T) {
 	s.seed(t, "work:list", "7")
 
 	r := runW8y(t, nil, "-u", s.URL, "-k", "work", "-q", "ls", "-l", dir+"/report-{}.csv")
-	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "-rw") || !strings.Contains(r.Stdout, "report-7.csv") {
-		t.Errorf("ls -l: exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
+	r.wantExit(t, 0)
+	if !strings.HasPrefix(r.Stdout, "-rw") || !strings.Contains(r.Stdout, "report-7.csv") {
+		t.Errorf("ls -l did not list the file: %s", r)
 	}
 
 	r = runW8y(t, nil, "-u", s.URL, "-k", "work", "-q", "--", "sh", "-c", `printf '%s|' "$@"`, "sh", "-k", "--quiet", "x{}y", "{}")
-	if r.Code != 0 || r.Stdout != "-k|--quiet|x7y|7|" {
-		t.Errorf("after --: exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
-	}
+	r.wantExit(t, 0)
+	r.wantStdout(t, "-k|--quiet|x7y|7|")
 }
 
 func TestChildEnvironment(t *testing.T) {
@@ -220,8 +215,9 @@ func TestChildEnvironment(t *testing.T) {
 	// W8Y_HOLDER is the lock's value while the child runs.
 	prefix := "item one|item one|env:lock:item one|"
 	holder, _ := strings.CutPrefix(r.Stdout, prefix)
-	if r.Code != 0 || !strings.HasPrefix(r.Stdout, prefix) || r.Stderr != "" {
-		t.Errorf("exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
+	r.wantExit(t, 0)
+	if !strings.HasPrefix(r.Stdout, prefix) || r.Stderr != "" {
+		t.Errorf("want stdout starting %q and nothing on stderr, got %s", prefix, r)
 	}
 	if token, env, _ := strings.Cut(holder, "|"); token == "" || token != env {
 		t.Errorf("the lock held %q, W8Y_HOLDER is %q", token, env)

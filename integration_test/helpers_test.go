@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // binary is the w8y built once for all tests, with the race detector, so
@@ -55,100 +54,23 @@ func buildAndRun(m *testing.M) int {
 	return m.Run()
 }
 
-// testTimeout bounds every wait in these tests, so a broken w8y fails a test
-// instead of hanging the suite.
-const testTimeout = 30 * time.Second
-
-// server is a redis-server owned by one test.
+// server is a redis-server that one test owns, with the helpers that know
+// w8y's keys (its locks, the lists its test children push to) on top of
+// redistest's, which knows only Redis.
 type server struct {
-	Port   int
-	URL    string
-	Client *redis.Client
-	cmd    *exec.Cmd
-	dir    string
+	*redistest.Server
 }
 
-// freePort asks the kernel for a free loopback port.
-func freePort(t *testing.T) int {
+// startRedis starts a throwaway redis-server on a free loopback port (see
+// redistest.Start), which stops when the test ends.
+func startRedis(t *testing.T, opts ...redistest.Option) *server {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return &server{redistest.Start(t, opts...)}
 }
 
-// startRedis starts a throwaway redis-server on a free loopback port, waits
-// until it answers and stops it when the test ends. extra are more
-// redis-server arguments.
-func startRedis(t *testing.T, extra ...string) *server {
-	t.Helper()
-	return startRedisOn(t, freePort(t), extra...)
-}
-
-// startRedisOn is startRedis on a given port.
-func startRedisOn(t *testing.T, port int, extra ...string) *server {
-	t.Helper()
-	return startRedisIn(t, port, t.TempDir(), extra...)
-}
-
-// startRedisIn is startRedisOn with dir as the server's directory, where
-// it finds the data that an earlier server saved there.
-func startRedisIn(t *testing.T, port int, dir string, extra ...string) *server {
-	t.Helper()
-	s := &server{Port: port, URL: fmt.Sprintf("redis://127.0.0.1:%d", port), dir: dir}
-	args := append([]string{
-		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log"),
-	}, extra...)
-	s.cmd = exec.Command("redis-server", args...)
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	t.Cleanup(s.stop)
-	opt := &redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), MaxRetries: -1}
-	if i := slices.Index(extra, "--requirepass"); i >= 0 {
-		opt.Password = extra[i+1]
-	}
-	s.Client = redis.NewClient(opt)
-	t.Cleanup(func() { s.Client.Close() })
-	deadline := time.Now().Add(10 * time.Second)
-	for s.Client.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-			t.Fatalf("redis-server on port %d never answered:\n%s", port, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return s
-}
-
-// stop ends the server and waits for it.
-func (s *server) stop() {
-	if s.cmd.ProcessState != nil {
-		return
-	}
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-}
-
-// restart saves the data, stops the server and starts another on the same
-// port and directory, which loads it.
-func (s *server) restart(t *testing.T) *server {
-	t.Helper()
-	// SHUTDOWN SAVE saves even with no save points configured; its reply is
-	// the connection closing.
-	_ = s.Client.Do(context.Background(), "SHUTDOWN", "SAVE").Err()
-	if err := s.cmd.Wait(); err != nil {
-		t.Fatalf("redis-server did not shut down cleanly: %v", err)
-	}
-	return startRedisIn(t, s.Port, s.dir)
-}
-
-// ctx returns a context bounded by testTimeout.
+// ctx returns a context bounded by redistest.Timeout.
 func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), testTimeout)
+	c, cancel := context.WithTimeout(context.Background(), redistest.Timeout)
 	t.Cleanup(cancel)
 	return c
 }
@@ -196,15 +118,22 @@ func (s *server) noLocks(t *testing.T, prefix string) {
 	}
 }
 
+// pop waits until a test child has pushed to list, as the children report
+// what they do, and returns what it pushed first.
+func (s *server) pop(t *testing.T, list string) string {
+	t.Helper()
+	got, err := s.Client.BLPop(ctx(t), redistest.Timeout, list).Result()
+	if err != nil {
+		t.Fatalf("no child pushed to %q: %v", list, err)
+	}
+	return got[1]
+}
+
 // popStarted waits until a child has reported its start by pushing to the
 // list "started" and returns what it pushed.
 func (s *server) popStarted(t *testing.T) string {
 	t.Helper()
-	got, err := s.Client.BLPop(ctx(t), testTimeout, "started").Result()
-	if err != nil {
-		t.Fatalf("no child reported its start: %v", err)
-	}
-	return got[1]
+	return s.pop(t, "started")
 }
 
 func toAny(items []string) []any {
@@ -220,11 +149,44 @@ type result struct {
 	Code   int
 	Stdout string
 	Stderr string
+	run    string // the environment the test gave it and its command line
+}
+
+// String shows how w8y ran and ended, for a test's failure message.
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nrun:    %s\nstdout: %q\nstderr:\n%s", r.Code, r.run, r.Stdout, r.Stderr)
+}
+
+// wantExit fails the test unless w8y exited with code, showing how it ran
+// and ended.
+func (r result) wantExit(t *testing.T, code int) {
+	t.Helper()
+	if r.Code != code {
+		t.Errorf("want exit %d, got %s", code, r)
+	}
+}
+
+// mustExit is wantExit for a test that cannot go on otherwise.
+func (r result) mustExit(t *testing.T, code int) {
+	t.Helper()
+	if r.Code != code {
+		t.Fatalf("want exit %d, got %s", code, r)
+	}
+}
+
+// wantStdout fails the test unless w8y's stdout, which is its child's, is
+// want, showing how it ran and ended.
+func (r result) wantStdout(t *testing.T, want string) {
+	t.Helper()
+	if r.Stdout != want {
+		t.Errorf("want stdout %q, got %s", want, r)
+	}
 }
 
 // proc is a w8y process running in the background.
 type proc struct {
 	cmd    *exec.Cmd
+	run    string // as result.run
 	stdout syncBuffer
 	stderr syncBuffer
 	done   chan struct{}
@@ -264,6 +226,7 @@ func startW8y(t *testing.T, env []string, args ...string) *proc {
 func startCommand(t *testing.T, env []string, path string, args ...string) *proc {
 	t.Helper()
 	p := &proc{cmd: exec.Command(path, args...), done: make(chan struct{})}
+	p.run = strings.Join(append(slices.Clone(env), filepath.Base(path)), " ") + fmt.Sprintf(" %q", args)
 	// The race detector sleeps a second at exit unless told not to; a race
 	// still makes w8y exit 66, which fails the test's exit code check.
 	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "GORACE=atexit_sleep_ms=0"}, env...)
@@ -285,7 +248,7 @@ func startCommand(t *testing.T, env []string, path string, args ...string) *proc
 			p.kill()
 		}
 		if t.Failed() {
-			t.Logf("w8y %q wrote on stderr:\n%s", args, p.stderr.String())
+			t.Logf("%s wrote on stderr:\n%s", p.run, p.stderr.String())
 		}
 	})
 	return p
@@ -296,11 +259,11 @@ func (p *proc) wait(t *testing.T) result {
 	t.Helper()
 	select {
 	case <-p.done:
-	case <-time.After(testTimeout):
+	case <-time.After(redistest.Timeout):
 		p.kill()
-		t.Fatalf("w8y did not exit within %s; stderr:\n%s", testTimeout, p.stderr.String())
+		t.Fatalf("w8y did not exit within %s; stderr:\n%s", redistest.Timeout, p.stderr.String())
 	}
-	return result{Code: p.cmd.ProcessState.ExitCode(), Stdout: p.stdout.String(), Stderr: p.stderr.String()}
+	return result{Code: p.cmd.ProcessState.ExitCode(), Stdout: p.stdout.String(), Stderr: p.stderr.String(), run: p.run}
 }
 
 // kill ends a w8y that a failing test left running, and the process groups
@@ -361,21 +324,12 @@ func oneLine(t *testing.T, stderr, want string) {
 // a parent that is not this test) and fails the test if it still runs.
 func processGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for {
+	redistest.WaitFor(t, fmt.Sprintf("process %d to end", pid), func() bool {
 		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if errors.Is(err, os.ErrNotExist) {
-			return
-		}
 		// The state follows the command name in parentheses.
-		if i := bytes.LastIndexByte(stat, ')'); err == nil && i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still runs: %s", pid, stat)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		i := bytes.LastIndexByte(stat, ')')
+		return errors.Is(err, os.ErrNotExist) || err == nil && i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+	})
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -388,11 +342,19 @@ func drain(t *testing.T, workers []*proc) {
 		w.signal(t, syscall.SIGTERM)
 	}
 	for _, w := range workers {
-		if r := w.wait(t); r.Code != 0 {
-			t.Errorf("worker exited %d after SIGTERM: %s", r.Code, r.Stderr)
-		}
+		w.wait(t).wantExit(t, 0)
 	}
 }
+
+// overlapChild is a child that records each run of its item in $DIR/runs
+// and, like the chaos test's, holds an exclusive flock(1) on a file named
+// for its item while it runs: a run that overlaps another run of the same
+// item cannot take it, and records the overlap in $DIR/overlaps instead.
+// Items ending in "slow" run for $SLOW seconds, so that their locks must be
+// refreshed; the others for 20ms.
+const overlapChild = `case "$W8Y_ITEM" in *slow) d=$SLOW;; *) d=0.02;; esac; ` +
+	`flock -n -E 99 "$DIR/lock.$W8Y_ITEM" sh -c 'echo "$W8Y_ITEM" >> "$DIR/runs"; sleep $0' "$d"; ` +
+	`if [ $? = 99 ]; then echo "$W8Y_ITEM" >> "$DIR/overlaps"; fi`
 
 // noOverlaps fails the test if children running overlapChild-style
 // detection in dir recorded an item run twice at once.
@@ -409,8 +371,9 @@ func noOverlaps(t *testing.T, dir string) {
 func statusJSON(t *testing.T, env []string, args ...string) []map[string]any {
 	t.Helper()
 	r := runW8y(t, env, append(args, "--status", "--json")...)
-	if r.Code != 0 || r.Stderr != "" {
-		t.Fatalf("--status --json: exit %d, stderr:\n%s", r.Code, r.Stderr)
+	r.mustExit(t, 0)
+	if r.Stderr != "" {
+		t.Fatalf("--status --json wrote on stderr: %s", r)
 	}
 	var items []map[string]any
 	if err := json.Unmarshal([]byte(r.Stdout), &items); err != nil {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // TestLockLostStopsTheChild changes or deletes the lock from outside while a
@@ -30,9 +32,7 @@ func TestLockLostStopsTheChild(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := p.wait(t)
-			if r.Code != 122 {
-				t.Errorf("exit %d, want 122; stderr:\n%s", r.Code, r.Stderr)
-			}
+			r.wantExit(t, 122)
 			if !strings.Contains(r.Stderr, "lock lost") {
 				t.Errorf("no log of the lost lock:\n%s", r.Stderr)
 			}
@@ -66,7 +66,7 @@ func TestLockIsRefreshed(t *testing.T) {
 	// Wait for three refreshes by watching the lock's TTL rise: each PEXPIRE
 	// resets it to 1s, so a rise means a refresh.
 	refreshes, last := 0, int64(1<<62)
-	for refreshes < 3 {
+	redistest.WaitFor(t, "three refreshes", func() bool {
 		ttl, err := s.Client.PTTL(ctx(t), "long:lock:a").Result()
 		if err != nil || ttl <= 0 {
 			t.Fatalf("the lock expired or vanished (TTL %s, %v) while its child ran", ttl, err)
@@ -78,11 +78,10 @@ func TestLockIsRefreshed(t *testing.T) {
 		if v, _ := s.Client.Get(ctx(t), "long:lock:a").Result(); v != token {
 			t.Fatalf("lock value changed to %q", v)
 		}
-	}
+		return refreshes == 3
+	})
 	s.Client.RPush(ctx(t), "gate", "go")
-	if r := p.wait(t); r.Code != 5 {
-		t.Errorf("exit %d, want 5; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 5)
 	s.noLocks(t, "long")
 }
 
@@ -111,9 +110,7 @@ func TestLockLostWhenRedisStalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := p.wait(t)
-	if r.Code != 122 {
-		t.Errorf("exit %d, want 122; stderr:\n%s", r.Code, r.Stderr)
-	}
+	r.wantExit(t, 122)
 	if !strings.Contains(r.Stderr, "before its lease ran out") {
 		t.Errorf("no log of the failing refreshes:\n%s", r.Stderr)
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // TestJSONLogs: --log-format json writes one JSON object per line, with an
@@ -15,9 +17,7 @@ func TestJSONLogs(t *testing.T) {
 	s := startRedis(t)
 	s.seed(t, "json:list", "a")
 	r := runW8y(t, nil, "-u", s.URL, "-k", "json", "--log-format", "json", "sh", "-c", "exit 3")
-	if r.Code != 3 {
-		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
-	}
+	r.mustExit(t, 3)
 	events := map[string]map[string]any{}
 	for _, line := range strings.Split(strings.TrimSpace(r.Stderr), "\n") {
 		var event map[string]any
@@ -50,15 +50,18 @@ func TestQuietAndLogFile(t *testing.T) {
 	s := startRedis(t)
 	s.seed(t, "quiet:list", "a", "b")
 	r := runW8y(t, nil, "-u", s.URL, "-k", "quiet", "-q", "sh", "-c", "echo child-out; echo child-err >&2")
-	if r.Code != 0 || r.Stdout != "child-out\n" || r.Stderr != "child-err\n" {
-		t.Errorf("-q: exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
+	r.wantExit(t, 0)
+	r.wantStdout(t, "child-out\n")
+	if r.Stderr != "child-err\n" {
+		t.Errorf("-q: want the child's stderr alone, got %s", r)
 	}
 
 	logFile := filepath.Join(t.TempDir(), "w8y.log")
 	for range 2 {
 		r = runW8y(t, nil, "-u", s.URL, "-k", "quiet", "-f", logFile, "-t", "true")
-		if r.Code != 0 || r.Stderr != "" {
-			t.Errorf("-f: exit %d, stderr %q", r.Code, r.Stderr)
+		r.wantExit(t, 0)
+		if r.Stderr != "" {
+			t.Errorf("-f: want nothing on stderr, got %s", r)
 		}
 	}
 	data, err := os.ReadFile(logFile)
@@ -74,21 +77,18 @@ func TestQuietAndLogFile(t *testing.T) {
 // 125 and a line that names the cause but never the password.
 func TestPasswords(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t, "--requirepass", "right-horse-battery")
+	s := startRedis(t, redistest.Password("right-horse-battery"))
 	s.seed(t, "auth:list", "a")
 
 	r := runW8y(t, nil, "-u", "redis://:right-horse-battery@127.0.0.1:"+itoa(s.Port), "-k", "auth", "-q", "echo", "{}")
-	if r.Code != 0 || r.Stdout != "a\n" {
-		t.Errorf("right password: exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
-	}
+	r.wantExit(t, 0)
+	r.wantStdout(t, "a\n")
 	for _, url := range []string{
 		"redis://:wrong-staple-secret@127.0.0.1:" + itoa(s.Port),
 		"redis://127.0.0.1:" + itoa(s.Port),
 	} {
 		r = runW8y(t, nil, "-u", url, "-k", "auth", "--log-format", "json", "echo", "{}")
-		if r.Code != 125 {
-			t.Errorf("%s: exit %d, want 125", url, r.Code)
-		}
+		r.wantExit(t, 125)
 		lastLine := r.Stderr[strings.LastIndex(strings.TrimRight(r.Stderr, "\n"), "\n")+1:]
 		if !strings.HasPrefix(lastLine, "w8y: ") || !(strings.Contains(lastLine, "WRONGPASS") || strings.Contains(lastLine, "NOAUTH")) {
 			t.Errorf("%s: last stderr line %q does not name the cause", url, lastLine)

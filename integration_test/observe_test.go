@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // holderChild is a child that records its lock token in the list "holders"
@@ -24,11 +26,7 @@ var holderChild = []string{"sh", "-c", `redis-cli -p "$REDIS_PORT" rpush holders
 // popHolder returns the token that the last holderChild recorded.
 func (s *server) popHolder(t *testing.T) string {
 	t.Helper()
-	got, err := s.Client.BLPop(ctx(t), testTimeout, "holders").Result()
-	if err != nil {
-		t.Fatalf("no child recorded its token: %v", err)
-	}
-	return got[1]
+	return s.pop(t, "holders")
 }
 
 // stateOf returns the state hash of item under prefix.
@@ -82,9 +80,7 @@ func TestStateAndEvents(t *testing.T) {
 		before := time.Now()
 		got := runW8y(t, append(portEnv(s), "CODE="+itoa(r.code)), append(args, holderChild...)...)
 		after := time.Now()
-		if got.Code != r.code {
-			t.Fatalf("run %d: exit %d, want %d; stderr:\n%s", i, got.Code, r.code, got.Stderr)
-		}
+		got.mustExit(t, r.code)
 		holder := s.popHolder(t)
 		holders = append(holders, holder)
 		r.want["last_result"], r.want["last_exit_code"], r.want["last_holder"] = r.result, r.exit, holder
@@ -103,9 +99,7 @@ func TestStateAndEvents(t *testing.T) {
 	got := runW8y(t, portEnv(s), append(args, "-x", "600ms", "sh", "-c",
 		`redis-cli -p "$REDIS_PORT" rpush holders "$W8Y_HOLDER" >/dev/null; redis-cli -p "$REDIS_PORT" del "$W8Y_LOCK_KEY" >/dev/null; sleep 30`)...)
 	after := time.Now()
-	if got.Code != 122 {
-		t.Fatalf("lock-lost run: exit %d, want 122; stderr:\n%s", got.Code, got.Stderr)
-	}
+	got.mustExit(t, 122)
 	holder := s.popHolder(t)
 	holders = append(holders, holder)
 	checkState(t, "lock-lost run", s.stateOf(t, "st", "a"), map[string]string{
@@ -143,9 +137,7 @@ func TestStateAndEvents(t *testing.T) {
 	}
 
 	// --no-events leaves the stream alone, and still records the state.
-	if got := runW8y(t, portEnv(s), append(args, append([]string{"--no-events"}, holderChild...)...)...); got.Code != 0 {
-		t.Fatalf("--no-events run: exit %d; stderr:\n%s", got.Code, got.Stderr)
-	}
+	runW8y(t, portEnv(s), append(args, append([]string{"--no-events"}, holderChild...)...)...).mustExit(t, 0)
 	s.popHolder(t)
 	if n := s.Client.XLen(ctx(t), "st:events").Val(); n != int64(len(want)) {
 		t.Errorf("--no-events added events: %d, want %d", n, len(want))
@@ -166,9 +158,7 @@ func TestInterruptedRun(t *testing.T) {
 	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "int", "-c"}, report(":", "sleep 30")...)...)
 	s.popStarted(t)
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 {
-		t.Fatalf("exit %d, want 0; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).mustExit(t, 0)
 	state := s.stateOf(t, "int", "a")
 	for field, want := range map[string]string{"runs": "8", "failures": "2", "consecutive_failures": "2", "last_result": "interrupted", "last_exit_code": "143"} {
 		if state[field] != want {
@@ -217,9 +207,7 @@ func TestStatus(t *testing.T) {
 	s.seed(t, "ss:list", "busy", "cool", "back", "new")
 	// A run each for busy and cool first, then one of busy that stays.
 	for _, code := range []string{"0", "5"} {
-		if r := runW8y(t, append(portEnv(s), "CODE="+code), append([]string{"-u", s.URL, "-k", "ss", "-q"}, holderChild...)...); r.Code != atoi(t, code) {
-			t.Fatalf("exit %d; stderr:\n%s", r.Code, r.Stderr)
-		}
+		runW8y(t, append(portEnv(s), "CODE="+code), append([]string{"-u", s.URL, "-k", "ss", "-q"}, holderChild...)...).mustExit(t, atoi(t, code))
 		s.popHolder(t)
 	}
 	// The list is back to busy first; the child reports, then waits.
@@ -233,8 +221,9 @@ func TestStatus(t *testing.T) {
 	busy := s.stateOf(t, "ss", "busy")
 
 	r := runW8y(t, nil, "--status", "-u", s.URL, "-k", "ss")
-	if r.Code != 0 || r.Stderr != "" {
-		t.Fatalf("--status: exit %d, stderr:\n%s", r.Code, r.Stderr)
+	r.mustExit(t, 0)
+	if r.Stderr != "" {
+		t.Fatalf("--status wrote on stderr: %s", r)
 	}
 	rows := parseTable(t, r.Stdout)
 	if got := rows["(order)"]["items"]; got != "busy cool back new" {
@@ -306,15 +295,11 @@ func TestStatus(t *testing.T) {
 	}
 
 	s.Client.RPush(ctx(t), "gate", "go")
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("the busy run: exit %d", r.Code)
-	}
+	p.wait(t).wantExit(t, 0)
 	// Bad input: one line, exit 125.
 	s.Client.Set(ctx(t), "wrong:list", "x", 0)
 	r = runW8y(t, nil, "--status", "-u", s.URL, "-k", "wrong")
-	if r.Code != 125 {
-		t.Errorf("--status on a string: exit %d, want 125", r.Code)
-	}
+	r.wantExit(t, 125)
 	oneLine(t, r.Stderr, "WRONGTYPE")
 }
 
@@ -325,23 +310,14 @@ func TestStatusWatch(t *testing.T) {
 	s.seed(t, "sw:list", "a")
 	p := startW8y(t, nil, "--status", "--json", "--watch=100ms", "-u", s.URL, "-k", "sw")
 	// Each refresh is one document; wait for a change to show up.
-	deadline := time.Now().Add(testTimeout)
-	for !strings.Contains(p.stdoutSoFar(), `"item":"a"`) {
-		if time.Now().After(deadline) {
-			t.Fatal("no status shown")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	redistest.WaitFor(t, "the status", func() bool { return strings.Contains(p.stdoutSoFar(), `"item":"a"`) })
 	s.Client.RPush(ctx(t), "sw:list", "later")
-	for !strings.Contains(p.stdoutSoFar(), `"item":"later"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the watch did not refresh:\n%s", p.stdoutSoFar())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	redistest.WaitFor(t, "the watch to refresh", func() bool { return strings.Contains(p.stdoutSoFar(), `"item":"later"`) })
 	p.signal(t, syscall.SIGINT)
-	if r := p.wait(t); r.Code != 0 || r.Stderr != "" {
-		t.Errorf("exit %d after SIGINT, want 0; stderr:\n%s", r.Code, r.Stderr)
+	r := p.wait(t)
+	r.wantExit(t, 0)
+	if r.Stderr != "" {
+		t.Errorf("--watch wrote on stderr: %s", r)
 	}
 }
 
@@ -400,7 +376,7 @@ func TestMetrics(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
 	s.seed(t, "m:list", "a", "b", "c")
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	// Each child takes its item off the list, reports, and exits with the
 	// code the test pushes to gate:<item>, or waits to be stopped.
 	child := `redis-cli -p "$REDIS_PORT" lrem m:list 0 "$W8Y_ITEM" >/dev/null
@@ -422,13 +398,9 @@ exit "$code"`
 	}
 	// c times out after 3s; then the list is empty and the worker idles.
 	url := "http://" + addr + "/metrics"
-	deadline := time.Now().Add(testTimeout)
 	var m map[string]float64
-	for m = scrape(t, url); m["w8y_idle_passes_total"] < 2; m = scrape(t, url) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no idle passes: %v", m)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !redistest.Poll(redistest.Timeout, func() bool { m = scrape(t, url); return m["w8y_idle_passes_total"] >= 2 }) {
+		t.Fatalf("no idle passes: %v", m)
 	}
 	want := map[string]float64{
 		"w8y_items_started_total":                          3,
@@ -468,9 +440,7 @@ exit "$code"`
 		}
 	}
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 0)
 	if _, err := http.Get(url); err == nil {
 		t.Error("the metrics server outlived w8y")
 	}
@@ -479,17 +449,12 @@ exit "$code"`
 // waitHealth polls /healthz until it answers code.
 func waitHealth(t *testing.T, url string, code int) string {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for {
-		got, body := health(url)
-		if got == code {
-			return body
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/healthz answers %d %q, want %d", got, body, code)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var got int
+	var body string
+	if !redistest.Poll(redistest.Timeout, func() bool { got, body = health(url); return got == code }) {
+		t.Fatalf("/healthz answers %d %q, want %d", got, body, code)
 	}
+	return body
 }
 
 // TestHealthz: /healthz is healthy while Redis answers and the loop runs,
@@ -500,25 +465,23 @@ func TestHealthz(t *testing.T) {
 	s := startRedis(t)
 	s.seed(t, "h:list", "a")
 	s.Client.Set(ctx(t), "h:lock:a", "someone-else", time.Hour)
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	p := startW8y(t, nil, "-u", s.URL, "-k", "h", "-c", "--idle-wait", "100ms", "--metrics-addr", addr, "true")
 	url := "http://" + addr + "/healthz"
 	if body := waitHealth(t, url, http.StatusOK); body != "ok\n" {
 		t.Errorf("healthy body %q", body)
 	}
-	s.stop()
+	s.Stop()
 	if body := waitHealth(t, url, http.StatusServiceUnavailable); !strings.HasPrefix(body, "unhealthy: redis: ") {
 		t.Errorf("unhealthy body %q", body)
 	}
 	if errs := scrape(t, "http://"+addr+"/metrics")["w8y_redis_errors_total"]; errs < 1 {
 		t.Errorf("w8y_redis_errors_total = %v while Redis is down", errs)
 	}
-	startRedisOn(t, s.Port)
+	s.Restart(t)
 	waitHealth(t, url, http.StatusOK)
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 0)
 }
 
 // TestMetricsAddrInUse: an address that cannot be listened on is bad input:
@@ -529,9 +492,7 @@ func TestMetricsAddrInUse(t *testing.T) {
 	s.seed(t, "busy:list", "a", "b")
 	addr := fmt.Sprintf("127.0.0.1:%d", s.Port) // redis-server listens there
 	r := runW8y(t, nil, "-u", s.URL, "-k", "busy", "--metrics-addr", addr, "true")
-	if r.Code != 125 {
-		t.Errorf("exit %d, want 125", r.Code)
-	}
+	r.wantExit(t, 125)
 	oneLine(t, r.Stderr, "--metrics-addr")
 	if got := s.list(t, "busy:list"); !slices.Equal(got, []string{"a", "b"}) {
 		t.Errorf("list %q", got)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // TestMakeBuild runs make build and make man as a user would: both builds
@@ -52,7 +54,7 @@ func TestMakeBuild(t *testing.T) {
 	s := startRedis(t)
 	s.seed(t, "lean:list", "a")
 	s.Client.Set(ctx(t), "lean:lock:a", "someone-else", 0)
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	p := startCommand(t, nil, filepath.Join(dir, "w8y"), "-u", s.URL, "-k", "lean", "-c", "--idle-wait", "100ms", "--metrics-addr", addr, "true")
 	waitHealth(t, "http://"+addr+"/healthz", http.StatusOK)
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", p.cmd.Process.Pid))
@@ -60,9 +62,7 @@ func TestMakeBuild(t *testing.T) {
 		t.Errorf("w8y's process runs %q (%v), want w8y-metrics", exe, err)
 	}
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 0)
 
 	// Without w8y-metrics beside it or in PATH: one line, exit 125.
 	alone := filepath.Join(t.TempDir(), "w8y")
@@ -71,8 +71,6 @@ func TestMakeBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := startCommand(t, nil, alone, "-u", s.URL, "-k", "lean", "--metrics-addr", addr, "true").wait(t)
-	if r.Code != 125 {
-		t.Errorf("lean build alone: exit %d, want 125", r.Code)
-	}
+	r.wantExit(t, 125)
 	oneLine(t, r.Stderr, "--metrics-addr needs w8y-metrics")
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // gated is a child that reports its start and then waits until the test
@@ -49,9 +51,7 @@ func TestParallelOneShotTakesDistinctItems(t *testing.T) {
 	for _, item := range started {
 		s.Client.RPush(ctx(t), "gate:"+item, 0)
 	}
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("exit %d, want 0; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 0)
 	if n := s.Client.LLen(ctx(t), "started").Val(); n != 0 {
 		t.Errorf("%d more items started: one-shot takes at most --parallel", n)
 	}
@@ -77,11 +77,9 @@ func TestParallelOneShotExitsAsTheFirstFailure(t *testing.T) {
 	}
 	s.Client.RPush(ctx(t), "gate:a", 0)
 	s.Client.RPush(ctx(t), "gate:c", 7)
-	waitUntil(t, "c has finished", func() bool { return s.Client.Exists(ctx(t), "first:lock:c").Val() == 0 })
+	redistest.WaitFor(t, "c has finished", func() bool { return s.Client.Exists(ctx(t), "first:lock:c").Val() == 0 })
 	s.Client.RPush(ctx(t), "gate:b", 5)
-	if r := p.wait(t); r.Code != 7 {
-		t.Errorf("exit %d, want 7, the code of c, which failed first; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 7) // the code of c, which failed first in time
 	s.noLocks(t, "first")
 }
 
@@ -103,9 +101,7 @@ func TestParallelContinuousNeverRunsAnItemTwice(t *testing.T) {
 	const maxItems = 24
 	r := runW8y(t, portEnv(s), "-u", s.URL, "-k", "many", "-c", "-q", "--parallel", "4", "--max-items", strconv.Itoa(maxItems),
 		"--idle-wait", "20ms", "sh", "-c", child)
-	if r.Code != 0 {
-		t.Errorf("exit %d, want 0 after --max-items; stderr:\n%s", r.Code, r.Stderr)
-	}
+	r.wantExit(t, 0)
 	seen := s.list(t, "seen")
 	if len(seen) != maxItems {
 		t.Errorf("%d runs, want --max-items %d", len(seen), maxItems)
@@ -145,24 +141,18 @@ func TestParallelSignalsReachEveryChild(t *testing.T) {
 	p.signal(t, syscall.SIGTERM)
 	var termed []string
 	for range 3 {
-		got, err := s.Client.BLPop(ctx(t), testTimeout, "termed").Result()
-		if err != nil {
-			t.Fatalf("not every child got SIGTERM: %v (got %q)", err, termed)
-		}
-		termed = append(termed, got[1])
+		termed = append(termed, s.pop(t, "termed"))
 	}
 	slices.Sort(termed)
 	if !slices.Equal(termed, []string{"a", "b", "c"}) {
 		t.Errorf("SIGTERM reached %q, want a b c", termed)
 	}
-	waitUntil(t, "a and b have finished", func() bool {
+	redistest.WaitFor(t, "a and b have finished", func() bool {
 		return s.Client.Exists(ctx(t), "psig:lock:a", "psig:lock:b").Val() == 0
 	})
 	p.signal(t, syscall.SIGTERM)
 	r := p.wait(t)
-	if r.Code != 0 {
-		t.Errorf("exit %d, want 0; stderr:\n%s", r.Code, r.Stderr)
-	}
+	r.wantExit(t, 0)
 	if !strings.Contains(r.Stderr, "second stop signal") {
 		t.Errorf("no log of the escalation:\n%s", r.Stderr)
 	}
@@ -182,7 +172,7 @@ func TestMaxRuntime(t *testing.T) {
 	began := time.Now()
 	p := startW8y(t, portEnv(s), "-u", s.URL, "-k", "rt", "-c", "--parallel", "2", "--max-runtime", "1s", "--idle-wait", "20ms",
 		"sh", "-c", `case "$W8Y_ITEM" in a) redis-cli -p "$REDIS_PORT" blpop gate:a 30 >/dev/null;; *) sleep 0.05;; esac`)
-	waitUntil(t, "w8y logs the end of its runtime", func() bool {
+	redistest.WaitFor(t, "w8y logs the end of its runtime", func() bool {
 		return strings.Contains(p.stderrSoFar(), "--max-runtime reached")
 	})
 	if took := time.Since(began); took < time.Second {
@@ -198,9 +188,7 @@ func TestMaxRuntime(t *testing.T) {
 	}
 	s.Client.RPush(ctx(t), "gate:a", "go")
 	r := p.wait(t)
-	if r.Code != 0 {
-		t.Errorf("exit %d, want 0; stderr:\n%s", r.Code, r.Stderr)
-	}
+	r.wantExit(t, 0)
 	after := r.Stderr[strings.Index(r.Stderr, "--max-runtime reached"):]
 	if strings.Contains(after, "item started") {
 		t.Errorf("items started after the runtime ended:\n%s", r.Stderr)
@@ -219,9 +207,7 @@ func TestParallelOneShotMakesOnePass(t *testing.T) {
 	s := startRedis(t)
 	s.seed(t, "once:list", "a", "", "c")
 	r := runW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "once", "--parallel", "4"}, report(":", "")...)...)
-	if r.Code != 0 {
-		t.Errorf("exit %d, want 0; stderr:\n%s", r.Code, r.Stderr)
-	}
+	r.wantExit(t, 0)
 	started := s.list(t, "started")
 	slices.Sort(started)
 	if !slices.Equal(started, []string{"a", "c"}) {
@@ -245,7 +231,7 @@ func TestParallelRunsAreRecordedAndShown(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
 	s.seed(t, "pr:list", "a", "b", "c", "d")
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "pr", "-c", "--parallel", "3", "--max-items", "4",
 		"--cooldown", "1h", "--failure-backoff", "1h", "--idle-wait", "100ms", "--metrics-addr", addr}, gated...)...)
 	var started []string
@@ -260,20 +246,18 @@ func TestParallelRunsAreRecordedAndShown(t *testing.T) {
 	// waitMetrics polls the metrics until they show want.
 	waitMetrics := func(want map[string]float64) {
 		t.Helper()
-		deadline := time.Now().Add(testTimeout)
-		for {
-			m := scrape(t, metrics)
-			ok := true
+		var m map[string]float64
+		shown := func() bool {
+			m = scrape(t, metrics)
 			for name, v := range want {
-				ok = ok && m[name] == v
+				if m[name] != v {
+					return false
+				}
 			}
-			if ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("metrics %v, want %v", m, want)
-			}
-			time.Sleep(20 * time.Millisecond)
+			return true
+		}
+		if !redistest.Poll(redistest.Timeout, shown) {
+			t.Fatalf("metrics %v, want %v", m, want)
 		}
 	}
 	waitMetrics(map[string]float64{"w8y_children_running": 3, "w8y_items_started_total": 3})
@@ -290,17 +274,7 @@ func TestParallelRunsAreRecordedAndShown(t *testing.T) {
 		"w8y_children_running": 2, "w8y_items_started_total": 4,
 		`w8y_items_finished_total{result="success"}`: 1, `w8y_items_finished_total{result="failure"}`: 1,
 	})
-	deadline := time.Now().Add(testTimeout)
-	for !strings.Contains(p.stderrSoFar(), "--max-items reached") {
-		select {
-		case <-p.done:
-			t.Fatalf("w8y exited before its children ended; stderr:\n%s", p.stderrSoFar())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no --max-items line; stderr:\n%s", p.stderrSoFar())
-		}
-	}
+	redistest.WaitFor(t, "the --max-items line", func() bool { return strings.Contains(p.stderrSoFar(), "--max-items reached") })
 	// Draining is progress: the worker is alive while its children run.
 	waitHealth(t, healthz, http.StatusOK)
 
@@ -330,8 +304,10 @@ func TestParallelRunsAreRecordedAndShown(t *testing.T) {
 
 	s.Client.RPush(ctx(t), "gate:c", "0")
 	s.Client.RPush(ctx(t), "gate:d", "0")
-	if r := p.wait(t); r.Code != 0 || !strings.Contains(r.Stderr, "done; exiting") {
-		t.Fatalf("exit %d; stderr:\n%s", r.Code, r.Stderr)
+	r := p.wait(t)
+	r.mustExit(t, 0)
+	if !strings.Contains(r.Stderr, "done; exiting") {
+		t.Fatalf("no log of the end: %s", r)
 	}
 	s.noLocks(t, "pr")
 

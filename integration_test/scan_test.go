@@ -3,34 +3,16 @@ package integration_test
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // scanItems is longer than w8y's scan batch (1000), so that one pass takes
 // several script calls.
 const scanItems = 2500
-
-// commandStats returns the calls per command from INFO commandstats.
-func (s *server) commandStats(t *testing.T) map[string]int {
-	t.Helper()
-	info, err := s.Client.Info(ctx(t), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stats := map[string]int{}
-	for line := range strings.Lines(info) {
-		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":calls=")
-		if !ok {
-			continue
-		}
-		calls, _, _ := strings.Cut(rest, ",")
-		stats[name], _ = strconv.Atoi(calls)
-	}
-	return stats
-}
 
 // TestScanLongList: a pass over a list longer than one script call rotates
 // it exactly as one LMOVE per candidate would, skips items that cannot be
@@ -61,15 +43,14 @@ func TestScanLongList(t *testing.T) {
 	}
 
 	r := runW8y(t, nil, "-u", s.URL, "-k", "long", "echo", "{}")
-	if r.Code != 0 || r.Stdout != items[free]+"\n" {
-		t.Fatalf("exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
-	}
+	r.mustExit(t, 0)
+	r.wantStdout(t, items[free]+"\n")
 	if n := strings.Count(r.Stderr, "skipping item"); n != 2 {
 		t.Errorf("%d warnings about skipped items, want 2:\n%s", n, r.Stderr)
 	}
 	// The scan ran on the server: no LMOVE came from w8y, and three batches
 	// rotated the list.
-	if stats := s.commandStats(t); stats["lmove"] != 0 || stats["rpush"] != 3 {
+	if stats := redistest.CommandStats(t, s.Client); stats["lmove"] != 0 || stats["rpush"] != 3 {
 		t.Errorf("commands run: %v; want no LMOVE and 3 RPUSH from scan.lua", stats)
 	}
 	want := append(slices.Clone(items[free+1:]), items[:free+1]...)
@@ -102,12 +83,10 @@ func TestScanOnePass(t *testing.T) {
 	}
 
 	r := runW8y(t, nil, "-u", s.URL, "-k", "pass", "--no-work-exit-code", "3", "true")
-	if r.Code != 3 {
-		t.Fatalf("exit %d, want 3 (no work): %s", r.Code, r.Stderr)
-	}
+	r.mustExit(t, 3) // no work
 	// 2500 candidates: LRANGE reads 1000, 1000 and 500; a second pass would
 	// read more. (Read before this test's own LRANGE.)
-	if stats := s.commandStats(t); stats["lrange"] != 3 || stats["llen"] != 1 {
+	if stats := redistest.CommandStats(t, s.Client); stats["lrange"] != 3 || stats["llen"] != 1 {
 		t.Errorf("commands run: %v; want 1 LLEN and 3 LRANGE", stats)
 	}
 	if got := s.list(t, "pass:list"); !slices.Equal(got, items) {
@@ -126,13 +105,12 @@ func TestScanSurvivesScriptFlush(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := runW8y(t, nil, "-u", s.URL, "-k", "flush", "echo", "{}")
-		if r.Code != 0 || r.Stdout != want+"\n" {
-			t.Errorf("after SCRIPT FLUSH: exit %d, stdout %q, want %q; stderr %q", r.Code, r.Stdout, want, r.Stderr)
-		}
+		r.wantExit(t, 0)
+		r.wantStdout(t, want+"\n")
 	}
 	// Each run sent EVALSHA, got NOSCRIPT and sent EVAL, for the scan and
 	// for the release.
-	if stats := s.commandStats(t); stats["eval"] != 6 {
+	if stats := redistest.CommandStats(t, s.Client); stats["eval"] != 6 {
 		t.Errorf("commands run: %v; want 6 EVAL", stats)
 	}
 	s.noLocks(t, "flush")

@@ -9,21 +9,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// waitUntil polls Redis (or anything cheap) every 10ms until cond holds,
-// and fails the test after testTimeout. It synchronises on state, not on a
-// guessed sleep.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+	"github.com/w8y/w8y/internal/redistest"
+)
 
 // stamp is shell that records a child's start as "<item> <cooling>
 // <unix ms>" in the list "runs", where cooling is whether its cooldown key
@@ -43,14 +31,14 @@ type run struct {
 // popRun waits for the next start that stamp records.
 func (s *server) popRun(t *testing.T) run {
 	t.Helper()
-	got, err := s.Client.BLPop(ctx(t), testTimeout, "runs").Result()
-	if err != nil {
-		t.Fatalf("no child reported its start: %v", err)
+	record := s.pop(t, "runs")
+	f := strings.Fields(record)
+	if len(f) != 3 {
+		t.Fatalf("bad run record %q", record)
 	}
-	f := strings.Fields(got[1])
 	ms, err := strconv.ParseInt(f[2], 10, 64)
-	if len(f) != 3 || err != nil {
-		t.Fatalf("bad run record %q", got[1])
+	if err != nil {
+		t.Fatalf("bad run record %q", record)
 	}
 	return run{item: f[0], cooling: f[1] != "0", at: time.UnixMilli(ms)}
 }
@@ -77,9 +65,7 @@ func TestCooldownAcrossWorkers(t *testing.T) {
 	}
 	for _, w := range workers {
 		w.signal(t, syscall.SIGTERM)
-		if r := w.wait(t); r.Code != 0 {
-			t.Errorf("a worker exited %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)
-		}
+		w.wait(t).wantExit(t, 0)
 	}
 	for item, rs := range runs {
 		for i := 1; i < len(rs); i++ {
@@ -113,7 +99,7 @@ func TestCooldownDeletedRunsAtOnce(t *testing.T) {
 	if got := s.popStarted(t); got != "a" {
 		t.Fatalf("started %q, want a", got)
 	}
-	waitUntil(t, "the cooldown key is set", func() bool { return s.Client.Exists(ctx(t), "now:cooldown:a").Val() == 1 })
+	redistest.WaitFor(t, "the cooldown key is set", func() bool { return s.Client.Exists(ctx(t), "now:cooldown:a").Val() == 1 })
 	pttl := s.Client.PTTL(ctx(t), "now:cooldown:a").Val()
 	if pttl > time.Hour || pttl < 59*time.Minute {
 		t.Errorf("cooldown key expires in %s, want about 1h", pttl)
@@ -129,9 +115,7 @@ func TestCooldownDeletedRunsAtOnce(t *testing.T) {
 		t.Errorf("after DEL, started %q, want a", got)
 	}
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 0)
 }
 
 // backedOff is the "item backs off" log line of a run, if any.
@@ -167,9 +151,7 @@ func TestFailureBackoffGrowsAndResets(t *testing.T) {
 	fail := func(n int, nominal time.Duration) {
 		t.Helper()
 		r := runW8y(t, portEnv(s), args...)
-		if r.Code != 1 {
-			t.Fatalf("failure %d: exit %d, want 1; stderr:\n%s", n, r.Code, r.Stderr)
-		}
+		r.mustExit(t, 1)
 		failures, delay := backedOff(t, r.Stderr)
 		if failures != n || delay > nominal || delay < nominal*3/4 {
 			t.Errorf("failure %d: logged failure %d with a delay of %s, want %s less up to a quarter", n, failures, delay, nominal)
@@ -182,9 +164,7 @@ func TestFailureBackoffGrowsAndResets(t *testing.T) {
 			t.Errorf("failure %d: backoff key expires in %s, want %s", n, pttl, delay)
 		}
 		// While the backoff lasts, nothing is eligible.
-		if r := runW8y(t, portEnv(s), args...); r.Code != 3 {
-			t.Errorf("failure %d: a run inside the backoff exited %d, want 3 (no work)", n, r.Code)
-		}
+		runW8y(t, portEnv(s), args...).wantExit(t, 3)
 		// Expire it now rather than wait.
 		s.Client.Del(ctx(t), "bo:backoff:f")
 	}
@@ -194,9 +174,7 @@ func TestFailureBackoffGrowsAndResets(t *testing.T) {
 	fail(4, 7*time.Second)
 
 	s.Client.Set(ctx(t), "fix", "yes", 0)
-	if r := runW8y(t, portEnv(s), args...); r.Code != 0 {
-		t.Fatalf("the fixed item exited %d; stderr:\n%s", r.Code, r.Stderr)
-	}
+	runW8y(t, portEnv(s), args...).mustExit(t, 0)
 	if got := count(); got != "0" {
 		t.Errorf("after a success, consecutive_failures is %q, want 0", got)
 	}
@@ -231,9 +209,7 @@ func TestFailureBackoffRetriesInTime(t *testing.T) {
 		}
 	}
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM, want 0; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 0)
 }
 
 // TestStopOnFailure: without --failure-backoff a continuous worker still
@@ -246,9 +222,7 @@ func TestStopOnFailure(t *testing.T) {
 		s.seed(t, "sof:list", "a")
 		s.Client.Del(ctx(t), "sof:backoff:a")
 		r := runW8y(t, nil, append(append([]string{"-u", s.URL, "-k", "sof", "-c", "-q"}, extra...), "sh", "-c", "exit 4")...)
-		if r.Code != 4 {
-			t.Errorf("%q: exit %d, want 4", extra, r.Code)
-		}
+		r.wantExit(t, 4)
 	}
 	if got := s.Client.HGet(ctx(t), "sof:state:a", "consecutive_failures").Val(); got != "2" {
 		t.Errorf("consecutive_failures %q, want 2", got)
@@ -266,9 +240,7 @@ func TestInterruptedRunIsNotAFailure(t *testing.T) {
 		report(":", "exec sleep 1000")...)...)
 	s.popStarted(t)
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM, want 0", r.Code)
-	}
+	p.wait(t).wantExit(t, 0)
 	// No cooldown, no backoff: only the run's record and its events.
 	if keys := s.keys(t, "intr:*"); !slices.Equal(keys, []string{"intr:events", "intr:list", "intr:state:a"}) {
 		t.Errorf("keys after an interrupted run: %q", keys)
@@ -303,9 +275,9 @@ func TestScheduleSurvivesSIGKILL(t *testing.T) {
 			t.Fatalf("started %q, want %q", got, want)
 		}
 	}
-	waitUntil(t, "b's backoff is set", func() bool { return s.Client.Exists(ctx(t), "kill:backoff:b").Val() == 1 })
+	redistest.WaitFor(t, "b's backoff is set", func() bool { return s.Client.Exists(ctx(t), "kill:backoff:b").Val() == 1 })
 	// c reports its start before it counts its runs.
-	waitUntil(t, "c has counted its first run", func() bool { return s.Client.Get(ctx(t), "c-runs").Val() == "1" })
+	redistest.WaitFor(t, "c has counted its first run", func() bool { return s.Client.Get(ctx(t), "c-runs").Val() == "1" })
 	token := s.Client.Get(ctx(t), "kill:lock:c").Val()
 	if token == "" {
 		t.Fatal("c's lock is not held while c runs")
@@ -331,11 +303,9 @@ func TestScheduleSurvivesSIGKILL(t *testing.T) {
 	if got := s.popStarted(t); got != "c" {
 		t.Errorf("the next worker started %q, want c", got)
 	}
-	waitUntil(t, "c cools down", func() bool { return s.Client.Exists(ctx(t), "kill:cooldown:c").Val() == 1 })
+	redistest.WaitFor(t, "c cools down", func() bool { return s.Client.Exists(ctx(t), "kill:cooldown:c").Val() == 1 })
 	second.signal(t, syscall.SIGTERM)
-	if r := second.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM; stderr:\n%s", r.Code, r.Stderr)
-	}
+	second.wait(t).wantExit(t, 0)
 	if n := s.Client.LLen(ctx(t), "started").Val(); n != 0 {
 		t.Errorf("%d more runs: a or b ran while waiting", n)
 	}
@@ -345,9 +315,7 @@ func TestScheduleSurvivesSIGKILL(t *testing.T) {
 	s.Client.Set(ctx(t), "kill:lock:a", "held", time.Hour)
 	s.Client.Set(ctx(t), "kill:lock:c", "held", time.Hour)
 	oneShot := slices.Delete(slices.Clone(args), 4, 5) // drop -c
-	if r := runW8y(t, portEnv(s), oneShot...); r.Code != 1 {
-		t.Errorf("b's next run exited %d, want 1; stderr:\n%s", r.Code, r.Stderr)
-	}
+	runW8y(t, portEnv(s), oneShot...).wantExit(t, 1)
 	if got := s.Client.HGet(ctx(t), "kill:state:b", "consecutive_failures").Val(); got != "2" {
 		t.Errorf("b's consecutive_failures %q, want 2", got)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // TestTLS runs w8y against a redis-server that speaks only TLS, with
@@ -21,9 +22,9 @@ import (
 // that wants client certificates gets one from --tls-cert and --tls-key.
 func TestTLS(t *testing.T) {
 	t.Parallel()
-	right, wrong := newPKI(t, "right"), newPKI(t, "wrong")
-	s := startTLSRedis(t, right, false)
-	url := "rediss://127.0.0.1:" + itoa(s.Port)
+	right, wrong := redistest.NewPKI(t, "right"), redistest.NewPKI(t, "wrong")
+	s := redistest.Start(t, redistest.TLS(right, false))
+	url := s.URL
 	items := []string{"a", "b", "c"}
 	seed := func() {
 		s.Client.Del(context.Background(), "tls:list")
@@ -56,9 +57,8 @@ func TestTLS(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := runW8y(t, nil, append(append([]string{"-u", url, "-k", "tls"}, tt.args...), "printf", "%s", "{}")...)
-			if r.Code != tt.code || r.Stdout != "" {
-				t.Errorf("exit %d, stdout %q, want %d and no child", r.Code, r.Stdout, tt.code)
-			}
+			r.wantExit(t, tt.code)
+			r.wantStdout(t, "") // no child
 			oneLine(t, r.Stderr, tt.line)
 			if got := list(); !slices.Equal(got, items) {
 				t.Errorf("list %q, want it untouched: %q", got, items)
@@ -67,33 +67,31 @@ func TestTLS(t *testing.T) {
 	}
 
 	r := runW8y(t, nil, "-u", url, "-k", "tls", "--tls-ca-cert", right.CACert, "printf", "%s", "{}")
-	if r.Code != 0 || r.Stdout != "a" {
-		t.Errorf("right CA: exit %d, stdout %q, stderr %s", r.Code, r.Stdout, r.Stderr)
-	}
+	r.wantExit(t, 0)
+	r.wantStdout(t, "a")
 	// A name in the certificate other than the URL's host.
 	r = runW8y(t, nil, "-u", url, "-k", "tls", "--tls-ca-cert", right.CACert, "--tls-server-name", "localhost", "printf", "%s", "{}")
-	if r.Code != 0 || r.Stdout != "b" {
-		t.Errorf("right CA and server name: exit %d, stdout %q, stderr %s", r.Code, r.Stdout, r.Stderr)
-	}
+	r.wantExit(t, 0)
+	r.wantStdout(t, "b")
 	r = runW8y(t, nil, "-u", url, "-k", "tls", "--tls-insecure-skip-verify", "printf", "%s", "{}")
-	if r.Code != 0 || r.Stdout != "c" || !strings.Contains(r.Stderr, "TLS CERTIFICATE VERIFICATION IS OFF") {
-		t.Errorf("skip verify: exit %d, stdout %q, want 0, c and a warning; stderr %s", r.Code, r.Stdout, r.Stderr)
+	r.wantExit(t, 0)
+	r.wantStdout(t, "c")
+	if !strings.Contains(r.Stderr, "TLS CERTIFICATE VERIFICATION IS OFF") {
+		t.Errorf("skip verify: no warning, got %s", r)
 	}
 
-	mutual := startTLSRedis(t, right, true)
-	murl := "rediss://127.0.0.1:" + itoa(mutual.Port)
+	mutual := redistest.Start(t, redistest.TLS(right, true))
+	murl := mutual.URL
 	if err := mutual.Client.RPush(context.Background(), "m:list", "x").Err(); err != nil {
 		t.Fatal(err)
 	}
 	r = runW8y(t, nil, "-u", murl, "-k", "m", "--tls-ca-cert", right.CACert, "printf", "%s", "{}")
-	if r.Code != 125 || r.Stdout != "" {
-		t.Errorf("no client certificate: exit %d, stdout %q, want 125", r.Code, r.Stdout)
-	}
+	r.wantExit(t, 125) // no client certificate
+	r.wantStdout(t, "")
 	oneLine(t, r.Stderr, "")
 	r = runW8y(t, nil, "-u", murl, "-k", "m", "--tls-ca-cert", right.CACert, "--tls-cert", right.ClientCert, "--tls-key", right.ClientKey, "printf", "%s", "{}")
-	if r.Code != 0 || r.Stdout != "x" {
-		t.Errorf("client certificate: exit %d, stdout %q, stderr %s", r.Code, r.Stdout, r.Stderr)
-	}
+	r.wantExit(t, 0)
+	r.wantStdout(t, "x")
 }
 
 // aclCommands are the commands that w8y needs, as README.md's ACL example
@@ -134,15 +132,13 @@ func checkRecord(t *testing.T, c redis.Cmdable, prefix string, items ...string) 
 func checkSchedule(t *testing.T, c redis.Cmdable, prefix string, env, args []string, success, failure string) {
 	t.Helper()
 	r := runW8y(t, env, append(slices.Clone(args), "--cooldown", "1h", "printf", "%s", "{}")...)
-	if r.Code != 0 || r.Stdout != success {
-		t.Errorf("--cooldown: exit %d, stdout %q, want 0 and %q; stderr %s", r.Code, r.Stdout, success, r.Stderr)
-	}
+	r.wantExit(t, 0)
+	r.wantStdout(t, success)
 	checkPause(t, c, prefix+"cooldown:"+success, 59*time.Minute, time.Hour)
 	checkStreak(t, c, prefix, success, "0")
 	r = runW8y(t, env, append(slices.Clone(args), "--failure-backoff", "20m,1h", "sh", "-c", `printf %s "$W8Y_ITEM"; exit 3`)...)
-	if r.Code != 3 || r.Stdout != failure {
-		t.Errorf("--failure-backoff: exit %d, stdout %q, want 3 and %q; stderr %s", r.Code, r.Stdout, failure, r.Stderr)
-	}
+	r.wantExit(t, 3)
+	r.wantStdout(t, failure)
 	checkPause(t, c, prefix+"backoff:"+failure, 15*time.Minute-time.Second, 20*time.Minute)
 	checkStreak(t, c, prefix, failure, "1")
 	for _, item := range []string{success, failure} {
@@ -158,8 +154,9 @@ func checkStatus(t *testing.T, env []string, args []string, want ...string) {
 	t.Helper()
 	r := runW8y(t, env, append(args, "--status", "--json")...)
 	var items []struct{ Item string }
-	if err := json.Unmarshal([]byte(r.Stdout), &items); r.Code != 0 || err != nil {
-		t.Fatalf("--status: exit %d, %v; stdout %q, stderr %s", r.Code, err, r.Stdout, r.Stderr)
+	r.mustExit(t, 0)
+	if err := json.Unmarshal([]byte(r.Stdout), &items); err != nil {
+		t.Fatalf("--status: %v; got %s", err, r)
 	}
 	var got []string
 	for _, it := range items {
@@ -220,9 +217,8 @@ func TestACL(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := runW8y(t, tt.env, append(append([]string{"-u", url, "-k", "acl"}, tt.args...), "printf", "%s", "{}")...)
-			if r.Code != tt.code || r.Stdout != tt.ran {
-				t.Errorf("exit %d, stdout %q, want %d and %q; stderr %s", r.Code, r.Stdout, tt.code, tt.ran, r.Stderr)
-			}
+			r.wantExit(t, tt.code)
+			r.wantStdout(t, tt.ran)
 			if tt.line != "" {
 				oneLine(t, r.Stderr, tt.line)
 			}
@@ -243,8 +239,9 @@ func TestACL(t *testing.T) {
 	// The password reaches neither the child's environment nor w8y's argv.
 	r := runW8y(t, []string{"W8Y_REDIS_PASSWORD=" + password}, "-u", url, "-k", "acl", "sh", "-c",
 		`echo "env=${W8Y_REDIS_PASSWORD:-unset}"; tr '\0' ' ' < /proc/$PPID/cmdline`)
-	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "env=unset\n") || strings.Contains(r.Stdout, password) {
-		t.Errorf("child saw: exit %d, stdout %q", r.Code, r.Stdout)
+	r.wantExit(t, 0)
+	if !strings.HasPrefix(r.Stdout, "env=unset\n") || strings.Contains(r.Stdout, password) {
+		t.Errorf("the child saw the password: %s", r)
 	}
 	// d ran last: a and b are next.
 	checkSchedule(t, s.Client, "acl:", []string{"W8Y_REDIS_PASSWORD=" + password}, []string{"-u", url, "-k", "acl"}, "a", "b")
@@ -268,18 +265,17 @@ func TestACLCluster(t *testing.T) {
 	}
 	url := strings.Replace(c.URL, "redis://", "redis://worker@", 1)
 	r := runW8y(t, []string{"W8Y_REDIS_PASSWORD=" + password}, "--redis-cluster", "-u", url, "-k", "acl", "printf", "%s", "{}")
-	if r.Code != 0 || r.Stdout != "a" {
-		t.Errorf("exit %d, stdout %q, stderr %s", r.Code, r.Stdout, r.Stderr)
-	}
+	r.wantExit(t, 0)
+	r.wantStdout(t, "a")
 	checkRecord(t, c.Client, "acl:", "a")
 	checkStatus(t, []string{"W8Y_REDIS_PASSWORD=" + password}, []string{"--redis-cluster", "-u", url, "-k", "acl"}, "b", "a")
 	env, args := []string{"W8Y_REDIS_PASSWORD=" + password}, []string{"--redis-cluster", "-u", url, "-k", "acl"}
 	checkSchedule(t, c.Client, "acl:", env, args, "b", "a")
 	// Both items wait now: the pipelined EXISTS of the per-candidate path
 	// must see that as the limited user.
-	if r := runW8y(t, env, append(args, "--no-work-exit-code", "4", "printf", "ran %s", "{}")...); r.Code != 4 || r.Stdout != "" {
-		t.Errorf("with both items paused: exit %d, stdout %q, want 4 and nothing run; stderr %s", r.Code, r.Stdout, r.Stderr)
-	}
+	r = runW8y(t, env, append(args, "--no-work-exit-code", "4", "printf", "ran %s", "{}")...)
+	r.wantExit(t, 4) // both items paused: no work
+	r.wantStdout(t, "")
 }
 
 // TestUnixSocket connects through a unix:// socket.
@@ -293,15 +289,12 @@ func TestUnixSocket(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "redis.sock")
-	s := startRedis(t, "--unixsocket", sock, "--unixsocketperm", "700")
+	s := startRedis(t, redistest.Args("--unixsocket", sock, "--unixsocketperm", "700"))
 	s.seed(t, "sock:list", "a", "b")
 	r := runW8y(t, nil, "-u", "unix://"+sock, "-k", "sock", "printf", "%s", "{}")
-	if r.Code != 0 || r.Stdout != "a" {
-		t.Errorf("exit %d, stdout %q, stderr %s", r.Code, r.Stdout, r.Stderr)
-	}
+	r.wantExit(t, 0)
+	r.wantStdout(t, "a")
 	r = runW8y(t, nil, "-u", "unix://"+sock, "--redis-cluster", "-k", "sock", "true")
-	if r.Code != 125 {
-		t.Errorf("unix socket with --redis-cluster: exit %d, want 125", r.Code)
-	}
+	r.wantExit(t, 125)
 	oneLine(t, r.Stderr, "cannot be used with --redis-cluster")
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // TestSentinelFailover runs continuous workers against a master found
@@ -19,9 +21,10 @@ import (
 // the item while the first still runs it.
 func TestSentinelFailover(t *testing.T) {
 	t.Parallel()
-	g := startSentinelGroup(t)
+	g := redistest.StartSentinelGroup(t)
+	master, replica := &server{g.Master}, &server{g.Replica}
 	items := []string{"a", "b", "c", "d", "e-slow", "f-slow"}
-	g.Master.seed(t, "fo:list", items...)
+	master.seed(t, "fo:list", items...)
 	dir := t.TempDir()
 	env := []string{"DIR=" + dir, "SLOW=1.5"}
 	var workers []*proc
@@ -30,29 +33,31 @@ func TestSentinelFailover(t *testing.T) {
 			"-c", "-x", "1", "--replica-acks", "1", "--idle-wait", "20ms", "--log-level", "warn",
 			"sh", "-c", overlapChild))
 	}
-	waitFor(t, "20 runs", func() bool { return len(lines(t, dir+"/runs")) >= 20 })
-	waitFor(t, "a slow item's lock", func() bool {
+	redistest.WaitFor(t, "20 runs", func() bool { return len(lines(t, dir+"/runs")) >= 20 })
+	redistest.WaitFor(t, "a slow item's lock", func() bool {
 		n, err := g.Master.Client.Exists(ctx(t), "fo:lock:e-slow", "fo:lock:f-slow").Result()
 		return err == nil && n > 0
 	})
 	if err := g.Sentinels[0].Failover(ctx(t), g.Name).Err(); err != nil {
 		t.Fatalf("SENTINEL FAILOVER: %v", err)
 	}
-	waitFor(t, "every sentinel to name the replica as master", func() bool { return g.masterPort() == g.Replica.Port })
+	redistest.WaitFor(t, "every sentinel to name the replica as master", func() bool { return g.MasterPort() == g.Replica.Port })
 	switched := len(lines(t, dir+"/runs"))
 	// With one replica, the new master has none until Sentinel makes the
 	// old master its replica, about ten seconds after the switch (Sentinel
 	// waits four of its 2s publish periods first); till then no lock can
 	// be confirmed and the workers back off, up to 8s apart by then.
-	waitForWithin(t, 2*testTimeout, "20 runs after the failover", func() bool { return len(lines(t, dir+"/runs")) >= switched+20 })
+	if !redistest.Poll(2*redistest.Timeout, func() bool { return len(lines(t, dir+"/runs")) >= switched+20 }) {
+		t.Fatalf("timed out after %s waiting for 20 runs after the failover", 2*redistest.Timeout)
+	}
 	drain(t, workers)
 	noOverlaps(t, dir)
-	got := g.Replica.list(t, "fo:list")
+	got := replica.list(t, "fo:list")
 	slices.Sort(got)
 	if !slices.Equal(got, items) {
 		t.Errorf("list on the new master: %q, want %q in some order", got, items)
 	}
-	g.Replica.noLocks(t, "fo")
+	replica.noLocks(t, "fo")
 }
 
 // TestReplicaAcks: with --replica-acks, a lock that no replica confirms is
@@ -62,16 +67,16 @@ func TestSentinelFailover(t *testing.T) {
 // the lock.
 func TestReplicaAcks(t *testing.T) {
 	t.Parallel()
-	master := startRedis(t, noSyncDelay...)
-	replica := startRedis(t, "--replicaof", "127.0.0.1", itoa(master.Port))
+	master := startRedis(t)
+	replica := startRedis(t, redistest.Args("--replicaof", "127.0.0.1", itoa(master.Port)))
 	attach := func() {
 		t.Helper()
 		if err := replica.Client.Do(ctx(t), "REPLICAOF", "127.0.0.1", master.Port).Err(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the replica to sync", func() bool {
-			info, err := master.Client.Info(ctx(t), "replication").Result()
-			return err == nil && strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online")
+		redistest.WaitFor(t, "the replica to sync", func() bool {
+			info := redistest.Info(t, master.Client, "replication")
+			return info["connected_slaves"] == "1" && strings.Contains(info["slave0"], "state=online")
 		})
 	}
 	detach := func() {
@@ -79,9 +84,8 @@ func TestReplicaAcks(t *testing.T) {
 		if err := replica.Client.Do(ctx(t), "REPLICAOF", "NO", "ONE").Err(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the master to lose its replica", func() bool {
-			info, err := master.Client.Info(ctx(t), "replication").Result()
-			return err == nil && strings.Contains(info, "connected_slaves:0")
+		redistest.WaitFor(t, "the master to lose its replica", func() bool {
+			return redistest.Info(t, master.Client, "replication")["connected_slaves"] == "0"
 		})
 	}
 	attach()
@@ -89,16 +93,14 @@ func TestReplicaAcks(t *testing.T) {
 	args := []string{"-u", master.URL, "-k", "acks", "--replica-acks", "1"}
 
 	r := runW8y(t, nil, append(args, "printf", "%s", "{}")...)
-	if r.Code != 0 || r.Stdout != "a" {
-		t.Fatalf("with a replica: exit %d, stdout %q, stderr %s", r.Code, r.Stdout, r.Stderr)
-	}
+	r.mustExit(t, 0)
+	r.wantStdout(t, "a")
 
 	detach()
 	// With the schedule's flags: a take given back sets no pause.
 	r = runW8y(t, nil, append(args, "--cooldown", "1h", "--failure-backoff", "1m", "printf", "%s", "{}")...)
-	if r.Code != 125 || r.Stdout != "" {
-		t.Errorf("without a replica: exit %d, stdout %q, want 125 and no child", r.Code, r.Stdout)
-	}
+	r.wantExit(t, 125)
+	r.wantStdout(t, "") // no child
 	oneLine(t, r.Stderr, "0 of the 1 replicas wanted confirmed it")
 	master.noLocks(t, "acks")
 	// The record shows the confirmed run, and the take given back as a run
@@ -124,9 +126,7 @@ func TestReplicaAcks(t *testing.T) {
 	// The finish, with replica acks too, deletes only a lock that is still
 	// ours: here the child hands its lock to someone else.
 	r = runW8y(t, portEnv(master), append(args, "sh", "-c", `redis-cli -p "$REDIS_PORT" set "$W8Y_LOCK_KEY" someone-else >/dev/null`)...)
-	if r.Code != 0 {
-		t.Errorf("a run that lost its lock to another at the end: exit %d; stderr:\n%s", r.Code, r.Stderr)
-	}
+	r.wantExit(t, 0)
 	if got := master.Client.Get(ctx(t), "acks:lock:a").Val(); got != "someone-else" {
 		t.Errorf("the other holder's lock holds %q after the release, want someone-else", got)
 	}
@@ -137,12 +137,13 @@ func TestReplicaAcks(t *testing.T) {
 	// second before the child must be stopped: ample for WAIT's 300ms, so
 	// that the refresh fails for want of replicas, not for want of time.
 	p := startW8y(t, nil, append(args, "-x", "3", "--kill-after", "200ms", "sh", "-c", "echo $$ > "+dir+"/pid; exec sleep 30")...)
-	waitFor(t, "the child to start", func() bool { _, err := os.Stat(dir + "/pid"); return err == nil })
+	redistest.WaitFor(t, "the child to start", func() bool { _, err := os.Stat(dir + "/pid"); return err == nil })
 	detach()
 	started := time.Now()
 	r = p.wait(t)
-	if r.Code != 122 || !strings.Contains(r.Stderr, "lock lost") || !strings.Contains(r.Stderr, "0 of the 1 replicas wanted confirmed it") {
-		t.Errorf("refreshes unconfirmed: exit %d, want 122 (lock lost) after unconfirmed refreshes; stderr:\n%s", r.Code, r.Stderr)
+	r.wantExit(t, 122) // lock lost
+	if !strings.Contains(r.Stderr, "lock lost") || !strings.Contains(r.Stderr, "0 of the 1 replicas wanted confirmed it") {
+		t.Errorf("refreshes unconfirmed: want the lock lost after unconfirmed refreshes, got %s", r)
 	}
 	// The lease was confirmed at the latest when the replica left: the
 	// child must be gone within the key expiry of that.

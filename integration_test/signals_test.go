@@ -50,9 +50,7 @@ func TestSIGTERMEndsTheWholeGroup(t *testing.T) {
 	p, _, grandchild := startGroupChild(t, s, "-u", s.URL, "-k", "term")
 	p.signal(t, syscall.SIGTERM)
 	r := p.wait(t)
-	if r.Code != 143 {
-		t.Errorf("exit %d, want 143; stderr:\n%s", r.Code, r.Stderr)
-	}
+	r.wantExit(t, 143)
 	processGone(t, grandchild)
 	s.noLocks(t, "term")
 	if got := s.list(t, "term:list"); !slices.Equal(got, []string{"b", "a"}) {
@@ -72,9 +70,7 @@ func TestContinuousDrainsOnSIGTERM(t *testing.T) {
 	}
 	p.signal(t, syscall.SIGTERM)
 	r := p.wait(t)
-	if r.Code != 0 {
-		t.Errorf("exit %d, want 0 (drained); stderr:\n%s", r.Code, r.Stderr)
-	}
+	r.wantExit(t, 0)
 	processGone(t, grandchild)
 	s.noLocks(t, "drain")
 	if n, _ := s.Client.LLen(ctx(t), "started").Result(); n != 0 {
@@ -100,9 +96,7 @@ func TestSecondSignalKillsTheGroup(t *testing.T) {
 	}
 	p.signal(t, syscall.SIGTERM)
 	r := p.wait(t)
-	if r.Code != 0 {
-		t.Errorf("exit %d, want 0; stderr:\n%s", r.Code, r.Stderr)
-	}
+	r.wantExit(t, 0)
 	if !strings.Contains(r.Stderr, "second stop signal") {
 		t.Errorf("no log of the escalation:\n%s", r.Stderr)
 	}
@@ -119,9 +113,8 @@ func TestSignalsReachTheChild(t *testing.T) {
 	s.popStarted(t)
 	p.signal(t, syscall.SIGUSR1)
 	r := p.wait(t)
-	if r.Code != 3 || r.Stdout != "got-usr1\n" {
-		t.Errorf("exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
-	}
+	r.wantExit(t, 3)
+	r.wantStdout(t, "got-usr1\n")
 }
 
 // TestLeftoverProcessesAreStopped: a child that exits leaving a process in
@@ -134,9 +127,7 @@ func TestLeftoverProcessesAreStopped(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "leftover")
 	r := runW8y(t, append(portEnv(s), "PIDFILE="+pidFile), "-u", s.URL, "-k", "left", "--kill-after", "200ms",
 		"sh", "-c", `sh -c 'trap "" TERM; sleep 1000' & echo $! > "$PIDFILE"; exit 4`)
-	if r.Code != 4 {
-		t.Errorf("exit %d, want 4; stderr:\n%s", r.Code, r.Stderr)
-	}
+	r.wantExit(t, 4)
 	if !strings.Contains(r.Stderr, "left processes in its group") {
 		t.Errorf("no warning about the leftover process:\n%s", r.Stderr)
 	}

@@ -40,9 +40,7 @@ func TestTimeout(t *testing.T) {
 			}
 			grandchild := readPID(t, pidFile)
 			r := p.wait(t)
-			if r.Code != tt.want {
-				t.Errorf("exit %d, want %d; stderr:\n%s", r.Code, tt.want, r.Stderr)
-			}
+			r.wantExit(t, tt.want)
 			oneLine(t, r.Stderr, `timed out: item "a" still ran after 400ms`)
 			processGone(t, grandchild)
 			s.noLocks(t, "to")
@@ -67,9 +65,7 @@ func TestTimeoutListedInExitCodes(t *testing.T) {
 		}
 	}
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 0 {
-		t.Errorf("exit %d after SIGTERM, want 0; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 0)
 	s.noLocks(t, "to124")
 }
 
@@ -153,9 +149,7 @@ func TestSubreaperReapsOrphans(t *testing.T) {
 	p := startW8y(t, portEnv(s), "-u", s.URL, "-k", "reap", "--subreaper", "sh", "-c", orphanMaker)
 	s.popStarted(t)
 	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t); r.Code != 143 {
-		t.Errorf("exit %d, want 143; stderr:\n%s", r.Code, r.Stderr)
-	}
+	p.wait(t).wantExit(t, 143)
 	s.noLocks(t, "reap")
 }
 
@@ -167,9 +161,7 @@ func TestReaperLeavesOwnChildAlone(t *testing.T) {
 	s.seed(t, "own:list", "a")
 	for range 20 {
 		r := runW8y(t, nil, "-u", s.URL, "-k", "own", "-q", "--subreaper", "sh", "-c", "sh -c 'exit 0' & exit 7")
-		if r.Code != 7 {
-			t.Fatalf("exit %d, want 7; stderr:\n%s", r.Code, r.Stderr)
-		}
+		r.mustExit(t, 7)
 	}
 }
 

@@ -9,13 +9,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // runInTerminal runs w8y with args under script(1), which gives it a
 // pseudo-terminal as its controlling terminal with w8y in the foreground, as
 // in an interactive shell. typeKeys is called once the child has started, with
-// a writer to the terminal's keyboard.
-func runInTerminal(t *testing.T, s *server, child string, typeKeys func(keyboard io.Writer)) (int, string) {
+// a writer to the terminal's keyboard. The result's Stdout is the screen,
+// where w8y's stdout and stderr both go.
+func runInTerminal(t *testing.T, s *server, child string, typeKeys func(keyboard io.Writer)) result {
 	t.Helper()
 	if _, err := exec.LookPath("script"); err != nil {
 		t.Fatal("this test needs script(1) from util-linux (Debian's bsdutils)")
@@ -40,12 +43,12 @@ func runInTerminal(t *testing.T, s *server, child string, typeKeys func(keyboard
 	typeKeys(keyboard)
 	select {
 	case <-done:
-	case <-time.After(testTimeout):
+	case <-time.After(redistest.Timeout):
 		_ = cmd.Process.Kill()
 		<-done
 		t.Fatalf("w8y in a terminal did not finish; the screen shows:\n%s", screen.String())
 	}
-	return cmd.ProcessState.ExitCode(), screen.String()
+	return result{Code: cmd.ProcessState.ExitCode(), Stdout: screen.String(), run: "script -qec " + command}
 }
 
 // TestTerminalReadsReachTheChild: a child that reads the terminal gets what
@@ -54,11 +57,12 @@ func TestTerminalReadsReachTheChild(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
 	s.seed(t, "tty:list", "a")
-	code, screen := runInTerminal(t, s, started+`; read line; echo "got $line for $W8Y_ITEM"`, func(keyboard io.Writer) {
+	r := runInTerminal(t, s, started+`; read line; echo "got $line for $W8Y_ITEM"`, func(keyboard io.Writer) {
 		io.WriteString(keyboard, "hello\n")
 	})
-	if code != 0 || !strings.Contains(screen, "got hello for a") {
-		t.Errorf("exit %d; the screen shows:\n%s", code, screen)
+	r.wantExit(t, 0)
+	if !strings.Contains(r.Stdout, "got hello for a") {
+		t.Errorf("the child did not read what was typed: %s", r)
 	}
 	s.noLocks(t, "tty")
 }
@@ -74,11 +78,9 @@ func TestTerminalCtrlCReachesTheChild(t *testing.T) {
 	// key arrives. (With "started; sleep", a Ctrl-C that lands while the shell
 	// waits on redis-cli is absorbed: dash, like bash, only dies of SIGINT if
 	// the command it waited on did, and redis-cli had already exited.)
-	code, screen := runInTerminal(t, s, started+` & exec sleep 1000`, func(keyboard io.Writer) {
+	r := runInTerminal(t, s, started+` & exec sleep 1000`, func(keyboard io.Writer) {
 		io.WriteString(keyboard, "\x03")
 	})
-	if code != 130 {
-		t.Errorf("exit %d, want 130; the screen shows:\n%s", code, screen)
-	}
+	r.wantExit(t, 130)
 	s.noLocks(t, "tty")
 }

@@ -36,52 +36,15 @@ bash scripts/ensure-redis.sh
 CGO_ENABLED=0 go build -tags w8y_lean -o bin/w8y .
 w8y="$root/bin/w8y"
 
-tmp="$(mktemp -d)"
-redis_pid=""
-bg_pids=()
-cleanup() {
-	local pid
-	for pid in "${bg_pids[@]}"; do
-		kill -KILL "$pid" 2>/dev/null || true
-	done
-	if [ -n "$redis_pid" ]; then
-		kill "$redis_pid" 2>/dev/null || true
-		wait "$redis_pid" 2>/dev/null || true
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
 broken() {
 	echo "bench: BROKEN: $*" >&2
 	exit 1
 }
 
-port_in_use() {
-	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
-# Start redis-server on a random free port, as scripts/demo.sh does.
-port=""
-for _ in $(seq 1 20); do
-	candidate=$((20000 + RANDOM % 40000))
-	port_in_use "$candidate" && continue
-	redis-server --port "$candidate" --bind 127.0.0.1 --save '' --appendonly no \
-		--dir "$tmp" --daemonize no --loglevel warning >"$tmp/redis.log" 2>&1 &
-	redis_pid=$!
-	for _ in $(seq 1 50); do
-		if redis-cli -p "$candidate" ping >/dev/null 2>&1; then
-			port="$candidate"
-			break 2
-		fi
-		kill -0 "$redis_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill "$redis_pid" 2>/dev/null || true
-	wait "$redis_pid" 2>/dev/null || true
-	redis_pid=""
-done
-[ -n "$port" ] || broken "could not start redis-server on a free loopback port"
+# shellcheck source=scripts/lib/redis.sh
+source "$root/scripts/lib/redis.sh"
+start_redis || broken "could not start redis-server on a free loopback port"
+port=$redis_port
 url="redis://127.0.0.1:$port"
 rcli() { redis-cli -p "$port" "$@"; }
 

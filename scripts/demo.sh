@@ -7,6 +7,8 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+# shellcheck source=scripts/lib/redis.sh
+source "$root/scripts/lib/redis.sh"
 
 if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
 	PATH="$PATH:/usr/local/go/bin"
@@ -25,54 +27,11 @@ go build -o bin/w8y .
 w8y="$root/bin/w8y"
 echo "built $w8y ($("$w8y" --version))"
 
-tmp="$(mktemp -d)"
-redis_pid=""
-worker_pids=()
-cleanup() {
-	local pid
-	for pid in "${worker_pids[@]}"; do
-		kill -KILL "$pid" 2>/dev/null || true
-	done
-	if [ -n "$redis_pid" ]; then
-		kill "$redis_pid" 2>/dev/null || true
-		wait "$redis_pid" 2>/dev/null || true
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-# port_in_use reports whether something accepts connections on the loopback
-# port $1.
-port_in_use() {
-	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
-# Start redis-server on a random free port; if another process takes the
-# port between the check and the start, try another one.
-port=""
-for _ in $(seq 1 20); do
-	candidate=$((20000 + RANDOM % 40000))
-	port_in_use "$candidate" && continue
-	redis-server --port "$candidate" --bind 127.0.0.1 --save '' --appendonly no \
-		--dir "$tmp" --daemonize no --loglevel warning >"$tmp/redis.log" 2>&1 &
-	redis_pid=$!
-	for _ in $(seq 1 50); do
-		if redis-cli -p "$candidate" ping >/dev/null 2>&1; then
-			port="$candidate"
-			break 2
-		fi
-		kill -0 "$redis_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill "$redis_pid" 2>/dev/null || true
-	wait "$redis_pid" 2>/dev/null || true
-	redis_pid=""
-done
-if [ -z "$port" ]; then
+if ! start_redis; then
 	echo "demo: could not start redis-server on a free loopback port" >&2
-	cat "$tmp/redis.log" >&2 || true
 	exit 1
 fi
+port=$redis_port
 url="redis://127.0.0.1:$port"
 echo "throwaway redis-server (pid $redis_pid) at $url"
 
@@ -102,9 +61,9 @@ heading "Three --continuous workers for a few seconds"
 for n in 1 2 3; do
 	"$w8y" -t -u "$url" -k demo -x 2 --continuous --idle-wait 200ms --log-file "$tmp/worker$n.log" \
 		sh -c "echo \"  \$W8Y_ITEM by worker $n\"; sleep 0.3" &
-	worker_pids+=($!)
+	bg_pids+=($!)
 done
-echo "workers: pids ${worker_pids[*]}"
+echo "workers: pids ${bg_pids[*]}"
 
 # show_holders prints who holds each item's lock right now.
 show_holders() {
@@ -122,15 +81,15 @@ show_holders
 sleep 0.5
 
 heading "SIGTERM to the workers: forwarded to the running items; each worker waits, releases its lock, exits 0"
-show kill -TERM "${worker_pids[@]}"
+show kill -TERM "${bg_pids[@]}"
 status=0
-for i in "${!worker_pids[@]}"; do
+for i in "${!bg_pids[@]}"; do
 	code=0
-	wait "${worker_pids[$i]}" || code=$?
-	echo "worker $((i + 1)) (pid ${worker_pids[$i]}) exited with $code"
+	wait "${bg_pids[$i]}" || code=$?
+	echo "worker $((i + 1)) (pid ${bg_pids[$i]}) exited with $code"
 	[ "$code" -eq 0 ] || status=1
 done
-worker_pids=()
+bg_pids=()
 
 echo "worker 1's log:"
 sed 's/^/  /' "$tmp/worker1.log"

@@ -1,0 +1,90 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// SentinelGroup is a master, a replica and three sentinels watching them.
+type SentinelGroup struct {
+	Master, Replica *Server
+	Sentinels       []*redis.SentinelClient
+	// Name is the master's name, as w8y's --sentinel-master takes it.
+	Name string
+	// URL names the sentinels, as w8y's --sentinel-master takes them.
+	URL string
+}
+
+// StartSentinelGroup starts a master, a replica of it and three sentinels
+// (redis-server --sentinel) that monitor it as "w8ytest" with a quorum of
+// 2, and waits until every sentinel knows the master, the replica and the
+// other two sentinels, so that a failover can start at once.
+func StartSentinelGroup(tb testing.TB) *SentinelGroup {
+	tb.Helper()
+	g := &SentinelGroup{Name: "w8ytest"}
+	g.Master = Start(tb)
+	g.Replica = Start(tb, Args("--replicaof", "127.0.0.1", strconv.Itoa(g.Master.Port)))
+	WaitFor(tb, "the replica to sync", func() bool {
+		return Info(tb, g.Replica.Client, "replication")["master_link_status"] == "up"
+	})
+	var addrs []string
+	for range 3 {
+		dir := tb.TempDir()
+		conf := filepath.Join(dir, "sentinel.conf")
+		// A sentinel that does not hear from the master for 2s holds it
+		// down, so that a test's failover does not wait long.
+		text := fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 2\n"+
+			"sentinel down-after-milliseconds %s 2000\n"+
+			"sentinel failover-timeout %s 10000\n",
+			g.Name, g.Master.Port, g.Name, g.Name)
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		// Sentinel rewrites its configuration file, so each has its own.
+		s := Start(tb, func(c *config) { c.dir, c.sentinel = dir, conf })
+		client := redis.NewSentinelClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", s.Port), MaxRetries: -1})
+		tb.Cleanup(func() { client.Close() })
+		g.Sentinels = append(g.Sentinels, client)
+		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", s.Port))
+	}
+	g.URL = "redis://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2]
+	WaitFor(tb, "every sentinel to know the master, the replica and its peers", func() bool {
+		bg := context.Background()
+		for _, s := range g.Sentinels {
+			master, err := s.GetMasterAddrByName(bg, g.Name).Result()
+			if err != nil || master[1] != strconv.Itoa(g.Master.Port) {
+				return false
+			}
+			replicas, err := s.Replicas(bg, g.Name).Result()
+			if err != nil || len(replicas) != 1 || replicas[0]["flags"] != "slave" {
+				return false
+			}
+			if peers, err := s.Sentinels(bg, g.Name).Result(); err != nil || len(peers) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	return g
+}
+
+// MasterPort is the port of the master that every sentinel names, or 0
+// while they disagree.
+func (g *SentinelGroup) MasterPort() int {
+	port := ""
+	for _, s := range g.Sentinels {
+		addr, err := s.GetMasterAddrByName(context.Background(), g.Name).Result()
+		if err != nil || (port != "" && addr[1] != port) {
+			return 0
+		}
+		port = addr[1]
+	}
+	n, _ := strconv.Atoi(port)
+	return n
+}

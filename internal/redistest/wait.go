@@ -1,0 +1,47 @@
+package redistest
+
+import (
+	"testing"
+	"time"
+)
+
+// Timeout bounds every wait in the tests, so that a broken w8y or a server
+// that never gets ready fails a test instead of hanging the suite. It is
+// generous because the tests run in parallel under the race detector.
+const Timeout = 30 * time.Second
+
+// pollEvery is how often Poll asks again: often enough that a wait ends soon
+// after its condition holds, rarely enough that asking Redis costs little.
+const pollEvery = 10 * time.Millisecond
+
+// Poll calls cond until it holds or d has passed, and reports whether it
+// held. It is for the waits that report their own failure, with what they
+// saw, or that do not fail at all; WaitFor is the usual way.
+func Poll(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(pollEvery)
+	}
+	return true
+}
+
+// WaitFor polls cond until it holds, and fails the test with what after
+// Timeout. Tests wait on state this way (Redis, a file, a process) rather
+// than on a guessed sleep. cond runs on the test's goroutine, so it may fail
+// the test itself.
+func WaitFor(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	waitWithin(tb, Timeout, what, cond)
+}
+
+// waitWithin is WaitFor with a bound of its own, so that its own test need
+// not wait out Timeout to see it fail.
+func waitWithin(tb testing.TB, d time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	if !Poll(d, cond) {
+		tb.Fatalf("timed out after %s waiting for %s", d, what)
+	}
+}
