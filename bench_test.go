@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -46,7 +47,7 @@ func benchTake(b *testing.B, n int, colocated bool) {
 // with --cooldown, where most items wait with their locks free) their
 // cooldown keys, which cost the scan a check per candidate.
 func benchTakeWaiting(b *testing.B, n int, colocated bool, waitKey func(schema.Keys, string) string) {
-	rdb := startTestRedis(b).Client
+	rdb := redistest.Start(b).Client
 	ctx := context.Background()
 	keys := schema.Keys{Prefix: "bench:", Colocated: colocated}
 	items := numbered(n)
@@ -85,7 +86,7 @@ func BenchmarkTake(b *testing.B) {
 }
 
 func BenchmarkRefresh(b *testing.B) {
-	rdb := startTestRedis(b).Client
+	rdb := redistest.Start(b).Client
 	ctx := context.Background()
 	lock := &Lock{Key: "bench:lock:x", Token: testToken, TTL: time.Minute, client: rdb}
 	rdb.Set(ctx, lock.Key, lock.Token, lock.TTL)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/proc"
+	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -57,7 +58,7 @@ func exited(code int, exitCodes ...int) runs.End {
 // prefix, with children, and options from args as w8y would parse them.
 func testWorker(t *testing.T, children *scriptedChildren, items []string, args ...string) (*worker, *bytes.Buffer) {
 	t.Helper()
-	rdb := startTestRedis(t).Client
+	rdb := redistest.Start(t).Client
 	opts, err := parseOptions(append(args, "-k", "loop", "true"), &strings.Builder{})
 	if err != nil {
 		t.Fatal(err)

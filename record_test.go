@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/w8y/w8y/internal/proc"
+	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -19,7 +20,7 @@ import (
 // (Redis Cluster without a hash tag): both leave the same state hashes and
 // the same events.
 func TestRecordBothPaths(t *testing.T) {
-	rdb := startTestRedis(t).Client
+	rdb := redistest.Start(t).Client
 	ctx := context.Background()
 	ends := []runs.End{
 		{Result: schema.ResultSuccess, Exit: proc.Exit{Code: 0, Duration: 1500 * time.Millisecond}, Exited: true},
@@ -117,7 +118,7 @@ func TestRecordBothPaths(t *testing.T) {
 // TestRecordConsecutiveFailures follows consecutive_failures through
 // failures, an interruption (which changes nothing) and a success.
 func TestRecordConsecutiveFailures(t *testing.T) {
-	rdb := startTestRedis(t).Client
+	rdb := redistest.Start(t).Client
 	ctx := context.Background()
 	for _, colocated := range []bool{true, false} {
 		var logs bytes.Buffer
@@ -150,7 +151,7 @@ func TestRecordConsecutiveFailures(t *testing.T) {
 // TestRecordNeverFailsARun: a state key of another type makes the record
 // fail, never the take or the release.
 func TestRecordNeverFailsARun(t *testing.T) {
-	rdb := startTestRedis(t).Client
+	rdb := redistest.Start(t).Client
 	ctx := context.Background()
 	for _, colocated := range []bool{true, false} {
 		var logs bytes.Buffer

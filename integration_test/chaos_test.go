@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	procscan "github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redistest"
 	"golang.org/x/sys/unix"
 )
@@ -264,26 +265,8 @@ func lines(t *testing.T, path string) []string {
 func waitMarkerGone(marker string, timeout time.Duration) []int {
 	var left []int
 	redistest.Poll(timeout, func() bool {
-		left = processesWith(marker)
+		left = procscan.ProcessesWithEnv(marker)
 		return len(left) == 0
 	})
 	return left
-}
-
-// processesWith lists the live processes with marker in their environment.
-// A zombie's environment reads empty, so the dead are never listed.
-func processesWith(marker string) []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		environ, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err == nil && slices.Contains(strings.Split(string(environ), "\x00"), marker) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -66,7 +67,7 @@ func dumpKeys(t *testing.T, rdb *redis.Client, keys schema.Keys) map[string]stri
 // round trip and with the per-key commands of a cluster: both must report
 // the same and leave the same keys, and what they leave is the schedule.
 func TestFinishBothWaysAlike(t *testing.T) {
-	rdb := startTestRedis(t).Client
+	rdb := redistest.Start(t).Client
 	schedule := Schedule{Cooldown: time.Minute, Backoff: Backoff{Min: time.Second, Max: 3 * time.Second}}
 	// state is the state hash after runs runs, failures of them failed, the
 	// last with result last, and consecutive failures n (-1: none counted).
@@ -218,7 +219,7 @@ func TestFinishBothWaysAlike(t *testing.T) {
 // backoffDelay computes from the same jitter factor, so the per-key path
 // and the script agree on every draw.
 func TestFinishJitter(t *testing.T) {
-	rdb := startTestRedis(t).Client
+	rdb := redistest.Start(t).Client
 	ctx := context.Background()
 	b := Backoff{Min: 1300 * time.Millisecond, Max: time.Hour}
 	for i := range 20 {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -53,7 +53,7 @@ func (c *rotatingClient) EvalSha(ctx context.Context, sha string, keys []string,
 // by fewer or more items than a batch, do not make --status miss an item or
 // show one twice, and it shows them in circular list order.
 func TestStatusFollowsARotatingList(t *testing.T) {
-	rdb := startTestRedis(t).Client
+	rdb := redistest.Start(t).Client
 	ctx := context.Background()
 	items := numbered(95)
 	keys := schema.Keys{Prefix: "st:"}
@@ -75,7 +75,7 @@ func TestStatusFollowsARotatingList(t *testing.T) {
 
 // TestStatusDropsRepeats: an item the list holds twice shows once.
 func TestStatusDropsRepeats(t *testing.T) {
-	rdb := startTestRedis(t).Client
+	rdb := redistest.Start(t).Client
 	keys := schema.Keys{Prefix: "rep:"}
 	rdb.RPush(context.Background(), keys.List(), "a", "b", "a", "c", "b")
 	got, _ := readItems(t, &Reader{Client: rdb, Keys: keys, Batch: 2})
@@ -90,7 +90,7 @@ func TestStatusLongList(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100,000 items")
 	}
-	rdb := startTestRedis(t).Client
+	rdb := redistest.Start(t).Client
 	ctx := context.Background()
 	keys := schema.Keys{Prefix: "long:"}
 	items := numbered(100_000)
@@ -125,21 +125,10 @@ func TestStatusLongList(t *testing.T) {
 	}
 	// One status.lua call per batch (plus the EVAL after the first
 	// NOSCRIPT), so no call reads more than a batch.
-	stats := rdb.Info(ctx, "commandstats").Val()
-	want := strconv.Itoa(len(items) / Batch)
-	if !containsStat(stats, "cmdstat_evalsha:calls="+want+",") {
-		t.Errorf("want %s EVALSHA calls:\n%s", want, stats)
+	stats := redistest.CommandStats(t, rdb)
+	if want := len(items) / Batch; stats["evalsha"] != want {
+		t.Errorf("%d EVALSHA calls, want %d: %v", stats["evalsha"], want, stats)
 	}
-}
-
-// containsStat reports whether INFO output holds a line starting with prefix.
-func containsStat(info, prefix string) bool {
-	for line := range strings.Lines(info) {
-		if strings.HasPrefix(line, prefix) {
-			return true
-		}
-	}
-	return false
 }
 
 // numbered returns n items named i0, i1, ...

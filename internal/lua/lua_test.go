@@ -1,0 +1,62 @@
+package lua
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redistest"
+)
+
+// TestScriptsLoad: every script compiles in a real Redis, and each keeps the
+// hash that EVALSHA finds it by.
+func TestScriptsLoad(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	for name, script := range map[string]*redis.Script{
+		"take": Take, "trylock": TryLock, "refresh": Refresh, "finish": Finish, "count": Count, "pause": Pause,
+	} {
+		sha, err := script.Load(ctx, rdb).Result()
+		if err != nil {
+			t.Errorf("%s.lua does not load: %v", name, err)
+			continue
+		}
+		if sha != script.Hash() {
+			t.Errorf("%s.lua loaded as %s, want %s", name, sha, script.Hash())
+		}
+	}
+}
+
+// TestTryLockAndRefresh: the lock scripts keep to SET NX PX and
+// compare-and-expire, and name a lock key of another type.
+func TestTryLockAndRefresh(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	steps := []struct {
+		script *redis.Script
+		token  string
+		want   any
+	}{
+		{TryLock, "me", int64(1)},
+		{TryLock, "other", int64(0)},
+		{Refresh, "me", int64(1)},
+		{Refresh, "other", int64(0)},
+		{Finish, "other", int64(0)},
+		{Finish, "me", int64(1)},
+		{Refresh, "me", int64(0)},
+	}
+	for i, st := range steps {
+		args := []any{st.token, 60000}
+		if st.script == Finish {
+			args = []any{st.token, "x", ""}
+		}
+		got, err := st.script.Run(ctx, rdb, []string{"w:lock:x"}, args...).Result()
+		if err != nil || got != st.want {
+			t.Errorf("step %d: %v, %v; want %v", i, got, err, st.want)
+		}
+	}
+	rdb.HSet(ctx, "w:lock:y", "f", "v")
+	if got, err := TryLock.Run(ctx, rdb, []string{"w:lock:y"}, "me", 60000).Result(); err != nil || got != "hash" {
+		t.Errorf("TryLock on a hash: %v, %v; want the type's name", got, err)
+	}
+}
