@@ -50,9 +50,9 @@ func benchTakeWaiting(b *testing.B, n int, colocated bool, waitKey func(schema.K
 	rdb := redistest.Start(b).Client
 	ctx := context.Background()
 	keys := schema.Keys{Prefix: "bench:", Colocated: colocated}
-	items := numbered(n)
+	items := redistest.Items(n)
 	pipe := rdb.Pipeline()
-	pipe.RPush(ctx, keys.List(), anySlice(items)...)
+	pipe.RPush(ctx, keys.List(), redistest.Values(items)...)
 	for _, item := range items[:n-1] {
 		pipe.Set(ctx, waitKey(keys, item), "someone-else", time.Hour)
 	}

@@ -65,7 +65,7 @@ func testWorker(t *testing.T, children *scriptedChildren, items []string, args .
 	}
 	keys := schema.Keys{Prefix: opts.KeyPrefix, Colocated: true}
 	if len(items) > 0 {
-		rdb.RPush(context.Background(), keys.List(), anySlice(items)...)
+		rdb.RPush(context.Background(), keys.List(), redistest.Values(items)...)
 	}
 	var logs bytes.Buffer
 	log := zerolog.New(&logs)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/runs"
@@ -121,12 +122,7 @@ func TestRecordConsecutiveFailures(t *testing.T) {
 	rdb := redistest.Start(t).Client
 	ctx := context.Background()
 	for _, colocated := range []bool{true, false} {
-		var logs bytes.Buffer
-		prefix := strconv.FormatBool(colocated) + ":"
-		r := testRotator(rdb, prefix, colocated, 0, &logs)
-		r.Record = &runs.Recorder{Keys: r.Keys, StateTTL: time.Hour}
-		f := &runs.Finisher{Client: rdb, Record: r.Record}
-		rdb.RPush(ctx, r.Keys.List(), "a")
+		r, f := recordingRotator(t, rdb, colocated, 0)
 		var streaks []string
 		for _, res := range []schema.Result{schema.ResultFailure, schema.ResultTimeout, schema.ResultInterrupted, schema.ResultLockLost, schema.ResultSuccess, schema.ResultFailure} {
 			_, lock, err := r.Take(ctx, nil)
@@ -154,12 +150,7 @@ func TestRecordNeverFailsARun(t *testing.T) {
 	rdb := redistest.Start(t).Client
 	ctx := context.Background()
 	for _, colocated := range []bool{true, false} {
-		var logs bytes.Buffer
-		prefix := strconv.FormatBool(colocated) + ":"
-		r := testRotator(rdb, prefix, colocated, 0, &logs)
-		r.Record = &runs.Recorder{Keys: r.Keys, StateTTL: time.Hour, EventsMaxLen: 10}
-		f := &runs.Finisher{Client: rdb, Record: r.Record}
-		rdb.RPush(ctx, r.Keys.List(), "a")
+		r, f := recordingRotator(t, rdb, colocated, 10)
 		rdb.Set(ctx, r.Keys.State("a"), "not a hash", 0)
 		item, lock, err := r.Take(ctx, nil)
 		if err != nil || item != "a" {
@@ -176,4 +167,15 @@ func TestRecordNeverFailsARun(t *testing.T) {
 			t.Errorf("colocated %v: %d events, want 2", colocated, n)
 		}
 	}
+}
+
+// recordingRotator returns a Rotator and a Finisher that record runs, with
+// events capped at eventsMaxLen (0: none), over a list of one item, "a",
+// under a prefix of its own.
+func recordingRotator(t *testing.T, rdb *redis.Client, colocated bool, eventsMaxLen int64) (*Rotator, *runs.Finisher) {
+	t.Helper()
+	r := testRotator(rdb, strconv.FormatBool(colocated)+":", colocated, 0, &bytes.Buffer{})
+	r.Record = &runs.Recorder{Keys: r.Keys, StateTTL: time.Hour, EventsMaxLen: eventsMaxLen}
+	redistest.Seed(t, rdb, r.Keys.List(), "a")
+	return r, &runs.Finisher{Client: rdb, Record: r.Record}
 }

@@ -42,7 +42,7 @@ func (s takeSetup) seed(t *testing.T, rdb *redis.Client, keys schema.Keys) {
 	t.Helper()
 	ctx := context.Background()
 	if len(s.items) > 0 {
-		if err := rdb.RPush(ctx, keys.List(), anySlice(s.items)...).Err(); err != nil {
+		if err := rdb.RPush(ctx, keys.List(), redistest.Values(s.items)...).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -117,22 +117,6 @@ func takeAll(t *testing.T, rdb *redis.Client, r *Rotator, takes int, logs *bytes
 	return out
 }
 
-func anySlice(items []string) []any {
-	out := make([]any, len(items))
-	for i, item := range items {
-		out[i] = item
-	}
-	return out
-}
-
-func numbered(n int) []string {
-	items := make([]string, n)
-	for i := range items {
-		items[i] = fmt.Sprintf("i%d", i)
-	}
-	return items
-}
-
 // TestBatchedTakeLeavesRedisAsPerCandidate runs the same Takes with both paths on
 // the same data: they must take the same items and leave the same list,
 // locks and warnings. Small batches make the scan cross several calls.
@@ -147,12 +131,12 @@ func TestBatchedTakeLeavesRedisAsPerCandidate(t *testing.T) {
 		want  []string // what the Takes return, to check the reference too
 	}{
 		{"missing list", takeSetup{}, 3, 1, []string{"(no work)"}},
-		{"all free", takeSetup{items: numbered(5)}, 3, 6, []string{"i0", "i1", "i2", "i3", "i4", "i0"}},
-		{"all locked", takeSetup{items: numbered(7), locked: numbered(7)}, 3, 2, []string{"(no work)", "(no work)"}},
-		{"free in the third batch", takeSetup{items: numbered(8), locked: numbered(7)}, 3, 2, []string{"i7", "i7"}},
-		{"free at a batch's end", takeSetup{items: numbered(8), locked: slices.Delete(numbered(8), 5, 6)}, 3, 2, []string{"i5", "i5"}},
-		{"every other free", takeSetup{items: numbered(9), locked: []string{"i0", "i2", "i4", "i6", "i8"}}, 2, 5, []string{"i1", "i3", "i5", "i7", "i1"}},
-		{"one batch exactly", takeSetup{items: numbered(4), locked: numbered(4)[:3]}, 4, 2, []string{"i3", "i3"}},
+		{"all free", takeSetup{items: redistest.Items(5)}, 3, 6, []string{"i0", "i1", "i2", "i3", "i4", "i0"}},
+		{"all locked", takeSetup{items: redistest.Items(7), locked: redistest.Items(7)}, 3, 2, []string{"(no work)", "(no work)"}},
+		{"free in the third batch", takeSetup{items: redistest.Items(8), locked: redistest.Items(7)}, 3, 2, []string{"i7", "i7"}},
+		{"free at a batch's end", takeSetup{items: redistest.Items(8), locked: slices.Delete(redistest.Items(8), 5, 6)}, 3, 2, []string{"i5", "i5"}},
+		{"every other free", takeSetup{items: redistest.Items(9), locked: []string{"i0", "i2", "i4", "i6", "i8"}}, 2, 5, []string{"i1", "i3", "i5", "i7", "i1"}},
+		{"one batch exactly", takeSetup{items: redistest.Items(4), locked: redistest.Items(4)[:3]}, 4, 2, []string{"i3", "i3"}},
 		{"lock key of another type", takeSetup{items: []string{"h", "g"}, hashLock: []string{"h"}}, 3, 2, []string{"g", "g"}},
 		// A lock that holds our token can only be left from a call whose
 		// reply was lost; both paths pass it by until it expires.
@@ -165,9 +149,9 @@ func TestBatchedTakeLeavesRedisAsPerCandidate(t *testing.T) {
 		{"only bad items", takeSetup{items: []string{"", long, "\x00"}}, 2, 1, []string{"(no work)"}},
 		{"duplicates", takeSetup{items: []string{"d", "d", "e", "d"}}, 2, 3, []string{"d", "d", "e"}},
 		// Cooldown and backoff keys make an item wait, whoever set them.
-		{"cooling and backing off passed by", takeSetup{items: numbered(6), cooling: []string{"i0", "i3"}, backing: []string{"i1", "i4"}}, 2, 3, []string{"i2", "i5", "i2"}},
-		{"every item waits", takeSetup{items: numbered(4), cooling: []string{"i0", "i2"}, backing: []string{"i1", "i3"}}, 3, 1, []string{"(no work)"}},
-		{"waiting and locked", takeSetup{items: numbered(5), locked: []string{"i0", "i1"}, cooling: []string{"i1", "i2"}, backing: []string{"i3"}}, 2, 2, []string{"i4", "i4"}},
+		{"cooling and backing off passed by", takeSetup{items: redistest.Items(6), cooling: []string{"i0", "i3"}, backing: []string{"i1", "i4"}}, 2, 3, []string{"i2", "i5", "i2"}},
+		{"every item waits", takeSetup{items: redistest.Items(4), cooling: []string{"i0", "i2"}, backing: []string{"i1", "i3"}}, 3, 1, []string{"(no work)"}},
+		{"waiting and locked", takeSetup{items: redistest.Items(5), locked: []string{"i0", "i1"}, cooling: []string{"i1", "i2"}, backing: []string{"i3"}}, 2, 2, []string{"i4", "i4"}},
 		// A cooldown key of any type pauses the item: no warning about a lock
 		// key of another type that the item would not get to anyway.
 		{"waiting item with a lock key of another type", takeSetup{items: []string{"h", "g"}, hashLock: []string{"h"}, cooling: []string{"h"}}, 3, 1, []string{"g"}},
@@ -239,7 +223,7 @@ func (c *interruptingClient) EvalSha(ctx context.Context, sha string, keys []str
 	return c.listClient.EvalSha(ctx, sha, keys, args...)
 }
 
-// TestScanSeesWritesBetweenBatches: another program that changes the list
+// TestBatchedTakeSeesWritesBetweenBatches: another program that changes the list
 // between two batches affects the scan as it does the per-candidate path,
 // and the pass still looks at no more candidates than the list held at its
 // start.
@@ -276,7 +260,7 @@ func TestBatchedTakeSeesWritesBetweenBatches(t *testing.T) {
 			var outcomes [2]takeOutcome
 			for i, colocated := range []bool{false, true} {
 				keys := schema.Keys{Prefix: fmt.Sprintf("w%d:%v:", n, colocated)}
-				takeSetup{items: numbered(7), locked: numbered(7)}.seed(t, rdb, keys)
+				takeSetup{items: redistest.Items(7), locked: redistest.Items(7)}.seed(t, rdb, keys)
 				client := &interruptingClient{listClient: rdb, batch: 3, write: func() { tt.write(keys.List()) }}
 				var logs bytes.Buffer
 				outcomes[i] = takeAll(t, rdb, testRotator(client, keys.Prefix, colocated, 3, &logs), tt.takes, &logs)
@@ -292,7 +276,7 @@ func TestBatchedTakeSeesWritesBetweenBatches(t *testing.T) {
 	}
 }
 
-// TestScanSurvivesScriptFlush: SCRIPT FLUSH (or a restarted server) empties
+// TestBatchedTakeSurvivesScriptFlush: SCRIPT FLUSH (or a restarted server) empties
 // the script cache; the next Take loads the script again without an error.
 func TestBatchedTakeSurvivesScriptFlush(t *testing.T) {
 	rdb := redistest.Start(t).Client
@@ -312,25 +296,25 @@ func TestBatchedTakeSurvivesScriptFlush(t *testing.T) {
 	}
 }
 
-// TestScanStopsBetweenBatches: a closed stop channel ends Take before it
+// TestBatchedTakeStopsBetweenBatches: a closed stop channel ends Take before it
 // sends anything.
 func TestBatchedTakeStopsBetweenBatches(t *testing.T) {
 	rdb := redistest.Start(t).Client
 	ctx := context.Background()
 	keys := schema.Keys{Prefix: "stop:"}
-	takeSetup{items: numbered(3)}.seed(t, rdb, keys)
+	takeSetup{items: redistest.Items(3)}.seed(t, rdb, keys)
 	stop := make(chan struct{})
 	close(stop)
 	var logs bytes.Buffer
 	if _, _, err := testRotator(rdb, keys.Prefix, true, 0, &logs).Take(ctx, stop); !errors.Is(err, errStopped) {
 		t.Fatalf("Take with stop closed = %v, want errStopped", err)
 	}
-	if got := rdb.LRange(ctx, keys.List(), 0, -1).Val(); !slices.Equal(got, numbered(3)) {
+	if got := rdb.LRange(ctx, keys.List(), 0, -1).Val(); !slices.Equal(got, redistest.Items(3)) {
 		t.Errorf("list %q after a stopped Take, want it untouched", got)
 	}
 }
 
-// TestScanErrors: a list key of the wrong type is the same fatal error as
+// TestBatchedTakeErrors: a list key of the wrong type is the same fatal error as
 // without the script, and a lost server is a retryable one.
 func TestBatchedTakeErrors(t *testing.T) {
 	r := redistest.Start(t)
@@ -361,7 +345,7 @@ func (c *timingClient) EvalSha(ctx context.Context, sha string, keys []string, a
 	return c.listClient.EvalSha(ctx, sha, keys, args...)
 }
 
-// TestScanLockExpiry: the lock's expires is counted from when the call that
+// TestBatchedTakeLockExpiry: the lock's expires is counted from when the call that
 // took it was sent: not later, when the server may already have counted
 // down, and not from an earlier batch, which would give up the lock early.
 func TestBatchedTakeLockExpiry(t *testing.T) {
@@ -371,7 +355,7 @@ func TestBatchedTakeLockExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := schema.Keys{Prefix: "exp:"}
-	takeSetup{items: numbered(5), locked: numbered(4)}.seed(t, rdb, keys)
+	takeSetup{items: redistest.Items(5), locked: redistest.Items(4)}.seed(t, rdb, keys)
 	client := &timingClient{listClient: rdb}
 	var logs bytes.Buffer
 	r := testRotator(client, keys.Prefix, true, 2, &logs)
@@ -388,14 +372,14 @@ func TestBatchedTakeLockExpiry(t *testing.T) {
 	}
 }
 
-// TestScanIdlePassWritesNothing: a pass over a short list whose locks are
+// TestBatchedTakeIdlePassWritesNothing: a pass over a short list whose locks are
 // all taken goes round it whole, which leaves it as it was: the script must
 // not rewrite it, since idle workers make such passes all day.
 func TestBatchedTakeIdlePassWritesNothing(t *testing.T) {
 	rdb := redistest.Start(t).Client
 	ctx := context.Background()
 	keys := schema.Keys{Prefix: "idle:"}
-	takeSetup{items: numbered(5), locked: numbered(5)}.seed(t, rdb, keys)
+	takeSetup{items: redistest.Items(5), locked: redistest.Items(5)}.seed(t, rdb, keys)
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -424,8 +408,8 @@ func TestPassTakesSeveral(t *testing.T) {
 		batch int
 		want  []string
 	}{
-		{"more free items than takes", takeSetup{items: numbered(5)}, 2, []string{"i0", "i1", "i2", "i3", "i4"}},
-		{"some locked or waiting", takeSetup{items: numbered(7), locked: []string{"i1"}, cooling: []string{"i3"}, backing: []string{"i4"}}, 3, []string{"i0", "i2", "i5", "i6"}},
+		{"more free items than takes", takeSetup{items: redistest.Items(5)}, 2, []string{"i0", "i1", "i2", "i3", "i4"}},
+		{"some locked or waiting", takeSetup{items: redistest.Items(7), locked: []string{"i1"}, cooling: []string{"i3"}, backing: []string{"i4"}}, 3, []string{"i0", "i2", "i5", "i6"}},
 		{"duplicates taken once", takeSetup{items: []string{"d", "e", "d", "d", "f"}}, 2, []string{"d", "e", "f"}},
 	}
 	for n, tt := range tests {

@@ -156,7 +156,7 @@ func (c *cluster) beginMove(t *testing.T, key string) *slotMove {
 // migrate moves keys of the slot to the new node.
 func (m *slotMove) migrate(t *testing.T, keys ...string) {
 	t.Helper()
-	must(t, m.from, append([]any{"MIGRATE", "127.0.0.1", m.to.Port, "", 0, 5000, "KEYS"}, toAny(keys)...)...)
+	must(t, m.from, append([]any{"MIGRATE", "127.0.0.1", m.to.Port, "", 0, 5000, "KEYS"}, redistest.Values(keys)...)...)
 }
 
 // finish moves the slot's other keys, two at a time so that workers meet a

@@ -130,7 +130,7 @@ func TestClusterParallel(t *testing.T) {
 	c := startCluster(t, 3)
 	const p = "cpar:"
 	items := []string{"a", "b", "c", "d", "e", "f"}
-	if err := c.Client.RPush(ctx(t), p+"list", toAny(items)...).Err(); err != nil {
+	if err := c.Client.RPush(ctx(t), p+"list", redistest.Values(items)...).Err(); err != nil {
 		t.Fatal(err)
 	}
 	var locks []string

@@ -28,7 +28,7 @@ func TestCluster(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			list := tt.prefix + "list"
 			items := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
-			if err := c.Client.RPush(ctx(t), list, toAny(items)...).Err(); err != nil {
+			if err := c.Client.RPush(ctx(t), list, redistest.Values(items)...).Err(); err != nil {
 				t.Fatal(err)
 			}
 			c.resetStats(t)
@@ -112,7 +112,7 @@ func TestClusterSlotMigration(t *testing.T) {
 	c := startCluster(t, 3)
 	prefix := "{mig}:"
 	items := []string{"a", "b", "c", "d", "e-slow", "f-slow"}
-	if err := c.Client.RPush(ctx(t), prefix+"list", toAny(items)...).Err(); err != nil {
+	if err := c.Client.RPush(ctx(t), prefix+"list", redistest.Values(items)...).Err(); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()

@@ -78,15 +78,7 @@ func ctx(t *testing.T) context.Context {
 // seed replaces key with a list of items.
 func (s *server) seed(t *testing.T, key string, items ...string) {
 	t.Helper()
-	c := ctx(t)
-	if err := s.Client.Del(c, key).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(items) > 0 {
-		if err := s.Client.RPush(c, key, toAny(items)...).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	redistest.Seed(t, s.Client, key, items...)
 }
 
 // list returns the whole list at key.
@@ -134,14 +126,6 @@ func (s *server) pop(t *testing.T, list string) string {
 func (s *server) popStarted(t *testing.T) string {
 	t.Helper()
 	return s.pop(t, "started")
-}
-
-func toAny(items []string) []any {
-	out := make([]any, len(items))
-	for i, item := range items {
-		out[i] = item
-	}
-	return out
 }
 
 // result is how a w8y run ended.

@@ -28,7 +28,7 @@ func TestTLS(t *testing.T) {
 	items := []string{"a", "b", "c"}
 	seed := func() {
 		s.Client.Del(context.Background(), "tls:list")
-		if err := s.Client.RPush(context.Background(), "tls:list", toAny(items)...).Err(); err != nil {
+		if err := s.Client.RPush(context.Background(), "tls:list", redistest.Values(items)...).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -176,7 +176,7 @@ func TestACL(t *testing.T) {
 	s := startRedis(t)
 	const password = "Horse-Battery-93f1"
 	if err := s.Client.Do(ctx(t), append([]any{"ACL", "SETUSER", "worker", "on", ">" + password, "~acl:*", "resetchannels", "-@all"},
-		toAny(strings.Fields(aclCommands))...)...).Err(); err != nil {
+		redistest.Values(strings.Fields(aclCommands))...)...).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Client.Do(ctx(t), "ACL", "SETUSER", "other", "on", ">"+password, "~other:*", "resetchannels", "-@all", "+evalsha", "+eval", "+llen").Err(); err != nil {
@@ -256,7 +256,7 @@ func TestACLCluster(t *testing.T) {
 	const password = "Cluster-Horse-41"
 	for _, s := range c.Nodes {
 		if err := s.Client.Do(ctx(t), append([]any{"ACL", "SETUSER", "worker", "on", ">" + password, "~acl:*", "resetchannels", "-@all", "+cluster|slots"},
-			toAny(strings.Fields(aclCommands))...)...).Err(); err != nil {
+			redistest.Values(strings.Fields(aclCommands))...)...).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}

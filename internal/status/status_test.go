@@ -3,7 +3,6 @@ package status
 import (
 	"context"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -55,9 +54,9 @@ func (c *rotatingClient) EvalSha(ctx context.Context, sha string, keys []string,
 func TestStatusFollowsARotatingList(t *testing.T) {
 	rdb := redistest.Start(t).Client
 	ctx := context.Background()
-	items := numbered(95)
+	items := redistest.Items(95)
 	keys := schema.Keys{Prefix: "st:"}
-	rdb.RPush(ctx, keys.List(), anySlice(items)...)
+	rdb.RPush(ctx, keys.List(), redistest.Values(items)...)
 	for _, shift := range []int{0, 1, 7, 10, 33, 94, 95, 200} {
 		client := &rotatingClient{Client: rdb, list: keys.List(), shift: shift}
 		got, batches := readItems(t, &Reader{Client: client, Keys: keys, Batch: 10})
@@ -93,10 +92,8 @@ func TestStatusLongList(t *testing.T) {
 	rdb := redistest.Start(t).Client
 	ctx := context.Background()
 	keys := schema.Keys{Prefix: "long:"}
-	items := numbered(100_000)
-	for chunk := range slices.Chunk(items, 10_000) {
-		rdb.RPush(ctx, keys.List(), anySlice(chunk)...)
-	}
+	items := redistest.Items(100_000)
+	redistest.Seed(t, rdb, keys.List(), items...)
 	rdb.Set(ctx, keys.Lock(items[500]), "someone", time.Minute)
 	rdb.HSet(ctx, keys.State(items[99_999]), "runs", 4, "last_result", "failure")
 	rdb.ConfigResetStat(ctx)
@@ -129,21 +126,4 @@ func TestStatusLongList(t *testing.T) {
 	if want := len(items) / Batch; stats["evalsha"] != want {
 		t.Errorf("%d EVALSHA calls, want %d: %v", stats["evalsha"], want, stats)
 	}
-}
-
-// numbered returns n items named i0, i1, ...
-func numbered(n int) []string {
-	items := make([]string, n)
-	for i := range items {
-		items[i] = "i" + strconv.Itoa(i)
-	}
-	return items
-}
-
-func anySlice(items []string) []any {
-	out := make([]any, len(items))
-	for i, item := range items {
-		out[i] = item
-	}
-	return out
 }
