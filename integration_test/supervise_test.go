@@ -99,6 +99,13 @@ func TestKilledW8yTakesTheGroupWithIt(t *testing.T) {
 	// Without W8Y_HOLDER in its environment, only its process group gives
 	// this one away.
 	bare := readPID(t, filepath.Join(dir, "bare"))
+	guard := guardOf(t, p.cmd.Process.Pid)
+	t.Cleanup(func() {
+		if t.Failed() {
+			stat, _ := os.ReadFile("/proc/" + itoa(guard) + "/stat")
+			t.Logf("the guard was %d; its /proc stat now: %q", guard, stat)
+		}
+	})
 	p.signal(t, syscall.SIGKILL)
 	p.wait(t)
 	processGone(t, child)
