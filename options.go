@@ -26,7 +26,7 @@ type Options struct {
 	KeyExpiry       duration.Flag `short:"x" long:"key-expiry" env:"W8Y_KEY_EXPIRY" default:"5" value-name:"EXPIRY" description:"Lock expiry: seconds, or a Go duration such as 1500ms; the lock is refreshed about every third of it"`
 	EnvVar          string        `short:"e" long:"env-var" env:"W8Y_ENV_VAR" value-name:"NAME" description:"Environment variable to set to the work item, besides W8Y_ITEM"`
 	Continuous      bool          `short:"c" long:"continuous" env:"W8Y_CONTINUOUS" description:"Keep taking items until stopped, instead of running one item"`
-	ExitCodes       []int         `short:"i" long:"exit-codes" env:"W8Y_EXIT_CODES" env-delim:"," default:"0" value-name:"CODE" description:"Child exit code that lets --continuous go on to the next item (repeatable)"`
+	ExitCodes       codeList      `short:"i" long:"exit-codes" env:"W8Y_EXIT_CODES" env-delim:"," default:"0" value-name:"CODE" description:"Child exit code that lets --continuous go on to the next item (repeatable)"`
 	Quiet           bool          `short:"q" long:"quiet" env:"W8Y_QUIET" description:"Silence w8y's own logs, leaving the child's stdout and stderr alone"`
 	LogFile         string        `short:"f" long:"log-file" env:"W8Y_LOG_FILE" value-name:"PATH" description:"Append w8y's logs to this file instead of stderr"`
 	NoLogTimestamps bool          `short:"t" long:"no-log-timestamps" env:"W8Y_NO_LOG_TIMESTAMPS" description:"Leave timestamps out of log lines"`
@@ -57,27 +57,33 @@ type Options struct {
 	Command []string `no-flag:"true"`
 }
 
-// Duration is a flag value given in seconds ("5", "0.5") or as a Go
-// duration ("1500ms"). Plain numbers are seconds because the first w8y took
-// --key-expiry in whole seconds.
-type Duration time.Duration
+// codeList is --exit-codes: exit codes from repeated flags, or from one
+// value with codes apart by commas (W8Y_EXIT_CODES=0,3), with or without
+// spaces around them.
+type codeList []int
 
-// UnmarshalFlag implements flags.Unmarshaler.
-func (d *Duration) UnmarshalFlag(value string) error {
-	if secs, err := strconv.ParseFloat(value, 64); err == nil {
-		*d = Duration(secs * float64(time.Second))
-		return nil
+// UnmarshalFlag implements flags.Unmarshaler: go-flags calls it for each
+// flag and for each part of the variable, and it appends.
+func (c *codeList) UnmarshalFlag(value string) error {
+	for part := range strings.SplitSeq(value, ",") {
+		part = strings.TrimSpace(part)
+		code, err := strconv.Atoi(part)
+		if err != nil || code < 0 || code > 255 {
+			return fmt.Errorf("%q is not an exit code: give numbers from 0 to 255, apart by commas", part)
+		}
+		*c = append(*c, code)
 	}
-	parsed, err := time.ParseDuration(value)
-	if err != nil {
-		return fmt.Errorf("%q is neither seconds nor a duration such as 1500ms", value)
-	}
-	*d = Duration(parsed)
 	return nil
 }
 
-// MarshalFlag implements flags.Marshaler, so --help shows defaults readably.
-func (d Duration) MarshalFlag() (string, error) { return time.Duration(d).String(), nil }
+// MarshalFlag implements flags.Marshaler, for --help's defaults.
+func (c codeList) MarshalFlag() (string, error) {
+	parts := make([]string, len(c))
+	for i, code := range c {
+		parts[i] = strconv.Itoa(code)
+	}
+	return strings.Join(parts, ","), nil
+}
 
 // minKeyExpiry is the shortest lock expiry accepted: below it, a refresh every
 // third of the expiry would compete with ordinary network latency.
@@ -122,9 +128,7 @@ var errHelp = errors.New("help shown")
 // output go to stdout, and errHelp reports that nothing else should run.
 func parseOptions(args []string, stdout io.Writer) (*Options, error) {
 	opts := Options{KillAfter: unsetDuration}
-	parser := flags.NewParser(&opts, flags.HelpFlag|flags.PassDoubleDash|flags.PassAfterNonOption)
-	parser.Name = "w8y"
-	parser.Usage = "[OPTIONS] [--] executable [args...]"
+	parser := newParser(&opts)
 	// Shell completion (see README): with GO_FLAGS_COMPLETION set, go-flags
 	// completes args instead of parsing them. Its own handler would exit
 	// the process, which only main may do.
@@ -134,6 +138,9 @@ func parseOptions(args []string, stdout io.Writer) (*Options, error) {
 			fmt.Fprintln(stdout, item.Item)
 		}
 		completed = true
+	}
+	if _, err := commandLine(parser, args); err != nil {
+		return nil, err
 	}
 	rest, err := parser.ParseArgs(args)
 	if completed {
@@ -146,7 +153,7 @@ func parseOptions(args []string, stdout io.Writer) (*Options, error) {
 			writeHelpFooter(stdout)
 			return nil, errHelp
 		}
-		return nil, usageError("%s (see w8y --help)", strings.ReplaceAll(err.Error(), "`", "'"))
+		return nil, explainParseError(parser, args, err, os.LookupEnv)
 	}
 	if opts.Version {
 		fmt.Fprintf(stdout, "w8y %s (commit %s)\n", version, commit)
@@ -159,9 +166,17 @@ func parseOptions(args []string, stdout io.Writer) (*Options, error) {
 	opts.Command = rest
 	opts.ReadSecrets(os.Getenv)
 	if err := opts.validate(); err != nil {
-		return nil, err
+		return nil, fromVariable(parser, args, err, os.LookupEnv)
 	}
 	return &opts, nil
+}
+
+// newParser returns the parser of w8y's options into opts.
+func newParser(opts *Options) *flags.Parser {
+	parser := flags.NewParser(opts, flags.HelpFlag|flags.PassDoubleDash|flags.PassAfterNonOption)
+	parser.Name = "w8y"
+	parser.Usage = "[OPTIONS] [--] executable [args...]"
+	return parser
 }
 
 // helpArguments follows the generated option list in --help, before the
@@ -292,11 +307,6 @@ func (o *Options) validate() error {
 	}
 	if o.NoWorkExitCode < 0 || o.NoWorkExitCode > 255 {
 		return usageError("--no-work-exit-code must be 0-255, got %d", o.NoWorkExitCode)
-	}
-	for _, code := range o.ExitCodes {
-		if code < 0 || code > 255 {
-			return usageError("--exit-codes must be 0-255, got %d", code)
-		}
 	}
 	if o.EnvVar != "" && (strings.ContainsAny(o.EnvVar, "=\x00") || o.EnvVar != strings.TrimSpace(o.EnvVar)) {
 		return usageError("--env-var %q is not a valid environment variable name", o.EnvVar)

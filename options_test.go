@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -104,6 +105,35 @@ func TestParseOptions(t *testing.T) {
 			check: func(t *testing.T, o *Options) {
 				if !slices.Equal(o.ExitCodes, []int{3, 4}) {
 					t.Errorf("exit codes %v", o.ExitCodes)
+				}
+			},
+		},
+		{
+			name: "exit codes apart by commas, with spaces, in the variable and on the command line",
+			args: []string{"-i", "5, 6", "true"},
+			env:  map[string]string{"W8Y_EXIT_CODES": "0, 3"},
+			check: func(t *testing.T, o *Options) {
+				if !slices.Equal(o.ExitCodes, []int{5, 6}) {
+					t.Errorf("exit codes %v", o.ExitCodes)
+				}
+			},
+		},
+		{
+			name: "exit codes with spaces in the variable",
+			args: []string{"true"},
+			env:  map[string]string{"W8Y_EXIT_CODES": " 0 , 3 "},
+			check: func(t *testing.T, o *Options) {
+				if !slices.Equal(o.ExitCodes, []int{0, 3}) {
+					t.Errorf("exit codes %v", o.ExitCodes)
+				}
+			},
+		},
+		{
+			name: "a one-dash word after the executable is the executable's",
+			args: []string{"-k", "w", "ls", "-continuous"},
+			check: func(t *testing.T, o *Options) {
+				if !slices.Equal(o.Command, []string{"ls", "-continuous"}) {
+					t.Errorf("command %q", o.Command)
 				}
 			},
 		},
@@ -324,7 +354,17 @@ func TestParseOptions(t *testing.T) {
 		{name: "kill-after from the environment too long", args: []string{"-x", "3", "true"}, env: map[string]string{"W8Y_KILL_AFTER": "1001ms"}, wantErr: "raise --key-expiry to 3.003s"},
 		{name: "negative timeout", args: []string{"--timeout", "-1s", "true"}, wantErr: "--timeout must not be negative"},
 		{name: "idle wait that would spin", args: []string{"--idle-wait", "0", "true"}, wantErr: "--idle-wait"},
-		{name: "exit code out of range", args: []string{"-i", "256", "true"}, wantErr: "--exit-codes must be 0-255"},
+		{name: "exit code out of range", args: []string{"-i", "256", "true"}, wantErr: `-i "256": "256" is not an exit code: give numbers from 0 to 255`},
+		{name: "exit code list with a word", args: []string{"--exit-codes=0,x", "true"}, env: map[string]string{"W8Y_EXIT_CODES": "1"}, wantErr: `--exit-codes "0,x": "x" is not an exit code`},
+		{name: "garbage expiry names the flag as written", args: []string{"--key-expiry=soon", "true"}, wantErr: `--key-expiry "soon": "soon" is neither seconds nor a duration`},
+		{name: "bad boolean variable", args: []string{"true"}, env: map[string]string{"W8Y_CONTINUOUS": "yes"}, wantErr: `W8Y_CONTINUOUS="yes": not true or false (nor 1 or 0)`},
+		{name: "bad choice from a variable", args: []string{"true"}, env: map[string]string{"W8Y_LOG_FORMAT": "xml"}, wantErr: `W8Y_LOG_FORMAT="xml": not one of console, json`},
+		{name: "bad number", args: []string{"--parallel", "two", "true"}, wantErr: `--parallel "two": not a whole number`},
+		{name: "a value for a switch", args: []string{"--continuous=yes", "true"}, wantErr: "--continuous takes no value"},
+		{name: "long option with one dash", args: []string{"-continuous", "true"}, wantErr: "-continuous: long options take two dashes: did you mean --continuous?"},
+		{name: "long option with one dash that -k would swallow", args: []string{"-key-prefix", "w", "true"}, wantErr: "did you mean --key-prefix?"},
+		{name: "a flag that overrides a bad variable wins", args: []string{"-x", "soon", "true"}, env: map[string]string{"W8Y_KEY_EXPIRY": "later"}, wantErr: `-x "soon"`},
+		{name: "validation names the variable that set the option", args: []string{"true"}, env: map[string]string{"W8Y_PARALLEL": "0"}, wantErr: `--parallel must be at least 1, got 0 (from W8Y_PARALLEL="0")`},
 		{name: "no-work exit code out of range", args: []string{"--no-work-exit-code", "-1", "true"}, wantErr: "--no-work-exit-code"},
 		{name: "bad log format", args: []string{"--log-format", "xml", "true"}, wantErr: "xml"},
 		{name: "bad env var name", args: []string{"-e", "A=B", "true"}, wantErr: "not a valid environment variable"},
@@ -342,6 +382,10 @@ func TestParseOptions(t *testing.T) {
 				if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want a usage error containing %q", err, tt.wantErr)
 				}
+				// A user writes options and values, not Go's types.
+				if goSpeak.MatchString(err.Error()) {
+					t.Errorf("error %q speaks Go", err)
+				}
 				if strings.Contains(err.Error(), "\n") {
 					t.Errorf("error spans lines: %q", err)
 				}
@@ -354,6 +398,10 @@ func TestParseOptions(t *testing.T) {
 		})
 	}
 }
+
+// goSpeak finds what go-flags and strconv say in Go's words: type names
+// and function names, which mean nothing to a user.
+var goSpeak = regexp.MustCompile(`expected [a-z]+\.|strconv\.|main\.|duration\.Flag|runs\.Backoff|\[\]int|invalid syntax`)
 
 func TestHelpAndVersion(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"--version"}} {

@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,10 @@ import (
 
 	"github.com/w8y/w8y/internal/redistest"
 )
+
+// goSpeak finds what go-flags, go-redis and strconv say in Go's words:
+// type and function names, which mean nothing to a user.
+var goSpeak = regexp.MustCompile(`expected [a-z]+\.|strconv\.|main\.|duration\.Flag|\[\]int|invalid syntax|context deadline exceeded`)
 
 // TestBadInput: every kind of bad input gets its documented exit code and
 // one clear line on stderr, and leaves the list exactly as it was. Items
@@ -42,6 +47,7 @@ func TestBadInput(t *testing.T) {
 		name  string
 		url   string   // the server's URL unless set
 		args  []string // before the command
+		env   []string // the environment, besides PATH and HOME
 		cmd   []string // printItem unless set
 		items []string // []string{"bad", "good"} unless set
 		setup func(t *testing.T, s *server, list string)
@@ -55,6 +61,9 @@ func TestBadInput(t *testing.T) {
 		{name: "unknown option", args: []string{"--frobnicate"}, code: 125, line: "unknown flag 'frobnicate'"},
 		{name: "zero key expiry", args: []string{"-x", "0"}, code: 125, line: "--key-expiry must be at least"},
 		{name: "negative key expiry", args: []string{"--key-expiry=-5"}, code: 125, line: "--key-expiry must be at least"},
+		{name: "a duration that is not one", args: []string{"-x", "abc"}, code: 125, line: `-x "abc": "abc" is neither seconds nor a duration`},
+		{name: "a boolean variable that is not one", env: []string{"W8Y_CONTINUOUS=yes"}, code: 125, line: `W8Y_CONTINUOUS="yes": not true or false`},
+		{name: "a long option with one dash", args: []string{"-continuous"}, code: 125, line: "did you mean --continuous?"},
 		{name: "kill-after beyond the lease", args: []string{"-x", "3", "--kill-after", "2s"}, code: 125, line: "--kill-after 2s cannot fit in --key-expiry 3s"},
 		{
 			name: "wrong type at the list", items: []string{},
@@ -123,7 +132,7 @@ func TestBadInput(t *testing.T) {
 			}
 			args := append([]string{"-u", url, "-k", prefix, "--log-level", "warn", "--no-log-timestamps"}, tt.args...)
 			began := time.Now()
-			r := runW8y(t, nil, append(args, cmd...)...)
+			r := runW8y(t, tt.env, append(args, cmd...)...)
 			took := time.Since(began)
 
 			r.wantExit(t, tt.code)
@@ -135,6 +144,9 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("stderr should be one line saying %q:\n%s", tt.line, r.Stderr)
 			case len(r.Stderr) > 1000:
 				t.Errorf("stderr has a %d-byte line", len(r.Stderr))
+			}
+			if goSpeak.MatchString(r.Stderr) {
+				t.Errorf("stderr speaks Go, not the user's words:\n%s", r.Stderr)
 			}
 			if strings.Contains(r.Stderr, "staple") || strings.Contains(r.Stderr, "horse") {
 				t.Errorf("a password leaked:\n%s", r.Stderr)
