@@ -237,6 +237,9 @@ func (o *Options) validate() error {
 		if o.Watch < 0 || (o.Watch > 0 && time.Duration(o.Watch) < minWatch) {
 			return usageError("--watch must be at least %s, got %s", minWatch, time.Duration(o.Watch))
 		}
+		if err := o.Options.Validate(); err != nil {
+			return usageError("%s", err)
+		}
 		o.KeyPrefix = schema.NormalizePrefix(o.KeyPrefix)
 		return nil
 	}

@@ -364,6 +364,7 @@ func TestParseOptions(t *testing.T) {
 		{name: "long option with one dash", args: []string{"-continuous", "true"}, wantErr: "-continuous: long options take two dashes: did you mean --continuous?"},
 		{name: "long option with one dash that -k would swallow", args: []string{"-key-prefix", "w", "true"}, wantErr: "did you mean --key-prefix?"},
 		{name: "a flag that overrides a bad variable wins", args: []string{"-x", "soon", "true"}, env: map[string]string{"W8Y_KEY_EXPIRY": "later"}, wantErr: `-x "soon"`},
+		{name: "a URL from a variable, its password hidden", args: []string{"true"}, env: map[string]string{"W8Y_REDIS_URL": "redis://u:hunter2@host/-3"}, wantErr: `the database "-3" is not a number from 0 up (from W8Y_REDIS_URL="redis://u:xxxxx@host/-3")`},
 		{name: "validation names the variable that set the option", args: []string{"true"}, env: map[string]string{"W8Y_PARALLEL": "0"}, wantErr: `--parallel must be at least 1, got 0 (from W8Y_PARALLEL="0")`},
 		{name: "no-work exit code out of range", args: []string{"--no-work-exit-code", "-1", "true"}, wantErr: "--no-work-exit-code"},
 		{name: "bad log format", args: []string{"--log-format", "xml", "true"}, wantErr: "xml"},

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	flags "github.com/jessevdk/go-flags"
+	"github.com/w8y/w8y/internal/redisconn"
 )
 
 // This file turns what go-flags says about a bad command line or W8Y_*
@@ -227,5 +228,6 @@ func fromVariable(parser *flags.Parser, args []string, err error, lookupEnv func
 	if !set {
 		return err
 	}
-	return usageError("%s (from %s=%q)", uerr.msg, opt.EnvDefaultKey, value)
+	// A URL's password stays out of the message, as it does everywhere.
+	return usageError("%s (from %s=%q)", uerr.msg, opt.EnvDefaultKey, redisconn.RedactURL(value))
 }

@@ -1,7 +1,10 @@
 package integration_test
 
 import (
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -35,6 +38,12 @@ func TestBadInput(t *testing.T) {
 	}
 	t.Cleanup(func() { silent.Close() })
 
+	// A web server where Redis should be.
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "<!DOCTYPE HTML>\n<html></html>\n")
+	}))
+	t.Cleanup(web.Close)
+
 	dir := t.TempDir()
 	noRunBit := filepath.Join(dir, "job.sh")
 	if err := os.WriteFile(noRunBit, []byte("#!/bin/sh\necho hi\n"), 0o644); err != nil {
@@ -58,6 +67,12 @@ func TestBadInput(t *testing.T) {
 	}{
 		{name: "malformed URL", url: "redis://127.0.0.1:port", code: 125, line: "invalid --redis-url"},
 		{name: "unknown scheme", url: "http://127.0.0.1:6379", code: 125, line: "invalid URL scheme"},
+		{name: "URL without a scheme", url: "127.0.0.1:6379", code: 125, line: "it has no scheme: give redis://host:port"},
+		{name: "URL without its slashes", url: "redis:127.0.0.1:1", code: 125, line: "such as redis://127.0.0.1:1"},
+		{name: "empty URL", args: []string{"-u", ""}, code: 125, line: "--redis-url is empty"},
+		{name: "negative database", url: "redis://127.0.0.1:1/-1", code: 125, line: `the database "-1" is not a number from 0 up`},
+		{name: "TLS to a plain-text Redis", url: "rediss://127.0.0.1:" + itoa(s.Port), code: 125, line: "the server seems to speak plain text; a rediss:// URL needs a Redis with TLS"},
+		{name: "a web server where Redis should be", url: "redis://" + strings.TrimPrefix(web.URL, "http://"), code: 125, line: "the server does not answer as Redis does"},
 		{name: "unknown option", args: []string{"--frobnicate"}, code: 125, line: "unknown flag 'frobnicate'"},
 		{name: "zero key expiry", args: []string{"-x", "0"}, code: 125, line: "--key-expiry must be at least"},
 		{name: "negative key expiry", args: []string{"--key-expiry=-5"}, code: 125, line: "--key-expiry must be at least"},

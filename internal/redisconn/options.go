@@ -57,7 +57,7 @@ func (o *Options) Validate() error {
 	if o.PasswordFile != "" && o.Password != "" {
 		return fmt.Errorf("the password is given twice, in %s and --redis-password-file: give it once", PasswordVar)
 	}
-	return nil
+	return checkURL(o.URL)
 }
 
 // WithoutSecrets returns environ without the variables that hold Redis

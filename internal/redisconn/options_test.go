@@ -24,6 +24,7 @@ func TestValidate(t *testing.T) {
 		{"a certificate without its key", Options{TLSCert: "c.pem"}, "go together"},
 		{"a key without its certificate", Options{TLSKey: "k.pem"}, "go together"},
 		{"a password twice", Options{PasswordFile: "pw", Password: "p"}, "given twice"},
+		{"a URL without a scheme", Options{URL: "localhost:6379"}, "it has no scheme"},
 	}
 	for _, tt := range tests {
 		err := tt.opts.Validate()
