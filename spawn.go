@@ -54,6 +54,9 @@ func resolveCommand(argv []string, envVar string, environ []string) (Command, er
 		}
 		return Command{}, fmt.Errorf("%w: %q: %w", proc.ErrNotExecutable, argv[0], err)
 	}
+	if err := checkInterpreter(path); err != nil {
+		return Command{}, err
+	}
 	return Command{Path: path, Args: argv[1:], EnvVar: envVar, Environ: environ}, nil
 }
 

@@ -49,6 +49,10 @@ func TestBadInput(t *testing.T) {
 	if err := os.WriteFile(noRunBit, []byte("#!/bin/sh\necho hi\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	badInterpreter := filepath.Join(dir, "job.py")
+	if err := os.WriteFile(badInterpreter, []byte("#!/nonexistent/python3 -u\nprint('hi')\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	megabyte := strings.Repeat("m", 1<<20)
 	printItem := []string{"printf", "%s", "{}"}
 
@@ -102,6 +106,15 @@ func TestBadInput(t *testing.T) {
 		{name: "1 MB item", items: []string{megabyte, "good"}, code: 0, line: "1048576 bytes long", ran: "good"},
 		{name: "non-UTF-8 item", items: []string{"caf\xe9\xff"}, code: 0, ran: "caf\xe9\xff"},
 		{name: "executable missing", cmd: []string{"/nonexistent/job", "{}"}, code: 127, line: "not found"},
+		{
+			name: "script whose interpreter is missing", cmd: []string{badInterpreter, "{}"}, code: 127, line: "bad interpreter /nonexistent/python3: no such file",
+			after: func(t *testing.T, s *server, list string, _ time.Duration) {
+				// Checked before any item was taken: nothing was charged.
+				if keys := s.keys(t, strings.TrimSuffix(list, "list")+"*"); !slices.Equal(keys, []string{list}) {
+					t.Errorf("keys written: %q", keys)
+				}
+			},
+		},
 		{name: "executable without the run bit", cmd: []string{noRunBit, "{}"}, code: 126, line: "cannot be run"},
 		{name: "Redis down", url: "redis://127.0.0.1:" + itoa(redistest.FreePort(t)), code: 125, line: "connection refused"},
 		{name: "password refused", url: "redis://:wrong-staple-secret@127.0.0.1:" + itoa(secured.Port), code: 125, line: "WRONGPASS"},
