@@ -60,13 +60,22 @@ func (o *Options) Validate() error {
 	return checkURL(o.URL)
 }
 
+// URLVar holds --redis-url, which may carry a password.
+const URLVar = "W8Y_REDIS_URL"
+
 // WithoutSecrets returns environ without the variables that hold Redis
-// passwords, for a child's environment: a child has no business with them.
+// passwords, and with the password in W8Y_REDIS_URL shown as "xxxxx", for
+// a child's environment: a child has no business with them. The URL keeps
+// the rest (host, port, database, user), which tells a child where its
+// items live.
 func WithoutSecrets(environ []string) []string {
 	kept := make([]string, 0, len(environ))
 	for _, kv := range environ {
 		if strings.HasPrefix(kv, PasswordVar+"=") || strings.HasPrefix(kv, SentinelPasswordVar+"=") {
 			continue
+		}
+		if url, ok := strings.CutPrefix(kv, URLVar+"="); ok {
+			kv = URLVar + "=" + RedactURL(url)
 		}
 		kept = append(kept, kv)
 	}

@@ -7,8 +7,10 @@ import (
 )
 
 func TestWithoutSecrets(t *testing.T) {
-	got := WithoutSecrets([]string{"PATH=/bin", "W8Y_REDIS_PASSWORD=s", "W8Y_SENTINEL_PASSWORD=t", "W8Y_REDIS_PASSWORD_FILE=/f", "X=W8Y_REDIS_PASSWORD=u"})
-	if want := []string{"PATH=/bin", "W8Y_REDIS_PASSWORD_FILE=/f", "X=W8Y_REDIS_PASSWORD=u"}; !slices.Equal(got, want) {
+	got := WithoutSecrets([]string{"PATH=/bin", "W8Y_REDIS_PASSWORD=s", "W8Y_SENTINEL_PASSWORD=t", "W8Y_REDIS_PASSWORD_FILE=/f", "X=W8Y_REDIS_PASSWORD=u",
+		"W8Y_REDIS_URL=redis://worker:s3cret@host:6379/2", "W8Y_REDIS_URLS=redis://a:b@c"})
+	if want := []string{"PATH=/bin", "W8Y_REDIS_PASSWORD_FILE=/f", "X=W8Y_REDIS_PASSWORD=u",
+		"W8Y_REDIS_URL=redis://worker:xxxxx@host:6379/2", "W8Y_REDIS_URLS=redis://a:b@c"}; !slices.Equal(got, want) {
 		t.Errorf("withoutSecrets = %q, want %q", got, want)
 	}
 }
