@@ -55,11 +55,13 @@ func isTerminal(w io.Writer) bool {
 	return ok && isatty.IsTerminal(f.Fd())
 }
 
-// clipLen is how much of a skipped item a log line shows: enough to find it
+// clipLen is how much of an item (or a key that holds one) a log line shows: enough to find it
 // with LRANGE, short enough that a megabyte item does not flood the log.
 const clipLen = 64
 
-// clip shortens item for a log line.
+// clip shortens item, or a key that holds one, for a log line: every line
+// of a run names its item and lock key, and a 10 kB item would fill each
+// twice over. The child still gets the whole item.
 func clip(item string) string {
 	return clipHead(item[:min(len(item), clipLen)], len(item))
 }
@@ -73,5 +75,6 @@ func clipHead(head string, size int) string {
 	return fmt.Sprintf("%s... (%d bytes)", head, size)
 }
 
-// quoteKey quotes a key for messages, so odd bytes in items stay visible.
-func quoteKey(key string) string { return fmt.Sprintf("%q", key) }
+// quoteKey quotes a key for messages, so odd bytes in items stay visible,
+// clipped as items are.
+func quoteKey(key string) string { return fmt.Sprintf("%q", clip(key)) }

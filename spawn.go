@@ -140,7 +140,7 @@ func (c *childRunner) run(ctx context.Context, item string, lock *Lock) runs.End
 // stopped and the error wraps ErrTimeout. stopped reports whether a stop
 // signal had reached w8y by the time the child ended.
 func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (exit proc.Exit, stopped bool, err error) {
-	log := c.log.With().Str("item", item).Str("lock_key", lock.Key).Logger()
+	log := c.log.With().Str("item", clip(item)).Str("lock_key", clip(lock.Key)).Logger()
 	child, err := c.stops.startChild(func() (*proc.Child, error) {
 		return c.spawn.Start(c.command.build(item, lock.Key))
 	})
@@ -174,7 +174,7 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 		log.Error().Err(failed).Int("pid", child.PID).Msg("lock lost: stopping the child")
 		child.Stop(grace)
 	case <-timeout:
-		failed = fmt.Errorf("%w: item %q still ran after %s; it was stopped", ErrTimeout, item, c.timeout)
+		failed = fmt.Errorf("%w: item %q still ran after %s; it was stopped", ErrTimeout, clip(item), c.timeout)
 		log.Error().Int("pid", child.PID).Msg("timed out: stopping the child")
 		// The lease goes on while the child stops: the lock is still ours,
 		// and the grace fits in the lease (see killGrace), so a lock lost

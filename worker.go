@@ -234,7 +234,7 @@ func (l *continuous) ended(end runs.End) {
 		// The child could not be started: no item can be run.
 		l.end(end.Err)
 	case !w.opts.stopsOnFailure():
-		w.log.Warn().Str("item", end.Item).Str("result", string(end.Result)).Msg("going on: the item backs off (--failure-backoff)")
+		w.log.Warn().Str("item", clip(end.Item)).Str("result", string(end.Result)).Msg("going on: the item backs off (--failure-backoff)")
 	case end.Err != nil:
 		l.end(end.Err)
 	default:
@@ -317,7 +317,7 @@ func (w *worker) take(ctx context.Context, pass *Pass) (string, *Lock, error) {
 func (w *worker) giveBack(ctx context.Context, lock *Lock) {
 	end := runs.End{Item: lock.Item, Result: schema.ResultInterrupted, At: time.Now()}
 	if _, err := w.finisher.Finish(ctx, lock.Key, lock.Token, end); err != nil {
-		w.log.Warn().Err(err).Str("lock_key", lock.Key).Msg("could not give back an unconfirmed lock; it will expire by itself")
+		w.log.Warn().Err(err).Str("lock_key", clip(lock.Key)).Msg("could not give back an unconfirmed lock; it will expire by itself")
 	}
 }
 
@@ -337,7 +337,7 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End) {
 	w.metrics.RunEnded(end.Result, end.Exited, end.Exit.Duration)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	log := w.log.With().Str("item", lock.Item).Str("lock_key", lock.Key).Logger()
+	log := w.log.With().Str("item", clip(lock.Item)).Str("lock_key", clip(lock.Key)).Logger()
 	done, err := w.finisher.Finish(ctx, lock.Key, lock.Token, end)
 	if err != nil {
 		log.Error().Err(err).Str("result", string(end.Result)).Msg("could not finish the run; the lock will expire by itself")
@@ -347,7 +347,7 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End) {
 		log.Warn().Msg("the lock was no longer ours at release; left alone")
 	}
 	if done.Problem != "" {
-		log.Warn().Str("state_key", w.finisher.Record.Keys.State(lock.Item)).Msg("could not count the item's failures: " + done.Problem)
+		log.Warn().Str("state_key", clip(w.finisher.Record.Keys.State(lock.Item))).Msg("could not count the item's failures: " + done.Problem)
 	}
 	if done.Delay > 0 {
 		log.Info().Str("result", string(end.Result)).Int64("consecutive_failures", done.Failures).

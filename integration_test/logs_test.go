@@ -101,3 +101,27 @@ func TestPasswords(t *testing.T) {
 		t.Errorf("list %q", got)
 	}
 }
+
+// TestLongItemsAreClippedInLogs: every line of w8y's log names the item
+// and its lock key; a 10 kB item is clipped there, in both formats and in
+// the line that explains a timeout, and reaches the child whole.
+func TestLongItemsAreClippedInLogs(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	long := strings.Repeat("x", 10_000)
+	for _, format := range []string{"console", "json"} {
+		s.seed(t, "clip:list", long)
+		r := runW8y(t, nil, "-u", s.URL, "-k", "clip", "--log-format", format, "--timeout", "200ms",
+			"sh", "-c", `echo "${#W8Y_ITEM} ${#1}"; exec sleep 1000`, "sh", "{}")
+		r.wantExit(t, 124)
+		r.wantStdout(t, "10000 10000\n")
+		for _, line := range strings.Split(strings.TrimSpace(r.Stderr), "\n") {
+			if len(line) > 400 {
+				t.Errorf("%s: a %d-byte line: %.200s...", format, len(line), line)
+			}
+		}
+		if !strings.Contains(r.Stderr, "(10000 bytes)") {
+			t.Errorf("%s: the clipped item does not say its size:\n%s", format, r.Stderr)
+		}
+	}
+}
