@@ -48,6 +48,23 @@ func newLogger(opts *Options, stderr io.Writer) (zerolog.Logger, func() error, e
 	return ctx.Logger(), closeLog, nil
 }
 
+// failureReports returns where w8y writes the line that tells of a failed
+// run (see reportedFailure) when its own log would not show it on stderr:
+// with --log-file, or a --log-level above warn. cron mails only what a job
+// writes on stderr, and a failed item must not go unseen. It returns nil
+// when the log's warnings reach stderr, and with --quiet, which silences
+// all of w8y's lines but the one that explains its own failure.
+func failureReports(opts *Options, stderr io.Writer) io.Writer {
+	level, _ := zerolog.ParseLevel(opts.LogLevel)
+	switch {
+	case opts.Quiet:
+		return nil
+	case opts.LogFile == "" && level <= zerolog.WarnLevel:
+		return nil
+	}
+	return stderr
+}
+
 // isTerminal reports whether w is a terminal, where colour helps. go-isatty
 // is in the build anyway, through zerolog's console writer.
 func isTerminal(w io.Writer) bool {

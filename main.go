@@ -134,10 +134,12 @@ func exitCode(err error, noWork int) (code int, explain bool) {
 		return 128 + int(stop.Signal), false
 	case errors.Is(err, ErrNoWork):
 		return noWork, false
+	// A run that timed out or lost its lock was told of when it ended (see
+	// reportedFailure), as every failed run is.
 	case errors.Is(err, ErrLockLost):
-		return exitLockLost, true
+		return exitLockLost, false
 	case errors.Is(err, ErrTimeout):
-		return exitTimeout, true
+		return exitTimeout, false
 	case errors.Is(err, proc.ErrNotExecutable):
 		return exitNotExecutable, true
 	case errors.Is(err, proc.ErrNotFound):

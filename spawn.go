@@ -14,6 +14,7 @@ import (
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/runs"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 // placeholder is replaced by the item anywhere inside any argument.
@@ -174,7 +175,7 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 		log.Error().Err(failed).Int("pid", child.PID).Msg("lock lost: stopping the child")
 		child.Stop(grace)
 	case <-timeout:
-		failed = fmt.Errorf("%w: item %q still ran after %s; it was stopped", ErrTimeout, clip(item), c.timeout)
+		failed = fmt.Errorf("%w after %s (--timeout); it was stopped", ErrTimeout, c.timeout)
 		log.Error().Int("pid", child.PID).Msg("timed out: stopping the child")
 		// The lease goes on while the child stops: the lock is still ours,
 		// and the grace fits in the lease (see killGrace), so a lock lost
@@ -189,7 +190,14 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 	}
 
 	exit = child.Exit()
-	log.Info().Int("pid", child.PID).Int("exit_code", exit.Code).Str("status", exit.String()).
+	// A failed run is a warning, so that --log-level warn still shows it;
+	// a success is news.
+	result := classify(exit, failed, stopped, c.exitCodes)
+	event := log.Info()
+	if result != schema.ResultSuccess {
+		event = log.Warn().AnErr("cause", failed)
+	}
+	event.Int("pid", child.PID).Int("exit_code", exit.Code).Str("status", exit.String()).Str("result", string(result)).
 		Float64("duration_s", exit.Duration.Seconds()).Msg("item finished")
 	return exit, stopped, failed
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -42,6 +43,17 @@ type worker struct {
 	// health is nil unless --metrics-addr is given.
 	health *health.Heartbeat
 	log    zerolog.Logger
+	// reports is where a failed run, and a continuous worker's stop because
+	// of one, get a line of their own when the log does not reach stderr
+	// (see failureReports); nil when it does.
+	reports io.Writer
+}
+
+// tell writes line to reports, if any.
+func (w *worker) tell(line string) {
+	if w.reports != nil && line != "" {
+		fmt.Fprintf(w.reports, "w8y: %s\n", line)
+	}
 }
 
 // observer counts what the worker does, for --metrics-addr (see
@@ -185,6 +197,8 @@ type continuous struct {
 	// exit, once set, is how the loop ends when it is not a drain or a
 	// limit reached.
 	exit error
+	// failed is the run whose failure ends the loop, if one does.
+	failed *runs.End
 }
 
 // fill takes items while slots are free and nothing pauses or closes the
@@ -236,10 +250,19 @@ func (l *continuous) ended(end runs.End) {
 	case !w.opts.stopsOnFailure():
 		w.log.Warn().Str("item", clip(end.Item)).Str("result", string(end.Result)).Msg("going on: the item backs off (--failure-backoff)")
 	case end.Err != nil:
-		l.end(end.Err)
+		l.stopFor(end, end.Err)
 	default:
-		l.end(&childExitError{end: end})
+		l.stopFor(end, &childExitError{end: end})
 	}
+}
+
+// stopFor ends the loop with err because end, a failed run, stops the
+// worker (--stop-on-failure, or no --failure-backoff).
+func (l *continuous) stopFor(end runs.End, err error) {
+	if l.exit == nil {
+		l.failed = &end
+	}
+	l.end(err)
 }
 
 // pause takes no items for d.
@@ -278,6 +301,15 @@ func (l *continuous) end(err error) {
 
 // result is how the loop ends once its last child has finished.
 func (l *continuous) result() error {
+	if l.failed != nil {
+		// The last line of a worker that a failed item stopped says which,
+		// how, and what would have kept it going: with systemd's restart
+		// limits, one item that always fails can stop a whole list.
+		why := l.w.stopsBecause(*l.failed)
+		l.w.log.Error().Str("item", clip(l.failed.Item)).Str("result", string(l.failed.Result)).
+			Int("exit_code", l.failed.Exit.Code).Msg(why)
+		l.w.tell(why)
+	}
 	if l.exit != nil {
 		return l.exit
 	}
@@ -287,6 +319,27 @@ func (l *continuous) result() error {
 		l.w.log.Info().Int("items", l.taken).Msg("done; exiting")
 	}
 	return nil
+}
+
+// stopsBecause says why a --continuous worker stops after end, a failed
+// run, and which option would have kept it going.
+func (w *worker) stopsBecause(end runs.End) string {
+	code := end.Exit.Code
+	switch end.Result {
+	case schema.ResultTimeout:
+		code = exitTimeout
+	case schema.ResultLockLost:
+		code = exitLockLost
+	}
+	what := fmt.Sprintf("stopping: item %q failed (exit code %d)", clip(end.Item), code)
+	if w.opts.StopOnFailure {
+		return what + ", and --stop-on-failure stops the worker on a failed run; without it, --failure-backoff backs the item off and goes on"
+	}
+	keep := "--failure-backoff MIN[,MAX] (W8Y_FAILURE_BACKOFF) would back the item off and go on"
+	if end.Result == schema.ResultTimeout {
+		keep += ", and listing 124 in --exit-codes would count a timeout as a success"
+	}
+	return what + ", and without --failure-backoff a --continuous worker stops on a failed run; " + keep
 }
 
 // jitter spreads d over ±25%, so that workers started together drift apart
@@ -327,6 +380,7 @@ func (w *worker) giveBack(ctx context.Context, lock *Lock) {
 func (w *worker) runItem(ctx context.Context, item string, lock *Lock) runs.End {
 	end := w.children.run(ctx, item, lock)
 	w.finish(ctx, lock, end)
+	w.tell(reportedFailure(end))
 	return end
 }
 
