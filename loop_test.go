@@ -139,7 +139,7 @@ func TestLoop(t *testing.T) {
 		{"a timeout goes on when --exit-codes lists 124", []string{"-c", "-i", "0", "-i", "124", "--max-items", "2"}, []string{"a"},
 			[]runs.End{newRunEnd("", proc.Exit{Code: 143}, fmt.Errorf("%w: x", ErrTimeout), false, []int{0, 124})}, "ok", 2, "going on: --exit-codes lists 124"},
 		{"a lost lock is retried after a pause", []string{"-c", "--max-items", "2"}, []string{"a"},
-			[]runs.End{newRunEnd("", proc.Exit{Code: 143}, fmt.Errorf("x: %w", ErrLockLost), false, []int{0})}, "ok", 2, "retrying after backoff"},
+			[]runs.End{newRunEnd("", proc.Exit{Code: 143}, fmt.Errorf("x: %w", ErrLockLost), false, []int{0})}, "ok", 2, "retrying in "},
 		{"--max-runtime ends an idle loop", []string{"-c", "--max-runtime", "300ms", "--idle-wait", "50ms"}, nil,
 			[]runs.End{exited(0)}, "ok", 0, "--max-runtime reached"},
 		{"--parallel fills every slot", []string{"-c", "--parallel", "3", "--max-items", "6"}, []string{"a", "b", "c", "d"},

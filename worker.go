@@ -188,6 +188,9 @@ type continuous struct {
 	// retries counts Redis errors in a row, which the retry pause doubles
 	// with.
 	retries int
+	// unreachable is when Redis last became unreachable, or zero while it
+	// answers: its return is worth a line, as its loss was.
+	unreachable time.Time
 	// paused is set while no item is taken: after an idle pass, or a Redis
 	// error or lost lock.
 	paused <-chan time.Time
@@ -211,6 +214,9 @@ func (l *continuous) fill(ctx context.Context) {
 			return
 		}
 		item, lock, err := w.take(ctx, w.rotator.Pass())
+		if err == nil || errors.Is(err, ErrNoWork) {
+			l.reachable()
+		}
 		switch {
 		case err == nil:
 			l.retries = 0
@@ -272,13 +278,28 @@ func (l *continuous) pause(d time.Duration) {
 	l.w.health.Beat(d)
 }
 
-// retry pauses after err, longer with each error in a row.
+// retry pauses after err, longer with each error in a row, and says for
+// how long.
 func (l *continuous) retry(err error) {
-	l.w.log.Error().Err(err).Msg("retrying after backoff")
-	l.pause(jitter(min(retryBase<<l.retries, retryCap)))
+	wait := jitter(min(retryBase<<l.retries, retryCap))
+	l.w.log.Error().Err(err).Float64("retry_in_s", wait.Seconds()).Msgf("retrying in %s", wait.Round(time.Millisecond))
+	if errors.Is(err, redisconn.ErrUnavailable) && l.unreachable.IsZero() {
+		l.unreachable = time.Now()
+	}
+	l.pause(wait)
 	if retryBase<<l.retries < retryCap {
 		l.retries++
 	}
+}
+
+// reachable notes that Redis answered, and says so if it had not.
+func (l *continuous) reachable() {
+	if l.unreachable.IsZero() {
+		return
+	}
+	down := time.Since(l.unreachable)
+	l.w.log.Info().Float64("down_s", down.Seconds()).Msgf("Redis is reachable again, after %s", down.Round(time.Millisecond))
+	l.unreachable = time.Time{}
 }
 
 // close stops taking items, saying why unless why is "" or it was closed

@@ -2,8 +2,8 @@ package integration_test
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -96,15 +96,20 @@ func TestContinuousRidesOutRedisOutage(t *testing.T) {
 	// read its reply, which would otherwise end the worker with code 1.
 	p := startW8y(t, env, "-u", url, "-k", "out", "-c", "--idle-wait", "100ms", "sh", "-c", started+"; exit 0")
 
-	// w8y logs each failed attempt; wait for two, proving it retries.
+	// w8y logs each failed attempt and how long it waits; wait for two,
+	// proving it retries.
+	retrying := regexp.MustCompile(`ERR retrying in [0-9.]+m?s error=`)
 	redistest.WaitFor(t, "two retries logged", func() bool {
-		return strings.Count(p.stderrSoFar(), "retrying after backoff") >= 2
+		return len(retrying.FindAllString(p.stderrSoFar(), -1)) >= 2
 	})
 
 	s := startRedis(t, redistest.OnPort(port))
 	s.seed(t, "out:list", "a")
 	if got := s.popStarted(t); got != "a" {
 		t.Errorf("started %q, want a", got)
+	}
+	if !regexp.MustCompile(`INF Redis is reachable again, after [0-9.]+m?s`).MatchString(p.stderrSoFar()) {
+		t.Errorf("Redis' return was not logged:\n%s", p.stderrSoFar())
 	}
 
 	// Restart Redis under the worker, then give it work again.
