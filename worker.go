@@ -120,6 +120,7 @@ func (w *worker) once(ctx context.Context) error {
 	switch {
 	case running == 0 && errors.Is(takeErr, ErrNoWork):
 		w.metrics.IdlePass()
+		w.warnIfListMissing(ctx)
 		w.log.Info().Msg("no item could be taken")
 		return ErrNoWork
 	case running == 0 && errors.Is(takeErr, errStopped):
@@ -202,6 +203,9 @@ type continuous struct {
 	exit error
 	// failed is the run whose failure ends the loop, if one does.
 	failed *runs.End
+	// listChecked is when an idle pass last checked that the list exists
+	// (see warnIfListMissing).
+	listChecked time.Time
 }
 
 // fill takes items while slots are free and nothing pauses or closes the
@@ -225,6 +229,10 @@ func (l *continuous) fill(ctx context.Context) {
 			go func() { l.done <- w.runItem(ctx, item, lock) }()
 		case errors.Is(err, ErrNoWork):
 			w.metrics.IdlePass()
+			if l.listChecked.IsZero() || time.Since(l.listChecked) >= listCheckEvery {
+				w.warnIfListMissing(ctx)
+				l.listChecked = time.Now()
+			}
 			l.retries = 0
 			l.pause(jitter(time.Duration(w.opts.IdleWait)))
 		case errors.Is(err, errStopped):

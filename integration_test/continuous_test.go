@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -133,4 +134,26 @@ func TestContinuousStopsOnWrongKeyType(t *testing.T) {
 	r := runW8y(t, nil, "-u", s.URL, "-k", "typed", "-c", "-q", "true")
 	r.wantExit(t, 125)
 	oneLine(t, r.Stderr, "WRONGTYPE")
+}
+
+// TestContinuousWarnsOfAMissingList: an idle worker whose list does not
+// exist says so at its first idle pass, not at every one, and gets to work
+// once items arrive.
+func TestContinuousWarnsOfAMissingList(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	p := startW8y(t, portEnv(s), "-u", s.URL, "-k", "typo", "-c", "-t", "--idle-wait", "10ms", "sh", "-c", started)
+	const warning = `WRN the list "typo:list" does not exist or is empty`
+	redistest.WaitFor(t, "the warning", func() bool { return strings.Contains(p.stderrSoFar(), warning) })
+	// Many idle passes later, it has said so once.
+	redistest.WaitFor(t, "20 idle passes", func() bool { return redistest.CommandStats(t, s.Client)["evalsha"] >= 20 })
+	if n := strings.Count(p.stderrSoFar(), warning); n != 1 {
+		t.Errorf("the warning came %d times:\n%s", n, p.stderrSoFar())
+	}
+	s.seed(t, "typo:list", "a")
+	if got := s.popStarted(t); got != "a" {
+		t.Errorf("started %q", got)
+	}
+	p.signal(t, syscall.SIGTERM)
+	p.wait(t).wantExit(t, 0)
 }

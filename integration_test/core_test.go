@@ -119,8 +119,13 @@ func TestNothingEligible(t *testing.T) {
 	child := []string{"touch", marker}
 
 	t.Run("missing list", func(t *testing.T) {
-		r := runW8y(t, nil, append([]string{"-u", s.URL, "-k", "none"}, child...)...)
+		// A mistyped prefix must not look like a list whose items are all
+		// taken.
+		r := runW8y(t, nil, append([]string{"-u", s.URL, "-k", "none", "-t"}, child...)...)
 		r.wantExit(t, 0)
+		if !strings.Contains(r.Stderr, `WRN the list "none:list" does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right?`) {
+			t.Errorf("no warning of the missing list: %s", r)
+		}
 	})
 	t.Run("no-work exit code", func(t *testing.T) {
 		r := runW8y(t, nil, append([]string{"-u", s.URL, "-k", "none", "--no-work-exit-code", "3"}, child...)...)
