@@ -550,9 +550,11 @@ func waitHealth(t *testing.T, url string, code int) string {
 	return body
 }
 
-// TestHealthz: /healthz is healthy while Redis answers and the loop runs,
-// unhealthy while Redis is gone, and healthy again when it returns; Redis
-// errors are counted meanwhile.
+// TestHealthz: /healthz and /readyz are healthy while Redis answers and
+// the loop runs, unhealthy while Redis is gone, and healthy again when it
+// returns; /livez, which the manifests give Kubernetes' liveness probe,
+// stays healthy throughout, so that a Redis outage restarts no worker.
+// Redis errors are counted meanwhile.
 func TestHealthz(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
@@ -561,12 +563,19 @@ func TestHealthz(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	p := startW8y(t, nil, "-u", s.URL, "-k", "h", "-c", "--idle-wait", "100ms", "--metrics-addr", addr, "true")
 	url := "http://" + addr + "/healthz"
-	if body := waitHealth(t, url, http.StatusOK); body != "ok\n" {
-		t.Errorf("healthy body %q", body)
+	for _, probe := range []string{"/healthz", "/readyz", "/livez"} {
+		if body := waitHealth(t, "http://"+addr+probe, http.StatusOK); body != "ok\n" {
+			t.Errorf("healthy %s body %q", probe, body)
+		}
 	}
 	s.Stop()
-	if body := waitHealth(t, url, http.StatusServiceUnavailable); !strings.HasPrefix(body, "unhealthy: redis: ") {
-		t.Errorf("unhealthy body %q", body)
+	for _, probe := range []string{"/healthz", "/readyz"} {
+		if body := waitHealth(t, "http://"+addr+probe, http.StatusServiceUnavailable); !strings.HasPrefix(body, "unhealthy: redis: ") {
+			t.Errorf("unhealthy %s body %q", probe, body)
+		}
+	}
+	if code, body := health("http://" + addr + "/livez"); code != http.StatusOK {
+		t.Errorf("/livez answers %d %q while Redis is down", code, body)
 	}
 	if errs := scrape(t, "http://"+addr+"/metrics")["w8y_redis_errors_total"]; errs < 1 {
 		t.Errorf("w8y_redis_errors_total = %v while Redis is down", errs)
