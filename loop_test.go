@@ -15,6 +15,7 @@ import (
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/status"
 )
 
 // scriptedChildren stands for the children of a worker: each run ends as
@@ -84,6 +85,9 @@ func testWorker(t *testing.T, children *scriptedChildren, items []string, args .
 		metrics:  noMetrics{},
 		log:      log,
 	}
+	if opts.UntilIdle {
+		w.items = &status.Reader{Client: rdb, Keys: keys}
+	}
 	return w, &logs
 }
 
@@ -144,6 +148,12 @@ func TestLoop(t *testing.T) {
 			[]runs.End{exited(0)}, "ok", 0, "--max-runtime reached"},
 		{"--parallel fills every slot", []string{"-c", "--parallel", "3", "--max-items", "6"}, []string{"a", "b", "c", "d"},
 			[]runs.End{exited(0)}, "ok", 6, "done; exiting"},
+		{"--until-idle ends once every item cools down", []string{"-c", "--until-idle", "--cooldown", "1h"}, []string{"a", "b", "c"},
+			[]runs.End{exited(0)}, "ok", 3, "--until-idle: nothing is left to run"},
+		{"--until-idle retries an item that backs off", []string{"-c", "--until-idle", "--cooldown", "1h", "--failure-backoff", "10ms", "--idle-wait", "10ms"},
+			[]string{"a", "b"}, []runs.End{exited(0), exited(1), exited(0)}, "ok", 3, "--until-idle: nothing is left to run"},
+		{"--until-idle on a missing list ends at once", []string{"-c", "--until-idle"}, nil,
+			[]runs.End{exited(0)}, "ok", 0, "does not exist"},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.check(t, (*worker).loop) })
 	}

@@ -42,6 +42,7 @@ type Options struct {
 	StopOnFailure   bool          `long:"stop-on-failure" env:"W8Y_STOP_ON_FAILURE" description:"With --continuous, exit after a failed run (the default, unless --failure-backoff is given)"`
 	Parallel        int           `long:"parallel" env:"W8Y_PARALLEL" default:"1" value-name:"N" description:"Run up to N children at once, each on its own item; in one-shot mode, take up to N items from one pass"`
 	MaxItems        int           `long:"max-items" env:"W8Y_MAX_ITEMS" value-name:"N" description:"With --continuous, stop taking items after N, let the running ones finish and exit 0; 0 means no limit"`
+	UntilIdle       bool          `long:"until-idle" env:"W8Y_UNTIL_IDLE" description:"With --continuous, exit 0 once a pass finds nothing to take and nothing will be: every item cools down (or can never run), none is locked or backs off"`
 	MaxRuntime      duration.Flag `long:"max-runtime" env:"W8Y_MAX_RUNTIME" value-name:"DURATION" description:"With --continuous, stop taking items after DURATION, let the running ones finish and exit 0; 0 means no limit"`
 	StateTTL        duration.Flag `long:"state-ttl" env:"W8Y_STATE_TTL" default:"168h" value-name:"DURATION" description:"How long an item's state hash (<prefix>state:<item>: last start and end, exit code, runs, failures, consecutive failures) and the events stream live after their last write"`
 	NoEvents        bool          `long:"no-events" env:"W8Y_NO_EVENTS" description:"Add no entries to the events stream <prefix>events"`
@@ -305,8 +306,8 @@ func (o *Options) validate() error {
 	if o.MaxRuntime < 0 {
 		return usageError("--max-runtime must not be negative, got %s", time.Duration(o.MaxRuntime))
 	}
-	if !o.Continuous && (o.MaxItems > 0 || o.MaxRuntime > 0) {
-		return usageError("--max-items and --max-runtime bound a --continuous worker; a one-shot run takes at most --parallel items")
+	if !o.Continuous && (o.MaxItems > 0 || o.MaxRuntime > 0 || o.UntilIdle) {
+		return usageError("--max-items, --max-runtime and --until-idle bound a --continuous worker; a one-shot run takes at most --parallel items")
 	}
 	if o.NoWorkExitCode < 0 || o.NoWorkExitCode > 255 {
 		return usageError("--no-work-exit-code must be 0-255, got %d", o.NoWorkExitCode)

@@ -325,6 +325,7 @@ func TestParseOptions(t *testing.T) {
 		{name: "negative max runtime", args: []string{"-c", "--max-runtime", "-1s", "true"}, wantErr: "--max-runtime must not be negative"},
 		{name: "max items without --continuous", args: []string{"--max-items", "3", "true"}, wantErr: "bound a --continuous worker"},
 		{name: "max runtime without --continuous", args: []string{"--max-runtime", "1m", "true"}, wantErr: "bound a --continuous worker"},
+		{name: "until-idle without --continuous", args: []string{"--until-idle", "true"}, wantErr: "bound a --continuous worker"},
 		{name: "backoff MAX beyond the state TTL", args: []string{"--failure-backoff", "1m,2h", "--state-ttl", "1h", "true"}, wantErr: "longer than --state-ttl 1h0m0s"},
 		{
 			name: "secrets only from the environment",

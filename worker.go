@@ -14,6 +14,7 @@ import (
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/status"
 )
 
 const (
@@ -43,6 +44,9 @@ type worker struct {
 	// health is nil unless --metrics-addr is given.
 	health *health.Heartbeat
 	log    zerolog.Logger
+	// items reads the list's items as --status does, for --until-idle
+	// (see finished); nil without it.
+	items *status.Reader
 	// reports is where a failed run, and a continuous worker's stop because
 	// of one, get a line of their own when the log does not reach stderr
 	// (see failureReports); nil when it does.
@@ -234,15 +238,34 @@ func (l *continuous) fill(ctx context.Context) {
 				l.listChecked = time.Now()
 			}
 			l.retries = 0
+			if w.opts.UntilIdle && l.running == 0 {
+				done, err := w.finished(ctx)
+				if err != nil {
+					l.retryOrEnd(err)
+					return
+				}
+				if done {
+					l.close("--until-idle: nothing is left to run (every item cools down or cannot run): no new items will be taken")
+					return
+				}
+			}
 			l.pause(jitter(time.Duration(w.opts.IdleWait)))
 		case errors.Is(err, errStopped):
 			l.close("")
-		case errors.Is(err, redisconn.ErrUnavailable):
-			l.retry(err)
 		default:
-			l.end(err)
+			l.retryOrEnd(err)
 		}
 	}
+}
+
+// retryOrEnd retries after err, a Redis error, if a retry may mend it, and
+// otherwise ends the loop with it.
+func (l *continuous) retryOrEnd(err error) {
+	if errors.Is(err, redisconn.ErrUnavailable) {
+		l.retry(err)
+		return
+	}
+	l.end(err)
 }
 
 // ended decides what the end of a run means for the loop: go on, pause and
