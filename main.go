@@ -14,13 +14,6 @@ import (
 	"github.com/w8y/w8y/internal/redisconn"
 )
 
-// version and commit are stamped at build time by make build, with
-// -ldflags "-X main.version=... -X main.commit=...".
-var (
-	version = "dev"
-	commit  = "unknown"
-)
-
 // Exit codes of w8y's own making. Otherwise w8y exits with the child's code.
 const (
 	exitOK = 0

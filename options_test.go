@@ -418,15 +418,41 @@ func TestHelpAndVersion(t *testing.T) {
 	}
 	var out strings.Builder
 	_, _ = parseOptions([]string{"--help"}, &out)
-	for _, want := range []string{"--redis-url", "W8Y_KEY_PREFIX", "Exit codes:", "122", "124", "125", "126", "127"} {
-		if !strings.Contains(out.String(), want) {
+	help := out.String()
+	for _, want := range []string{"--redis-url", "W8Y_KEY_PREFIX", "Redis:\n", "Continuous mode:\n", "Logging:\n",
+		"--log-format=console|json", "A DURATION is seconds", "Exit codes:", "122", "124", "125", "126", "127"} {
+		if !strings.Contains(help, want) {
 			t.Errorf("--help lacks %q", want)
 		}
 	}
 	// --kill-after starts out as unsetDuration, which go-flags would show
 	// as its default: the description says what the default is.
-	if strings.Contains(out.String(), "-2562047h") {
+	if strings.Contains(help, "-2562047h") {
 		t.Error("--help shows --kill-after's internal unset value as its default")
+	}
+	// Readable on an 80-column terminal, and short enough to read.
+	lines := strings.Split(strings.TrimRight(help, "\n"), "\n")
+	for _, line := range lines {
+		if len(line) > 80 {
+			t.Errorf("a %d-column line: %q", len(line), line)
+		}
+	}
+	if len(lines) > 120 {
+		t.Errorf("--help is %d lines long", len(lines))
+	}
+}
+
+// TestVariablesAreNamedAfterOptions: --help says that every option's
+// variable is named after it (W8Y_ and the long name in capitals), which
+// holds for every option that has a variable.
+func TestVariablesAreNamedAfterOptions(t *testing.T) {
+	for _, opt := range allOptions(newParser(&Options{})) {
+		if opt.EnvDefaultKey == "" {
+			continue
+		}
+		if want := "W8Y_" + strings.ToUpper(strings.ReplaceAll(opt.LongName, "-", "_")); opt.EnvDefaultKey != want {
+			t.Errorf("--%s has the variable %s, want %s", opt.LongName, opt.EnvDefaultKey, want)
+		}
 	}
 }
 
@@ -435,7 +461,8 @@ func TestVersionShowsTheCommit(t *testing.T) {
 	if _, err := parseOptions([]string{"--version"}, &out); !errors.Is(err, errHelp) {
 		t.Fatal(err)
 	}
-	if want := "w8y " + version + " (commit " + commit + ")\n"; out.String() != want {
+	v, c := buildVersion()
+	if want := "w8y " + v + " (commit " + c + ")\n"; out.String() != want {
 		t.Errorf("--version printed %q, want %q", out.String(), want)
 	}
 }
@@ -446,10 +473,22 @@ func TestManPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := out.String()
-	for _, want := range []string{".TH w8y 1", ".SH SYNOPSIS", ".SH DESCRIPTION", ".SH OPTIONS", `\-\-state-ttl`, `\-\-metrics-addr`, `\-\-cooldown`, `\-\-parallel`, `\-\-redis-cluster`, `\-\-replica-acks`, "$W8Y_KEY_PREFIX", ".SH EXIT STATUS", `\fB125\fP`} {
+	for _, want := range []string{".TH w8y 1", ".SH SYNOPSIS", ".SH DESCRIPTION", ".SH OPTIONS", ".SS Continuous mode",
+		`\-\-state\-ttl`, `\-\-metrics\-addr`, `\-\-cooldown`, `\-\-parallel`, `\-\-redis\-cluster`, `\-\-replica\-acks`,
+		`\fB\-\-log\-format\fP=\fIconsole|json\fP`, "Choices: console, json.", ".SH ENVIRONMENT", ".SH EXIT STATUS", `\fB125\fP`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the man page lacks %q", want)
 		}
+	}
+	// Each option names its variable; none shows a variable as a default,
+	// as go-flags' own page did.
+	for _, opt := range allOptions(newParser(&Options{})) {
+		if opt.EnvDefaultKey != "" && !opt.Hidden && !strings.Contains(page, "Variable: "+troff(opt.EnvDefaultKey)+".") {
+			t.Errorf("the man page does not name %s", opt.EnvDefaultKey)
+		}
+	}
+	if strings.Contains(page, "<default: $") {
+		t.Error("the man page shows a variable as a default")
 	}
 	// It is hidden from --help, which is for people, not for make man.
 	out.Reset()
@@ -459,24 +498,47 @@ func TestManPage(t *testing.T) {
 	}
 }
 
+// TestShellCompletion: w8y __complete WORDS... prints the completions of
+// the last word: w8y's options while they are being typed, an option's
+// choices, and nothing (so that bash completes file names) for a free
+// value, the executable and everything after it.
 func TestShellCompletion(t *testing.T) {
 	tests := []struct {
-		args []string
-		want []string
+		words []string
+		want  []string
 	}{
 		{[]string{"--sta"}, []string{"--state-ttl", "--status"}},
 		{[]string{"-k", "work", "--conti"}, []string{"--continuous"}},
+		{[]string{"-ck", "work", "--conti"}, []string{"--continuous"}},
 		{[]string{"--no-"}, []string{"--no-events", "--no-log-timestamps", "--no-work-exit-code"}},
+		{[]string{"--log-format", ""}, []string{"console", "json"}},
+		{[]string{"--log-level", "w"}, []string{"warn"}},
+		{[]string{"--log-level=e"}, []string{"--log-level=error"}},
+		{[]string{"-f", ""}, nil},
+		{[]string{"--key-prefix", "--"}, nil},
+		{[]string{"-k", "x", "sh", "--con"}, nil},
+		{[]string{"-k", "x", "--", "--con"}, nil},
+		{[]string{"-k", "x", "s"}, nil},
 	}
-	t.Setenv("GO_FLAGS_COMPLETION", "1")
 	for _, tt := range tests {
 		var out strings.Builder
-		_, err := parseOptions(tt.args, &out)
+		_, err := parseOptions(append([]string{completeArg}, tt.words...), &out)
 		if !errors.Is(err, errHelp) {
-			t.Errorf("%q: error %v, want errHelp", tt.args, err)
+			t.Errorf("%q: error %v, want errHelp", tt.words, err)
 		}
 		if got := strings.Fields(out.String()); !slices.Equal(got, tt.want) {
-			t.Errorf("%q completed to %q, want %q", tt.args, got, tt.want)
+			t.Errorf("%q completed to %q, want %q", tt.words, got, tt.want)
 		}
+	}
+}
+
+// TestStrayCompletionVariable: GO_FLAGS_COMPLETION in the environment
+// would make go-flags complete instead of parsing, and a real run do
+// nothing; it is refused in words instead.
+func TestStrayCompletionVariable(t *testing.T) {
+	t.Setenv("GO_FLAGS_COMPLETION", "1")
+	_, err := parseOptions([]string{"-k", "work", "true"}, io.Discard)
+	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "GO_FLAGS_COMPLETION is set") {
+		t.Errorf("error %v", err)
 	}
 }
