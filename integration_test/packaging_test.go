@@ -165,3 +165,21 @@ func checkPlainBuild(t *testing.T, dir string) {
 		t.Errorf("go build's --version: %q, %v; want a version and%s", out, err, want)
 	}
 }
+
+// TestMakeDemo runs make demo's script, which must work, and must leave
+// bin/, where make build puts its builds, as it was.
+func TestMakeDemo(t *testing.T) {
+	t.Parallel()
+	before, errBefore := os.Stat("../bin/w8y")
+	out, err := exec.Command("bash", "../scripts/demo.sh").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "demo: OK") {
+		t.Fatalf("demo.sh: %v\n%s", err, out)
+	}
+	after, errAfter := os.Stat("../bin/w8y")
+	switch {
+	case errBefore != nil && errAfter == nil:
+		t.Error("the demo made bin/w8y")
+	case errBefore == nil && (errAfter != nil || !after.ModTime().Equal(before.ModTime())):
+		t.Error("the demo replaced bin/w8y")
+	}
+}
