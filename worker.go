@@ -333,11 +333,11 @@ func (l *continuous) reachable() {
 	l.unreachable = time.Time{}
 }
 
-// close stops taking items, saying why unless why is "" or it was closed
-// already.
+// close stops taking items, saying why (and how many it took) unless why
+// is "" or it was closed already.
 func (l *continuous) close(why string) {
 	if !l.closing && why != "" {
-		l.w.log.Info().Msg(why)
+		l.w.log.Info().Int("items", l.taken).Msg(why)
 	}
 	l.closing = true
 }
