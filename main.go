@@ -40,12 +40,12 @@ type exitStatus struct {
 var exitStatuses = []exitStatus{
 	{"N", "the child's exit code (with --parallel, the first child to end with a code other than 0)"},
 	{"128+N", "the child was killed by signal N; in one-shot mode also: w8y got stop signal N before any child started"},
-	{strconv.Itoa(exitOK), "no item could be taken (see --no-work-exit-code), --continuous drained after a stop signal or ended after --max-items/--max-runtime, or every --parallel child exited 0"},
+	{strconv.Itoa(exitOK), "no item could be taken (see --no-work-exit-code), --continuous drained after a stop signal or ended after --max-items/--max-runtime/--until-idle, or every --parallel child exited 0"},
 	{strconv.Itoa(exitLockLost), "the lock was lost while the child ran; the child was stopped"},
 	{strconv.Itoa(exitTimeout), "the child ran past --timeout; it was stopped"},
 	{strconv.Itoa(exitFailure), "w8y itself failed: bad option, bad URL, Redis unreachable or erroring, wrong password or certificate, lock not confirmed by --replica-acks replicas, wrong key type"},
-	{strconv.Itoa(exitNotExecutable), "the executable was found but cannot be run"},
-	{strconv.Itoa(exitNotFound), "the executable was not found"},
+	{strconv.Itoa(exitNotExecutable), "the executable was found but cannot be run (nor can its #! interpreter)"},
+	{strconv.Itoa(exitNotFound), "the executable was not found (or its #! interpreter was not)"},
 }
 
 // statusExitNote follows the table: --status has codes of its own.
