@@ -115,7 +115,7 @@ func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog
 		},
 		children: &childRunner{
 			command: command, spawn: spawn, stops: stops, exitCodes: opts.ExitCodes,
-			killAfter: time.Duration(opts.KillAfter), timeout: time.Duration(opts.Timeout),
+			killAfter: time.Duration(opts.KillAfter.Flag), timeout: time.Duration(opts.Timeout),
 			metrics: counts, health: beat, log: log,
 		},
 		stops:   stops,

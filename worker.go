@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/runs"
@@ -291,8 +292,14 @@ func (l *continuous) result() error {
 
 // jitter spreads d over ±25%, so that workers started together drift apart
 // instead of polling Redis in lockstep.
+// A pause too long to add a quarter to (--idle-wait inf) stays as long as
+// it can be, which is effectively forever.
 func jitter(d time.Duration) time.Duration {
-	return d*3/4 + rand.N(d/2+1)
+	low, spread := d-d/4, rand.N(d/2+1)
+	if low > duration.Forever-spread {
+		return duration.Forever
+	}
+	return low + spread
 }
 
 // take takes the next item of pass. A lock that too few replicas confirmed
