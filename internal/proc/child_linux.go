@@ -167,12 +167,12 @@ func (c *Child) Signal(sig syscall.Signal) error {
 	return signalGroup(c.PID, sig)
 }
 
-// Stop ends the child's process group: SIGTERM, then SIGKILL to whatever
-// is left of the group after grace. It returns once the child has exited,
+// Stop ends the child's process group: SIGTERM (and SIGCONT, see
+// terminate), then SIGKILL to whatever is left of the group after grace. It returns once the child has exited,
 // with nothing of its group running past grace.
 func (c *Child) Stop(grace time.Duration) Exit {
 	deadline := time.Now().Add(grace)
-	_ = c.Signal(syscall.SIGTERM)
+	c.terminate()
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	select {
@@ -193,20 +193,33 @@ const stragglerPoll = 10 * time.Millisecond
 
 // EndStragglers ends processes the child left behind in its process group
 // after it exited, so that none runs on once the lock is released: SIGTERM,
-// then SIGKILL at deadline. It reports whether there were any.
+// then SIGKILL at deadline. It returns once the group is empty, and reports
+// whether there were any.
+//
+// SIGKILL is certain but not instant: a process runs until the kernel next
+// schedules it, so the group is watched until it is gone, not trusted to be
+// gone once signalled. SIGKILL is sent again at every look, for a process
+// that a straggler forked as the first SIGKILL landed.
 func (c *Child) EndStragglers(deadline time.Time) bool {
 	if !groupAlive(c.PID) {
 		return false
 	}
-	_ = c.Signal(syscall.SIGTERM)
+	c.terminate()
 	for groupAlive(c.PID) {
 		if time.Now().After(deadline) {
 			_ = c.Signal(syscall.SIGKILL)
-			break
 		}
 		time.Sleep(stragglerPoll)
 	}
 	return true
+}
+
+// terminate sends SIGTERM to the child's group, then SIGCONT: a group that
+// job control stopped could not act on SIGTERM until continued, as
+// timeout(1) and the shells' kill know.
+func (c *Child) terminate() {
+	_ = c.Signal(syscall.SIGTERM)
+	_ = c.Signal(syscall.SIGCONT)
 }
 
 // Close tells the guard that the child's process group has ended. Call it
