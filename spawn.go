@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -38,12 +40,21 @@ type Command struct {
 	Stdout, Stderr io.Writer
 }
 
-// resolveCommand finds the executable as exec.LookPath does, so that a
-// missing or unrunnable one is reported before any item is taken.
+// resolveCommand finds the executable as execvp(3), env(1) and the shells
+// do, so that a missing or unrunnable one is reported before any item is
+// taken: a name with a slash is a path, any other is looked up in PATH. A
+// name that PATH holds only as something that cannot be run (a file without
+// the run bit, a directory, as "." always is) cannot be run (126), as
+// execvp's EACCES says, rather than not found (127).
 func resolveCommand(argv []string, envVar string, environ []string) (Command, error) {
 	path, err := exec.LookPath(argv[0])
 	switch {
 	case err == nil:
+	case errors.Is(err, exec.ErrNotFound) && !strings.Contains(argv[0], "/"):
+		if found := unrunnableInPath(argv[0]); found != "" {
+			return Command{}, fmt.Errorf("%w: %q: %s", proc.ErrNotExecutable, argv[0], found)
+		}
+		return Command{}, fmt.Errorf("%w: %q", proc.ErrNotFound, argv[0])
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
 		return Command{}, fmt.Errorf("%w: %q", proc.ErrNotFound, argv[0])
 	default:
@@ -55,6 +66,27 @@ func resolveCommand(argv []string, envVar string, environ []string) (Command, er
 		return Command{}, fmt.Errorf("%w: %q: %w", proc.ErrNotExecutable, argv[0], err)
 	}
 	return Command{Path: path, Args: argv[1:], EnvVar: envVar, Environ: environ}, nil
+}
+
+// unrunnableInPath says what name is in the first directory of PATH that
+// has it, as exec.LookPath searches them, or returns "". Call it once
+// LookPath found nothing it could run: whatever is there cannot be run.
+func unrunnableInPath(name string) string {
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if dir == "" {
+			dir = "." // an empty entry is the working directory
+		}
+		path := filepath.Join(dir, name)
+		info, err := os.Stat(path)
+		switch {
+		case err != nil:
+		case info.IsDir():
+			return path + " is a directory"
+		default:
+			return path + " is not executable"
+		}
+	}
+	return ""
 }
 
 // expandArgs replaces every placeholder in args with item.
