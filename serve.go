@@ -54,9 +54,8 @@ func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sigs := make(chan os.Signal, len(forwardedSignals))
-	signal.Notify(sigs, forwardedSignals...)
-	defer signal.Stop(sigs)
+	sigs, release := catchSignals(proc.IgnoredNow())
+	defer release()
 	stops := newSignalRouter(log)
 	routed := stops.route(sigs, ctx.Done())
 	defer func() {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"os"
+	"os/signal"
 	"slices"
 	"sync"
 	"syscall"
@@ -21,6 +22,28 @@ var forwardedSignals = []os.Signal{
 // stopSignals also make w8y stop taking items. A second one while children
 // run kills their groups.
 var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
+// catchSignals makes w8y catch the forwarded signals, and returns the
+// channel they arrive on and a function that stops catching them. It is
+// called once, when serve starts: dispositions belong to the whole process.
+//
+// A signal that w8y's parent had it ignore (nohup: SIGHUP; a shell that
+// starts a background job without job control: SIGINT and SIGQUIT) is left
+// ignored, by w8y and, through exec, by its children, which is what the
+// parent asked: catching it would reset it to its default in every child.
+// ignored says which were ignored at start (see proc.IgnoredNow: Go's
+// runtime keeps SIGHUP's and SIGINT's, but forgets the others').
+func catchSignals(ignored proc.Ignored) (<-chan os.Signal, func()) {
+	var caught []os.Signal
+	for _, sig := range forwardedSignals {
+		if !ignored.Has(sig.(syscall.Signal)) {
+			caught = append(caught, sig)
+		}
+	}
+	sigs := make(chan os.Signal, len(caught))
+	signal.Notify(sigs, caught...)
+	return sigs, func() { signal.Stop(sigs) }
+}
 
 // errStopped is returned when a stop signal came before the next item could
 // be taken or its child started.
