@@ -117,7 +117,10 @@ func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog
 			killAfter: time.Duration(opts.KillAfter.Flag), timeout: time.Duration(opts.Timeout),
 			metrics: counts, health: beat, log: log,
 		},
-		stops:   stops,
+		stops: stops,
+		// Only take calls it, when a stop finds nothing but a take using
+		// Redis; the deferred Close then finds it closed, which is harmless.
+		hangUp:  func() { _ = client.Close() },
 		metrics: counts,
 		health:  beat,
 		log:     log,

@@ -103,9 +103,11 @@ func (r *signalRouter) handle(sig syscall.Signal) {
 		return
 	}
 	if isStop && r.stopSig == 0 {
+		// Said before anyone can act on it, so that "stopping" always
+		// comes before the "drained; exiting" that it leads to.
+		r.log.Info().Str("signal", unix.SignalName(sig)).Msg("stopping: no new items will be taken")
 		r.stopSig = sig
 		close(r.stop)
-		r.log.Info().Str("signal", unix.SignalName(sig)).Msg("stopping: no new items will be taken")
 	}
 	if len(r.children) == 0 {
 		if !isStop {

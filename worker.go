@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -38,7 +39,9 @@ type worker struct {
 	children interface {
 		run(ctx context.Context, item string, lock *Lock) runs.End
 	}
-	stops   *signalRouter
+	stops *signalRouter
+	// hangUp closes the Redis client: see take.
+	hangUp  func()
 	metrics observer
 	// health is nil unless --metrics-addr is given.
 	health *health.Heartbeat
@@ -91,7 +94,7 @@ func (w *worker) once(ctx context.Context) error {
 	running := 0
 	var takeErr error
 	for running < w.opts.Parallel {
-		item, lock, err := w.take(ctx, pass)
+		item, lock, err := w.take(ctx, pass, running == 0)
 		if err != nil {
 			takeErr = err
 			break
@@ -197,7 +200,7 @@ func (l *continuous) fill(ctx context.Context) {
 			l.close("--max-items reached: no new items will be taken")
 			return
 		}
-		item, lock, err := w.take(ctx, w.rotator.Pass())
+		item, lock, err := w.take(ctx, w.rotator.Pass(), l.running == 0)
 		switch {
 		case err == nil:
 			l.retries = 0
@@ -304,8 +307,51 @@ func jitter(d time.Duration) time.Duration {
 
 // take takes the next item of pass. A lock that too few replicas confirmed
 // (--replica-acks) is given back before its error is returned.
-func (w *worker) take(ctx context.Context, pass *Pass) (string, *Lock, error) {
-	item, lock, err := pass.Take(ctx, w.stops.Stopped())
+//
+// A stop signal cuts a take short, however long Redis takes to answer: Ctrl-C
+// must not wait out the timeouts of a Redis that hangs. The take's context
+// ends, which ends a dial, a wait for a connection or a retry's pause at
+// once, but not a read already under way, which go-redis bounds only by its
+// timeout. So when idle says that no run of this worker needs Redis any
+// more (none was started, or all have finished), the client is hung up on
+// too, which ends that read. The take then returns errStopped. What Redis
+// did with a command it had already received stays done: a lock it took
+// for the cut-short take expires by itself after --key-expiry, its run
+// recorded as started.
+func (w *worker) take(ctx context.Context, pass *Pass, idle bool) (string, *Lock, error) {
+	takeCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	taking, cut := true, false
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-w.stops.Stopped():
+		case <-takeCtx.Done():
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if taking {
+			cut = true
+			cancel()
+			if idle {
+				w.hangUp()
+			}
+		}
+	}()
+	item, lock, err := pass.Take(takeCtx, w.stops.Stopped())
+	mu.Lock()
+	taking = false
+	mu.Unlock()
+	cancel()
+	<-watched
+	// A take that succeeded after all cannot finish once the client is hung
+	// up on: its lock expires by itself, as above.
+	if cut && (err != nil || idle) {
+		return "", nil, errStopped
+	}
 	var unconfirmed *unconfirmedError
 	if errors.As(err, &unconfirmed) {
 		w.giveBack(ctx, unconfirmed.lock)

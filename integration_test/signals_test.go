@@ -209,7 +209,7 @@ func TestSIGPIPE(t *testing.T) {
 }
 
 // TestIgnoredSignalsStayIgnored: a signal that w8y was started with ignored
-// (nohup, a background job of a shell without job control, a trap ”) stays
+// (nohup, a background job of a shell without job control, trap "" SIG) stays
 // ignored for its child, as /proc/<child>/status shows. Go's runtime catches
 // SIGPIPE, SIGTERM, SIGQUIT and others before w8y can look, and forgets that
 // they were ignored: the child gets those at their defaults (see README).
