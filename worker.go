@@ -253,8 +253,13 @@ func (l *continuous) pause(d time.Duration) {
 	l.w.health.Beat(d)
 }
 
-// retry pauses after err, longer with each error in a row.
+// retry pauses after err, longer with each error in a row. After a stop
+// signal nothing is retried: the loop closes instead.
 func (l *continuous) retry(err error) {
+	if l.w.stops.stopping() {
+		l.close("")
+		return
+	}
 	l.w.log.Error().Err(err).Msg("retrying after backoff")
 	l.pause(jitter(min(retryBase<<l.retries, retryCap)))
 	if retryBase<<l.retries < retryCap {
