@@ -10,6 +10,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/proc"
 )
 
 // newLogger builds w8y's logger from the options: console lines on stderr by
@@ -30,6 +31,11 @@ func newLogger(opts *Options, stderr io.Writer) (zerolog.Logger, func() error, e
 		return zerolog.Nop(), closeLog, nil
 	}
 	colour := isTerminal(out)
+	if colour {
+		// Not stopped by its own log line from the background: see
+		// proc.TerminalWriter.
+		out = proc.TerminalWriter(out)
+	}
 	// The refresher and the signal router log from their own goroutines.
 	out = zerolog.SyncWriter(&logSink{w: out})
 	if opts.LogFormat == "console" {

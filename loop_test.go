@@ -173,7 +173,7 @@ func TestLoopDrains(t *testing.T) {
 	go func() { done <- w.loop(context.Background()) }()
 	<-children.began
 	<-children.began
-	w.stops.handle(syscall.SIGTERM)
+	w.stops.handle(syscall.SIGTERM, nil)
 	close(children.hold)
 	if err := <-done; err != nil {
 		t.Errorf("a drained loop ended with %v", err)
@@ -237,7 +237,7 @@ func TestStopCutsATakeShort(t *testing.T) {
 				t.Fatal("the take never connected")
 			}
 			began := time.Now()
-			w.stops.handle(syscall.SIGINT)
+			w.stops.handle(syscall.SIGINT, nil)
 			select {
 			case err := <-done:
 				if !errors.Is(err, mode.want) && err != mode.want {

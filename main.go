@@ -74,6 +74,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
+	if len(args) == 1 && args[0] == proc.RelayArg {
+		if err := proc.RunRelay(); err != nil {
+			return fail(stderr, err)
+		}
+		return exitOK
+	}
 	// A write to a pipe whose reader has gone (w8y ... | head, a journald
 	// that restarted) raises SIGPIPE, which would kill w8y mid-run and leave
 	// its item's lock behind. Caught, it only makes the write fail with

@@ -57,11 +57,6 @@ func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog
 	sigs, release := catchSignals(proc.IgnoredNow())
 	defer release()
 	stops := newSignalRouter(log)
-	routed := stops.route(sigs, ctx.Done())
-	defer func() {
-		cancel()
-		<-routed
-	}()
 
 	stdinFile, _ := stdin.(*os.File)
 	term := proc.TerminalOf(stdinFile)
@@ -82,8 +77,16 @@ func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog
 			<-reaped
 		}()
 	}
-	spawn := proc.NewSpawner(term, reaper, holderVar+"="+token)
+	spawn := proc.NewSpawner(term, reaper, holderVar+"="+token, stops.heard)
 	defer spawn.Close()
+	// Signals caught since catchSignals wait in sigs until the router,
+	// which needs the spawner to lend the terminal, starts.
+	stops.spawn = spawn
+	routed := stops.route(sigs, ctx.Done())
+	defer func() {
+		cancel()
+		<-routed
+	}()
 
 	keys := schema.Keys{Prefix: opts.KeyPrefix, Colocated: redisconn.Colocated(client, opts.KeyPrefix)}
 	var counts observer = noMetrics{}

@@ -170,9 +170,14 @@ func (c *childRunner) run(ctx context.Context, item string, lock *Lock) runs.End
 // signal had reached w8y by the time the child ended.
 func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (exit proc.Exit, stopped bool, err error) {
 	log := c.log.With().Str("item", item).Str("lock_key", lock.Key).Logger()
+	grace := killGrace(c.killAfter, lock.TTL)
+	// The lease starts with the child, so that job control finds every
+	// child with its lease (see signalRouter.startChild).
+	lease := lock.keepAlive(ctx, grace+stopMargin(lock.TTL), log)
+	defer lease.Stop()
 	child, err := c.stops.startChild(func() (*proc.Child, error) {
 		return c.spawn.Start(c.command.build(item, lock.Key))
-	})
+	}, lease)
 	if err != nil {
 		return proc.Exit{}, c.stops.stopping(), err
 	}
@@ -182,8 +187,6 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 	defer c.metrics.ChildEnded()
 	log.Info().Int("pid", child.PID).Str("holder", lock.Token).Msg("item started")
 
-	grace := killGrace(c.killAfter, lock.TTL)
-	lease := lock.keepAlive(ctx, grace+stopMargin(lock.TTL), log)
 	var timeout <-chan time.Time
 	if c.timeout > 0 {
 		timer := time.NewTimer(c.timeout)
@@ -194,26 +197,43 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 	// running child beats, so the worker stays healthy while any runs.
 	stopBeating := c.health.BeatEvery(health.ChildBeat)
 	var failed error
-	select {
-	case <-child.Done():
-		if child.EndStragglers(time.Now().Add(grace)) {
-			log.Warn().Int("pid", child.PID).Msg("the child left processes in its group; they were stopped")
+	for ended := false; !ended; {
+		select {
+		case <-child.Done():
+			// EndStragglers also passes on what the terminal sent the
+			// child's group before it exited (see proc.Spawner), so that
+			// stopped below knows of a Ctrl-C that ended the child.
+			if child.EndStragglers(time.Now().Add(grace)) {
+				log.Warn().Int("pid", child.PID).Msg("the child left processes in its group; they were stopped")
+			}
+			// A lock found lost as the child ended (killed for it, after
+			// w8y was stopped with it: see jobcontrol.go) is the run's end.
+			select {
+			case failed = <-lease.Lost():
+				log.Error().Err(failed).Int("pid", child.PID).Msg("lock lost: the child was stopped")
+			default:
+			}
+			ended = true
+		case sig := <-child.Stopped():
+			c.stops.childStopped(child, sig)
+		case failed = <-lease.Lost():
+			log.Error().Err(failed).Int("pid", child.PID).Msg("lock lost: stopping the child")
+			child.Stop(grace)
+			ended = true
+		case <-timeout:
+			failed = fmt.Errorf("%w: item %q still ran after %s; it was stopped", ErrTimeout, item, c.timeout)
+			log.Error().Int("pid", child.PID).Msg("timed out: stopping the child")
+			// The lease goes on while the child stops: the lock is still ours,
+			// and the grace fits in the lease (see killGrace), so a lock lost
+			// meanwhile needs no faster kill.
+			child.Stop(grace)
+			ended = true
 		}
-	case failed = <-lease.Lost():
-		log.Error().Err(failed).Int("pid", child.PID).Msg("lock lost: stopping the child")
-		child.Stop(grace)
-	case <-timeout:
-		failed = fmt.Errorf("%w: item %q still ran after %s; it was stopped", ErrTimeout, item, c.timeout)
-		log.Error().Int("pid", child.PID).Msg("timed out: stopping the child")
-		// The lease goes on while the child stops: the lock is still ours,
-		// and the grace fits in the lease (see killGrace), so a lock lost
-		// meanwhile needs no faster kill.
-		child.Stop(grace)
 	}
 	stopped = c.stops.stopping()
 	stopBeating()
 	lease.Stop()
-	if err := c.spawn.Terminal().Reclaim(); err != nil {
+	if err := c.spawn.Reclaim(child); err != nil {
 		log.Warn().Err(err).Msg("could not take the terminal back from the child")
 	}
 

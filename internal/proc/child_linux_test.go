@@ -40,7 +40,7 @@ var testMarker = "W8Y_PROC_TEST=" + strconv.Itoa(os.Getpid())
 // ends, and returns the child.
 func spawn(t *testing.T, script string) *Child {
 	t.Helper()
-	s := NewSpawner(Terminal{}, nil, testMarker)
+	s := NewSpawner(Terminal{}, nil, testMarker, nil)
 	t.Cleanup(s.Close)
 	c, err := s.Start(exec.Command("sh", "-c", script))
 	if err != nil {
@@ -142,7 +142,7 @@ func TestEndStragglers(t *testing.T) {
 }
 
 func TestStartReportsWhatCannotRun(t *testing.T) {
-	s := NewSpawner(Terminal{}, nil, testMarker)
+	s := NewSpawner(Terminal{}, nil, testMarker, nil)
 	defer s.Close()
 	tests := []struct {
 		path string
