@@ -315,54 +315,70 @@ func jitter(d time.Duration) time.Duration {
 //
 // A stop signal cuts a take short, however long Redis takes to answer: Ctrl-C
 // must not wait out the timeouts of a Redis that hangs. The take's context
-// ends, which ends a dial, a wait for a connection or a retry's pause at
-// once, but not a read already under way, which go-redis bounds only by its
-// timeout. So when idle says that no run of this worker needs Redis any
-// more (none was started, or all have finished), the client is hung up on
-// too, which ends that read. The take then returns errStopped. What Redis
-// did with a command it had already received stays done: a lock it took
-// for the cut-short take expires by itself after --key-expiry, its run
-// recorded as started.
+// ends at once, so that it sends no further command and a dial, a wait for a
+// connection or a retry's pause ends; a command under way still gets its
+// reply, so a lock that it took is released as every interrupted run's is.
+// But go-redis bounds a read that is under way only by its timeout. So when
+// idle says that no run of this worker needs Redis any more (none was
+// started, or all have finished), and the take has not returned after
+// takeGrace, the client is hung up on, which ends that read. What Redis did
+// with a command it had already received stays done: if it took a lock, that
+// lock expires by itself after --key-expiry, its run recorded as started.
+// After a stop, take returns errStopped for anything but an item taken.
 func (w *worker) take(ctx context.Context, pass *Pass, idle bool) (string, *Lock, error) {
 	takeCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
-	taking, cut := true, false
-	watched := make(chan struct{})
+	taking, hungUp := true, false
+	returned, watched := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(watched)
 		select {
 		case <-w.stops.Stopped():
-		case <-takeCtx.Done():
+		case <-returned:
+			return
+		}
+		cancel()
+		if !idle {
+			return
+		}
+		grace := time.NewTimer(takeGrace)
+		defer grace.Stop()
+		select {
+		case <-grace.C:
+		case <-returned:
 			return
 		}
 		mu.Lock()
 		defer mu.Unlock()
 		if taking {
-			cut = true
-			cancel()
-			if idle {
-				w.hangUp()
-			}
+			hungUp = true
+			w.hangUp()
 		}
 	}()
 	item, lock, err := pass.Take(takeCtx, w.stops.Stopped())
 	mu.Lock()
 	taking = false
 	mu.Unlock()
-	cancel()
+	close(returned)
 	<-watched
+	var unconfirmed *unconfirmedError
+	if errors.As(err, &unconfirmed) && !hungUp {
+		w.giveBack(ctx, unconfirmed.lock)
+	}
 	// A take that succeeded after all cannot finish once the client is hung
 	// up on: its lock expires by itself, as above.
-	if cut && (err != nil || idle) {
+	if (err != nil || hungUp) && w.stops.stopping() {
 		return "", nil, errStopped
-	}
-	var unconfirmed *unconfirmedError
-	if errors.As(err, &unconfirmed) {
-		w.giveBack(ctx, unconfirmed.lock)
 	}
 	return item, lock, err
 }
+
+// takeGrace is how long a take may go on after a stop signal before take
+// hangs up on Redis: ample for a Redis that answers at all, where a take
+// costs milliseconds, so that its lock is released as usual, and short
+// enough for a person who pressed Ctrl-C.
+const takeGrace = time.Second
 
 // giveBack ends a take that too few replicas confirmed: running a child on a
 // lock that a failover could lose might run the item twice.
