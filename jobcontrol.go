@@ -44,7 +44,7 @@ func (r *signalRouter) childStopped(child *proc.Child, sig syscall.Signal) {
 	if r.suspend(true, sig) {
 		return
 	}
-	// No shell could continue w8y (see proc.StopJob), which is why the
+	// No shell could continue w8y (see proc.Orphaned), which is why the
 	// kernel discards the terminal's stop key for such a job: do the same
 	// for the child's Ctrl-Z.
 	if sig == syscall.SIGTSTP {

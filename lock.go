@@ -109,7 +109,7 @@ type lease struct {
 }
 
 // resumeRequest is Resume's request: kill is called if the lock was lost,
-// before the loss is reported; reply gets the outcome.
+// once the loss is reported; reply gets the outcome.
 type resumeRequest struct {
 	kill  func()
 	reply chan error
