@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -33,7 +31,7 @@ type Options struct {
 	LogFormat       string        `long:"log-format" env:"W8Y_LOG_FORMAT" default:"console" choice:"console" choice:"json" description:"Log format"`
 	LogLevel        string        `long:"log-level" env:"W8Y_LOG_LEVEL" default:"info" choice:"debug" choice:"info" choice:"warn" choice:"error" description:"Least severe log level written"`
 	Timeout         duration.Flag `long:"timeout" env:"W8Y_TIMEOUT" value-name:"DURATION" description:"Stop a child still running after DURATION (SIGTERM to its group, SIGKILL after --kill-after) and exit 124; 0 means never"`
-	KillAfter       duration.Flag `long:"kill-after" env:"W8Y_KILL_AFTER" value-name:"DURATION" default-mask:"-" description:"Grace between SIGTERM and SIGKILL when w8y stops a child's group itself (timeout, lock lost, processes left behind); at most a third of --key-expiry, so a group whose lock is being lost is gone before the lock could expire (default: 10s, or a third of --key-expiry if less)"`
+	KillAfter       killAfterFlag `long:"kill-after" env:"W8Y_KILL_AFTER" value-name:"DURATION" default-mask:"-" description:"Grace between SIGTERM and SIGKILL when w8y stops a child's group itself (timeout, lock lost, processes left behind); at most a third of --key-expiry, so a group whose lock is being lost is gone before the lock could expire (default: 10s, or a third of --key-expiry if less)"`
 	Subreaper       bool          `long:"subreaper" env:"W8Y_SUBREAPER" description:"Become a child subreaper: processes that a child orphans are re-parented to w8y, which reaps them (always on when w8y is PID 1)"`
 	NoWorkExitCode  int           `long:"no-work-exit-code" env:"W8Y_NO_WORK_EXIT_CODE" default:"0" value-name:"CODE" description:"Exit code when no item could be taken"`
 	IdleWait        duration.Flag `long:"idle-wait" env:"W8Y_IDLE_WAIT" default:"1s" value-name:"DURATION" description:"With --continuous, the pause (with jitter) after a pass that found nothing"`
@@ -57,27 +55,9 @@ type Options struct {
 	Command []string `no-flag:"true"`
 }
 
-// Duration is a flag value given in seconds ("5", "0.5") or as a Go
-// duration ("1500ms"). Plain numbers are seconds because the first w8y took
-// --key-expiry in whole seconds.
-type Duration time.Duration
-
-// UnmarshalFlag implements flags.Unmarshaler.
-func (d *Duration) UnmarshalFlag(value string) error {
-	if secs, err := strconv.ParseFloat(value, 64); err == nil {
-		*d = Duration(secs * float64(time.Second))
-		return nil
-	}
-	parsed, err := time.ParseDuration(value)
-	if err != nil {
-		return fmt.Errorf("%q is neither seconds nor a duration such as 1500ms", value)
-	}
-	*d = Duration(parsed)
-	return nil
-}
-
-// MarshalFlag implements flags.Marshaler, so --help shows defaults readably.
-func (d Duration) MarshalFlag() (string, error) { return time.Duration(d).String(), nil }
+// killAfterFlag is --kill-after, whose default depends on --key-expiry: it
+// must know whether it was given at all, whatever value it was given.
+type killAfterFlag = duration.Optional
 
 // minKeyExpiry is the shortest lock expiry accepted: below it, a refresh every
 // third of the expiry would compete with ordinary network latency.
@@ -86,9 +66,6 @@ const minKeyExpiry = 100 * time.Millisecond
 // defaultKillAfter is --kill-after when it is not given and the key expiry
 // allows it: time for a child to save its work, not for it to dawdle.
 const defaultKillAfter = 10 * time.Second
-
-// unsetDuration marks a Duration option that was not given at all.
-const unsetDuration = duration.Flag(math.MinInt64)
 
 // minIdleWait is the shortest --idle-wait accepted, so that an idle
 // --continuous worker can never spin on Redis.
@@ -121,7 +98,7 @@ var errHelp = errors.New("help shown")
 // executable's own flags reach it untouched; "--" works too. Help and version
 // output go to stdout, and errHelp reports that nothing else should run.
 func parseOptions(args []string, stdout io.Writer) (*Options, error) {
-	opts := Options{KillAfter: unsetDuration}
+	opts := Options{}
 	parser := flags.NewParser(&opts, flags.HelpFlag|flags.PassDoubleDash|flags.PassAfterNonOption)
 	parser.Name = "w8y"
 	parser.Usage = "[OPTIONS] [--] executable [args...]"
@@ -172,11 +149,21 @@ Arguments:
   the item; W8Y_ITEM and W8Y_LOCK_KEY are set in its environment.
 `
 
+// durationsHelp says how every duration option is written (see
+// internal/duration), in --help and the man page.
+const durationsHelp = "A DURATION is a number of seconds (5, 0.5, 1e-3) or numbers with units, as in 1500ms, 2h45m or 30d; the units are " +
+	duration.Units + ". inf, or anything longer than about 292 years, is forever: no limit at all for --timeout and --max-runtime. " +
+	"A duration shorter than a nanosecond but not zero is a nanosecond."
+
 // writeHelpFooter writes what follows the option list in --help: the
 // arguments and the table of exit codes, each meaning wrapped to fit 80
 // columns beside its code.
 func writeHelpFooter(w io.Writer) {
 	fmt.Fprint(w, helpArguments)
+	fmt.Fprint(w, "\nDurations:\n")
+	for _, line := range wrap(durationsHelp, 78) {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
 	fmt.Fprint(w, "\nExit codes:\n")
 	const indent = "           "
 	for _, st := range exitStatuses {
@@ -220,7 +207,7 @@ func (o *Options) validate() error {
 			return usageError("--status takes no executable, got %q", o.Command[0])
 		}
 		if o.Watch < 0 || (o.Watch > 0 && time.Duration(o.Watch) < minWatch) {
-			return usageError("--watch must be at least %s, got %s", minWatch, time.Duration(o.Watch))
+			return usageError("--watch must be at least %s, got %s", minWatch, o.Watch)
 		}
 		o.KeyPrefix = schema.NormalizePrefix(o.KeyPrefix)
 		return nil
@@ -235,10 +222,10 @@ func (o *Options) validate() error {
 		return usageError("the executable name is empty")
 	}
 	if time.Duration(o.KeyExpiry) < minKeyExpiry {
-		return usageError("--key-expiry must be at least %s, got %s", minKeyExpiry, time.Duration(o.KeyExpiry))
+		return usageError("--key-expiry must be at least %s, got %s", minKeyExpiry, o.KeyExpiry)
 	}
 	if o.Timeout < 0 {
-		return usageError("--timeout must not be negative, got %s", time.Duration(o.Timeout))
+		return usageError("--timeout must not be negative, got %s", o.Timeout)
 	}
 	// A child whose lock is being lost gets SIGTERM, then SIGKILL after
 	// --kill-after, and must be gone before the server could expire the lock
@@ -247,35 +234,41 @@ func (o *Options) validate() error {
 	// a third keeps room for the refresh retries and the margin.
 	maxKillAfter := duration.Flag(time.Duration(o.KeyExpiry) / 3)
 	switch {
-	case o.KillAfter == unsetDuration:
-		o.KillAfter = min(duration.Flag(defaultKillAfter), maxKillAfter)
-	case o.KillAfter < 0:
-		return usageError("--kill-after must not be negative, got %s", time.Duration(o.KillAfter))
-	case o.KillAfter > maxKillAfter:
-		return usageError("--kill-after %s cannot fit in --key-expiry %s: a child whose lock is lost must be killed before the lock expires, so --kill-after may be at most a third of --key-expiry (%s); lower --kill-after or raise --key-expiry to %s or more",
-			time.Duration(o.KillAfter), time.Duration(o.KeyExpiry), time.Duration(maxKillAfter), 3*time.Duration(o.KillAfter))
+	case !o.KillAfter.Given:
+		o.KillAfter.Flag = min(duration.Flag(defaultKillAfter), maxKillAfter)
+	case o.KillAfter.Flag < 0:
+		return usageError("--kill-after must not be negative, got %s", o.KillAfter)
+	case o.KillAfter.Flag > maxKillAfter:
+		fix := "lower --kill-after"
+		// An expiry three times as long exists only for a --kill-after
+		// that can be counted three times over.
+		if time.Duration(o.KillAfter.Flag) <= duration.Forever/3 {
+			fix += fmt.Sprintf(" or raise --key-expiry to %s or more", 3*time.Duration(o.KillAfter.Flag))
+		}
+		return usageError("--kill-after %s cannot fit in --key-expiry %s: a child whose lock is lost must be killed before the lock expires, so --kill-after may be at most a third of --key-expiry (%s); %s",
+			o.KillAfter, o.KeyExpiry, maxKillAfter, fix)
 	}
 	if time.Duration(o.IdleWait) < minIdleWait {
-		return usageError("--idle-wait must be at least %s, got %s", minIdleWait, time.Duration(o.IdleWait))
+		return usageError("--idle-wait must be at least %s, got %s", minIdleWait, o.IdleWait)
 	}
 	if o.Cooldown < 0 {
-		return usageError("--cooldown must not be negative, got %s", time.Duration(o.Cooldown))
+		return usageError("--cooldown must not be negative, got %s", o.Cooldown)
 	}
 	if o.Cooldown > 0 && time.Duration(o.Cooldown) < time.Millisecond {
-		return usageError("--cooldown must be 0 or at least 1ms, got %s: Redis keeps expiries in milliseconds", time.Duration(o.Cooldown))
+		return usageError("--cooldown must be 0 or at least 1ms, got %s: Redis keeps expiries in milliseconds", o.Cooldown)
 	}
 	if b := o.FailureBackoff; b != (runs.Backoff{}) {
 		if b.Min < minBackoff {
-			return usageError("--failure-backoff MIN must be at least %s, got %s", minBackoff, b.Min)
+			return usageError("--failure-backoff MIN must be at least %s, got %s", minBackoff, duration.Format(b.Min))
 		}
 		if b.Max < b.Min {
-			return usageError("--failure-backoff MAX %s is less than MIN %s", b.Max, b.Min)
+			return usageError("--failure-backoff MAX %s is less than MIN %s", duration.Format(b.Max), duration.Format(b.Min))
 		}
 		// The count that doubles the delay lives in the state hash: were it
 		// to expire while the item waits, the next failure would start over
 		// at MIN.
 		if b.Max > time.Duration(o.StateTTL) {
-			return usageError("--failure-backoff MAX %s is longer than --state-ttl %s, which would forget the consecutive failures that the delay doubles with", b.Max, time.Duration(o.StateTTL))
+			return usageError("--failure-backoff MAX %s is longer than --state-ttl %s, which would forget the consecutive failures that the delay doubles with", duration.Format(b.Max), o.StateTTL)
 		}
 	}
 	if o.Parallel < 1 {
@@ -285,7 +278,7 @@ func (o *Options) validate() error {
 		return usageError("--max-items must not be negative, got %d", o.MaxItems)
 	}
 	if o.MaxRuntime < 0 {
-		return usageError("--max-runtime must not be negative, got %s", time.Duration(o.MaxRuntime))
+		return usageError("--max-runtime must not be negative, got %s", o.MaxRuntime)
 	}
 	if !o.Continuous && (o.MaxItems > 0 || o.MaxRuntime > 0) {
 		return usageError("--max-items and --max-runtime bound a --continuous worker; a one-shot run takes at most --parallel items")
@@ -327,7 +320,7 @@ func (o *Options) stopsOnFailure() bool {
 // validateRecord checks the options of the state hash and events stream.
 func (o *Options) validateRecord() error {
 	if time.Duration(o.StateTTL) < minStateTTL {
-		return usageError("--state-ttl must be at least %s, got %s", minStateTTL, time.Duration(o.StateTTL))
+		return usageError("--state-ttl must be at least %s, got %s", minStateTTL, o.StateTTL)
 	}
 	if o.EventsMaxLen < 1 {
 		return usageError("--events-max-len must be at least 1, got %d (--no-events turns events off)", o.EventsMaxLen)
@@ -347,7 +340,7 @@ const minWatch = 100 * time.Millisecond
 // the options so that it cannot drift from them.
 func writeManPage(parser *flags.Parser, w io.Writer) {
 	parser.ShortDescription = "run a command on items from a circular Redis list, one holder per item"
-	parser.LongDescription = manDescription
+	parser.LongDescription = manDescription + "\n\n" + durationsHelp
 	parser.WriteManPage(w)
 	writeManExitStatus(w)
 }

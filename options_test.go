@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/runs"
 )
 
@@ -30,8 +31,8 @@ func TestParseOptions(t *testing.T) {
 					t.Errorf("defaults: exit codes %v, no-work %d, idle %s", o.ExitCodes, o.NoWorkExitCode, time.Duration(o.IdleWait))
 				}
 				// 10s does not fit in the default 5s expiry: a third of it does.
-				if o.LogFormat != "console" || time.Duration(o.KillAfter) != 5*time.Second/3 || o.Timeout != 0 || o.Subreaper {
-					t.Errorf("defaults: log format %q kill-after %s timeout %s subreaper %v", o.LogFormat, time.Duration(o.KillAfter), time.Duration(o.Timeout), o.Subreaper)
+				if o.LogFormat != "console" || time.Duration(o.KillAfter.Flag) != 5*time.Second/3 || o.Timeout != 0 || o.Subreaper {
+					t.Errorf("defaults: log format %q kill-after %s timeout %s subreaper %v", o.LogFormat, time.Duration(o.KillAfter.Flag), time.Duration(o.Timeout), o.Subreaper)
 				}
 			},
 		},
@@ -131,8 +132,8 @@ func TestParseOptions(t *testing.T) {
 			name: "kill-after defaults to 10s when the expiry allows it",
 			args: []string{"-x", "60", "true"},
 			check: func(t *testing.T, o *Options) {
-				if time.Duration(o.KillAfter) != 10*time.Second {
-					t.Errorf("kill-after %s", time.Duration(o.KillAfter))
+				if time.Duration(o.KillAfter.Flag) != 10*time.Second {
+					t.Errorf("kill-after %s", time.Duration(o.KillAfter.Flag))
 				}
 			},
 		},
@@ -140,8 +141,8 @@ func TestParseOptions(t *testing.T) {
 			name: "kill-after of a third of the expiry fits",
 			args: []string{"-x", "3", "--kill-after", "1s", "--timeout", "1m", "--subreaper", "true"},
 			check: func(t *testing.T, o *Options) {
-				if time.Duration(o.KillAfter) != time.Second || time.Duration(o.Timeout) != time.Minute || !o.Subreaper {
-					t.Errorf("kill-after %s timeout %s subreaper %v", time.Duration(o.KillAfter), time.Duration(o.Timeout), o.Subreaper)
+				if time.Duration(o.KillAfter.Flag) != time.Second || time.Duration(o.Timeout) != time.Minute || !o.Subreaper {
+					t.Errorf("kill-after %s timeout %s subreaper %v", time.Duration(o.KillAfter.Flag), time.Duration(o.Timeout), o.Subreaper)
 				}
 			},
 		},
@@ -149,8 +150,8 @@ func TestParseOptions(t *testing.T) {
 			name: "zero kill-after is an immediate SIGKILL",
 			args: []string{"--kill-after", "0", "true"},
 			check: func(t *testing.T, o *Options) {
-				if o.KillAfter != 0 {
-					t.Errorf("kill-after %s", time.Duration(o.KillAfter))
+				if o.KillAfter.Flag != 0 {
+					t.Errorf("kill-after %s", time.Duration(o.KillAfter.Flag))
 				}
 			},
 		},
@@ -159,8 +160,8 @@ func TestParseOptions(t *testing.T) {
 			args: []string{"true"},
 			env:  map[string]string{"W8Y_TIMEOUT": "90", "W8Y_KILL_AFTER": "500ms", "W8Y_SUBREAPER": "true"},
 			check: func(t *testing.T, o *Options) {
-				if time.Duration(o.Timeout) != 90*time.Second || time.Duration(o.KillAfter) != 500*time.Millisecond || !o.Subreaper {
-					t.Errorf("timeout %s kill-after %s subreaper %v", time.Duration(o.Timeout), time.Duration(o.KillAfter), o.Subreaper)
+				if time.Duration(o.Timeout) != 90*time.Second || time.Duration(o.KillAfter.Flag) != 500*time.Millisecond || !o.Subreaper {
+					t.Errorf("timeout %s kill-after %s subreaper %v", time.Duration(o.Timeout), time.Duration(o.KillAfter.Flag), o.Subreaper)
 				}
 			},
 		},
@@ -323,6 +324,27 @@ func TestParseOptions(t *testing.T) {
 		{name: "kill-after longer than the expiry allows", args: []string{"-x", "5", "--kill-after", "10s", "true"}, wantErr: "--kill-after 10s cannot fit in --key-expiry 5s"},
 		{name: "kill-after from the environment too long", args: []string{"-x", "3", "true"}, env: map[string]string{"W8Y_KILL_AFTER": "1001ms"}, wantErr: "raise --key-expiry to 3.003s"},
 		{name: "negative timeout", args: []string{"--timeout", "-1s", "true"}, wantErr: "--timeout must not be negative"},
+		// Duration edges (see internal/duration): a value too long to count
+		// is forever, never a wrapped-round negative; a tiny positive one is
+		// a nanosecond, never the zero that means none; nan is refused.
+		{name: "infinite timeout", args: []string{"--timeout", "inf", "true"}, check: wantDurations(map[string]time.Duration{"timeout": duration.Forever})},
+		{name: "timeout beyond 292 years", args: []string{"--timeout", "1e300", "true"}, check: wantDurations(map[string]time.Duration{"timeout": duration.Forever})},
+		{name: "tiny timeout still times out", args: []string{"--timeout", "1e-10", "true"}, check: wantDurations(map[string]time.Duration{"timeout": time.Nanosecond})},
+		{name: "days", args: []string{"--cooldown", "30d", "--state-ttl", "1.5d", "true"}, check: wantDurations(map[string]time.Duration{"cooldown": 30 * 24 * time.Hour, "state-ttl": 36 * time.Hour})},
+		{name: "huge key expiry", args: []string{"-x", "99999999999999999999", "true"}, check: wantDurations(map[string]time.Duration{"key-expiry": duration.Forever, "kill-after": 10 * time.Second})},
+		{name: "infinite backoff MIN", args: []string{"--failure-backoff", "inf", "--state-ttl", "inf", "true"}, check: func(t *testing.T, o *Options) {
+			if o.FailureBackoff.Min != duration.Forever || o.FailureBackoff.Max != duration.Forever {
+				t.Errorf("backoff %+v", o.FailureBackoff)
+			}
+		}},
+		{name: "nan timeout", args: []string{"--timeout", "nan", "true"}, wantErr: `"nan" is not a length of time`},
+		{name: "negative infinite timeout", args: []string{"--timeout=-inf", "true"}, wantErr: "--timeout must not be negative, got -inf"},
+		{name: "kill-after of 1e10 seconds", args: []string{"--kill-after", "1e10", "true"}, wantErr: "--kill-after inf cannot fit in --key-expiry 5s"},
+		{name: "infinite kill-after", args: []string{"--kill-after", "inf", "true"}, wantErr: "at most a third of --key-expiry (1.666666666s); lower --kill-after"},
+		{name: "nan kill-after", args: []string{"--kill-after", "nan", "true"}, wantErr: `"nan" is not a length of time`},
+		{name: "infinite kill-after from the environment", args: []string{"-x", "3", "true"}, env: map[string]string{"W8Y_KILL_AFTER": "Infinity"}, wantErr: "--kill-after inf cannot fit"},
+		{name: "huge kill-after in days", args: []string{"--kill-after", "106752d", "true"}, wantErr: "--kill-after inf cannot fit"},
+		{name: "kill-after of days beyond the expiry", args: []string{"-x", "3", "--kill-after", "30d", "true"}, wantErr: "raise --key-expiry to 2160h0m0s or more"},
 		{name: "idle wait that would spin", args: []string{"--idle-wait", "0", "true"}, wantErr: "--idle-wait"},
 		{name: "exit code out of range", args: []string{"-i", "256", "true"}, wantErr: "--exit-codes must be 0-255"},
 		{name: "no-work exit code out of range", args: []string{"--no-work-exit-code", "-1", "true"}, wantErr: "--no-work-exit-code"},
@@ -368,7 +390,7 @@ func TestHelpAndVersion(t *testing.T) {
 	}
 	var out strings.Builder
 	_, _ = parseOptions([]string{"--help"}, &out)
-	for _, want := range []string{"--redis-url", "W8Y_KEY_PREFIX", "Exit codes:", "122", "124", "125", "126", "127"} {
+	for _, want := range []string{"--redis-url", "W8Y_KEY_PREFIX", "Exit codes:", "122", "124", "125", "126", "127", "Durations:", "30d", duration.Units} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}
@@ -377,6 +399,22 @@ func TestHelpAndVersion(t *testing.T) {
 	// as its default: the description says what the default is.
 	if strings.Contains(out.String(), "-2562047h") {
 		t.Error("--help shows --kill-after's internal unset value as its default")
+	}
+}
+
+// wantDurations checks the duration options named by their long names.
+func wantDurations(want map[string]time.Duration) func(t *testing.T, o *Options) {
+	return func(t *testing.T, o *Options) {
+		t.Helper()
+		got := map[string]time.Duration{
+			"timeout": time.Duration(o.Timeout), "cooldown": time.Duration(o.Cooldown), "state-ttl": time.Duration(o.StateTTL),
+			"key-expiry": time.Duration(o.KeyExpiry), "kill-after": time.Duration(o.KillAfter.Flag),
+		}
+		for name, d := range want {
+			if got[name] != d {
+				t.Errorf("--%s %s, want %s", name, got[name], d)
+			}
+		}
 	}
 }
 
