@@ -9,6 +9,7 @@ import (
 	"time"
 
 	flags "github.com/jessevdk/go-flags"
+	"github.com/w8y/w8y/internal/duration"
 )
 
 // This file renders what w8y says about itself from its options: --help,
@@ -23,9 +24,11 @@ const helpWidth = 80
 // description starts after it, or on a line of its own below longer flags.
 const helpFlagWidth = 28
 
-// durationForms says which forms a DURATION takes, in --help and the man
-// page.
-const durationForms = "A DURATION is seconds (5, 0.5) or a Go duration such as 1500ms, 2m or 1h30m."
+// durationsHelp says how every duration option is written (see
+// internal/duration), in --help and the man page.
+const durationsHelp = "A DURATION is a number of seconds (5, 0.5, 1e-3) or numbers with units, as in 1500ms, 2h45m or 30d; the units are " +
+	duration.Units + ". inf, or anything longer than about 292 years, is forever: no limit at all for --timeout and --max-runtime. " +
+	"A duration shorter than a nanosecond but not zero is a nanosecond."
 
 // helpIntro follows the usage line in --help.
 const helpIntro = `w8y takes the first item of the circular Redis list <prefix>list whose lock
@@ -58,7 +61,7 @@ func writeHelp(parser *flags.Parser, w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "%-*sShow this help and exit\n", helpFlagWidth, "  -h, --help")
-	fmt.Fprintf(w, "\n%s%s\n%s", helpVariables, wrapLines(durationForms, helpWidth), helpArguments)
+	fmt.Fprintf(w, "\n%s%s\n%s", helpVariables, wrapLines(durationsHelp, helpWidth), helpArguments)
 	fmt.Fprint(w, "\nExit codes:\n")
 	const indent = "           "
 	for _, st := range exitStatuses {
@@ -186,7 +189,7 @@ w8y --status shows every item with its lock holder, cooldown or backoff and last
 
 With --cooldown and --failure-backoff, runs pause their items across the fleet with the keys <prefix>cooldown:<item> and <prefix>backoff:<item>, which every worker honours; --parallel runs several children at once. Redis may be one server (redis://, rediss://, unix://), a Cluster (--redis-cluster) or a Sentinel group (--sentinel-master); the password comes from W8Y_REDIS_PASSWORD or --redis-password-file.
 
-` + durationForms + `
+` + durationsHelp + `
 
 See the README for the recipes (cron, systemd, Kubernetes, a container image), the key layout, the schedule, the Redis deployments and the ACL rule, the events' fields, the metrics and the probes.`
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	_ "embed"
@@ -96,9 +97,22 @@ func (l *Lock) Release(ctx context.Context) (bool, error) {
 // lease keeps a Lock alive in the background until stopped, and reports on
 // Lost if it could not.
 type lease struct {
-	lost   chan error
+	lost chan error
+	// report sends a loss on lost, once.
+	report func(error)
 	cancel context.CancelFunc
 	done   chan struct{}
+	// pause and resume carry Pause's and Resume's requests to the
+	// refresher.
+	pause  chan chan struct{}
+	resume chan resumeRequest
+}
+
+// resumeRequest is Resume's request: kill is called if the lock was lost,
+// once the loss is reported; reply gets the outcome.
+type resumeRequest struct {
+	kill  func()
+	reply chan error
 }
 
 // keepAlive starts refreshing l about every TTL/3. If the lock stops holding
@@ -107,11 +121,16 @@ type lease struct {
 // needs to stop the child before the server could hand the item to another.
 func (l *Lock) keepAlive(ctx context.Context, giveUp time.Duration, log zerolog.Logger) *lease {
 	ctx, cancel := context.WithCancel(ctx)
-	k := &lease{lost: make(chan error, 1), cancel: cancel, done: make(chan struct{})}
+	k := &lease{
+		lost: make(chan error, 1), cancel: cancel, done: make(chan struct{}),
+		pause: make(chan chan struct{}), resume: make(chan resumeRequest),
+	}
+	var once sync.Once
+	k.report = func(err error) { once.Do(func() { k.lost <- err }) }
 	go func() {
 		defer close(k.done)
-		if err := l.hold(ctx, giveUp, log); err != nil && ctx.Err() == nil {
-			k.lost <- err
+		if err := l.hold(ctx, giveUp, k, log); err != nil && ctx.Err() == nil {
+			k.report(err)
 		}
 	}()
 	return k
@@ -126,8 +145,40 @@ func (k *lease) Stop() {
 	<-k.done
 }
 
-// hold runs the refresh loop until ctx is done or the lock is lost.
-func (l *Lock) hold(ctx context.Context, giveUp time.Duration, log zerolog.Logger) error {
+// Pause stops the refreshing until Resume, and returns once no refresh is
+// under way: w8y is about to stop (see jobcontrol.go), and the child with it.
+func (k *lease) Pause() {
+	paused := make(chan struct{})
+	select {
+	case k.pause <- paused:
+		<-paused
+	case <-k.done:
+	}
+}
+
+// Resume goes on refreshing after Pause. While paused, nothing kept the lock
+// alive: if less than the give-up time may be left of it (see keepAlive),
+// it may have expired and be another's, so Resume first refreshes it. If it
+// is no longer ours, Resume reports the loss on Lost, calls kill, which must
+// end what ran under it at once, and returns the loss.
+func (k *lease) Resume(kill func()) error {
+	req := resumeRequest{kill: kill, reply: make(chan error, 1)}
+	select {
+	case k.resume <- req:
+		return <-req.reply
+	case <-k.done:
+		// The lease ended while paused: the run is being stopped anyway.
+		return nil
+	}
+}
+
+// verifyTimeout bounds the refresh that checks a lock after a pause: the
+// child is stopped meanwhile, and a person waits for it at a terminal.
+const verifyTimeout = 5 * time.Second
+
+// hold runs the refresh loop until ctx is done or the lock is lost, pausing
+// when k asks.
+func (l *Lock) hold(ctx context.Context, giveUp time.Duration, k *lease, log zerolog.Logger) error {
 	period := l.TTL / 3
 	// A failed refresh is retried a few times within one period, so a single
 	// dropped packet costs nothing.
@@ -138,6 +189,27 @@ func (l *Lock) hold(ctx context.Context, giveUp time.Duration, log zerolog.Logge
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case paused := <-k.pause:
+			close(paused)
+			var req resumeRequest
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case req = <-k.resume:
+			}
+			err := l.verify(ctx, giveUp)
+			if err != nil && ctx.Err() == nil {
+				// Reported before the kill, so that whoever sees the child
+				// end knows why.
+				k.report(err)
+				req.kill()
+			}
+			req.reply <- err
+			if err != nil {
+				return err
+			}
+			timer.Reset(period)
+			continue
 		case <-timer.C:
 		}
 		deadline := l.expires.Add(-giveUp)
@@ -160,4 +232,22 @@ func (l *Lock) hold(ctx context.Context, giveUp time.Duration, log zerolog.Logge
 			timer.Reset(min(retry, max(time.Until(deadline), 0)))
 		}
 	}
+}
+
+// verify makes sure, after a pause, that the lock is still ours. Within the
+// lease as last refreshed, less giveUp, it is: no one else can have it. Past
+// that, it may have expired, and only a refresh that finds our token tells.
+// Any other answer, an unreachable Redis included, counts as lost: what ran
+// under the lock must not run again on a guess.
+func (l *Lock) verify(ctx context.Context, giveUp time.Duration) error {
+	if time.Now().Before(l.expires.Add(-giveUp)) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, verifyTimeout)
+	defer cancel()
+	err := l.Refresh(ctx)
+	if err == nil || errors.Is(err, ErrLockLost) {
+		return err
+	}
+	return fmt.Errorf("%w: could not check %s after w8y was stopped: %w", ErrLockLost, quoteKey(l.Key), err)
 }

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/proc"
 )
 
 // newLogger builds w8y's logger from the options: console lines on stderr by
@@ -28,8 +31,13 @@ func newLogger(opts *Options, stderr io.Writer) (zerolog.Logger, func() error, e
 		return zerolog.Nop(), closeLog, nil
 	}
 	colour := isTerminal(out)
+	if colour {
+		// Not stopped by its own log line from the background: see
+		// proc.TerminalWriter.
+		out = proc.TerminalWriter(out)
+	}
 	// The refresher and the signal router log from their own goroutines.
-	out = zerolog.SyncWriter(out)
+	out = zerolog.SyncWriter(&logSink{w: out})
 	if opts.LogFormat == "console" {
 		cw := zerolog.ConsoleWriter{Out: out, NoColor: !colour, TimeFormat: time.RFC3339}
 		if opts.NoLogTimestamps {
@@ -63,6 +71,29 @@ func failureReports(opts *Options, stderr io.Writer) io.Writer {
 		return nil
 	}
 	return stderr
+}
+
+// logSink is where w8y's log lines go: w, until a write finds that nobody
+// reads it any more (EPIPE: the pipe's reader exited, as head does, or a
+// journald restarted). From then on the logs are gone, and lines are
+// dropped without a word: a run goes on and ends as it would have, with
+// its lock released and its exit code, and zerolog prints no complaint of
+// its own on stderr, which may be that very pipe.
+type logSink struct {
+	w    io.Writer
+	gone bool
+}
+
+func (s *logSink) Write(p []byte) (int, error) {
+	if s.gone {
+		return len(p), nil
+	}
+	n, err := s.w.Write(p)
+	if errors.Is(err, syscall.EPIPE) {
+		s.gone = true
+		return len(p), nil
+	}
+	return n, err
 }
 
 // isTerminal reports whether w is a terminal, where colour helps. go-isatty

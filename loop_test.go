@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redistest"
@@ -180,7 +183,7 @@ func TestLoopDrains(t *testing.T) {
 	go func() { done <- w.loop(context.Background()) }()
 	<-children.began
 	<-children.began
-	w.stops.handle(syscall.SIGTERM)
+	w.stops.handle(syscall.SIGTERM, nil)
 	close(children.hold)
 	if err := <-done; err != nil {
 		t.Errorf("a drained loop ended with %v", err)
@@ -188,8 +191,78 @@ func TestLoopDrains(t *testing.T) {
 	if n := len(children.items()); n != 2 {
 		t.Errorf("%d runs after the stop, want the 2 that ran", n)
 	}
-	if !strings.Contains(logs.String(), "drained; exiting") {
-		t.Errorf("no drain in the log:\n%s", logs)
+	stopping, drained := strings.Index(logs.String(), "stopping:"), strings.Index(logs.String(), "drained; exiting")
+	if stopping < 0 || drained < stopping {
+		t.Errorf("the log does not say it is stopping, then that it drained:\n%s", logs)
+	}
+}
+
+// TestStopCutsATakeShort: a stop signal ends a take that Redis does not
+// answer within takeGrace, not after the client's timeouts, in both modes,
+// and no error is retried after it.
+func TestStopCutsATakeShort(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		run  func(*worker, context.Context) error
+		args []string
+		want error
+	}{
+		{"one-shot", (*worker).once, nil, stopError{Signal: syscall.SIGINT}},
+		{"continuous", (*worker).loop, []string{"-c"}, nil},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			// A server that accepts connections but never answers.
+			silent, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			accepted := make(chan net.Conn, 10)
+			go func() {
+				defer close(accepted)
+				for {
+					conn, err := silent.Accept()
+					if err != nil {
+						return
+					}
+					accepted <- conn
+				}
+			}()
+			t.Cleanup(func() {
+				silent.Close()
+				for conn := range accepted {
+					conn.Close()
+				}
+			})
+			hung := redis.NewClient(&redis.Options{Addr: silent.Addr().String(), ContextTimeoutEnabled: true, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
+			w, logs := testWorker(t, &scriptedChildren{ends: []runs.End{exited(0)}}, []string{"a"}, mode.args...)
+			w.rotator.Client = hung
+			w.hangUp = func() { _ = hung.Close() }
+			done := make(chan error, 1)
+			go func() { done <- mode.run(w, context.Background()) }()
+			// The take waits on the silent server.
+			select {
+			case conn := <-accepted:
+				accepted <- conn // for the cleanup to close
+			case <-time.After(redistest.Timeout):
+				t.Fatal("the take never connected")
+			}
+			began := time.Now()
+			w.stops.handle(syscall.SIGINT, nil)
+			select {
+			case err := <-done:
+				if !errors.Is(err, mode.want) && err != mode.want {
+					t.Errorf("ended with %v, want %v", err, mode.want)
+				}
+				if took := time.Since(began); took > takeGrace+time.Second {
+					t.Errorf("a stop took %s to end a take", took)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("a stop did not end a take that Redis never answers")
+			}
+			if strings.Contains(logs.String(), "retrying") {
+				t.Errorf("a Redis error was retried after the stop:\n%s", logs)
+			}
+		})
 	}
 }
 

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redisconn"
@@ -65,6 +67,24 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
+	if len(args) == 1 && args[0] == proc.RelayArg {
+		if err := proc.RunRelay(); err != nil {
+			return fail(stderr, err)
+		}
+		return exitOK
+	}
+	// A write to a pipe whose reader has gone (w8y ... | head, a journald
+	// that restarted) raises SIGPIPE, which would kill w8y mid-run and leave
+	// its item's lock behind. Caught, it only makes the write fail with
+	// EPIPE, which w8y's logs take as "logs gone" (see newLogger). Caught
+	// rather than ignored, because children inherit an ignored SIGPIPE and
+	// expect to die of one; a caught one is reset for them. This is the
+	// only place that sets it, once for the whole process: the channel is
+	// never read, and os/signal drops what does not fit.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
+
 	opts, err := parseOptions(args, stdout)
 	if errors.Is(err, errHelp) {
 		return exitOK

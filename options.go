@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -52,7 +51,7 @@ type ItemOptions struct {
 type ChildOptions struct {
 	EnvVar    string        `short:"e" long:"env-var" env:"W8Y_ENV_VAR" value-name:"NAME" description:"Also set the variable NAME to the item" details:"Also set the environment variable NAME to the item in the child's environment, besides W8Y_ITEM."`
 	Timeout   duration.Flag `long:"timeout" env:"W8Y_TIMEOUT" value-name:"DURATION" description:"Stop a child still running after DURATION; exit 124" details:"Stop a child still running after DURATION: SIGTERM to its process group, SIGKILL after --kill-after. w8y releases the lock and exits 124, as timeout(1) does. 0 means never."`
-	KillAfter duration.Flag `long:"kill-after" env:"W8Y_KILL_AFTER" value-name:"DURATION" default-mask:"10s, or a third of --key-expiry if less" description:"Grace between SIGTERM and SIGKILL" details:"Grace between SIGTERM and SIGKILL when w8y stops a child's process group itself (a timeout, a lost lock, processes left behind). At most a third of --key-expiry, so that a group whose lock is being lost is gone before the lock could expire; a larger value is refused. A forwarded stop signal is not limited by it."`
+	KillAfter killAfterFlag `long:"kill-after" env:"W8Y_KILL_AFTER" value-name:"DURATION" default-mask:"10s, or a third of --key-expiry if less" description:"Grace between SIGTERM and SIGKILL" details:"Grace between SIGTERM and SIGKILL when w8y stops a child's process group itself (a timeout, a lost lock, processes left behind). At most a third of --key-expiry, so that a group whose lock is being lost is gone before the lock could expire; a larger value is refused. A forwarded stop signal is not limited by it."`
 	Subreaper bool          `long:"subreaper" env:"W8Y_SUBREAPER" description:"Reap the processes that children orphan" details:"Make w8y a child subreaper: processes that a child orphans are re-parented to w8y, which reaps them. Always on when w8y is PID 1, as in a container."`
 }
 
@@ -133,8 +132,9 @@ const minKeyExpiry = 100 * time.Millisecond
 // allows it: time for a child to save its work, not for it to dawdle.
 const defaultKillAfter = 10 * time.Second
 
-// unsetDuration marks a Duration option that was not given at all.
-const unsetDuration = duration.Flag(math.MinInt64)
+// killAfterFlag is --kill-after, whose default depends on --key-expiry: it
+// must know whether it was given at all, whatever value it was given.
+type killAfterFlag = duration.Optional
 
 // minIdleWait is the shortest --idle-wait accepted, so that an idle
 // --continuous worker can never spin on Redis.
@@ -168,7 +168,6 @@ var errHelp = errors.New("help shown")
 // output go to stdout, and errHelp reports that nothing else should run.
 func parseOptions(args []string, stdout io.Writer) (*Options, error) {
 	var opts Options
-	opts.KillAfter = unsetDuration
 	parser := newParser(&opts)
 	if len(args) > 0 && args[0] == completeArg {
 		complete(parser, args[1:], stdout)
@@ -230,7 +229,7 @@ func (o *Options) validate() error {
 			return usageError("--status takes no executable, got %q", o.Command[0])
 		}
 		if o.Watch < 0 || (o.Watch > 0 && time.Duration(o.Watch) < minWatch) {
-			return usageError("--watch must be at least %s, got %s", minWatch, time.Duration(o.Watch))
+			return usageError("--watch must be at least %s, got %s", minWatch, o.Watch)
 		}
 		if err := o.Options.Validate(); err != nil {
 			return usageError("%s", err)
@@ -248,10 +247,10 @@ func (o *Options) validate() error {
 		return usageError("the executable name is empty")
 	}
 	if time.Duration(o.KeyExpiry) < minKeyExpiry {
-		return usageError("--key-expiry must be at least %s, got %s", minKeyExpiry, time.Duration(o.KeyExpiry))
+		return usageError("--key-expiry must be at least %s, got %s", minKeyExpiry, o.KeyExpiry)
 	}
 	if o.Timeout < 0 {
-		return usageError("--timeout must not be negative, got %s", time.Duration(o.Timeout))
+		return usageError("--timeout must not be negative, got %s", o.Timeout)
 	}
 	// A child whose lock is being lost gets SIGTERM, then SIGKILL after
 	// --kill-after, and must be gone before the server could expire the lock
@@ -260,35 +259,41 @@ func (o *Options) validate() error {
 	// a third keeps room for the refresh retries and the margin.
 	maxKillAfter := duration.Flag(time.Duration(o.KeyExpiry) / 3)
 	switch {
-	case o.KillAfter == unsetDuration:
-		o.KillAfter = min(duration.Flag(defaultKillAfter), maxKillAfter)
-	case o.KillAfter < 0:
-		return usageError("--kill-after must not be negative, got %s", time.Duration(o.KillAfter))
-	case o.KillAfter > maxKillAfter:
-		return usageError("--kill-after %s cannot fit in --key-expiry %s: a child whose lock is lost must be killed before the lock expires, so --kill-after may be at most a third of --key-expiry (%s); lower --kill-after or raise --key-expiry to %s or more",
-			time.Duration(o.KillAfter), time.Duration(o.KeyExpiry), time.Duration(maxKillAfter), 3*time.Duration(o.KillAfter))
+	case !o.KillAfter.Given:
+		o.KillAfter.Flag = min(duration.Flag(defaultKillAfter), maxKillAfter)
+	case o.KillAfter.Flag < 0:
+		return usageError("--kill-after must not be negative, got %s", o.KillAfter)
+	case o.KillAfter.Flag > maxKillAfter:
+		fix := "lower --kill-after"
+		// An expiry three times as long exists only for a --kill-after
+		// that can be counted three times over.
+		if time.Duration(o.KillAfter.Flag) <= duration.Forever/3 {
+			fix += fmt.Sprintf(" or raise --key-expiry to %s or more", 3*time.Duration(o.KillAfter.Flag))
+		}
+		return usageError("--kill-after %s cannot fit in --key-expiry %s: a child whose lock is lost must be killed before the lock expires, so --kill-after may be at most a third of --key-expiry (%s); %s",
+			o.KillAfter, o.KeyExpiry, maxKillAfter, fix)
 	}
 	if time.Duration(o.IdleWait) < minIdleWait {
-		return usageError("--idle-wait must be at least %s, got %s", minIdleWait, time.Duration(o.IdleWait))
+		return usageError("--idle-wait must be at least %s, got %s", minIdleWait, o.IdleWait)
 	}
 	if o.Cooldown < 0 {
-		return usageError("--cooldown must not be negative, got %s", time.Duration(o.Cooldown))
+		return usageError("--cooldown must not be negative, got %s", o.Cooldown)
 	}
 	if o.Cooldown > 0 && time.Duration(o.Cooldown) < time.Millisecond {
-		return usageError("--cooldown must be 0 or at least 1ms, got %s: Redis keeps expiries in milliseconds", time.Duration(o.Cooldown))
+		return usageError("--cooldown must be 0 or at least 1ms, got %s: Redis keeps expiries in milliseconds", o.Cooldown)
 	}
 	if b := o.FailureBackoff; b != (runs.Backoff{}) {
 		if b.Min < minBackoff {
-			return usageError("--failure-backoff MIN must be at least %s, got %s", minBackoff, b.Min)
+			return usageError("--failure-backoff MIN must be at least %s, got %s", minBackoff, duration.Format(b.Min))
 		}
 		if b.Max < b.Min {
-			return usageError("--failure-backoff MAX %s is less than MIN %s", b.Max, b.Min)
+			return usageError("--failure-backoff MAX %s is less than MIN %s", duration.Format(b.Max), duration.Format(b.Min))
 		}
 		// The count that doubles the delay lives in the state hash: were it
 		// to expire while the item waits, the next failure would start over
 		// at MIN.
 		if b.Max > time.Duration(o.StateTTL) {
-			return usageError("--failure-backoff MAX %s is longer than --state-ttl %s, which would forget the consecutive failures that the delay doubles with", b.Max, time.Duration(o.StateTTL))
+			return usageError("--failure-backoff MAX %s is longer than --state-ttl %s, which would forget the consecutive failures that the delay doubles with", duration.Format(b.Max), o.StateTTL)
 		}
 	}
 	if o.Parallel < 1 {
@@ -298,7 +303,7 @@ func (o *Options) validate() error {
 		return usageError("--max-items must not be negative, got %d", o.MaxItems)
 	}
 	if o.MaxRuntime < 0 {
-		return usageError("--max-runtime must not be negative, got %s", time.Duration(o.MaxRuntime))
+		return usageError("--max-runtime must not be negative, got %s", o.MaxRuntime)
 	}
 	if !o.Continuous && (o.MaxItems > 0 || o.MaxRuntime > 0 || o.UntilIdle) {
 		return usageError("--max-items, --max-runtime and --until-idle bound a --continuous worker; a one-shot run takes at most --parallel items")
@@ -335,7 +340,7 @@ func (o *Options) stopsOnFailure() bool {
 // validateRecord checks the options of the state hash and events stream.
 func (o *Options) validateRecord() error {
 	if time.Duration(o.StateTTL) < minStateTTL {
-		return usageError("--state-ttl must be at least %s, got %s", minStateTTL, time.Duration(o.StateTTL))
+		return usageError("--state-ttl must be at least %s, got %s", minStateTTL, o.StateTTL)
 	}
 	if o.EventsMaxLen < 1 {
 		return usageError("--events-max-len must be at least 1, got %d (--no-events turns events off)", o.EventsMaxLen)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/runs"
 )
 
@@ -31,8 +32,8 @@ func TestParseOptions(t *testing.T) {
 					t.Errorf("defaults: exit codes %v, no-work %d, idle %s", o.ExitCodes, o.NoWorkExitCode, time.Duration(o.IdleWait))
 				}
 				// 10s does not fit in the default 5s expiry: a third of it does.
-				if o.LogFormat != "console" || time.Duration(o.KillAfter) != 5*time.Second/3 || o.Timeout != 0 || o.Subreaper {
-					t.Errorf("defaults: log format %q kill-after %s timeout %s subreaper %v", o.LogFormat, time.Duration(o.KillAfter), time.Duration(o.Timeout), o.Subreaper)
+				if o.LogFormat != "console" || time.Duration(o.KillAfter.Flag) != 5*time.Second/3 || o.Timeout != 0 || o.Subreaper {
+					t.Errorf("defaults: log format %q kill-after %s timeout %s subreaper %v", o.LogFormat, time.Duration(o.KillAfter.Flag), time.Duration(o.Timeout), o.Subreaper)
 				}
 			},
 		},
@@ -161,8 +162,8 @@ func TestParseOptions(t *testing.T) {
 			name: "kill-after defaults to 10s when the expiry allows it",
 			args: []string{"-x", "60", "true"},
 			check: func(t *testing.T, o *Options) {
-				if time.Duration(o.KillAfter) != 10*time.Second {
-					t.Errorf("kill-after %s", time.Duration(o.KillAfter))
+				if time.Duration(o.KillAfter.Flag) != 10*time.Second {
+					t.Errorf("kill-after %s", time.Duration(o.KillAfter.Flag))
 				}
 			},
 		},
@@ -170,8 +171,8 @@ func TestParseOptions(t *testing.T) {
 			name: "kill-after of a third of the expiry fits",
 			args: []string{"-x", "3", "--kill-after", "1s", "--timeout", "1m", "--subreaper", "true"},
 			check: func(t *testing.T, o *Options) {
-				if time.Duration(o.KillAfter) != time.Second || time.Duration(o.Timeout) != time.Minute || !o.Subreaper {
-					t.Errorf("kill-after %s timeout %s subreaper %v", time.Duration(o.KillAfter), time.Duration(o.Timeout), o.Subreaper)
+				if time.Duration(o.KillAfter.Flag) != time.Second || time.Duration(o.Timeout) != time.Minute || !o.Subreaper {
+					t.Errorf("kill-after %s timeout %s subreaper %v", time.Duration(o.KillAfter.Flag), time.Duration(o.Timeout), o.Subreaper)
 				}
 			},
 		},
@@ -179,8 +180,8 @@ func TestParseOptions(t *testing.T) {
 			name: "zero kill-after is an immediate SIGKILL",
 			args: []string{"--kill-after", "0", "true"},
 			check: func(t *testing.T, o *Options) {
-				if o.KillAfter != 0 {
-					t.Errorf("kill-after %s", time.Duration(o.KillAfter))
+				if o.KillAfter.Flag != 0 {
+					t.Errorf("kill-after %s", time.Duration(o.KillAfter.Flag))
 				}
 			},
 		},
@@ -189,8 +190,8 @@ func TestParseOptions(t *testing.T) {
 			args: []string{"true"},
 			env:  map[string]string{"W8Y_TIMEOUT": "90", "W8Y_KILL_AFTER": "500ms", "W8Y_SUBREAPER": "true"},
 			check: func(t *testing.T, o *Options) {
-				if time.Duration(o.Timeout) != 90*time.Second || time.Duration(o.KillAfter) != 500*time.Millisecond || !o.Subreaper {
-					t.Errorf("timeout %s kill-after %s subreaper %v", time.Duration(o.Timeout), time.Duration(o.KillAfter), o.Subreaper)
+				if time.Duration(o.Timeout) != 90*time.Second || time.Duration(o.KillAfter.Flag) != 500*time.Millisecond || !o.Subreaper {
+					t.Errorf("timeout %s kill-after %s subreaper %v", time.Duration(o.Timeout), time.Duration(o.KillAfter.Flag), o.Subreaper)
 				}
 			},
 		},
@@ -354,6 +355,27 @@ func TestParseOptions(t *testing.T) {
 		{name: "kill-after longer than the expiry allows", args: []string{"-x", "5", "--kill-after", "10s", "true"}, wantErr: "--kill-after 10s cannot fit in --key-expiry 5s"},
 		{name: "kill-after from the environment too long", args: []string{"-x", "3", "true"}, env: map[string]string{"W8Y_KILL_AFTER": "1001ms"}, wantErr: "raise --key-expiry to 3.003s"},
 		{name: "negative timeout", args: []string{"--timeout", "-1s", "true"}, wantErr: "--timeout must not be negative"},
+		// Duration edges (see internal/duration): a value too long to count
+		// is forever, never a wrapped-round negative; a tiny positive one is
+		// a nanosecond, never the zero that means none; nan is refused.
+		{name: "infinite timeout", args: []string{"--timeout", "inf", "true"}, check: wantDurations(map[string]time.Duration{"timeout": duration.Forever})},
+		{name: "timeout beyond 292 years", args: []string{"--timeout", "1e300", "true"}, check: wantDurations(map[string]time.Duration{"timeout": duration.Forever})},
+		{name: "tiny timeout still times out", args: []string{"--timeout", "1e-10", "true"}, check: wantDurations(map[string]time.Duration{"timeout": time.Nanosecond})},
+		{name: "days", args: []string{"--cooldown", "30d", "--state-ttl", "1.5d", "true"}, check: wantDurations(map[string]time.Duration{"cooldown": 30 * 24 * time.Hour, "state-ttl": 36 * time.Hour})},
+		{name: "huge key expiry", args: []string{"-x", "99999999999999999999", "true"}, check: wantDurations(map[string]time.Duration{"key-expiry": duration.Forever, "kill-after": 10 * time.Second})},
+		{name: "infinite backoff MIN", args: []string{"--failure-backoff", "inf", "--state-ttl", "inf", "true"}, check: func(t *testing.T, o *Options) {
+			if o.FailureBackoff.Min != duration.Forever || o.FailureBackoff.Max != duration.Forever {
+				t.Errorf("backoff %+v", o.FailureBackoff)
+			}
+		}},
+		{name: "nan timeout", args: []string{"--timeout", "nan", "true"}, wantErr: `"nan" is not a length of time`},
+		{name: "negative infinite timeout", args: []string{"--timeout=-inf", "true"}, wantErr: "--timeout must not be negative, got -inf"},
+		{name: "kill-after of 1e10 seconds", args: []string{"--kill-after", "1e10", "true"}, wantErr: "--kill-after inf cannot fit in --key-expiry 5s"},
+		{name: "infinite kill-after", args: []string{"--kill-after", "inf", "true"}, wantErr: "at most a third of --key-expiry (1.666666666s); lower --kill-after"},
+		{name: "nan kill-after", args: []string{"--kill-after", "nan", "true"}, wantErr: `"nan" is not a length of time`},
+		{name: "infinite kill-after from the environment", args: []string{"-x", "3", "true"}, env: map[string]string{"W8Y_KILL_AFTER": "Infinity"}, wantErr: "--kill-after inf cannot fit"},
+		{name: "huge kill-after in days", args: []string{"--kill-after", "106752d", "true"}, wantErr: "--kill-after inf cannot fit"},
+		{name: "kill-after of days beyond the expiry", args: []string{"-x", "3", "--kill-after", "30d", "true"}, wantErr: "raise --key-expiry to 2160h0m0s or more"},
 		{name: "idle wait that would spin", args: []string{"--idle-wait", "0", "true"}, wantErr: "--idle-wait"},
 		{name: "exit code out of range", args: []string{"-i", "256", "true"}, wantErr: `-i "256": "256" is not an exit code: give numbers from 0 to 255`},
 		{name: "exit code list with a word", args: []string{"--exit-codes=0,x", "true"}, env: map[string]string{"W8Y_EXIT_CODES": "1"}, wantErr: `--exit-codes "0,x": "x" is not an exit code`},
@@ -420,7 +442,7 @@ func TestHelpAndVersion(t *testing.T) {
 	_, _ = parseOptions([]string{"--help"}, &out)
 	help := out.String()
 	for _, want := range []string{"--redis-url", "W8Y_KEY_PREFIX", "Redis:\n", "Continuous mode:\n", "Logging:\n",
-		"--log-format=console|json", "A DURATION is seconds", "Exit codes:", "122", "124", "125", "126", "127"} {
+		"--log-format=console|json", "A DURATION is a number of seconds", "30d", "Exit codes:", "122", "124", "125", "126", "127"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("--help lacks %q", want)
 		}
@@ -452,6 +474,22 @@ func TestVariablesAreNamedAfterOptions(t *testing.T) {
 		}
 		if want := "W8Y_" + strings.ToUpper(strings.ReplaceAll(opt.LongName, "-", "_")); opt.EnvDefaultKey != want {
 			t.Errorf("--%s has the variable %s, want %s", opt.LongName, opt.EnvDefaultKey, want)
+		}
+	}
+}
+
+// wantDurations checks the duration options named by their long names.
+func wantDurations(want map[string]time.Duration) func(t *testing.T, o *Options) {
+	return func(t *testing.T, o *Options) {
+		t.Helper()
+		got := map[string]time.Duration{
+			"timeout": time.Duration(o.Timeout), "cooldown": time.Duration(o.Cooldown), "state-ttl": time.Duration(o.StateTTL),
+			"key-expiry": time.Duration(o.KeyExpiry), "kill-after": time.Duration(o.KillAfter.Flag),
+		}
+		for name, d := range want {
+			if got[name] != d {
+				t.Errorf("--%s %s, want %s", name, got[name], d)
+			}
 		}
 	}
 }

@@ -54,15 +54,9 @@ func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sigs := make(chan os.Signal, len(forwardedSignals))
-	signal.Notify(sigs, forwardedSignals...)
-	defer signal.Stop(sigs)
+	sigs, release := catchSignals(proc.IgnoredNow())
+	defer release()
 	stops := newSignalRouter(log)
-	routed := stops.route(sigs, ctx.Done())
-	defer func() {
-		cancel()
-		<-routed
-	}()
 
 	stdinFile, _ := stdin.(*os.File)
 	term := proc.TerminalOf(stdinFile)
@@ -83,8 +77,16 @@ func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog
 			<-reaped
 		}()
 	}
-	spawn := proc.NewSpawner(term, reaper, holderVar+"="+token)
+	spawn := proc.NewSpawner(term, reaper, holderVar+"="+token, stops.heard)
 	defer spawn.Close()
+	// Signals caught since catchSignals wait in sigs until the router,
+	// which needs the spawner to lend the terminal, starts.
+	stops.spawn = spawn
+	routed := stops.route(sigs, ctx.Done())
+	defer func() {
+		cancel()
+		<-routed
+	}()
 
 	keys := schema.Keys{Prefix: opts.KeyPrefix, Colocated: redisconn.Colocated(client, opts.KeyPrefix)}
 	var counts observer = noMetrics{}
@@ -115,10 +117,13 @@ func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog
 		},
 		children: &childRunner{
 			command: command, spawn: spawn, stops: stops, exitCodes: opts.ExitCodes,
-			killAfter: time.Duration(opts.KillAfter), timeout: time.Duration(opts.Timeout),
+			killAfter: time.Duration(opts.KillAfter.Flag), timeout: time.Duration(opts.Timeout),
 			metrics: counts, health: beat, log: log,
 		},
-		stops:   stops,
+		stops: stops,
+		// Only take calls it, when a stop finds nothing but a take using
+		// Redis; the deferred Close then finds it closed, which is harmless.
+		hangUp:  func() { _ = client.Close() },
 		metrics: counts,
 		health:  beat,
 		log:     log,

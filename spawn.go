@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -39,12 +41,21 @@ type Command struct {
 	Stdout, Stderr io.Writer
 }
 
-// resolveCommand finds the executable as exec.LookPath does, so that a
-// missing or unrunnable one is reported before any item is taken.
+// resolveCommand finds the executable as execvp(3), env(1) and the shells
+// do, so that a missing or unrunnable one is reported before any item is
+// taken: a name with a slash is a path, any other is looked up in PATH. A
+// name that PATH holds only as something that cannot be run (a file without
+// the run bit, a directory, as "." always is) cannot be run (126), as
+// execvp's EACCES says, rather than not found (127).
 func resolveCommand(argv []string, envVar string, environ []string) (Command, error) {
 	path, err := exec.LookPath(argv[0])
 	switch {
 	case err == nil:
+	case errors.Is(err, exec.ErrNotFound) && !strings.Contains(argv[0], "/"):
+		if found := unrunnableInPath(argv[0]); found != "" {
+			return Command{}, fmt.Errorf("%w: %q: %s", proc.ErrNotExecutable, argv[0], found)
+		}
+		return Command{}, fmt.Errorf("%w: %q", proc.ErrNotFound, argv[0])
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
 		return Command{}, fmt.Errorf("%w: %q", proc.ErrNotFound, argv[0])
 	default:
@@ -59,6 +70,27 @@ func resolveCommand(argv []string, envVar string, environ []string) (Command, er
 		return Command{}, err
 	}
 	return Command{Path: path, Args: argv[1:], EnvVar: envVar, Environ: environ}, nil
+}
+
+// unrunnableInPath says what name is in the first directory of PATH that
+// has it, as exec.LookPath searches them, or returns "". Call it once
+// LookPath found nothing it could run: whatever is there cannot be run.
+func unrunnableInPath(name string) string {
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if dir == "" {
+			dir = "." // an empty entry is the working directory
+		}
+		path := filepath.Join(dir, name)
+		info, err := os.Stat(path)
+		switch {
+		case err != nil:
+		case info.IsDir():
+			return path + " is a directory"
+		default:
+			return path + " is not executable"
+		}
+	}
+	return ""
 }
 
 // expandArgs replaces every placeholder in args with item.
@@ -142,9 +174,14 @@ func (c *childRunner) run(ctx context.Context, item string, lock *Lock) runs.End
 // signal had reached w8y by the time the child ended.
 func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (exit proc.Exit, stopped bool, err error) {
 	log := c.log.With().Str("item", clip(item)).Str("lock_key", clip(lock.Key)).Logger()
+	grace := killGrace(c.killAfter, lock.TTL)
+	// The lease starts with the child, so that job control finds every
+	// child with its lease (see signalRouter.startChild).
+	lease := lock.keepAlive(ctx, grace+stopMargin(lock.TTL), log)
+	defer lease.Stop()
 	child, err := c.stops.startChild(func() (*proc.Child, error) {
 		return c.spawn.Start(c.command.build(item, lock.Key))
-	})
+	}, lease)
 	if err != nil {
 		return proc.Exit{}, c.stops.stopping(), err
 	}
@@ -154,8 +191,6 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 	defer c.metrics.ChildEnded()
 	log.Info().Int("pid", child.PID).Str("holder", lock.Token).Msg("item started")
 
-	grace := killGrace(c.killAfter, lock.TTL)
-	lease := lock.keepAlive(ctx, grace+stopMargin(lock.TTL), log)
 	var timeout <-chan time.Time
 	if c.timeout > 0 {
 		timer := time.NewTimer(c.timeout)
@@ -166,26 +201,43 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 	// running child beats, so the worker stays healthy while any runs.
 	stopBeating := c.health.BeatEvery(health.ChildBeat)
 	var failed error
-	select {
-	case <-child.Done():
-		if child.EndStragglers(time.Now().Add(grace)) {
-			log.Warn().Int("pid", child.PID).Msg("the child left processes in its group; they were stopped")
+	for ended := false; !ended; {
+		select {
+		case <-child.Done():
+			// EndStragglers also passes on what the terminal sent the
+			// child's group before it exited (see proc.Spawner), so that
+			// stopped below knows of a Ctrl-C that ended the child.
+			if child.EndStragglers(time.Now().Add(grace)) {
+				log.Warn().Int("pid", child.PID).Msg("the child left processes in its group; they were stopped")
+			}
+			// A lock found lost as the child ended (killed for it, after
+			// w8y was stopped with it: see jobcontrol.go) is the run's end.
+			select {
+			case failed = <-lease.Lost():
+				log.Error().Err(failed).Int("pid", child.PID).Msg("lock lost: the child was stopped")
+			default:
+			}
+			ended = true
+		case sig := <-child.Stopped():
+			c.stops.childStopped(child, sig)
+		case failed = <-lease.Lost():
+			log.Error().Err(failed).Int("pid", child.PID).Msg("lock lost: stopping the child")
+			child.Stop(grace)
+			ended = true
+		case <-timeout:
+			failed = fmt.Errorf("%w after %s (--timeout); it was stopped", ErrTimeout, c.timeout)
+			log.Error().Int("pid", child.PID).Msg("timed out: stopping the child")
+			// The lease goes on while the child stops: the lock is still ours,
+			// and the grace fits in the lease (see killGrace), so a lock lost
+			// meanwhile needs no faster kill.
+			child.Stop(grace)
+			ended = true
 		}
-	case failed = <-lease.Lost():
-		log.Error().Err(failed).Int("pid", child.PID).Msg("lock lost: stopping the child")
-		child.Stop(grace)
-	case <-timeout:
-		failed = fmt.Errorf("%w after %s (--timeout); it was stopped", ErrTimeout, c.timeout)
-		log.Error().Int("pid", child.PID).Msg("timed out: stopping the child")
-		// The lease goes on while the child stops: the lock is still ours,
-		// and the grace fits in the lease (see killGrace), so a lock lost
-		// meanwhile needs no faster kill.
-		child.Stop(grace)
 	}
 	stopped = c.stops.stopping()
 	stopBeating()
 	lease.Stop()
-	if err := c.spawn.Terminal().Reclaim(); err != nil {
+	if err := c.spawn.Reclaim(child); err != nil {
 		log.Warn().Err(err).Msg("could not take the terminal back from the child")
 	}
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -60,7 +62,26 @@ func TestResolveCommand(t *testing.T) {
 		{"a directory", dir, proc.ErrNotExecutable},
 		{"no run bit", "spawn_test.go", proc.ErrNotFound},
 		{"no run bit, as a path", "./spawn_test.go", proc.ErrNotExecutable},
+		// As execvp, env and timeout: what PATH holds but cannot run gives
+		// 126, not 127, unless a later directory has a runnable one.
+		{"dot", ".", proc.ErrNotExecutable},
+		{"dot dot", "..", proc.ErrNotExecutable},
+		{"no run bit in PATH", "job.sh", proc.ErrNotExecutable},
+		{"a directory in PATH", "jobs", proc.ErrNotExecutable},
+		{"no run bit in PATH, runnable later in PATH", "twice", nil},
 	}
+	bin, later := filepath.Join(dir, "bin"), filepath.Join(dir, "later")
+	for _, d := range []string{filepath.Join(bin, "jobs"), later} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for path, mode := range map[string]os.FileMode{"bin/job.sh": 0o644, "bin/twice": 0o644, "later/twice": 0o755} {
+		if err := os.WriteFile(filepath.Join(dir, path), []byte("#!/bin/sh\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin+string(filepath.ListSeparator)+later+string(filepath.ListSeparator)+os.Getenv("PATH"))
 	for _, tt := range tests {
 		_, err := resolveCommand([]string{tt.exe}, "", nil)
 		if (tt.want == nil && err != nil) || (tt.want != nil && !errorsIs(err, tt.want)) {

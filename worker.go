@@ -7,9 +7,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/runs"
@@ -39,7 +41,9 @@ type worker struct {
 	children interface {
 		run(ctx context.Context, item string, lock *Lock) runs.End
 	}
-	stops   *signalRouter
+	stops *signalRouter
+	// hangUp closes the Redis client: see take.
+	hangUp  func()
 	metrics observer
 	// health is nil unless --metrics-addr is given.
 	health *health.Heartbeat
@@ -106,7 +110,7 @@ func (w *worker) once(ctx context.Context) error {
 	running := 0
 	var takeErr error
 	for running < w.opts.Parallel {
-		item, lock, err := w.take(ctx, pass)
+		item, lock, err := w.take(ctx, pass, running == 0)
 		if err != nil {
 			takeErr = err
 			break
@@ -221,7 +225,7 @@ func (l *continuous) fill(ctx context.Context) {
 			l.close("--max-items reached: no new items will be taken")
 			return
 		}
-		item, lock, err := w.take(ctx, w.rotator.Pass())
+		item, lock, err := w.take(ctx, w.rotator.Pass(), l.running == 0)
 		if err == nil || errors.Is(err, ErrNoWork) {
 			l.reachable()
 		}
@@ -310,8 +314,13 @@ func (l *continuous) pause(d time.Duration) {
 }
 
 // retry pauses after err, longer with each error in a row, and says for
-// how long.
+// how long. After a stop signal nothing is retried: the loop closes
+// instead.
 func (l *continuous) retry(err error) {
+	if l.w.stops.stopping() {
+		l.close("")
+		return
+	}
 	wait := jitter(min(retryBase<<l.retries, retryCap))
 	l.w.log.Error().Err(err).Float64("retry_in_s", wait.Seconds()).Msgf("retrying in %s", wait.Round(time.Millisecond))
 	if errors.Is(err, redisconn.ErrUnavailable) && l.unreachable.IsZero() {
@@ -396,20 +405,85 @@ func (w *worker) stopsBecause(end runs.End) string {
 
 // jitter spreads d over ±25%, so that workers started together drift apart
 // instead of polling Redis in lockstep.
+// A pause too long to add a quarter to (--idle-wait inf) stays as long as
+// it can be, which is effectively forever.
 func jitter(d time.Duration) time.Duration {
-	return d*3/4 + rand.N(d/2+1)
+	low, spread := d-d/4, rand.N(d/2+1)
+	if low > duration.Forever-spread {
+		return duration.Forever
+	}
+	return low + spread
 }
 
 // take takes the next item of pass. A lock that too few replicas confirmed
 // (--replica-acks) is given back before its error is returned.
-func (w *worker) take(ctx context.Context, pass *Pass) (string, *Lock, error) {
-	item, lock, err := pass.Take(ctx, w.stops.Stopped())
+//
+// A stop signal cuts a take short, however long Redis takes to answer: Ctrl-C
+// must not wait out the timeouts of a Redis that hangs. The take's context
+// ends at once, so that it sends no further command and a dial, a wait for a
+// connection or a retry's pause ends; a command under way still gets its
+// reply, so a lock that it took is released as every interrupted run's is.
+// But go-redis bounds a read that is under way only by its timeout. So when
+// idle says that no run of this worker needs Redis any more (none was
+// started, or all have finished), and the take has not returned after
+// takeGrace, the client is hung up on, which ends that read. What Redis did
+// with a command it had already received stays done: if it took a lock, that
+// lock expires by itself after --key-expiry, its run recorded as started.
+// After a stop, take returns errStopped for anything but an item taken.
+func (w *worker) take(ctx context.Context, pass *Pass, idle bool) (string, *Lock, error) {
+	takeCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	taking, hungUp := true, false
+	returned, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-w.stops.Stopped():
+		case <-returned:
+			return
+		}
+		cancel()
+		if !idle {
+			return
+		}
+		grace := time.NewTimer(takeGrace)
+		defer grace.Stop()
+		select {
+		case <-grace.C:
+		case <-returned:
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if taking {
+			hungUp = true
+			w.hangUp()
+		}
+	}()
+	item, lock, err := pass.Take(takeCtx, w.stops.Stopped())
+	mu.Lock()
+	taking = false
+	mu.Unlock()
+	close(returned)
+	<-watched
 	var unconfirmed *unconfirmedError
-	if errors.As(err, &unconfirmed) {
+	if errors.As(err, &unconfirmed) && !hungUp {
 		w.giveBack(ctx, unconfirmed.lock)
+	}
+	// A take that succeeded after all cannot finish once the client is hung
+	// up on: its lock expires by itself, as above.
+	if (err != nil || hungUp) && w.stops.stopping() {
+		return "", nil, errStopped
 	}
 	return item, lock, err
 }
+
+// takeGrace is how long a take may go on after a stop signal before take
+// hangs up on Redis: ample for a Redis that answers at all, where a take
+// costs milliseconds, so that its lock is released as usual, and short
+// enough for a person who pressed Ctrl-C.
+const takeGrace = time.Second
 
 // giveBack ends a take that too few replicas confirmed: running a child on a
 // lock that a failover could lose might run the item twice.

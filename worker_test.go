@@ -45,19 +45,19 @@ func TestKillGraceLeavesTimeBeforeTheLeaseEnds(t *testing.T) {
 
 func TestSignalRouter(t *testing.T) {
 	r := newSignalRouter(zerolog.Nop())
-	r.handle(syscall.SIGUSR1)
+	r.handle(syscall.SIGUSR1, nil)
 	select {
 	case <-r.Stopped():
 		t.Fatal("SIGUSR1 stopped w8y")
 	default:
 	}
-	r.handle(syscall.SIGTERM)
+	r.handle(syscall.SIGTERM, nil)
 	select {
 	case <-r.Stopped():
 	default:
 		t.Fatal("SIGTERM did not stop w8y")
 	}
-	r.handle(syscall.SIGINT)
+	r.handle(syscall.SIGINT, nil)
 	if got := r.StopSignal(); got != syscall.SIGTERM {
 		t.Errorf("stop signal %s, want the first one, SIGTERM", got)
 	}
@@ -65,7 +65,7 @@ func TestSignalRouter(t *testing.T) {
 	_, err := r.startChild(func() (*proc.Child, error) {
 		started = true
 		return nil, nil
-	})
+	}, nil)
 	if !errors.Is(err, errStopped) || started {
 		t.Errorf("a child was started after a stop signal (err %v)", err)
 	}

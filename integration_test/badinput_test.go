@@ -60,7 +60,7 @@ func TestBadInput(t *testing.T) {
 		name  string
 		url   string   // the server's URL unless set
 		args  []string // before the command
-		env   []string // the environment, besides PATH and HOME
+		env   []string // added to w8y's environment
 		cmd   []string // printItem unless set
 		items []string // []string{"bad", "good"} unless set
 		setup func(t *testing.T, s *server, list string)
@@ -116,6 +116,28 @@ func TestBadInput(t *testing.T) {
 			},
 		},
 		{name: "executable without the run bit", cmd: []string{noRunBit, "{}"}, code: 126, line: "cannot be run"},
+		// As env(1), timeout(1) and the shells: what PATH holds but cannot
+		// run gives 126, not 127.
+		{name: "dot as the executable", cmd: []string{"."}, code: 126, line: "is a directory"},
+		{name: "found in PATH without the run bit", env: []string{"PATH=" + dir + ":" + os.Getenv("PATH")}, cmd: []string{"job.sh", "{}"}, code: 126, line: "job.sh is not executable"},
+		// Durations: nothing wraps round to negative, a tiny timeout still
+		// times out, and --kill-after's documented limit holds for any value.
+		{name: "kill-after of 1e10 seconds", args: []string{"--kill-after", "1e10"}, code: 125, line: "--kill-after inf cannot fit in --key-expiry 5s"},
+		{name: "infinite kill-after", args: []string{"--kill-after", "inf"}, code: 125, line: "lower --kill-after"},
+		{name: "nan kill-after", args: []string{"--kill-after", "nan"}, code: 125, line: `"nan" is not a length of time`},
+		{name: "nan timeout", args: []string{"--timeout", "NaN"}, code: 125, line: "not a length of time"},
+		{name: "key expiry that would wrap round", args: []string{"-x", "99999999999999999999"}, items: []string{"a"}, code: 0, ran: "a"},
+		{name: "timeout beyond 292 years is never", args: []string{"--timeout", "1e300"}, items: []string{"a"}, code: 0, ran: "a"},
+		{name: "tiny timeout still times out", args: []string{"-f", filepath.Join(dir, "tiny.log"), "--timeout", "1e-10"}, cmd: []string{"sleep", "10"}, items: []string{"a"}, code: 124, line: `item "a" failed: timed out after 1ns (--timeout)`},
+		{
+			name: "cooldown in days", args: []string{"--cooldown", "30d"}, items: []string{"a"}, code: 0, ran: "a",
+			after: func(t *testing.T, s *server, list string, _ time.Duration) {
+				key := strings.TrimSuffix(list, "list") + "cooldown:a"
+				if ttl, _ := s.Client.PTTL(ctx(t), key).Result(); ttl < 29*24*time.Hour || ttl > 30*24*time.Hour {
+					t.Errorf("%s expires in %s, want 30 days", key, ttl)
+				}
+			},
+		},
 		{name: "Redis down", url: "redis://127.0.0.1:" + itoa(redistest.FreePort(t)), code: 125, line: "connection refused"},
 		{name: "password refused", url: "redis://:wrong-staple-secret@127.0.0.1:" + itoa(secured.Port), code: 125, line: "WRONGPASS"},
 		{name: "no password given", url: "redis://127.0.0.1:" + itoa(secured.Port), code: 125, line: "NOAUTH"},

@@ -209,12 +209,25 @@ func startW8y(t *testing.T, env []string, args ...string) *proc {
 // startCommand is startW8y for a command that runs w8y, such as unshare.
 func startCommand(t *testing.T, env []string, path string, args ...string) *proc {
 	t.Helper()
+	return startWith(t, nil, env, path, args...)
+}
+
+// startWith is startCommand with w8y's stdout and stderr replaced by those
+// of outputs that are not nil: [stdout, stderr].
+func startWith(t *testing.T, outputs []*os.File, env []string, path string, args ...string) *proc {
+	t.Helper()
 	p := &proc{cmd: exec.Command(path, args...), done: make(chan struct{})}
 	p.run = strings.Join(append(slices.Clone(env), filepath.Base(path)), " ") + fmt.Sprintf(" %q", args)
 	// The race detector sleeps a second at exit unless told not to; a race
 	// still makes w8y exit 66, which fails the test's exit code check.
 	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "GORACE=atexit_sleep_ms=0"}, env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if len(outputs) > 0 && outputs[0] != nil {
+		p.cmd.Stdout = outputs[0]
+	}
+	if len(outputs) > 1 && outputs[1] != nil {
+		p.cmd.Stderr = outputs[1]
+	}
 	// A process that w8y failed to stop would hold the output pipes open and
 	// make Wait hang; the test fails on it elsewhere, so don't hang here.
 	p.cmd.WaitDelay = 5 * time.Second

@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -133,4 +134,142 @@ func TestLeftoverProcessesAreStopped(t *testing.T) {
 	}
 	processGone(t, readPID(t, pidFile))
 	s.noLocks(t, "left")
+}
+
+// closedPipe returns the write end of a pipe whose reader has gone, as
+// `w8y ... | head -1` leaves it once head exits: every write to it raises
+// SIGPIPE and fails with EPIPE.
+func closedPipe(t *testing.T) *os.File {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+// TestSIGPIPE: w8y never dies of a write to its own output. With stdout or
+// stderr a pipe nobody reads, a run ends as it would have: the child's code
+// (a child that writes there dies of SIGPIPE, as it would alone), 124 for a
+// timeout, a drain's 0; the lock is released and the end recorded.
+func TestSIGPIPE(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		closed string // "stdout", "stderr" or "both"
+		args   []string
+		child  string
+		stop   bool // SIGTERM once the child has started
+		code   int
+		result string // the run's last_result; "" for --status
+	}{
+		{name: "stderr: the child's code", closed: "stderr", child: started + "; exit 3", code: 3, result: "failure"},
+		{name: "stderr: a timeout", closed: "stderr", args: []string{"--timeout", "300ms", "-x", "3"}, child: started + "; exec sleep 1000", code: 124, result: "timeout"},
+		{name: "stderr: a drain", closed: "stderr", args: []string{"-c"}, child: started + "; exec sleep 1000", stop: true, code: 0, result: "interrupted"},
+		{name: "stdout: the child dies of SIGPIPE", closed: "stdout", child: started + "; echo x", code: 141, result: "failure"},
+		{name: "stdout: a quiet child", closed: "stdout", child: started + "; exit 0", code: 0, result: "success"},
+		{name: "both: a timeout", closed: "both", args: []string{"--timeout", "300ms", "-x", "3"}, child: started + "; exec sleep 1000", code: 124, result: "timeout"},
+		{name: "stdout: --status", closed: "stdout", args: []string{"--status"}, code: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := startRedis(t)
+			s.seed(t, "pipe:list", "a")
+			outputs := []*os.File{nil, nil}
+			if tt.closed != "stderr" {
+				outputs[0] = closedPipe(t)
+			}
+			if tt.closed != "stdout" {
+				outputs[1] = closedPipe(t)
+			}
+			args := append([]string{"-u", s.URL, "-k", "pipe"}, tt.args...)
+			if tt.result != "" {
+				args = append(args, "sh", "-c", tt.child)
+			}
+			p := startWith(t, outputs, portEnv(s), binary, args...)
+			if tt.result != "" {
+				s.popStarted(t)
+			}
+			if tt.stop {
+				p.signal(t, syscall.SIGTERM)
+			}
+			p.wait(t).wantExit(t, tt.code)
+			s.noLocks(t, "pipe")
+			if tt.result == "" {
+				return
+			}
+			if got, _ := s.Client.HGet(ctx(t), "pipe:state:a", "last_result").Result(); got != tt.result {
+				t.Errorf("last_result %q, want %q", got, tt.result)
+			}
+		})
+	}
+}
+
+// TestIgnoredSignalsStayIgnored: a signal that w8y was started with ignored
+// (nohup, a background job of a shell without job control, trap "" SIG) stays
+// ignored for its child, as /proc/<child>/status shows. Go's runtime catches
+// SIGPIPE, SIGTERM, SIGQUIT and others before w8y can look, and forgets that
+// they were ignored: the child gets those at their defaults (see README).
+func TestIgnoredSignalsStayIgnored(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	tests := []struct {
+		name    string
+		wrap    func(w8y string) []string // the command that starts w8y
+		ignored []syscall.Signal
+		notIgn  []syscall.Signal
+	}{
+		{
+			name: "nothing ignored", wrap: func(w8y string) []string { return []string{"sh", "-c", w8y} },
+			notIgn: []syscall.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGTSTP, syscall.SIGPIPE},
+		},
+		{
+			name: "nohup", wrap: func(w8y string) []string { return []string{"sh", "-c", "exec nohup " + w8y} },
+			ignored: []syscall.Signal{syscall.SIGHUP}, notIgn: []syscall.Signal{syscall.SIGINT},
+		},
+		{
+			// Without job control, sh starts an asynchronous command with
+			// SIGINT and SIGQUIT ignored.
+			name: "a shell's background job", wrap: func(w8y string) []string { return []string{"sh", "-c", w8y + " & wait $!"} },
+			ignored: []syscall.Signal{syscall.SIGINT}, notIgn: []syscall.Signal{syscall.SIGHUP},
+		},
+		{
+			name: "job control signals", wrap: func(w8y string) []string { return []string{"sh", "-c", `trap "" TSTP TTIN TTOU; exec ` + w8y} },
+			ignored: []syscall.Signal{syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU},
+		},
+		{
+			// The limit: Go's runtime has caught SIGPIPE before w8y starts.
+			name: "SIGPIPE is not kept", wrap: func(w8y string) []string { return []string{"sh", "-c", `trap "" PIPE; exec ` + w8y} },
+			notIgn: []syscall.Signal{syscall.SIGPIPE},
+		},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			prefix := "ign" + itoa(i)
+			s.seed(t, prefix+":list", "a")
+			w8y := fmt.Sprintf("%s -q -u %s -k %s grep SigIgn: /proc/self/status", binary, s.URL, prefix)
+			cmd := tt.wrap(w8y)
+			r := startCommand(t, nil, cmd[0], cmd[1:]...).wait(t)
+			r.mustExit(t, 0)
+			var mask uint64
+			if _, err := fmt.Sscanf(r.Stdout, "SigIgn:\t%x", &mask); err != nil {
+				t.Fatalf("the child's SigIgn: %v in %s", err, r)
+			}
+			for _, sig := range tt.ignored {
+				if mask&(1<<(sig-1)) == 0 {
+					t.Errorf("the child does not ignore %v (SigIgn %016x)", sig, mask)
+				}
+			}
+			for _, sig := range tt.notIgn {
+				if mask&(1<<(sig-1)) != 0 {
+					t.Errorf("the child ignores %v (SigIgn %016x)", sig, mask)
+				}
+			}
+			s.noLocks(t, prefix)
+		})
+	}
 }

@@ -6,6 +6,7 @@ package health
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 )
@@ -47,6 +48,8 @@ func (h *Heartbeat) Beat(pause time.Duration) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	// A pause of forever (--idle-wait inf) must not wrap round to the past.
+	pause = min(pause, math.MaxInt64-Grace)
 	if due := h.now().Add(pause + Grace); due.After(h.due) {
 		h.due = due
 	}

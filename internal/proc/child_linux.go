@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -57,6 +58,9 @@ type Spawner struct {
 	// marker is the "NAME=value" environment entry that every child gets,
 	// and that the guard finds the processes of this w8y by.
 	marker string
+	// heard is told of each signal that the terminal sent a child's group
+	// while the child held it (see relay).
+	heard func(*Child, syscall.Signal)
 
 	// mu guards guard, which children that start at once (--parallel)
 	// share.
@@ -67,8 +71,11 @@ type Spawner struct {
 // NewSpawner returns a Spawner that lends children term (when w8y holds its
 // foreground), registers them with reaper (nil: reap nothing) and marks each
 // with the environment entry marker, "NAME=value", unique to this w8y.
-func NewSpawner(term Terminal, reaper *Reaper, marker string) *Spawner {
-	return &Spawner{term: term, reaper: reaper, marker: marker}
+// heard, if not nil, is told of each SIGINT or SIGQUIT that reaches the
+// group of a child that holds the terminal and that w8y did not send: the
+// terminal's Ctrl-C and Ctrl-\, which w8y in the background cannot hear.
+func NewSpawner(term Terminal, reaper *Reaper, marker string, heard func(*Child, syscall.Signal)) *Spawner {
+	return &Spawner{term: term, reaper: reaper, marker: marker, heard: heard}
 }
 
 // runningGuard returns the running guard, starting one if there is none yet
@@ -94,9 +101,20 @@ func (s *Spawner) Start(cmd *exec.Cmd) (*Child, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd.SysProcAttr = s.term.sysProcAttr()
+	c := &Child{done: make(chan struct{}), stopped: make(chan syscall.Signal, 1), guard: g}
+	attr, lent := s.term.sysProcAttr()
+	if lent && s.heard != nil {
+		// The relay makes the child's process group, and the child joins
+		// it: w8y hears the terminal's keys from the moment the group
+		// holds the terminal, which the child's start gives it. The guard
+		// follows the group from the moment it exists.
+		if r, err := startRelay(s.reaper, 0, func(sig syscall.Signal) { s.heard(c, sig) }); err == nil {
+			c.relay, c.pgid, attr.Pgid = r, r.pid, r.pid
+			g.watch(c.pgid)
+		}
+	}
+	cmd.SysProcAttr = attr
 	cmd.Env = append(cmd.Env, s.marker)
-	c := &Child{done: make(chan struct{}), guard: g}
 	started := make(chan error, 1)
 	go func() {
 		// The parent-death signal fires when the thread that started the
@@ -114,8 +132,12 @@ func (s *Spawner) Start(cmd *exec.Cmd) (*Child, error) {
 			return
 		}
 		c.PID = cmd.Process.Pid
-		g.watch(c.PID)
+		if c.pgid == 0 {
+			c.pgid = c.PID
+			g.watch(c.pgid)
+		}
 		started <- nil
+		watchStops(c.PID, c.stopped)
 		// Wait's only error besides an exit status is a failure to copy
 		// streams, which leaves ProcessState set all the same.
 		_ = cmd.Wait()
@@ -125,6 +147,11 @@ func (s *Spawner) Start(cmd *exec.Cmd) (*Child, error) {
 		close(c.done)
 	}()
 	if err := <-started; err != nil {
+		if c.relay != nil {
+			c.endRelay()
+			_ = signalGroup(c.pgid, syscall.SIGKILL)
+			g.forget(c.pgid)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
 		}
@@ -132,6 +159,66 @@ func (s *Spawner) Start(cmd *exec.Cmd) (*Child, error) {
 	}
 	return c, nil
 }
+
+// hear starts a relay in c's group unless it has one: w8y then hears the
+// terminal's keys (see relay). A relay that cannot start leaves w8y deaf to
+// them, and the child as it was.
+func (s *Spawner) hear(c *Child) {
+	if s.heard == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.relay != nil {
+		return
+	}
+	r, err := startRelay(s.reaper, c.pgid, func(sig syscall.Signal) { s.heard(c, sig) })
+	if err == nil {
+		c.relay = r
+	}
+}
+
+// Lend gives c's process group the terminal's foreground, as at its start,
+// when the terminal is w8y's to lend and w8y holds it now: after w8y was
+// stopped with its children and continued in the foreground (fg). It reports
+// whether it did.
+func (s *Spawner) Lend(c *Child) bool {
+	if !s.term.Owned() {
+		return false
+	}
+	s.hear(c)
+	return s.term.give(c.pgid) == nil
+}
+
+// Reclaim takes the terminal back from c's group, which it was lent to,
+// once c has exited; see Terminal.Reclaim.
+func (s *Spawner) Reclaim(c *Child) error { return s.term.Reclaim(c.pgid) }
+
+// watchStops passes on each stop of the child pid (SIGTSTP, SIGTTIN,
+// SIGTTOU, SIGSTOP) to stopped, until it exits. It reaps nothing: cmd.Wait
+// does, after. A stop not yet read when the next comes is enough for both.
+func watchStops(pid int, stopped chan<- syscall.Signal) {
+	for {
+		var info childInfo
+		err := unix.Waitid(unix.P_PID, pid, (*unix.Siginfo)(unsafe.Pointer(&info)), unix.WEXITED|unix.WSTOPPED|unix.WNOWAIT, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil || info.code != cldStopped {
+			return
+		}
+		// Taken without WNOWAIT, and without WEXITED, the stop is taken
+		// off the queue, and an exit never is.
+		_ = unix.Waitid(unix.P_PID, pid, (*unix.Siginfo)(unsafe.Pointer(&childInfo{})), unix.WSTOPPED|unix.WNOHANG, nil)
+		select {
+		case stopped <- syscall.Signal(info.status):
+		default:
+		}
+	}
+}
+
+// cldStopped is the si_code of a child that a signal stopped.
+const cldStopped = 5
 
 // Close ends the guard, telling it that w8y exits normally.
 func (s *Spawner) Close() {
@@ -142,37 +229,64 @@ func (s *Spawner) Close() {
 	}
 }
 
-// Terminal is the terminal that the Spawner lends its children.
-func (s *Spawner) Terminal() Terminal { return s.term }
-
 // Child is a running child in a process group of its own.
 type Child struct {
 	PID     int
 	Started time.Time
+	// pgid is the child's process group: its own pid, or its relay's.
+	pgid int
 
-	done chan struct{}
-	exit Exit
+	done    chan struct{}
+	exit    Exit
+	stopped chan syscall.Signal
 	// guard watches the child's process group.
 	guard *guard
+
+	// mu guards relay.
+	mu sync.Mutex
+	// relay is set while the child's group holds the terminal.
+	relay *relay
 }
 
 // Done is closed when the child has exited.
 func (c *Child) Done() <-chan struct{} { return c.done }
+
+// Stopped delivers the signal that stopped the child, each time it is
+// stopped (see watchStops).
+func (c *Child) Stopped() <-chan syscall.Signal { return c.stopped }
 
 // Exit is how the child ended; valid once Done is closed.
 func (c *Child) Exit() Exit { return c.exit }
 
 // Signal sends sig to the child's whole process group.
 func (c *Child) Signal(sig syscall.Signal) error {
-	return signalGroup(c.PID, sig)
+	c.mu.Lock()
+	if c.relay != nil {
+		c.relay.sent(sig)
+	}
+	c.mu.Unlock()
+	return signalGroup(c.pgid, sig)
 }
 
-// Stop ends the child's process group: SIGTERM, then SIGKILL to whatever
-// is left of the group after grace. It returns once the child has exited,
+// endRelay ends the relay in the child's group, if any, once everything it
+// heard has been passed on. Call it once the child has exited: the relay
+// would otherwise count as a process left in the group.
+func (c *Child) endRelay() {
+	c.mu.Lock()
+	r := c.relay
+	c.relay = nil
+	c.mu.Unlock()
+	if r != nil {
+		r.end()
+	}
+}
+
+// Stop ends the child's process group: SIGTERM (and SIGCONT, see
+// terminate), then SIGKILL to whatever is left of the group after grace. It returns once the child has exited,
 // with nothing of its group running past grace.
 func (c *Child) Stop(grace time.Duration) Exit {
 	deadline := time.Now().Add(grace)
-	_ = c.Signal(syscall.SIGTERM)
+	c.terminate()
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	select {
@@ -185,6 +299,15 @@ func (c *Child) Stop(grace time.Duration) Exit {
 	return c.exit
 }
 
+// Kill SIGKILLs the child's process group at once, stopped or not, and
+// returns once the child has exited and nothing of its group is left.
+func (c *Child) Kill() Exit {
+	_ = c.Signal(syscall.SIGKILL)
+	<-c.done
+	c.EndStragglers(time.Now())
+	return c.exit
+}
+
 // stragglerPoll is how often EndStragglers checks whether a process group
 // has emptied: short against any grace period, long enough to cost nothing.
 // The kernel gives no notice when the last member of a group that is not
@@ -193,22 +316,36 @@ const stragglerPoll = 10 * time.Millisecond
 
 // EndStragglers ends processes the child left behind in its process group
 // after it exited, so that none runs on once the lock is released: SIGTERM,
-// then SIGKILL at deadline. It reports whether there were any.
+// then SIGKILL at deadline. It returns once the group is empty, and reports
+// whether there were any.
+//
+// SIGKILL is certain but not instant: a process runs until the kernel next
+// schedules it, so the group is watched until it is gone, not trusted to be
+// gone once signalled. SIGKILL is sent again at every look, for a process
+// that a straggler forked as the first SIGKILL landed.
 func (c *Child) EndStragglers(deadline time.Time) bool {
-	if !groupAlive(c.PID) {
+	c.endRelay()
+	if !groupAlive(c.pgid) {
 		return false
 	}
-	_ = c.Signal(syscall.SIGTERM)
-	for groupAlive(c.PID) {
+	c.terminate()
+	for groupAlive(c.pgid) {
 		if time.Now().After(deadline) {
 			_ = c.Signal(syscall.SIGKILL)
-			break
 		}
 		time.Sleep(stragglerPoll)
 	}
 	return true
 }
 
+// terminate sends SIGTERM to the child's group, then SIGCONT: a group that
+// job control stopped could not act on SIGTERM until continued, as
+// timeout(1) and the shells' kill know.
+func (c *Child) terminate() {
+	_ = c.Signal(syscall.SIGTERM)
+	_ = c.Signal(syscall.SIGCONT)
+}
+
 // Close tells the guard that the child's process group has ended. Call it
 // once Stop or EndStragglers has emptied the group.
-func (c *Child) Close() { c.guard.forget(c.PID) }
+func (c *Child) Close() { c.guard.forget(c.pgid) }

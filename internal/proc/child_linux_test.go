@@ -40,7 +40,7 @@ var testMarker = "W8Y_PROC_TEST=" + strconv.Itoa(os.Getpid())
 // ends, and returns the child.
 func spawn(t *testing.T, script string) *Child {
 	t.Helper()
-	s := NewSpawner(Terminal{}, nil, testMarker)
+	s := NewSpawner(Terminal{}, nil, testMarker, nil)
 	t.Cleanup(s.Close)
 	c, err := s.Start(exec.Command("sh", "-c", script))
 	if err != nil {
@@ -101,6 +101,30 @@ func TestStopEndsTheWholeGroup(t *testing.T) {
 	}
 }
 
+// TestStopContinuesAStoppedGroup: a child whose group job control stopped
+// is continued after SIGTERM, so that its trap runs, instead of waiting out
+// the grace for SIGKILL.
+func TestStopContinuesAStoppedGroup(t *testing.T) {
+	dir := t.TempDir()
+	c := spawn(t, `trap 'exit 7' TERM; touch `+dir+`/ready; while :; do sleep 0.05; done`)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(dir + "/ready"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the child never got ready")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := c.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if exit := c.Stop(10 * time.Second); exit.Code != 7 {
+		t.Errorf("the stopped child ended with %v, want its trap's exit code 7", exit)
+	}
+}
+
 // TestEndStragglers: processes that outlive the child in its group are
 // ended, and reported.
 func TestEndStragglers(t *testing.T) {
@@ -118,7 +142,7 @@ func TestEndStragglers(t *testing.T) {
 }
 
 func TestStartReportsWhatCannotRun(t *testing.T) {
-	s := NewSpawner(Terminal{}, nil, testMarker)
+	s := NewSpawner(Terminal{}, nil, testMarker, nil)
 	defer s.Close()
 	tests := []struct {
 		path string

@@ -27,25 +27,46 @@ func groupAlive(pgid int) bool {
 	if syscall.Kill(-pgid, 0) != nil {
 		return false
 	}
-	group := strconv.Itoa(pgid)
 	alive := false
 	err := eachProcess(func(pid string) bool {
-		stat, err := os.ReadFile("/proc/" + pid + "/stat")
-		if err != nil {
-			return true
-		}
-		// The fields after the parenthesised command name are the state,
-		// the parent's pid and the process group.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			return true
-		}
-		fields := strings.Fields(string(stat[i+1:]))
-		alive = len(fields) >= 3 && fields[2] == group && fields[0] != "Z"
+		st, ok := readStat(pid)
+		alive = ok && st.pgrp == pgid && st.state != "Z"
 		return !alive
 	})
 	// Without /proc, only kill's answer is left: someone is there.
 	return alive || err != nil
+}
+
+// stat is what /proc/<pid>/stat says of a process that w8y needs.
+type stat struct {
+	state               string
+	ppid, pgrp, session int
+}
+
+// readStat reads /proc/<pid>/stat.
+func readStat(pid string) (stat, bool) {
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return stat{}, false
+	}
+	// The fields after the parenthesised command name, which may hold
+	// anything, are the state, the parent's pid, the process group and the
+	// session.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return stat{}, false
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	if len(fields) < 4 {
+		return stat{}, false
+	}
+	ppid, err1 := strconv.Atoi(fields[1])
+	pgrp, err2 := strconv.Atoi(fields[2])
+	session, err3 := strconv.Atoi(fields[3])
+	if err1 != nil || err2 != nil || err3 != nil {
+		return stat{}, false
+	}
+	return stat{state: fields[0], ppid: ppid, pgrp: pgrp, session: session}, true
 }
 
 // ProcessesWithEnv lists the processes whose environment holds the entry

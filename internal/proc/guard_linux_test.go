@@ -8,11 +8,17 @@ import (
 	"time"
 )
 
-// TestMain lets this test binary serve as its own guard, as w8y does when
-// the Spawner re-executes it with GuardArg.
+// TestMain lets this test binary serve as its own guard and relay, as w8y
+// does when the Spawner re-executes it with GuardArg or RelayArg.
 func TestMain(m *testing.M) {
 	if len(os.Args) == 3 && os.Args[1] == GuardArg {
 		if err := RunGuard(os.Args[2]); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if len(os.Args) == 2 && os.Args[1] == RelayArg {
+		if err := RunRelay(); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)

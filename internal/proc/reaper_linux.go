@@ -94,11 +94,14 @@ func (r *Reaper) waited(pid int) {
 }
 
 // childInfo is the head of Linux's siginfo_t as waitid(2) fills it in for a
-// child, on 64-bit platforms: the union that holds the pid is 8-aligned.
+// child, on 64-bit platforms: the union that holds the pid, the uid and the
+// status (the exit code, or the signal) is 8-aligned.
 type childInfo struct {
 	signo, errno, code, _ int32
 	pid                   int32
-	_                     [128 - 20]byte
+	uid                   uint32
+	status                int32
+	_                     [128 - 28]byte
 }
 
 // reap reaps exited orphans until none is left or the next exited child is

@@ -68,7 +68,11 @@ func (b *Backoff) UnmarshalFlag(value string) error {
 	if err != nil {
 		return err
 	}
-	hi := lo * backoffMaxFactor
+	// A MIN too long to multiply makes a MAX of forever, not a negative one.
+	hi := duration.Forever
+	if lo <= duration.Forever/backoffMaxFactor {
+		hi = lo * backoffMaxFactor
+	}
 	if hasMax {
 		if hi, err = duration.Parse(strings.TrimSpace(maxText)); err != nil {
 			return err
@@ -83,5 +87,5 @@ func (b Backoff) MarshalFlag() (string, error) {
 	if b == (Backoff{}) {
 		return "", nil
 	}
-	return b.Min.String() + "," + b.Max.String(), nil
+	return duration.Format(b.Min) + "," + duration.Format(b.Max), nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -72,11 +73,13 @@ func Show(ctx context.Context, reader *Reader, asJSON bool, watch time.Duration,
 		if err != nil {
 			return err
 		}
-		_, err = stdout.Write(buf.Bytes())
-		return err
+		if _, err := stdout.Write(buf.Bytes()); err != nil {
+			return errWrite{err}
+		}
+		return nil
 	}
 	if watch == 0 {
-		return show()
+		return wrote(show())
 	}
 	ticker := time.NewTicker(watch)
 	defer ticker.Stop()
@@ -85,8 +88,8 @@ func Show(ctx context.Context, reader *Reader, asJSON bool, watch time.Duration,
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case errors.Is(err, redisconn.ErrRefused):
-			return err
+		case errors.Is(err, redisconn.ErrRefused), errors.As(err, new(errWrite)):
+			return wrote(err)
 		case err != nil:
 			// Redis may come back: say so, and try again next time.
 			log.Error().Err(err).Msg("could not read the status; retrying")
@@ -97,6 +100,22 @@ func Show(ctx context.Context, reader *Reader, asJSON bool, watch time.Duration,
 		case <-ticker.C:
 		}
 	}
+}
+
+// errWrite is a failure to write the status to stdout, which no retry
+// mends.
+type errWrite struct{ err error }
+
+func (e errWrite) Error() string { return "write the status: " + e.err.Error() }
+func (e errWrite) Unwrap() error { return e.err }
+
+// wrote is how Show ends after err: a reader that has gone (w8y --status |
+// head -1) wants no more, which is no failure.
+func wrote(err error) error {
+	if errors.Is(err, syscall.EPIPE) {
+		return nil
+	}
+	return err
 }
 
 // isTerminal reports whether w is a terminal.

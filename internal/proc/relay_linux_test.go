@@ -1,0 +1,61 @@
+package proc
+
+import (
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestRelayHearsWhatW8yDidNotSend: a relay passes on each SIGINT and
+// SIGQUIT that reaches its group from elsewhere (the terminal's keys), but
+// not those that w8y sent the group itself, and before it has left,
+// everything it heard has been passed on.
+func TestRelayHearsWhatW8yDidNotSend(t *testing.T) {
+	var mu sync.Mutex
+	var heard []syscall.Signal
+	got := func() []syscall.Signal {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(heard)
+	}
+	r, err := startRelay(nil, 0, func(sig syscall.Signal) {
+		mu.Lock()
+		defer mu.Unlock()
+		heard = append(heard, sig)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The relay made a group of its own; a child would join it.
+	c := &Child{pgid: r.pid, relay: r}
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never happened; heard %v", what, got())
+			}
+		}
+	}
+	// w8y forwards a SIGINT: its echo is not heard.
+	if err := c.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil("the echo to come back", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.echoes[syscall.SIGINT] == 0
+	})
+	// The terminal's Ctrl-\ and Ctrl-C are.
+	_ = syscall.Kill(-r.pid, syscall.SIGQUIT)
+	waitUntil("SIGQUIT to be heard", func() bool { return len(got()) == 1 })
+	_ = syscall.Kill(-r.pid, syscall.SIGINT)
+	c.endRelay()
+	if want := []syscall.Signal{syscall.SIGQUIT, syscall.SIGINT}; !slices.Equal(got(), want) {
+		t.Errorf("heard %v, want %v", got(), want)
+	}
+	if err := syscall.Kill(r.pid, 0); err == nil {
+		t.Errorf("the relay %d still runs after it was asked to leave", r.pid)
+	}
+}
