@@ -116,4 +116,24 @@ esac`
 	if !strings.Contains(r.Stderr, "drained; exiting") {
 		t.Errorf("the container's log:\n%s", r.Stderr)
 	}
+
+	// A worker's image built on it as the README shows, run as a batch
+	// that ends by itself once every item has run.
+	s.seed(t, "batch:list", "x", "y")
+	context := t.TempDir()
+	containerfile := strings.ReplaceAll(readmeBlock(t, "", "FROM localhost/w8y:dev"), "localhost/w8y:dev", image)
+	script := "#!/bin/sh\necho \"report $1 by $(id -u)\"\n"
+	for name, data := range map[string]string{"Containerfile": containerfile, "make-report.sh": script} {
+		if err := os.WriteFile(filepath.Join(context, name), []byte(data), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	worker := image + "-worker"
+	podman(t, "build", "--quiet", "-t", worker, context)
+	t.Cleanup(func() { _ = exec.Command("bash", "../scripts/podman.sh", "rmi", "--force", worker).Run() })
+	out := podman(t, "run", "--rm", "--network=host", "-e", "W8Y_REDIS_URL="+s.URL, "-e", "W8Y_KEY_PREFIX=batch",
+		"-e", "W8Y_UNTIL_IDLE=true", "-e", "W8Y_COOLDOWN=1h", "-e", "W8Y_QUIET=true", worker)
+	if out != "report x by 65534\nreport y by 65534" {
+		t.Errorf("the worker's image printed %q", out)
+	}
 }
