@@ -13,7 +13,13 @@ LDFLAGS = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 BIN ?= bin
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build man test soak bench lint demo clean
+# The image that make image builds, and what goes into it besides make
+# build's w8y and w8y-metrics (see Containerfile).
+IMAGE ?= localhost/w8y:dev
+BUSYBOX ?= /bin/busybox
+CA_CERTIFICATES ?= /etc/ssl/certs/ca-certificates.crt
+
+.PHONY: all build man image test soak bench lint demo clean
 
 all: build
 
@@ -35,6 +41,17 @@ build:
 man: build
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s) $(BIN)/w8y --man-page >$(BIN)/w8y.1
 
+# The container image, FROM scratch, from a context of its own in
+# $(BIN)/image: make build's static builds, a static busybox and the
+# system's CAs (an empty bundle where there are none). podman runs as
+# scripts/podman.sh sets it up.
+image: build
+	bash scripts/ensure-podman.sh
+	mkdir -p $(BIN)/image
+	cp $(BIN)/w8y $(BIN)/w8y-metrics $(BUSYBOX) $(BIN)/image/
+	if [ -r $(CA_CERTIFICATES) ]; then cp $(CA_CERTIFICATES) $(BIN)/image/ca-certificates.crt; else : >$(BIN)/image/ca-certificates.crt; fi
+	bash scripts/podman.sh build --quiet -t $(IMAGE) -f Containerfile $(BIN)/image
+
 # The integration tests start their own redis-server on a free loopback port,
 # so they need redis-server and redis-cli installed, not running.
 # The chaos test runs on its own, with -v so that its figures (runs, faults
@@ -42,6 +59,7 @@ man: build
 # competing for the CPU.
 test:
 	bash scripts/ensure-redis.sh
+	bash scripts/ensure-podman.sh
 	go test -race -count=1 -skip '^TestChaos$$' ./...
 	go test -race -count=1 -run '^TestChaos$$' -v ./integration_test/
 

@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/w8y/w8y/internal/proc"
@@ -27,6 +29,26 @@ func newRunEnd(item string, exit proc.Exit, err error, stopped bool, exitCodes [
 		end.Exited = true
 	}
 	return end
+}
+
+// reportedFailure says, for a run that failed as a run (its child's exit
+// code, a timeout, a lost lock), what one line on stderr tells of it: the
+// item, the cause and the code. It returns "" for a success, an
+// interruption, and a child that could not be started at all, which w8y
+// explains as its own failure when it exits.
+func reportedFailure(end runs.End) string {
+	item := strconv.Quote(clip(end.Item))
+	switch {
+	case end.Result == schema.ResultTimeout:
+		return fmt.Sprintf("item %s failed: %v (exit code %d)", item, end.Err, exitTimeout)
+	case end.Result == schema.ResultLockLost:
+		return fmt.Sprintf("item %s failed: %v; the child was stopped (exit code %d)", item, end.Err, exitLockLost)
+	case end.Result != schema.ResultFailure || end.Err != nil:
+		return ""
+	case end.Exit.Signal != 0:
+		return fmt.Sprintf("item %s failed: the child was %s (exit code %d)", item, end.Exit, end.Exit.Code)
+	}
+	return fmt.Sprintf("item %s failed: the child ended with %s", item, end.Exit)
 }
 
 // classify names how a run ended (see newRunEnd for its inputs). Timeouts

@@ -228,7 +228,7 @@ func (l *Lock) hold(ctx context.Context, giveUp time.Duration, k *lease, log zer
 		case ctx.Err() != nil:
 			return ctx.Err()
 		default:
-			log.Warn().Err(err).Str("lock_key", l.Key).Msg("lock refresh failed; retrying")
+			log.Warn().Err(err).Str("lock_key", clip(l.Key)).Msg("lock refresh failed; retrying")
 			timer.Reset(min(retry, max(time.Until(deadline), 0)))
 		}
 	}

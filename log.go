@@ -56,6 +56,23 @@ func newLogger(opts *Options, stderr io.Writer) (zerolog.Logger, func() error, e
 	return ctx.Logger(), closeLog, nil
 }
 
+// failureReports returns where w8y writes the line that tells of a failed
+// run (see reportedFailure) when its own log would not show it on stderr:
+// with --log-file, or a --log-level above warn. cron mails only what a job
+// writes on stderr, and a failed item must not go unseen. It returns nil
+// when the log's warnings reach stderr, and with --quiet, which silences
+// all of w8y's lines but the one that explains its own failure.
+func failureReports(opts *Options, stderr io.Writer) io.Writer {
+	level, _ := zerolog.ParseLevel(opts.LogLevel)
+	switch {
+	case opts.Quiet:
+		return nil
+	case opts.LogFile == "" && level <= zerolog.WarnLevel:
+		return nil
+	}
+	return stderr
+}
+
 // logSink is where w8y's log lines go: w, until a write finds that nobody
 // reads it any more (EPIPE: the pipe's reader exited, as head does, or a
 // journald restarted). From then on the logs are gone, and lines are
@@ -86,11 +103,13 @@ func isTerminal(w io.Writer) bool {
 	return ok && isatty.IsTerminal(f.Fd())
 }
 
-// clipLen is how much of a skipped item a log line shows: enough to find it
+// clipLen is how much of an item (or a key that holds one) a log line shows: enough to find it
 // with LRANGE, short enough that a megabyte item does not flood the log.
 const clipLen = 64
 
-// clip shortens item for a log line.
+// clip shortens item, or a key that holds one, for a log line: every line
+// of a run names its item and lock key, and a 10 kB item would fill each
+// twice over. The child still gets the whole item.
 func clip(item string) string {
 	return clipHead(item[:min(len(item), clipLen)], len(item))
 }
@@ -104,5 +123,6 @@ func clipHead(head string, size int) string {
 	return fmt.Sprintf("%s... (%d bytes)", head, size)
 }
 
-// quoteKey quotes a key for messages, so odd bytes in items stay visible.
-func quoteKey(key string) string { return fmt.Sprintf("%q", key) }
+// quoteKey quotes a key for messages, so odd bytes in items stay visible,
+// clipped as items are.
+func quoteKey(key string) string { return fmt.Sprintf("%q", clip(key)) }

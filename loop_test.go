@@ -18,6 +18,7 @@ import (
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/status"
 )
 
 // scriptedChildren stands for the children of a worker: each run ends as
@@ -87,6 +88,9 @@ func testWorker(t *testing.T, children *scriptedChildren, items []string, args .
 		metrics:  noMetrics{},
 		log:      log,
 	}
+	if opts.UntilIdle {
+		w.items = &status.Reader{Client: rdb, Keys: keys}
+	}
 	return w, &logs
 }
 
@@ -128,25 +132,31 @@ func (tt workerCase) check(t *testing.T, mode func(*worker, context.Context) err
 func TestLoop(t *testing.T) {
 	for _, tt := range []workerCase{
 		{"stops on the first failure without --failure-backoff", []string{"-c"}, []string{"a", "b"},
-			[]runs.End{exited(0), exited(3)}, "code 3", 2, ""},
+			[]runs.End{exited(0), exited(3)}, "code 3", 2, `stopping: item \"b\" failed (exit code 3), and without --failure-backoff a --continuous worker stops on a failed run; --failure-backoff MIN[,MAX] (W8Y_FAILURE_BACKOFF) would back the item off and go on`},
 		{"an exit code listed in --exit-codes goes on", []string{"-c", "-i", "0", "-i", "3", "--max-items", "4"}, []string{"a", "b"},
 			[]runs.End{exited(3, 3)}, "ok", 4, "--max-items reached"},
 		{"goes on through failures with --failure-backoff", []string{"-c", "--failure-backoff", "1h", "--max-items", "3"}, []string{"a", "b", "c"},
 			[]runs.End{exited(2)}, "ok", 3, "going on: the item backs off"},
 		{"--stop-on-failure with --failure-backoff stops", []string{"-c", "--failure-backoff", "1h", "--stop-on-failure"}, []string{"a", "b"},
-			[]runs.End{exited(2)}, "code 2", 1, ""},
+			[]runs.End{exited(2)}, "code 2", 1, "--stop-on-failure stops the worker on a failed run"},
 		{"a child that cannot be started ends the loop", []string{"-c", "--failure-backoff", "1h"}, []string{"a"},
 			[]runs.End{newRunEnd("", proc.Exit{}, fmt.Errorf("%w: x", proc.ErrNotFound), false, []int{0})}, "executable not found: x", 1, ""},
 		{"a timeout ends the loop", []string{"-c"}, []string{"a"},
-			[]runs.End{newRunEnd("", proc.Exit{Code: 143}, fmt.Errorf("%w: x", ErrTimeout), false, []int{0})}, "timed out: x", 1, ""},
+			[]runs.End{newRunEnd("", proc.Exit{Code: 143}, fmt.Errorf("%w: x", ErrTimeout), false, []int{0})}, "code 124", 1, "listing 124 in --exit-codes would count a timeout as a success"},
 		{"a timeout goes on when --exit-codes lists 124", []string{"-c", "-i", "0", "-i", "124", "--max-items", "2"}, []string{"a"},
 			[]runs.End{newRunEnd("", proc.Exit{Code: 143}, fmt.Errorf("%w: x", ErrTimeout), false, []int{0, 124})}, "ok", 2, "going on: --exit-codes lists 124"},
 		{"a lost lock is retried after a pause", []string{"-c", "--max-items", "2"}, []string{"a"},
-			[]runs.End{newRunEnd("", proc.Exit{Code: 143}, fmt.Errorf("x: %w", ErrLockLost), false, []int{0})}, "ok", 2, "retrying after backoff"},
+			[]runs.End{newRunEnd("", proc.Exit{Code: 143}, fmt.Errorf("x: %w", ErrLockLost), false, []int{0})}, "ok", 2, "retrying in "},
 		{"--max-runtime ends an idle loop", []string{"-c", "--max-runtime", "300ms", "--idle-wait", "50ms"}, nil,
 			[]runs.End{exited(0)}, "ok", 0, "--max-runtime reached"},
 		{"--parallel fills every slot", []string{"-c", "--parallel", "3", "--max-items", "6"}, []string{"a", "b", "c", "d"},
 			[]runs.End{exited(0)}, "ok", 6, "done; exiting"},
+		{"--until-idle ends once every item cools down", []string{"-c", "--until-idle", "--cooldown", "1h"}, []string{"a", "b", "c"},
+			[]runs.End{exited(0)}, "ok", 3, "--until-idle: nothing is left to run"},
+		{"--until-idle retries an item that backs off", []string{"-c", "--until-idle", "--cooldown", "1h", "--failure-backoff", "10ms", "--idle-wait", "10ms"},
+			[]string{"a", "b"}, []runs.End{exited(0), exited(1), exited(0)}, "ok", 3, "--until-idle: nothing is left to run"},
+		{"--until-idle on a missing list ends at once", []string{"-c", "--until-idle"}, nil,
+			[]runs.End{exited(0)}, "ok", 0, "does not exist"},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.check(t, (*worker).loop) })
 	}

@@ -16,13 +16,6 @@ import (
 	"github.com/w8y/w8y/internal/redisconn"
 )
 
-// version and commit are stamped at build time by make build, with
-// -ldflags "-X main.version=... -X main.commit=...".
-var (
-	version = "dev"
-	commit  = "unknown"
-)
-
 // Exit codes of w8y's own making. Otherwise w8y exits with the child's code.
 const (
 	exitOK = 0
@@ -49,12 +42,12 @@ type exitStatus struct {
 var exitStatuses = []exitStatus{
 	{"N", "the child's exit code (with --parallel, the first child to end with a code other than 0)"},
 	{"128+N", "the child was killed by signal N; in one-shot mode also: w8y got stop signal N before any child started"},
-	{strconv.Itoa(exitOK), "no item could be taken (see --no-work-exit-code), --continuous drained after a stop signal or ended after --max-items/--max-runtime, or every --parallel child exited 0"},
+	{strconv.Itoa(exitOK), "no item could be taken (see --no-work-exit-code), --continuous drained after a stop signal or ended after --max-items/--max-runtime/--until-idle, or every --parallel child exited 0"},
 	{strconv.Itoa(exitLockLost), "the lock was lost while the child ran; the child was stopped"},
 	{strconv.Itoa(exitTimeout), "the child ran past --timeout; it was stopped"},
 	{strconv.Itoa(exitFailure), "w8y itself failed: bad option, bad URL, Redis unreachable or erroring, wrong password or certificate, lock not confirmed by --replica-acks replicas, wrong key type"},
-	{strconv.Itoa(exitNotExecutable), "the executable was found but cannot be run"},
-	{strconv.Itoa(exitNotFound), "the executable was not found"},
+	{strconv.Itoa(exitNotExecutable), "the executable was found but cannot be run (nor can its #! interpreter)"},
+	{strconv.Itoa(exitNotFound), "the executable was not found (or its #! interpreter was not)"},
 }
 
 // statusExitNote follows the table: --status has codes of its own.
@@ -154,10 +147,12 @@ func exitCode(err error, noWork int) (code int, explain bool) {
 		return 128 + int(stop.Signal), false
 	case errors.Is(err, ErrNoWork):
 		return noWork, false
+	// A run that timed out or lost its lock was told of when it ended (see
+	// reportedFailure), as every failed run is.
 	case errors.Is(err, ErrLockLost):
-		return exitLockLost, true
+		return exitLockLost, false
 	case errors.Is(err, ErrTimeout):
-		return exitTimeout, true
+		return exitTimeout, false
 	case errors.Is(err, proc.ErrNotExecutable):
 		return exitNotExecutable, true
 	case errors.Is(err, proc.ErrNotFound):

@@ -30,8 +30,8 @@ func TestExitCode(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", &childExitError{end: runs.End{Exit: proc.Exit{Code: 143, Signal: syscall.SIGTERM}}}), 143, false},
 		{stopError{Signal: syscall.SIGINT}, 130, false},
 		{ErrNoWork, noWork, false},
-		{fmt.Errorf("wrap: %w", ErrLockLost), exitLockLost, true},
-		{fmt.Errorf("%w: x", ErrTimeout), exitTimeout, true},
+		{fmt.Errorf("wrap: %w", ErrLockLost), exitLockLost, false},
+		{fmt.Errorf("%w: x", ErrTimeout), exitTimeout, false},
 		{fmt.Errorf("%w: %q", proc.ErrNotExecutable, "x"), exitNotExecutable, true},
 		{fmt.Errorf("%w: %q", proc.ErrNotFound, "x"), exitNotFound, true},
 		{usageError("bad"), exitFailure, true},
@@ -67,11 +67,11 @@ func TestREADMEExitCodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, found := strings.Cut(string(readme), "\n## Exit codes\n")
+	_, section, found := strings.Cut(string(readme), "\n### Exit codes\n")
 	if !found {
-		t.Fatal("README.md has no section '## Exit codes'")
+		t.Fatal("README.md has no section '### Exit codes'")
 	}
-	section, _, _ = strings.Cut(section, "\n## ")
+	section, _, _ = strings.Cut(section, "\n#")
 	var got []string
 	row := regexp.MustCompile("(?m)^\\| `?([0-9N+]+)`? \\|")
 	for _, m := range row.FindAllStringSubmatch(section, -1) {
@@ -83,6 +83,28 @@ func TestREADMEExitCodes(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("README's exit codes %q, want %q as in exitStatuses", got, want)
+	}
+}
+
+// TestREADMELinks: every link within the README leads to one of its
+// headings, as GitHub names them.
+func TestREADMELinks(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Headings outside code blocks.
+	text := regexp.MustCompile("(?s)```.*?```").ReplaceAllString(string(readme), "")
+	anchors := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^#+ (.+)$`).FindAllStringSubmatch(text, -1) {
+		anchor := strings.ToLower(m[1])
+		anchor = regexp.MustCompile(`[^a-z0-9 _-]`).ReplaceAllString(anchor, "")
+		anchors[strings.ReplaceAll(anchor, " ", "-")] = true
+	}
+	for _, m := range regexp.MustCompile(`\]\(#([^)]+)\)`).FindAllStringSubmatch(text, -1) {
+		if !anchors[m[1]] {
+			t.Errorf("the link #%s leads to no heading", m[1])
+		}
 	}
 }
 

@@ -3,78 +3,173 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
-	"go.yaml.in/yaml/v3"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 )
 
-// podSpec is the part of a Deployment's or Job's manifest that runs w8y.
-type podSpec struct {
-	Kind string `yaml:"kind"`
-	Spec struct {
-		Template struct {
-			Spec struct {
-				Containers []struct {
-					Name    string   `yaml:"name"`
-					Command []string `yaml:"command"`
-					Args    []string `yaml:"args"`
-					Env     []struct {
-						Name  string `yaml:"name"`
-						Value string `yaml:"value"`
-					} `yaml:"env"`
-				} `yaml:"containers"`
-			} `yaml:"spec"`
-		} `yaml:"template"`
-	} `yaml:"spec"`
-}
-
-// TestKubernetesManifests parses the manifests in scripts/kubernetes and
-// checks that each w8y container's command line and W8Y_* variables are
-// valid options of this w8y, so that a renamed or retired option cannot
-// leave them behind.
-func TestKubernetesManifests(t *testing.T) {
+// manifestPaths are the Kubernetes manifests that the README shows and the
+// tests run.
+func manifestPaths(t *testing.T) []string {
+	t.Helper()
 	paths, err := filepath.Glob("scripts/kubernetes/*.yaml")
-	if err != nil || len(paths) < 2 {
+	if err != nil || len(paths) < 3 {
 		t.Fatalf("manifests %q, %v", paths, err)
 	}
-	for _, path := range paths {
+	return paths
+}
+
+// podTemplate decodes a manifest strictly into the Kubernetes API type of
+// its kind, as the API server would (an unknown or misspelt field, a
+// value of the wrong type, a key given twice are errors), and returns the
+// pod spec it runs.
+func podTemplate(t *testing.T, path string, data []byte) corev1.PodSpec {
+	t.Helper()
+	var meta struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(data, &meta); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	switch meta.APIVersion + " " + meta.Kind {
+	case "apps/v1 Deployment":
+		var d appsv1.Deployment
+		if err := yaml.UnmarshalStrict(data, &d); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if d.Spec.Selector == nil || !mapsContain(d.Spec.Template.Labels, d.Spec.Selector.MatchLabels) {
+			t.Errorf("%s: the selector %v does not select the template's labels %v", path, d.Spec.Selector, d.Spec.Template.Labels)
+		}
+		return d.Spec.Template.Spec
+	case "batch/v1 Job":
+		var j batchv1.Job
+		if err := yaml.UnmarshalStrict(data, &j); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if p := j.Spec.Template.Spec.RestartPolicy; p != corev1.RestartPolicyNever && p != corev1.RestartPolicyOnFailure {
+			t.Errorf("%s: a Job's pods must not restart Always, got %q", path, p)
+		}
+		return j.Spec.Template.Spec
+	}
+	t.Fatalf("%s: a %s %s, which this test does not know", path, meta.APIVersion, meta.Kind)
+	return corev1.PodSpec{}
+}
+
+func mapsContain(m, sub map[string]string) bool {
+	for k, v := range sub {
+		if m[k] != v {
+			return false
+		}
+	}
+	return len(sub) > 0
+}
+
+// TestKubernetesManifests decodes the manifests in scripts/kubernetes with
+// the Kubernetes API's own types, strictly, and checks that each w8y
+// container's arguments and W8Y_* variables are valid options of this w8y
+// (the image's entrypoint is w8y), and that its probes ask /livez for
+// liveness, which a Redis outage does not fail, and /readyz for
+// readiness, on the port of W8Y_METRICS_ADDR.
+func TestKubernetesManifests(t *testing.T) {
+	for _, path := range manifestPaths(t) {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var m podSpec
-		if err := yaml.Unmarshal(data, &m); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
+		spec := podTemplate(t, path, data)
 		found := false
-		for _, c := range m.Spec.Template.Spec.Containers {
-			argv := append(slices.Clone(c.Command), c.Args...)
-			switch {
-			case len(c.Command) > 0 && c.Command[0] == "w8y":
-				argv = argv[1:]
-			case len(c.Command) == 0 && c.Name == "w8y":
-			default:
-				continue
+		for _, c := range spec.Containers {
+			if len(c.Args) == 0 {
+				continue // the application beside a sidecar
 			}
 			found = true
 			t.Run(path+"/"+c.Name, func(t *testing.T) {
+				env := map[string]string{}
 				for _, e := range c.Env {
-					if e.Value != "" {
+					if !strings.HasPrefix(e.Name, "W8Y_") {
+						t.Errorf("the variable %s is not w8y's", e.Name)
+					}
+					if e.ValueFrom == nil {
+						env[e.Name] = e.Value
 						t.Setenv(e.Name, e.Value)
 					}
 				}
-				o, err := parseOptions(argv, nil)
+				o, err := parseOptions(c.Args, nil)
 				if err != nil {
-					t.Fatalf("w8y %q: %v", argv, err)
+					t.Fatalf("w8y %q: %v", c.Args, err)
 				}
 				if len(o.Command) == 0 || o.KeyPrefix == "" {
-					t.Errorf("w8y %q: command %q, prefix %q", argv, o.Command, o.KeyPrefix)
+					t.Errorf("w8y %q: command %q, prefix %q", c.Args, o.Command, o.KeyPrefix)
 				}
+				checkProbes(t, c, env["W8Y_METRICS_ADDR"])
 			})
 		}
 		if !found {
 			t.Errorf("%s runs no w8y", path)
 		}
+	}
+}
+
+// checkProbes checks a w8y container's probes (see TestKubernetesManifests).
+func checkProbes(t *testing.T, c corev1.Container, metricsAddr string) {
+	t.Helper()
+	for probe, want := range map[*corev1.Probe]string{c.LivenessProbe: "/livez", c.ReadinessProbe: "/readyz"} {
+		if probe == nil {
+			continue
+		}
+		if metricsAddr == "" {
+			t.Errorf("probes without W8Y_METRICS_ADDR, which serves them")
+			continue
+		}
+		if probe.HTTPGet == nil || probe.HTTPGet.Path != want {
+			t.Errorf("a probe asks %+v, want %s", probe.ProbeHandler, want)
+			continue
+		}
+		port := probe.HTTPGet.Port.String()
+		for _, p := range c.Ports {
+			if p.Name == port {
+				port = strconv.Itoa(int(p.ContainerPort))
+			}
+		}
+		if !strings.HasSuffix(metricsAddr, ":"+port) {
+			t.Errorf("%s probes port %s, but W8Y_METRICS_ADDR is %s", want, port, metricsAddr)
+		}
+	}
+}
+
+// TestREADMEManifests: the README shows every manifest in
+// scripts/kubernetes whole, and no other YAML, so that what it shows is
+// what the tests decode and run.
+func TestREADMEManifests(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
+	var shown []string
+	for _, b := range blocks {
+		shown = append(shown, b[1])
+	}
+	for _, path := range manifestPaths(t) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.Index(shown, string(data)); i < 0 {
+			t.Errorf("the README does not show %s whole", path)
+		} else {
+			shown = slices.Delete(shown, i, i+1)
+		}
+	}
+	for _, b := range shown {
+		t.Errorf("the README shows YAML that is not in scripts/kubernetes:\n%s", b)
 	}
 }

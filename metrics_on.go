@@ -16,7 +16,8 @@ import (
 
 // startMetrics serves the metrics and /healthz at addr until stop is called.
 func startMetrics(addr string, client redis.UniversalClient, keys schema.Keys, log zerolog.Logger) (counts observer, beat *health.Heartbeat, stop func(), err error) {
-	m, beat, stop, err := metrics.Start(addr, client, keys, version, commit, log)
+	v, c := buildVersion()
+	m, beat, stop, err := metrics.Start(addr, client, keys, v, c, log)
 	if err != nil {
 		return nil, nil, nil, err
 	}

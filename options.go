@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,48 +17,112 @@ import (
 )
 
 // Options holds everything w8y can be told on its command line or through
-// W8Y_* environment variables. A flag on the command line beats the variable.
+// W8Y_* environment variables. A flag on the command line beats the
+// variable. The options come in groups, by concern, which --help and the
+// man page show as they are here; each has a short description for --help
+// and, in the tag details, what the man page adds.
 type Options struct {
-	redisconn.Options
-	ReplicaAcks     int           `long:"replica-acks" env:"W8Y_REPLICA_ACKS" default:"0" value-name:"N" description:"Run a child only once N replicas have its lock, and count a refresh only once N have it (WAIT), so that a failover cannot lose a lock; not with --redis-cluster"`
-	KeyPrefix       string        `short:"k" long:"key-prefix" env:"W8Y_KEY_PREFIX" value-name:"PREFIX" description:"Prefix for all keys, forced to end in ':'; the list is <prefix>list, locks are <prefix>lock:<item>"`
-	KeyExpiry       duration.Flag `short:"x" long:"key-expiry" env:"W8Y_KEY_EXPIRY" default:"5" value-name:"EXPIRY" description:"Lock expiry: seconds, or a Go duration such as 1500ms; the lock is refreshed about every third of it"`
-	EnvVar          string        `short:"e" long:"env-var" env:"W8Y_ENV_VAR" value-name:"NAME" description:"Environment variable to set to the work item, besides W8Y_ITEM"`
-	Continuous      bool          `short:"c" long:"continuous" env:"W8Y_CONTINUOUS" description:"Keep taking items until stopped, instead of running one item"`
-	ExitCodes       []int         `short:"i" long:"exit-codes" env:"W8Y_EXIT_CODES" env-delim:"," default:"0" value-name:"CODE" description:"Child exit code that lets --continuous go on to the next item (repeatable)"`
-	Quiet           bool          `short:"q" long:"quiet" env:"W8Y_QUIET" description:"Silence w8y's own logs, leaving the child's stdout and stderr alone"`
-	LogFile         string        `short:"f" long:"log-file" env:"W8Y_LOG_FILE" value-name:"PATH" description:"Append w8y's logs to this file instead of stderr"`
-	NoLogTimestamps bool          `short:"t" long:"no-log-timestamps" env:"W8Y_NO_LOG_TIMESTAMPS" description:"Leave timestamps out of log lines"`
-	LogFormat       string        `long:"log-format" env:"W8Y_LOG_FORMAT" default:"console" choice:"console" choice:"json" description:"Log format"`
-	LogLevel        string        `long:"log-level" env:"W8Y_LOG_LEVEL" default:"info" choice:"debug" choice:"info" choice:"warn" choice:"error" description:"Least severe log level written"`
-	Timeout         duration.Flag `long:"timeout" env:"W8Y_TIMEOUT" value-name:"DURATION" description:"Stop a child still running after DURATION (SIGTERM to its group, SIGKILL after --kill-after) and exit 124; 0 means never"`
-	KillAfter       killAfterFlag `long:"kill-after" env:"W8Y_KILL_AFTER" value-name:"DURATION" default-mask:"-" description:"Grace between SIGTERM and SIGKILL when w8y stops a child's group itself (timeout, lock lost, processes left behind); at most a third of --key-expiry, so a group whose lock is being lost is gone before the lock could expire (default: 10s, or a third of --key-expiry if less)"`
-	Subreaper       bool          `long:"subreaper" env:"W8Y_SUBREAPER" description:"Become a child subreaper: processes that a child orphans are re-parented to w8y, which reaps them (always on when w8y is PID 1)"`
-	NoWorkExitCode  int           `long:"no-work-exit-code" env:"W8Y_NO_WORK_EXIT_CODE" default:"0" value-name:"CODE" description:"Exit code when no item could be taken"`
-	IdleWait        duration.Flag `long:"idle-wait" env:"W8Y_IDLE_WAIT" default:"1s" value-name:"DURATION" description:"With --continuous, the pause (with jitter) after a pass that found nothing"`
-	Cooldown        duration.Flag `long:"cooldown" env:"W8Y_COOLDOWN" value-name:"DURATION" description:"After a successful run, the item is not run anywhere until DURATION has passed (the key <prefix>cooldown:<item>); 0 means no cooldown"`
-	FailureBackoff  runs.Backoff  `long:"failure-backoff" env:"W8Y_FAILURE_BACKOFF" value-name:"MIN[,MAX]" description:"After a failed run (exit code not in --exit-codes, timeout, lost lock), the item waits MIN, doubling with each consecutive failure up to MAX (default 10 x MIN), less up to a quarter of jitter (the key <prefix>backoff:<item>)"`
-	StopOnFailure   bool          `long:"stop-on-failure" env:"W8Y_STOP_ON_FAILURE" description:"With --continuous, exit after a failed run (the default, unless --failure-backoff is given)"`
-	Parallel        int           `long:"parallel" env:"W8Y_PARALLEL" default:"1" value-name:"N" description:"Run up to N children at once, each on its own item; in one-shot mode, take up to N items from one pass"`
-	MaxItems        int           `long:"max-items" env:"W8Y_MAX_ITEMS" value-name:"N" description:"With --continuous, stop taking items after N, let the running ones finish and exit 0; 0 means no limit"`
-	MaxRuntime      duration.Flag `long:"max-runtime" env:"W8Y_MAX_RUNTIME" value-name:"DURATION" description:"With --continuous, stop taking items after DURATION, let the running ones finish and exit 0; 0 means no limit"`
-	StateTTL        duration.Flag `long:"state-ttl" env:"W8Y_STATE_TTL" default:"168h" value-name:"DURATION" description:"How long an item's state hash (<prefix>state:<item>: last start and end, exit code, runs, failures, consecutive failures) and the events stream live after their last write"`
-	NoEvents        bool          `long:"no-events" env:"W8Y_NO_EVENTS" description:"Add no entries to the events stream <prefix>events"`
-	EventsMaxLen    int64         `long:"events-max-len" env:"W8Y_EVENTS_MAX_LEN" default:"10000" value-name:"N" description:"Keep about this many entries in the events stream (XADD MAXLEN ~ N)"`
-	MetricsAddr     string        `long:"metrics-addr" env:"W8Y_METRICS_ADDR" value-name:"HOST:PORT" description:"Serve Prometheus metrics on /metrics and a health check on /healthz at this address"`
-	Status          bool          `long:"status" description:"Show every item in list order with its lock, cooldown or backoff, and last run, then exit; needs no executable"`
-	JSON            bool          `long:"json" env:"W8Y_JSON" description:"With --status, print JSON instead of a table"`
-	Watch           duration.Flag `long:"watch" env:"W8Y_WATCH" optional:"true" optional-value:"2s" value-name:"INTERVAL" description:"With --status, show it again every INTERVAL (default 2s) until interrupted"`
-	Version         bool          `long:"version" description:"Print the version and commit, and exit"`
-	ManPage         bool          `long:"man-page" hidden:"true" description:"Print w8y's man page in troff and exit (make man)"`
+	RedisOptions      `group:"Redis"`
+	ItemOptions       `group:"Items and locks"`
+	ChildOptions      `group:"The child"`
+	ContinuousOptions `group:"Continuous mode"`
+	ScheduleOptions   `group:"Scheduling across the fleet"`
+	RecordOptions     `group:"Records and metrics"`
+	LogOptions        `group:"Logging"`
+	StatusOptions     `group:"Status"`
+	OtherOptions      `group:"Other"`
 
 	// Command is the executable followed by its arguments.
 	Command []string `no-flag:"true"`
 }
 
-// killAfterFlag is --kill-after, whose default depends on --key-expiry: it
-// must know whether it was given at all, whatever value it was given.
-type killAfterFlag = duration.Optional
+type RedisOptions struct {
+	redisconn.Options
+	ReplicaAcks int `long:"replica-acks" env:"W8Y_REPLICA_ACKS" default:"0" value-name:"N" description:"Run only on locks that N replicas have (WAIT)" details:"Run a child only once N replicas have confirmed its lock (WAIT), and count a refresh only once N confirm it, so that a failover cannot lose a lock. Not with --redis-cluster."`
+}
+
+type ItemOptions struct {
+	KeyPrefix      string        `short:"k" long:"key-prefix" env:"W8Y_KEY_PREFIX" value-name:"PREFIX" description:"Prefix of all keys: <prefix>list, <prefix>lock:<item>" details:"Prefix of all keys, forced to end in ':'. The list is <prefix>list, the locks <prefix>lock:<item>. Without it the keys are list and lock:<item> at the top of the database, and w8y warns."`
+	KeyExpiry      duration.Flag `short:"x" long:"key-expiry" env:"W8Y_KEY_EXPIRY" default:"5" value-name:"DURATION" description:"Lock expiry, refreshed every third of it" details:"How long a lock lives unless refreshed; at least 100ms. The lock is refreshed about every third of it while the child runs, and expires by itself this long after w8y dies."`
+	Parallel       int           `long:"parallel" env:"W8Y_PARALLEL" default:"1" value-name:"N" description:"Run up to N children at once" details:"Run up to N children at once, each on its own item under its own lock. In one-shot mode, take up to N items from one pass over the list."`
+	NoWorkExitCode int           `long:"no-work-exit-code" env:"W8Y_NO_WORK_EXIT_CODE" default:"0" value-name:"CODE" description:"Exit code when no item could be taken"`
+}
+
+type ChildOptions struct {
+	EnvVar    string        `short:"e" long:"env-var" env:"W8Y_ENV_VAR" value-name:"NAME" description:"Also set the variable NAME to the item" details:"Also set the environment variable NAME to the item in the child's environment, besides W8Y_ITEM."`
+	Timeout   duration.Flag `long:"timeout" env:"W8Y_TIMEOUT" value-name:"DURATION" description:"Stop a child still running after DURATION; exit 124" details:"Stop a child still running after DURATION: SIGTERM to its process group, SIGKILL after --kill-after. w8y releases the lock and exits 124, as timeout(1) does. 0 means never."`
+	KillAfter killAfterFlag `long:"kill-after" env:"W8Y_KILL_AFTER" value-name:"DURATION" default-mask:"10s, or a third of --key-expiry if less" description:"Grace between SIGTERM and SIGKILL" details:"Grace between SIGTERM and SIGKILL when w8y stops a child's process group itself (a timeout, a lost lock, processes left behind). At most a third of --key-expiry, so that a group whose lock is being lost is gone before the lock could expire; a larger value is refused. A forwarded stop signal is not limited by it."`
+	Subreaper bool          `long:"subreaper" env:"W8Y_SUBREAPER" description:"Reap the processes that children orphan" details:"Make w8y a child subreaper: processes that a child orphans are re-parented to w8y, which reaps them. Always on when w8y is PID 1, as in a container."`
+}
+
+type ContinuousOptions struct {
+	Continuous    bool          `short:"c" long:"continuous" env:"W8Y_CONTINUOUS" description:"Keep taking items until stopped" details:"Keep taking items until stopped (SIGTERM, SIGINT, SIGHUP or SIGQUIT drains: the running children finish and w8y exits 0), instead of running one."`
+	ExitCodes     codeList      `short:"i" long:"exit-codes" env:"W8Y_EXIT_CODES" env-delim:"," default:"0" value-name:"CODE" description:"Child exit codes that count as success" details:"Child exit codes that count as a success, which lets --continuous go on to the next item. Repeat the flag (-i 0 -i 3) or give a list apart by commas (-i 0,3, W8Y_EXIT_CODES=0,3)."`
+	IdleWait      duration.Flag `long:"idle-wait" env:"W8Y_IDLE_WAIT" default:"1s" value-name:"DURATION" description:"Pause after a pass that found nothing" details:"The pause after a pass that found nothing to take, give or take a quarter (jitter); at least 10ms."`
+	StopOnFailure bool          `long:"stop-on-failure" env:"W8Y_STOP_ON_FAILURE" description:"Exit after a failed run (default without --failure-backoff)" details:"Exit after a failed run, with its code. This is the default without --failure-backoff, so that a failing item is not retried in a tight loop."`
+	UntilIdle     bool          `long:"until-idle" env:"W8Y_UNTIL_IDLE" description:"Exit 0 once nothing is left to run" details:"Exit 0 once a pass finds nothing to take and nothing is left to run: every item cools down or can never run, and none is locked or backs off after a failure. With --cooldown longer than the batch, a fleet of such workers runs every item once (a Kubernetes Job)."`
+	MaxItems      int           `long:"max-items" env:"W8Y_MAX_ITEMS" value-name:"N" description:"Take no new item after N, then exit 0" details:"Take no new item after N, let the running children finish and exit 0. 0 means no limit."`
+	MaxRuntime    duration.Flag `long:"max-runtime" env:"W8Y_MAX_RUNTIME" value-name:"DURATION" description:"Take no new item after DURATION, then exit 0" details:"Take no new item after DURATION from the start, let the running children finish (they keep their locks) and exit 0. 0 means no limit."`
+}
+
+type ScheduleOptions struct {
+	Cooldown       duration.Flag `long:"cooldown" env:"W8Y_COOLDOWN" value-name:"DURATION" description:"After a success, run the item nowhere for DURATION" details:"After a successful run, the item is not run anywhere in the fleet until DURATION has passed (the key <prefix>cooldown:<item>). 0 means no cooldown."`
+	FailureBackoff runs.Backoff  `long:"failure-backoff" env:"W8Y_FAILURE_BACKOFF" value-name:"MIN[,MAX]" description:"After a failure, wait MIN, doubling up to MAX" details:"After a failed run (an exit code not in --exit-codes, a timeout, a lost lock), the item waits MIN, doubling with each consecutive failure up to MAX (by default 10 x MIN), less up to a quarter of jitter (the key <prefix>backoff:<item>). MIN is at least 10ms. A --continuous worker then goes on to the next item."`
+}
+
+type RecordOptions struct {
+	StateTTL     duration.Flag `long:"state-ttl" env:"W8Y_STATE_TTL" default:"168h" value-name:"DURATION" description:"How long item states and events are kept" details:"How long an item's state hash (<prefix>state:<item>: last start and end, exit code, runs, failures, consecutive failures) and the events stream live after their last write; at least 1m, and at least --failure-backoff's MAX."`
+	NoEvents     bool          `long:"no-events" env:"W8Y_NO_EVENTS" description:"Add nothing to the events stream <prefix>events"`
+	EventsMaxLen int64         `long:"events-max-len" env:"W8Y_EVENTS_MAX_LEN" default:"10000" value-name:"N" description:"Keep about N entries in the events stream" details:"Keep about N entries in the events stream (XADD MAXLEN ~ N)."`
+	MetricsAddr  string        `long:"metrics-addr" env:"W8Y_METRICS_ADDR" value-name:"HOST:PORT" description:"Serve /metrics and the probes here" details:"Serve Prometheus metrics on /metrics, and the probes /livez (the worker loop makes progress), /readyz (Redis answers) and /healthz (both), at this address; :9100 for all interfaces."`
+}
+
+type LogOptions struct {
+	Quiet           bool   `short:"q" long:"quiet" env:"W8Y_QUIET" description:"Silence w8y's logs and its lines about failed runs" details:"Silence w8y's logs and the lines that tell of failed runs; the child's output is untouched. With --log-file, w8y still logs to the file. The one line that explains w8y's own failure (exit 125, 126, 127) is still printed."`
+	LogFile         string `short:"f" long:"log-file" env:"W8Y_LOG_FILE" value-name:"PATH" description:"Append w8y's logs to this file, not stderr" details:"Append w8y's logs to this file (created if missing) instead of stderr. A failed run still gets one line on stderr, for cron to mail."`
+	NoLogTimestamps bool   `short:"t" long:"no-log-timestamps" env:"W8Y_NO_LOG_TIMESTAMPS" description:"Leave timestamps out of log lines"`
+	LogFormat       string `long:"log-format" env:"W8Y_LOG_FORMAT" default:"console" choice:"console" choice:"json" description:"Log format: console or json"`
+	LogLevel        string `long:"log-level" env:"W8Y_LOG_LEVEL" default:"info" choice:"debug" choice:"info" choice:"warn" choice:"error" description:"Least severe level logged" details:"Least severe level logged: debug, info, warn or error. Failed runs are warnings."`
+}
+
+type StatusOptions struct {
+	Status bool          `long:"status" description:"Show every item's lock, schedule and last run" details:"Show every item in list order with its lock, cooldown or backoff, and last run, then exit; needs no executable."`
+	JSON   bool          `long:"json" env:"W8Y_JSON" description:"With --status, JSON instead of a table"`
+	Watch  duration.Flag `long:"watch" env:"W8Y_WATCH" optional:"true" optional-value:"2s" value-name:"INTERVAL" description:"With --status, show it every INTERVAL (2s)" details:"With --status, show it again every INTERVAL (2s when given without one; at least 100ms) until SIGINT or SIGTERM, then exit 0."`
+}
+
+type OtherOptions struct {
+	Version bool `long:"version" description:"Print the version and commit, and exit"`
+	ManPage bool `long:"man-page" hidden:"true" description:"Print w8y's man page in troff and exit (make man)"`
+}
+
+// codeList is --exit-codes: exit codes from repeated flags, or from one
+// value with codes apart by commas (W8Y_EXIT_CODES=0,3), with or without
+// spaces around them.
+type codeList []int
+
+// UnmarshalFlag implements flags.Unmarshaler: go-flags calls it for each
+// flag and for each part of the variable, and it appends.
+func (c *codeList) UnmarshalFlag(value string) error {
+	for part := range strings.SplitSeq(value, ",") {
+		part = strings.TrimSpace(part)
+		code, err := strconv.Atoi(part)
+		if err != nil || code < 0 || code > 255 {
+			return fmt.Errorf("%q is not an exit code: give numbers from 0 to 255, apart by commas", part)
+		}
+		*c = append(*c, code)
+	}
+	return nil
+}
+
+// MarshalFlag implements flags.Marshaler, for --help's defaults.
+func (c codeList) MarshalFlag() (string, error) {
+	parts := make([]string, len(c))
+	for i, code := range c {
+		parts[i] = strconv.Itoa(code)
+	}
+	return strings.Join(parts, ","), nil
+}
 
 // minKeyExpiry is the shortest lock expiry accepted: below it, a refresh every
 // third of the expiry would compete with ordinary network latency.
@@ -66,6 +131,10 @@ const minKeyExpiry = 100 * time.Millisecond
 // defaultKillAfter is --kill-after when it is not given and the key expiry
 // allows it: time for a child to save its work, not for it to dawdle.
 const defaultKillAfter = 10 * time.Second
+
+// killAfterFlag is --kill-after, whose default depends on --key-expiry: it
+// must know whether it was given at all, whatever value it was given.
+type killAfterFlag = duration.Optional
 
 // minIdleWait is the shortest --idle-wait accepted, so that an idle
 // --continuous worker can never spin on Redis.
@@ -98,35 +167,35 @@ var errHelp = errors.New("help shown")
 // executable's own flags reach it untouched; "--" works too. Help and version
 // output go to stdout, and errHelp reports that nothing else should run.
 func parseOptions(args []string, stdout io.Writer) (*Options, error) {
-	opts := Options{}
-	parser := flags.NewParser(&opts, flags.HelpFlag|flags.PassDoubleDash|flags.PassAfterNonOption)
-	parser.Name = "w8y"
-	parser.Usage = "[OPTIONS] [--] executable [args...]"
-	// Shell completion (see README): with GO_FLAGS_COMPLETION set, go-flags
-	// completes args instead of parsing them. Its own handler would exit
-	// the process, which only main may do.
+	var opts Options
+	parser := newParser(&opts)
+	if len(args) > 0 && args[0] == completeArg {
+		complete(parser, args[1:], stdout)
+		return nil, errHelp
+	}
+	// go-flags completes its arguments instead of parsing them whenever
+	// GO_FLAGS_COMPLETION is set; w8y's completion (above) does not use it,
+	// so a stray one would make a real run do nothing and exit 0.
 	completed := false
-	parser.CompletionHandler = func(items []flags.Completion) {
-		for _, item := range items {
-			fmt.Fprintln(stdout, item.Item)
-		}
-		completed = true
+	parser.CompletionHandler = func([]flags.Completion) { completed = true }
+	if _, err := commandLine(parser, args); err != nil {
+		return nil, err
 	}
 	rest, err := parser.ParseArgs(args)
 	if completed {
-		return nil, errHelp
+		return nil, usageError("GO_FLAGS_COMPLETION is set in the environment, which would make w8y complete its arguments instead of running: unset it (w8y's bash completion does not need it)")
 	}
 	if err != nil {
 		var ferr *flags.Error
 		if errors.As(err, &ferr) && ferr.Type == flags.ErrHelp {
-			parser.WriteHelp(stdout)
-			writeHelpFooter(stdout)
+			writeHelp(parser, stdout)
 			return nil, errHelp
 		}
-		return nil, usageError("%s (see w8y --help)", strings.ReplaceAll(err.Error(), "`", "'"))
+		return nil, explainParseError(parser, args, err, os.LookupEnv)
 	}
 	if opts.Version {
-		fmt.Fprintf(stdout, "w8y %s (commit %s)\n", version, commit)
+		v, c := buildVersion()
+		fmt.Fprintf(stdout, "w8y %s (commit %s)\n", v, c)
 		return nil, errHelp
 	}
 	if opts.ManPage {
@@ -136,64 +205,17 @@ func parseOptions(args []string, stdout io.Writer) (*Options, error) {
 	opts.Command = rest
 	opts.ReadSecrets(os.Getenv)
 	if err := opts.validate(); err != nil {
-		return nil, err
+		return nil, fromVariable(parser, args, err, os.LookupEnv)
 	}
 	return &opts, nil
 }
 
-// helpArguments follows the generated option list in --help, before the
-// exit codes.
-const helpArguments = `
-Arguments:
-  executable is run directly (no shell) with {} in any argument replaced by
-  the item; W8Y_ITEM and W8Y_LOCK_KEY are set in its environment.
-`
-
-// durationsHelp says how every duration option is written (see
-// internal/duration), in --help and the man page.
-const durationsHelp = "A DURATION is a number of seconds (5, 0.5, 1e-3) or numbers with units, as in 1500ms, 2h45m or 30d; the units are " +
-	duration.Units + ". inf, or anything longer than about 292 years, is forever: no limit at all for --timeout and --max-runtime. " +
-	"A duration shorter than a nanosecond but not zero is a nanosecond."
-
-// writeHelpFooter writes what follows the option list in --help: the
-// arguments and the table of exit codes, each meaning wrapped to fit 80
-// columns beside its code.
-func writeHelpFooter(w io.Writer) {
-	fmt.Fprint(w, helpArguments)
-	fmt.Fprint(w, "\nDurations:\n")
-	for _, line := range wrap(durationsHelp, 78) {
-		fmt.Fprintf(w, "  %s\n", line)
-	}
-	fmt.Fprint(w, "\nExit codes:\n")
-	const indent = "           "
-	for _, st := range exitStatuses {
-		for i, line := range wrap(st.Meaning, 80-len(indent)) {
-			if i == 0 {
-				fmt.Fprintf(w, "  %-8s %s\n", st.Code, line)
-			} else {
-				fmt.Fprintf(w, "%s%s\n", indent, line)
-			}
-		}
-	}
-	fmt.Fprintf(w, "  %s\n", statusExitNote)
-}
-
-// wrap breaks text into lines of at most width bytes at spaces (a longer
-// word gets a line of its own).
-func wrap(text string, width int) []string {
-	var lines []string
-	line := ""
-	for _, word := range strings.Fields(text) {
-		if line != "" && len(line)+1+len(word) > width {
-			lines = append(lines, line)
-			line = ""
-		}
-		if line != "" {
-			line += " "
-		}
-		line += word
-	}
-	return append(lines, line)
+// newParser returns the parser of w8y's options into opts.
+func newParser(opts *Options) *flags.Parser {
+	parser := flags.NewParser(opts, flags.HelpFlag|flags.PassDoubleDash|flags.PassAfterNonOption)
+	parser.Name = "w8y"
+	parser.Usage = "[OPTIONS] [--] executable [args...]"
+	return parser
 }
 
 // validate checks the options that go-flags cannot check by itself. It
@@ -208,6 +230,9 @@ func (o *Options) validate() error {
 		}
 		if o.Watch < 0 || (o.Watch > 0 && time.Duration(o.Watch) < minWatch) {
 			return usageError("--watch must be at least %s, got %s", minWatch, o.Watch)
+		}
+		if err := o.Options.Validate(); err != nil {
+			return usageError("%s", err)
 		}
 		o.KeyPrefix = schema.NormalizePrefix(o.KeyPrefix)
 		return nil
@@ -280,16 +305,11 @@ func (o *Options) validate() error {
 	if o.MaxRuntime < 0 {
 		return usageError("--max-runtime must not be negative, got %s", o.MaxRuntime)
 	}
-	if !o.Continuous && (o.MaxItems > 0 || o.MaxRuntime > 0) {
-		return usageError("--max-items and --max-runtime bound a --continuous worker; a one-shot run takes at most --parallel items")
+	if !o.Continuous && (o.MaxItems > 0 || o.MaxRuntime > 0 || o.UntilIdle) {
+		return usageError("--max-items, --max-runtime and --until-idle bound a --continuous worker; a one-shot run takes at most --parallel items")
 	}
 	if o.NoWorkExitCode < 0 || o.NoWorkExitCode > 255 {
 		return usageError("--no-work-exit-code must be 0-255, got %d", o.NoWorkExitCode)
-	}
-	for _, code := range o.ExitCodes {
-		if code < 0 || code > 255 {
-			return usageError("--exit-codes must be 0-255, got %d", code)
-		}
 	}
 	if o.EnvVar != "" && (strings.ContainsAny(o.EnvVar, "=\x00") || o.EnvVar != strings.TrimSpace(o.EnvVar)) {
 		return usageError("--env-var %q is not a valid environment variable name", o.EnvVar)
@@ -335,41 +355,3 @@ const minStateTTL = time.Minute
 // minWatch is the shortest --watch interval: each refresh reads every item,
 // and a status screen needs no more than a few a second.
 const minWatch = 100 * time.Millisecond
-
-// writeManPage writes the man page that make man installs, generated from
-// the options so that it cannot drift from them.
-func writeManPage(parser *flags.Parser, w io.Writer) {
-	parser.ShortDescription = "run a command on items from a circular Redis list, one holder per item"
-	parser.LongDescription = manDescription + "\n\n" + durationsHelp
-	parser.WriteManPage(w)
-	writeManExitStatus(w)
-}
-
-// manDescription is the man page's DESCRIPTION.
-const manDescription = `w8y takes one work item from the circular Redis list <prefix>list, rotating it (never removing an item) until it can take an item's lock <prefix>lock:<item>, runs the executable with {} in its arguments replaced by the item, keeps the lock alive while it runs, releases it and exits with the child's code. With --continuous it keeps going until stopped. Every option can also be given as a W8Y_* environment variable; a flag on the command line wins.
-
-w8y --status shows every item with its lock holder, cooldown or backoff and last run, from the state hashes <prefix>state:<item> that runs leave behind; each start and end is also added to the stream <prefix>events.
-
-With --cooldown and --failure-backoff, runs pause their items across the fleet with the keys <prefix>cooldown:<item> and <prefix>backoff:<item>, which every worker honours; --parallel runs several children at once. Redis may be one server (redis://, rediss://, unix://), a Cluster (--redis-cluster) or a Sentinel group (--sentinel-master); the password comes from W8Y_REDIS_PASSWORD or --redis-password-file.
-
-See the README for the key layout, the schedule, the Redis deployments and the ACL rule, the events' fields, the metrics and the service files.`
-
-// writeManExitStatus writes the man page's EXIT STATUS from the table.
-func writeManExitStatus(w io.Writer) {
-	fmt.Fprintln(w, ".SH EXIT STATUS")
-	for _, st := range exitStatuses {
-		fmt.Fprintf(w, ".TP\n\\fB%s\\fP\n%s\n", st.Code, troff(st.Meaning))
-	}
-	fmt.Fprintf(w, ".PP\n%s\n", troff(statusExitNote))
-}
-
-// troff escapes text for a man page: a hyphen is \- there, and a line
-// that starts with a dot or a quote would be read as a request.
-func troff(text string) string {
-	text = strings.ReplaceAll(text, `\`, `\e`)
-	text = strings.ReplaceAll(text, "-", `\-`)
-	if strings.HasPrefix(text, ".") || strings.HasPrefix(text, "'") {
-		text = `\&` + text
-	}
-	return text
-}

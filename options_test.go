@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -105,6 +106,35 @@ func TestParseOptions(t *testing.T) {
 			check: func(t *testing.T, o *Options) {
 				if !slices.Equal(o.ExitCodes, []int{3, 4}) {
 					t.Errorf("exit codes %v", o.ExitCodes)
+				}
+			},
+		},
+		{
+			name: "exit codes apart by commas, with spaces, in the variable and on the command line",
+			args: []string{"-i", "5, 6", "true"},
+			env:  map[string]string{"W8Y_EXIT_CODES": "0, 3"},
+			check: func(t *testing.T, o *Options) {
+				if !slices.Equal(o.ExitCodes, []int{5, 6}) {
+					t.Errorf("exit codes %v", o.ExitCodes)
+				}
+			},
+		},
+		{
+			name: "exit codes with spaces in the variable",
+			args: []string{"true"},
+			env:  map[string]string{"W8Y_EXIT_CODES": " 0 , 3 "},
+			check: func(t *testing.T, o *Options) {
+				if !slices.Equal(o.ExitCodes, []int{0, 3}) {
+					t.Errorf("exit codes %v", o.ExitCodes)
+				}
+			},
+		},
+		{
+			name: "a one-dash word after the executable is the executable's",
+			args: []string{"-k", "w", "ls", "-continuous"},
+			check: func(t *testing.T, o *Options) {
+				if !slices.Equal(o.Command, []string{"ls", "-continuous"}) {
+					t.Errorf("command %q", o.Command)
 				}
 			},
 		},
@@ -296,6 +326,7 @@ func TestParseOptions(t *testing.T) {
 		{name: "negative max runtime", args: []string{"-c", "--max-runtime", "-1s", "true"}, wantErr: "--max-runtime must not be negative"},
 		{name: "max items without --continuous", args: []string{"--max-items", "3", "true"}, wantErr: "bound a --continuous worker"},
 		{name: "max runtime without --continuous", args: []string{"--max-runtime", "1m", "true"}, wantErr: "bound a --continuous worker"},
+		{name: "until-idle without --continuous", args: []string{"--until-idle", "true"}, wantErr: "bound a --continuous worker"},
 		{name: "backoff MAX beyond the state TTL", args: []string{"--failure-backoff", "1m,2h", "--state-ttl", "1h", "true"}, wantErr: "longer than --state-ttl 1h0m0s"},
 		{
 			name: "secrets only from the environment",
@@ -346,7 +377,18 @@ func TestParseOptions(t *testing.T) {
 		{name: "huge kill-after in days", args: []string{"--kill-after", "106752d", "true"}, wantErr: "--kill-after inf cannot fit"},
 		{name: "kill-after of days beyond the expiry", args: []string{"-x", "3", "--kill-after", "30d", "true"}, wantErr: "raise --key-expiry to 2160h0m0s or more"},
 		{name: "idle wait that would spin", args: []string{"--idle-wait", "0", "true"}, wantErr: "--idle-wait"},
-		{name: "exit code out of range", args: []string{"-i", "256", "true"}, wantErr: "--exit-codes must be 0-255"},
+		{name: "exit code out of range", args: []string{"-i", "256", "true"}, wantErr: `-i "256": "256" is not an exit code: give numbers from 0 to 255`},
+		{name: "exit code list with a word", args: []string{"--exit-codes=0,x", "true"}, env: map[string]string{"W8Y_EXIT_CODES": "1"}, wantErr: `--exit-codes "0,x": "x" is not an exit code`},
+		{name: "garbage expiry names the flag as written", args: []string{"--key-expiry=soon", "true"}, wantErr: `--key-expiry "soon": "soon" is neither seconds nor a duration`},
+		{name: "bad boolean variable", args: []string{"true"}, env: map[string]string{"W8Y_CONTINUOUS": "yes"}, wantErr: `W8Y_CONTINUOUS="yes": not true or false (nor 1 or 0)`},
+		{name: "bad choice from a variable", args: []string{"true"}, env: map[string]string{"W8Y_LOG_FORMAT": "xml"}, wantErr: `W8Y_LOG_FORMAT="xml": not one of console, json`},
+		{name: "bad number", args: []string{"--parallel", "two", "true"}, wantErr: `--parallel "two": not a whole number`},
+		{name: "a value for a switch", args: []string{"--continuous=yes", "true"}, wantErr: "--continuous takes no value"},
+		{name: "long option with one dash", args: []string{"-continuous", "true"}, wantErr: "-continuous: long options take two dashes: did you mean --continuous?"},
+		{name: "long option with one dash that -k would swallow", args: []string{"-key-prefix", "w", "true"}, wantErr: "did you mean --key-prefix?"},
+		{name: "a flag that overrides a bad variable wins", args: []string{"-x", "soon", "true"}, env: map[string]string{"W8Y_KEY_EXPIRY": "later"}, wantErr: `-x "soon"`},
+		{name: "a URL from a variable, its password hidden", args: []string{"true"}, env: map[string]string{"W8Y_REDIS_URL": "redis://u:hunter2@host/-3"}, wantErr: `the database "-3" is not a number from 0 up (from W8Y_REDIS_URL="redis://u:xxxxx@host/-3")`},
+		{name: "validation names the variable that set the option", args: []string{"true"}, env: map[string]string{"W8Y_PARALLEL": "0"}, wantErr: `--parallel must be at least 1, got 0 (from W8Y_PARALLEL="0")`},
 		{name: "no-work exit code out of range", args: []string{"--no-work-exit-code", "-1", "true"}, wantErr: "--no-work-exit-code"},
 		{name: "bad log format", args: []string{"--log-format", "xml", "true"}, wantErr: "xml"},
 		{name: "bad env var name", args: []string{"-e", "A=B", "true"}, wantErr: "not a valid environment variable"},
@@ -364,6 +406,10 @@ func TestParseOptions(t *testing.T) {
 				if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want a usage error containing %q", err, tt.wantErr)
 				}
+				// A user writes options and values, not Go's types.
+				if goSpeak.MatchString(err.Error()) {
+					t.Errorf("error %q speaks Go", err)
+				}
 				if strings.Contains(err.Error(), "\n") {
 					t.Errorf("error spans lines: %q", err)
 				}
@@ -376,6 +422,10 @@ func TestParseOptions(t *testing.T) {
 		})
 	}
 }
+
+// goSpeak finds what go-flags and strconv say in Go's words: type names
+// and function names, which mean nothing to a user.
+var goSpeak = regexp.MustCompile(`expected [a-z]+\.|strconv\.|main\.|duration\.Flag|runs\.Backoff|\[\]int|invalid syntax`)
 
 func TestHelpAndVersion(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"--version"}} {
@@ -390,15 +440,41 @@ func TestHelpAndVersion(t *testing.T) {
 	}
 	var out strings.Builder
 	_, _ = parseOptions([]string{"--help"}, &out)
-	for _, want := range []string{"--redis-url", "W8Y_KEY_PREFIX", "Exit codes:", "122", "124", "125", "126", "127", "Durations:", "30d", duration.Units} {
-		if !strings.Contains(out.String(), want) {
+	help := out.String()
+	for _, want := range []string{"--redis-url", "W8Y_KEY_PREFIX", "Redis:\n", "Continuous mode:\n", "Logging:\n",
+		"--log-format=console|json", "A DURATION is a number of seconds", "30d", "Exit codes:", "122", "124", "125", "126", "127"} {
+		if !strings.Contains(help, want) {
 			t.Errorf("--help lacks %q", want)
 		}
 	}
 	// --kill-after starts out as unsetDuration, which go-flags would show
 	// as its default: the description says what the default is.
-	if strings.Contains(out.String(), "-2562047h") {
+	if strings.Contains(help, "-2562047h") {
 		t.Error("--help shows --kill-after's internal unset value as its default")
+	}
+	// Readable on an 80-column terminal, and short enough to read.
+	lines := strings.Split(strings.TrimRight(help, "\n"), "\n")
+	for _, line := range lines {
+		if len(line) > 80 {
+			t.Errorf("a %d-column line: %q", len(line), line)
+		}
+	}
+	if len(lines) > 120 {
+		t.Errorf("--help is %d lines long", len(lines))
+	}
+}
+
+// TestVariablesAreNamedAfterOptions: --help says that every option's
+// variable is named after it (W8Y_ and the long name in capitals), which
+// holds for every option that has a variable.
+func TestVariablesAreNamedAfterOptions(t *testing.T) {
+	for _, opt := range allOptions(newParser(&Options{})) {
+		if opt.EnvDefaultKey == "" {
+			continue
+		}
+		if want := "W8Y_" + strings.ToUpper(strings.ReplaceAll(opt.LongName, "-", "_")); opt.EnvDefaultKey != want {
+			t.Errorf("--%s has the variable %s, want %s", opt.LongName, opt.EnvDefaultKey, want)
+		}
 	}
 }
 
@@ -423,7 +499,8 @@ func TestVersionShowsTheCommit(t *testing.T) {
 	if _, err := parseOptions([]string{"--version"}, &out); !errors.Is(err, errHelp) {
 		t.Fatal(err)
 	}
-	if want := "w8y " + version + " (commit " + commit + ")\n"; out.String() != want {
+	v, c := buildVersion()
+	if want := "w8y " + v + " (commit " + c + ")\n"; out.String() != want {
 		t.Errorf("--version printed %q, want %q", out.String(), want)
 	}
 }
@@ -434,10 +511,22 @@ func TestManPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := out.String()
-	for _, want := range []string{".TH w8y 1", ".SH SYNOPSIS", ".SH DESCRIPTION", ".SH OPTIONS", `\-\-state-ttl`, `\-\-metrics-addr`, `\-\-cooldown`, `\-\-parallel`, `\-\-redis-cluster`, `\-\-replica-acks`, "$W8Y_KEY_PREFIX", ".SH EXIT STATUS", `\fB125\fP`} {
+	for _, want := range []string{".TH w8y 1", ".SH SYNOPSIS", ".SH DESCRIPTION", ".SH OPTIONS", ".SS Continuous mode",
+		`\-\-state\-ttl`, `\-\-metrics\-addr`, `\-\-cooldown`, `\-\-parallel`, `\-\-redis\-cluster`, `\-\-replica\-acks`,
+		`\fB\-\-log\-format\fP=\fIconsole|json\fP`, "Choices: console, json.", ".SH ENVIRONMENT", ".SH EXIT STATUS", `\fB125\fP`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the man page lacks %q", want)
 		}
+	}
+	// Each option names its variable; none shows a variable as a default,
+	// as go-flags' own page did.
+	for _, opt := range allOptions(newParser(&Options{})) {
+		if opt.EnvDefaultKey != "" && !opt.Hidden && !strings.Contains(page, "Variable: "+troff(opt.EnvDefaultKey)+".") {
+			t.Errorf("the man page does not name %s", opt.EnvDefaultKey)
+		}
+	}
+	if strings.Contains(page, "<default: $") {
+		t.Error("the man page shows a variable as a default")
 	}
 	// It is hidden from --help, which is for people, not for make man.
 	out.Reset()
@@ -447,24 +536,47 @@ func TestManPage(t *testing.T) {
 	}
 }
 
+// TestShellCompletion: w8y __complete WORDS... prints the completions of
+// the last word: w8y's options while they are being typed, an option's
+// choices, and nothing (so that bash completes file names) for a free
+// value, the executable and everything after it.
 func TestShellCompletion(t *testing.T) {
 	tests := []struct {
-		args []string
-		want []string
+		words []string
+		want  []string
 	}{
 		{[]string{"--sta"}, []string{"--state-ttl", "--status"}},
 		{[]string{"-k", "work", "--conti"}, []string{"--continuous"}},
+		{[]string{"-ck", "work", "--conti"}, []string{"--continuous"}},
 		{[]string{"--no-"}, []string{"--no-events", "--no-log-timestamps", "--no-work-exit-code"}},
+		{[]string{"--log-format", ""}, []string{"console", "json"}},
+		{[]string{"--log-level", "w"}, []string{"warn"}},
+		{[]string{"--log-level=e"}, []string{"--log-level=error"}},
+		{[]string{"-f", ""}, nil},
+		{[]string{"--key-prefix", "--"}, nil},
+		{[]string{"-k", "x", "sh", "--con"}, nil},
+		{[]string{"-k", "x", "--", "--con"}, nil},
+		{[]string{"-k", "x", "s"}, nil},
 	}
-	t.Setenv("GO_FLAGS_COMPLETION", "1")
 	for _, tt := range tests {
 		var out strings.Builder
-		_, err := parseOptions(tt.args, &out)
+		_, err := parseOptions(append([]string{completeArg}, tt.words...), &out)
 		if !errors.Is(err, errHelp) {
-			t.Errorf("%q: error %v, want errHelp", tt.args, err)
+			t.Errorf("%q: error %v, want errHelp", tt.words, err)
 		}
 		if got := strings.Fields(out.String()); !slices.Equal(got, tt.want) {
-			t.Errorf("%q completed to %q, want %q", tt.args, got, tt.want)
+			t.Errorf("%q completed to %q, want %q", tt.words, got, tt.want)
 		}
+	}
+}
+
+// TestStrayCompletionVariable: GO_FLAGS_COMPLETION in the environment
+// would make go-flags complete instead of parsing, and a real run do
+// nothing; it is refused in words instead.
+func TestStrayCompletionVariable(t *testing.T) {
+	t.Setenv("GO_FLAGS_COMPLETION", "1")
+	_, err := parseOptions([]string{"-k", "work", "true"}, io.Discard)
+	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "GO_FLAGS_COMPLETION is set") {
+		t.Errorf("error %v", err)
 	}
 }

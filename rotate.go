@@ -157,7 +157,7 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 				// not confirm is given back, as lua.Take records it in the
 				// take, so that both paths leave the same record.
 				if err := r.Record.RecordStart(ctx, r.Client, item, r.Token, sent); err != nil {
-					r.Log.Warn().Err(err).Str("item", item).Msg("could not record the start of the run")
+					r.Log.Warn().Err(err).Str("item", clip(item)).Msg("could not record the start of the run")
 				}
 				if unconfirmed != nil {
 					return "", nil, newUnconfirmed(lock, unconfirmed)

@@ -127,6 +127,10 @@ func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog
 		metrics: counts,
 		health:  beat,
 		log:     log,
+		reports: failureReports(opts, stderr),
+	}
+	if opts.UntilIdle {
+		w.items = &status.Reader{Client: client, Keys: keys}
 	}
 	log.Debug().Str("list", keys.List()).Str("holder", token).Bool("continuous", opts.Continuous).Msg("w8y starting")
 	return w.run(ctx)

@@ -16,6 +16,7 @@ import (
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/runs"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 // placeholder is replaced by the item anywhere inside any argument.
@@ -64,6 +65,9 @@ func resolveCommand(argv []string, envVar string, environ []string) (Command, er
 			err = eerr.Err
 		}
 		return Command{}, fmt.Errorf("%w: %q: %w", proc.ErrNotExecutable, argv[0], err)
+	}
+	if err := checkInterpreter(path); err != nil {
+		return Command{}, err
 	}
 	return Command{Path: path, Args: argv[1:], EnvVar: envVar, Environ: environ}, nil
 }
@@ -169,7 +173,7 @@ func (c *childRunner) run(ctx context.Context, item string, lock *Lock) runs.End
 // stopped and the error wraps ErrTimeout. stopped reports whether a stop
 // signal had reached w8y by the time the child ended.
 func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (exit proc.Exit, stopped bool, err error) {
-	log := c.log.With().Str("item", item).Str("lock_key", lock.Key).Logger()
+	log := c.log.With().Str("item", clip(item)).Str("lock_key", clip(lock.Key)).Logger()
 	grace := killGrace(c.killAfter, lock.TTL)
 	// The lease starts with the child, so that job control finds every
 	// child with its lease (see signalRouter.startChild).
@@ -221,7 +225,7 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 			child.Stop(grace)
 			ended = true
 		case <-timeout:
-			failed = fmt.Errorf("%w: item %q still ran after %s; it was stopped", ErrTimeout, item, c.timeout)
+			failed = fmt.Errorf("%w after %s (--timeout); it was stopped", ErrTimeout, c.timeout)
 			log.Error().Int("pid", child.PID).Msg("timed out: stopping the child")
 			// The lease goes on while the child stops: the lock is still ours,
 			// and the grace fits in the lease (see killGrace), so a lock lost
@@ -238,7 +242,14 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 	}
 
 	exit = child.Exit()
-	log.Info().Int("pid", child.PID).Int("exit_code", exit.Code).Str("status", exit.String()).
+	// A failed run is a warning, so that --log-level warn still shows it;
+	// a success is news.
+	result := classify(exit, failed, stopped, c.exitCodes)
+	event := log.Info()
+	if result != schema.ResultSuccess {
+		event = log.Warn().AnErr("cause", failed)
+	}
+	event.Int("pid", child.PID).Int("exit_code", exit.Code).Str("status", exit.String()).Str("result", string(result)).
 		Float64("duration_s", exit.Duration.Seconds()).Msg("item finished")
 	return exit, stopped, failed
 }

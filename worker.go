@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/status"
 )
 
 const (
@@ -46,6 +48,20 @@ type worker struct {
 	// health is nil unless --metrics-addr is given.
 	health *health.Heartbeat
 	log    zerolog.Logger
+	// items reads the list's items as --status does, for --until-idle
+	// (see finished); nil without it.
+	items *status.Reader
+	// reports is where a failed run, and a continuous worker's stop because
+	// of one, get a line of their own when the log does not reach stderr
+	// (see failureReports); nil when it does.
+	reports io.Writer
+}
+
+// tell writes line to reports, if any.
+func (w *worker) tell(line string) {
+	if w.reports != nil && line != "" {
+		fmt.Fprintf(w.reports, "w8y: %s\n", line)
+	}
 }
 
 // observer counts what the worker does, for --metrics-addr (see
@@ -112,6 +128,7 @@ func (w *worker) once(ctx context.Context) error {
 	switch {
 	case running == 0 && errors.Is(takeErr, ErrNoWork):
 		w.metrics.IdlePass()
+		w.warnIfListMissing(ctx)
 		w.log.Info().Msg("no item could be taken")
 		return ErrNoWork
 	case running == 0 && errors.Is(takeErr, errStopped):
@@ -180,6 +197,9 @@ type continuous struct {
 	// retries counts Redis errors in a row, which the retry pause doubles
 	// with.
 	retries int
+	// unreachable is when Redis last became unreachable, or zero while it
+	// answers: its return is worth a line, as its loss was.
+	unreachable time.Time
 	// paused is set while no item is taken: after an idle pass, or a Redis
 	// error or lost lock.
 	paused <-chan time.Time
@@ -189,6 +209,11 @@ type continuous struct {
 	// exit, once set, is how the loop ends when it is not a drain or a
 	// limit reached.
 	exit error
+	// failed is the run whose failure ends the loop, if one does.
+	failed *runs.End
+	// listChecked is when an idle pass last checked that the list exists
+	// (see warnIfListMissing).
+	listChecked time.Time
 }
 
 // fill takes items while slots are free and nothing pauses or closes the
@@ -201,6 +226,9 @@ func (l *continuous) fill(ctx context.Context) {
 			return
 		}
 		item, lock, err := w.take(ctx, w.rotator.Pass(), l.running == 0)
+		if err == nil || errors.Is(err, ErrNoWork) {
+			l.reachable()
+		}
 		switch {
 		case err == nil:
 			l.retries = 0
@@ -209,16 +237,39 @@ func (l *continuous) fill(ctx context.Context) {
 			go func() { l.done <- w.runItem(ctx, item, lock) }()
 		case errors.Is(err, ErrNoWork):
 			w.metrics.IdlePass()
+			if l.listChecked.IsZero() || time.Since(l.listChecked) >= listCheckEvery {
+				w.warnIfListMissing(ctx)
+				l.listChecked = time.Now()
+			}
 			l.retries = 0
+			if w.opts.UntilIdle && l.running == 0 {
+				done, err := w.finished(ctx)
+				if err != nil {
+					l.retryOrEnd(err)
+					return
+				}
+				if done {
+					l.close("--until-idle: nothing is left to run (every item cools down or cannot run): no new items will be taken")
+					return
+				}
+			}
 			l.pause(jitter(time.Duration(w.opts.IdleWait)))
 		case errors.Is(err, errStopped):
 			l.close("")
-		case errors.Is(err, redisconn.ErrUnavailable):
-			l.retry(err)
 		default:
-			l.end(err)
+			l.retryOrEnd(err)
 		}
 	}
+}
+
+// retryOrEnd retries after err, a Redis error, if a retry may mend it, and
+// otherwise ends the loop with it.
+func (l *continuous) retryOrEnd(err error) {
+	if errors.Is(err, redisconn.ErrUnavailable) {
+		l.retry(err)
+		return
+	}
+	l.end(err)
 }
 
 // ended decides what the end of a run means for the loop: go on, pause and
@@ -238,12 +289,21 @@ func (l *continuous) ended(end runs.End) {
 		// The child could not be started: no item can be run.
 		l.end(end.Err)
 	case !w.opts.stopsOnFailure():
-		w.log.Warn().Str("item", end.Item).Str("result", string(end.Result)).Msg("going on: the item backs off (--failure-backoff)")
+		w.log.Warn().Str("item", clip(end.Item)).Str("result", string(end.Result)).Msg("going on: the item backs off (--failure-backoff)")
 	case end.Err != nil:
-		l.end(end.Err)
+		l.stopFor(end, end.Err)
 	default:
-		l.end(&childExitError{end: end})
+		l.stopFor(end, &childExitError{end: end})
 	}
+}
+
+// stopFor ends the loop with err because end, a failed run, stops the
+// worker (--stop-on-failure, or no --failure-backoff).
+func (l *continuous) stopFor(end runs.End, err error) {
+	if l.exit == nil {
+		l.failed = &end
+	}
+	l.end(err)
 }
 
 // pause takes no items for d.
@@ -253,25 +313,40 @@ func (l *continuous) pause(d time.Duration) {
 	l.w.health.Beat(d)
 }
 
-// retry pauses after err, longer with each error in a row. After a stop
-// signal nothing is retried: the loop closes instead.
+// retry pauses after err, longer with each error in a row, and says for
+// how long. After a stop signal nothing is retried: the loop closes
+// instead.
 func (l *continuous) retry(err error) {
 	if l.w.stops.stopping() {
 		l.close("")
 		return
 	}
-	l.w.log.Error().Err(err).Msg("retrying after backoff")
-	l.pause(jitter(min(retryBase<<l.retries, retryCap)))
+	wait := jitter(min(retryBase<<l.retries, retryCap))
+	l.w.log.Error().Err(err).Float64("retry_in_s", wait.Seconds()).Msgf("retrying in %s", wait.Round(time.Millisecond))
+	if errors.Is(err, redisconn.ErrUnavailable) && l.unreachable.IsZero() {
+		l.unreachable = time.Now()
+	}
+	l.pause(wait)
 	if retryBase<<l.retries < retryCap {
 		l.retries++
 	}
 }
 
-// close stops taking items, saying why unless why is "" or it was closed
-// already.
+// reachable notes that Redis answered, and says so if it had not.
+func (l *continuous) reachable() {
+	if l.unreachable.IsZero() {
+		return
+	}
+	down := time.Since(l.unreachable)
+	l.w.log.Info().Float64("down_s", down.Seconds()).Msgf("Redis is reachable again, after %s", down.Round(time.Millisecond))
+	l.unreachable = time.Time{}
+}
+
+// close stops taking items, saying why (and how many it took) unless why
+// is "" or it was closed already.
 func (l *continuous) close(why string) {
 	if !l.closing && why != "" {
-		l.w.log.Info().Msg(why)
+		l.w.log.Info().Int("items", l.taken).Msg(why)
 	}
 	l.closing = true
 }
@@ -287,6 +362,15 @@ func (l *continuous) end(err error) {
 
 // result is how the loop ends once its last child has finished.
 func (l *continuous) result() error {
+	if l.failed != nil {
+		// The last line of a worker that a failed item stopped says which,
+		// how, and what would have kept it going: with systemd's restart
+		// limits, one item that always fails can stop a whole list.
+		why := l.w.stopsBecause(*l.failed)
+		l.w.log.Error().Str("item", clip(l.failed.Item)).Str("result", string(l.failed.Result)).
+			Int("exit_code", l.failed.Exit.Code).Msg(why)
+		l.w.tell(why)
+	}
 	if l.exit != nil {
 		return l.exit
 	}
@@ -296,6 +380,27 @@ func (l *continuous) result() error {
 		l.w.log.Info().Int("items", l.taken).Msg("done; exiting")
 	}
 	return nil
+}
+
+// stopsBecause says why a --continuous worker stops after end, a failed
+// run, and which option would have kept it going.
+func (w *worker) stopsBecause(end runs.End) string {
+	code := end.Exit.Code
+	switch end.Result {
+	case schema.ResultTimeout:
+		code = exitTimeout
+	case schema.ResultLockLost:
+		code = exitLockLost
+	}
+	what := fmt.Sprintf("stopping: item %q failed (exit code %d)", clip(end.Item), code)
+	if w.opts.StopOnFailure {
+		return what + ", and --stop-on-failure stops the worker on a failed run; without it, --failure-backoff backs the item off and goes on"
+	}
+	keep := "--failure-backoff MIN[,MAX] (W8Y_FAILURE_BACKOFF) would back the item off and go on"
+	if end.Result == schema.ResultTimeout {
+		keep += ", and listing 124 in --exit-codes would count a timeout as a success"
+	}
+	return what + ", and without --failure-backoff a --continuous worker stops on a failed run; " + keep
 }
 
 // jitter spreads d over ±25%, so that workers started together drift apart
@@ -391,7 +496,7 @@ const takeGrace = time.Second
 func (w *worker) giveBack(ctx context.Context, lock *Lock) {
 	end := runs.End{Item: lock.Item, Result: schema.ResultInterrupted, At: time.Now()}
 	if _, err := w.finisher.Finish(ctx, lock.Key, lock.Token, end); err != nil {
-		w.log.Warn().Err(err).Str("lock_key", lock.Key).Msg("could not give back an unconfirmed lock; it will expire by itself")
+		w.log.Warn().Err(err).Str("lock_key", clip(lock.Key)).Msg("could not give back an unconfirmed lock; it will expire by itself")
 	}
 }
 
@@ -401,6 +506,7 @@ func (w *worker) giveBack(ctx context.Context, lock *Lock) {
 func (w *worker) runItem(ctx context.Context, item string, lock *Lock) runs.End {
 	end := w.children.run(ctx, item, lock)
 	w.finish(ctx, lock, end)
+	w.tell(reportedFailure(end))
 	return end
 }
 
@@ -411,7 +517,7 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End) {
 	w.metrics.RunEnded(end.Result, end.Exited, end.Exit.Duration)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	log := w.log.With().Str("item", lock.Item).Str("lock_key", lock.Key).Logger()
+	log := w.log.With().Str("item", clip(lock.Item)).Str("lock_key", clip(lock.Key)).Logger()
 	done, err := w.finisher.Finish(ctx, lock.Key, lock.Token, end)
 	if err != nil {
 		log.Error().Err(err).Str("result", string(end.Result)).Msg("could not finish the run; the lock will expire by itself")
@@ -421,7 +527,7 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End) {
 		log.Warn().Msg("the lock was no longer ours at release; left alone")
 	}
 	if done.Problem != "" {
-		log.Warn().Str("state_key", w.finisher.Record.Keys.State(lock.Item)).Msg("could not count the item's failures: " + done.Problem)
+		log.Warn().Str("state_key", clip(w.finisher.Record.Keys.State(lock.Item))).Msg("could not count the item's failures: " + done.Problem)
 	}
 	if done.Delay > 0 {
 		log.Info().Str("result", string(end.Result)).Int64("consecutive_failures", done.Failures).

@@ -1,9 +1,13 @@
 package integration_test
 
 import (
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +15,10 @@ import (
 
 	"github.com/w8y/w8y/internal/redistest"
 )
+
+// goSpeak finds what go-flags, go-redis and strconv say in Go's words:
+// type and function names, which mean nothing to a user.
+var goSpeak = regexp.MustCompile(`expected [a-z]+\.|strconv\.|main\.|duration\.Flag|\[\]int|invalid syntax|context deadline exceeded`)
 
 // TestBadInput: every kind of bad input gets its documented exit code and
 // one clear line on stderr, and leaves the list exactly as it was. Items
@@ -30,9 +38,19 @@ func TestBadInput(t *testing.T) {
 	}
 	t.Cleanup(func() { silent.Close() })
 
+	// A web server where Redis should be.
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "<!DOCTYPE HTML>\n<html></html>\n")
+	}))
+	t.Cleanup(web.Close)
+
 	dir := t.TempDir()
 	noRunBit := filepath.Join(dir, "job.sh")
 	if err := os.WriteFile(noRunBit, []byte("#!/bin/sh\necho hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badInterpreter := filepath.Join(dir, "job.py")
+	if err := os.WriteFile(badInterpreter, []byte("#!/nonexistent/python3 -u\nprint('hi')\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	megabyte := strings.Repeat("m", 1<<20)
@@ -53,9 +71,18 @@ func TestBadInput(t *testing.T) {
 	}{
 		{name: "malformed URL", url: "redis://127.0.0.1:port", code: 125, line: "invalid --redis-url"},
 		{name: "unknown scheme", url: "http://127.0.0.1:6379", code: 125, line: "invalid URL scheme"},
+		{name: "URL without a scheme", url: "127.0.0.1:6379", code: 125, line: "it has no scheme: give redis://host:port"},
+		{name: "URL without its slashes", url: "redis:127.0.0.1:1", code: 125, line: "such as redis://127.0.0.1:1"},
+		{name: "empty URL", args: []string{"-u", ""}, code: 125, line: "--redis-url is empty"},
+		{name: "negative database", url: "redis://127.0.0.1:1/-1", code: 125, line: `the database "-1" is not a number from 0 up`},
+		{name: "TLS to a plain-text Redis", url: "rediss://127.0.0.1:" + itoa(s.Port), code: 125, line: "the server seems to speak plain text; a rediss:// URL needs a Redis with TLS"},
+		{name: "a web server where Redis should be", url: "redis://" + strings.TrimPrefix(web.URL, "http://"), code: 125, line: "the server does not answer as Redis does"},
 		{name: "unknown option", args: []string{"--frobnicate"}, code: 125, line: "unknown flag 'frobnicate'"},
 		{name: "zero key expiry", args: []string{"-x", "0"}, code: 125, line: "--key-expiry must be at least"},
 		{name: "negative key expiry", args: []string{"--key-expiry=-5"}, code: 125, line: "--key-expiry must be at least"},
+		{name: "a duration that is not one", args: []string{"-x", "abc"}, code: 125, line: `-x "abc": "abc" is neither seconds nor a duration`},
+		{name: "a boolean variable that is not one", env: []string{"W8Y_CONTINUOUS=yes"}, code: 125, line: `W8Y_CONTINUOUS="yes": not true or false`},
+		{name: "a long option with one dash", args: []string{"-continuous"}, code: 125, line: "did you mean --continuous?"},
 		{name: "kill-after beyond the lease", args: []string{"-x", "3", "--kill-after", "2s"}, code: 125, line: "--kill-after 2s cannot fit in --key-expiry 3s"},
 		{
 			name: "wrong type at the list", items: []string{},
@@ -79,6 +106,15 @@ func TestBadInput(t *testing.T) {
 		{name: "1 MB item", items: []string{megabyte, "good"}, code: 0, line: "1048576 bytes long", ran: "good"},
 		{name: "non-UTF-8 item", items: []string{"caf\xe9\xff"}, code: 0, ran: "caf\xe9\xff"},
 		{name: "executable missing", cmd: []string{"/nonexistent/job", "{}"}, code: 127, line: "not found"},
+		{
+			name: "script whose interpreter is missing", cmd: []string{badInterpreter, "{}"}, code: 127, line: "bad interpreter /nonexistent/python3: no such file",
+			after: func(t *testing.T, s *server, list string, _ time.Duration) {
+				// Checked before any item was taken: nothing was charged.
+				if keys := s.keys(t, strings.TrimSuffix(list, "list")+"*"); !slices.Equal(keys, []string{list}) {
+					t.Errorf("keys written: %q", keys)
+				}
+			},
+		},
 		{name: "executable without the run bit", cmd: []string{noRunBit, "{}"}, code: 126, line: "cannot be run"},
 		// As env(1), timeout(1) and the shells: what PATH holds but cannot
 		// run gives 126, not 127.
@@ -92,7 +128,7 @@ func TestBadInput(t *testing.T) {
 		{name: "nan timeout", args: []string{"--timeout", "NaN"}, code: 125, line: "not a length of time"},
 		{name: "key expiry that would wrap round", args: []string{"-x", "99999999999999999999"}, items: []string{"a"}, code: 0, ran: "a"},
 		{name: "timeout beyond 292 years is never", args: []string{"--timeout", "1e300"}, items: []string{"a"}, code: 0, ran: "a"},
-		{name: "tiny timeout still times out", args: []string{"-q", "--timeout", "1e-10"}, cmd: []string{"sleep", "10"}, items: []string{"a"}, code: 124, line: `item "a" still ran after 1ns`},
+		{name: "tiny timeout still times out", args: []string{"-f", filepath.Join(dir, "tiny.log"), "--timeout", "1e-10"}, cmd: []string{"sleep", "10"}, items: []string{"a"}, code: 124, line: `item "a" failed: timed out after 1ns (--timeout)`},
 		{
 			name: "cooldown in days", args: []string{"--cooldown", "30d"}, items: []string{"a"}, code: 0, ran: "a",
 			after: func(t *testing.T, s *server, list string, _ time.Duration) {
@@ -158,6 +194,9 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("stderr should be one line saying %q:\n%s", tt.line, r.Stderr)
 			case len(r.Stderr) > 1000:
 				t.Errorf("stderr has a %d-byte line", len(r.Stderr))
+			}
+			if goSpeak.MatchString(r.Stderr) {
+				t.Errorf("stderr speaks Go, not the user's words:\n%s", r.Stderr)
 			}
 			if strings.Contains(r.Stderr, "staple") || strings.Contains(r.Stderr, "horse") {
 				t.Errorf("a password leaked:\n%s", r.Stderr)

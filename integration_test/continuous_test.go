@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -96,15 +97,20 @@ func TestContinuousRidesOutRedisOutage(t *testing.T) {
 	// read its reply, which would otherwise end the worker with code 1.
 	p := startW8y(t, env, "-u", url, "-k", "out", "-c", "--idle-wait", "100ms", "sh", "-c", started+"; exit 0")
 
-	// w8y logs each failed attempt; wait for two, proving it retries.
+	// w8y logs each failed attempt and how long it waits; wait for two,
+	// proving it retries.
+	retrying := regexp.MustCompile(`ERR retrying in [0-9.]+m?s error=`)
 	redistest.WaitFor(t, "two retries logged", func() bool {
-		return strings.Count(p.stderrSoFar(), "retrying after backoff") >= 2
+		return len(retrying.FindAllString(p.stderrSoFar(), -1)) >= 2
 	})
 
 	s := startRedis(t, redistest.OnPort(port))
 	s.seed(t, "out:list", "a")
 	if got := s.popStarted(t); got != "a" {
 		t.Errorf("started %q, want a", got)
+	}
+	if !regexp.MustCompile(`INF Redis is reachable again, after [0-9.]+m?s`).MatchString(p.stderrSoFar()) {
+		t.Errorf("Redis' return was not logged:\n%s", p.stderrSoFar())
 	}
 
 	// Restart Redis under the worker, then give it work again.
@@ -128,4 +134,26 @@ func TestContinuousStopsOnWrongKeyType(t *testing.T) {
 	r := runW8y(t, nil, "-u", s.URL, "-k", "typed", "-c", "-q", "true")
 	r.wantExit(t, 125)
 	oneLine(t, r.Stderr, "WRONGTYPE")
+}
+
+// TestContinuousWarnsOfAMissingList: an idle worker whose list does not
+// exist says so at its first idle pass, not at every one, and gets to work
+// once items arrive.
+func TestContinuousWarnsOfAMissingList(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	p := startW8y(t, portEnv(s), "-u", s.URL, "-k", "typo", "-c", "-t", "--idle-wait", "10ms", "sh", "-c", started)
+	const warning = `WRN the list "typo:list" does not exist or is empty`
+	redistest.WaitFor(t, "the warning", func() bool { return strings.Contains(p.stderrSoFar(), warning) })
+	// Many idle passes later, it has said so once.
+	redistest.WaitFor(t, "20 idle passes", func() bool { return redistest.CommandStats(t, s.Client)["evalsha"] >= 20 })
+	if n := strings.Count(p.stderrSoFar(), warning); n != 1 {
+		t.Errorf("the warning came %d times:\n%s", n, p.stderrSoFar())
+	}
+	s.seed(t, "typo:list", "a")
+	if got := s.popStarted(t); got != "a" {
+		t.Errorf("started %q", got)
+	}
+	p.signal(t, syscall.SIGTERM)
+	p.wait(t).wantExit(t, 0)
 }

@@ -119,8 +119,13 @@ func TestNothingEligible(t *testing.T) {
 	child := []string{"touch", marker}
 
 	t.Run("missing list", func(t *testing.T) {
-		r := runW8y(t, nil, append([]string{"-u", s.URL, "-k", "none"}, child...)...)
+		// A mistyped prefix must not look like a list whose items are all
+		// taken.
+		r := runW8y(t, nil, append([]string{"-u", s.URL, "-k", "none", "-t"}, child...)...)
 		r.wantExit(t, 0)
+		if !strings.Contains(r.Stderr, `WRN the list "none:list" does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right?`) {
+			t.Errorf("no warning of the missing list: %s", r)
+		}
 	})
 	t.Run("no-work exit code", func(t *testing.T) {
 		r := runW8y(t, nil, append([]string{"-u", s.URL, "-k", "none", "--no-work-exit-code", "3"}, child...)...)
@@ -221,5 +226,23 @@ func TestChildEnvironment(t *testing.T) {
 	}
 	if token, env, _ := strings.Cut(holder, "|"); token == "" || token != env {
 		t.Errorf("the lock held %q, W8Y_HOLDER is %q", token, env)
+	}
+}
+
+// TestChildGetsNoPassword: whichever way w8y was given the password, the
+// child's environment does not carry it (it gets W8Y_* otherwise).
+func TestChildGetsNoPassword(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t, redistest.Password("right-horse-battery"))
+	s.seed(t, "pw:list", "a", "b")
+	for _, env := range [][]string{
+		{"W8Y_REDIS_URL=redis://:right-horse-battery@127.0.0.1:" + itoa(s.Port)},
+		{"W8Y_REDIS_URL=redis://127.0.0.1:" + itoa(s.Port), "W8Y_REDIS_PASSWORD=right-horse-battery"},
+	} {
+		r := runW8y(t, append(env, "W8Y_KEY_PREFIX=pw", "W8Y_QUIET=true"), "env")
+		r.wantExit(t, 0)
+		if strings.Contains(r.Stdout, "horse") || !strings.Contains(r.Stdout, "W8Y_REDIS_URL=redis://") {
+			t.Errorf("the child's environment:\n%s", r.Stdout)
+		}
 	}
 }

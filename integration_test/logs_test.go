@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,5 +100,83 @@ func TestPasswords(t *testing.T) {
 	}
 	if got := s.list(t, "auth:list"); len(got) != 1 {
 		t.Errorf("list %q", got)
+	}
+}
+
+// TestLongItemsAreClippedInLogs: every line of w8y's log names the item
+// and its lock key; a 10 kB item is clipped there, in both formats and in
+// the line that explains a timeout, and reaches the child whole.
+func TestLongItemsAreClippedInLogs(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	long := strings.Repeat("x", 10_000)
+	for _, format := range []string{"console", "json"} {
+		s.seed(t, "clip:list", long)
+		r := runW8y(t, nil, "-u", s.URL, "-k", "clip", "--log-format", format, "--timeout", "200ms",
+			"sh", "-c", `echo "${#W8Y_ITEM} ${#1}"; exec sleep 1000`, "sh", "{}")
+		r.wantExit(t, 124)
+		r.wantStdout(t, "10000 10000\n")
+		for _, line := range strings.Split(strings.TrimSpace(r.Stderr), "\n") {
+			if len(line) > 1000 {
+				t.Errorf("%s: a %d-byte line: %.200s...", format, len(line), line)
+			}
+		}
+		if !strings.Contains(r.Stderr, "(10000 bytes)") {
+			t.Errorf("%s: the clipped item does not say its size:\n%s", format, r.Stderr)
+		}
+	}
+}
+
+// TestFailedRunsAreSeen: a failed run is a warning in the log, and leaves
+// one line on stderr however the log is set up, since cron mails only
+// what a job writes there; --quiet silences it with all of w8y's lines. A
+// success leaves nothing on stderr but the log.
+func TestFailedRunsAreSeen(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	const failed = `w8y: item "a" failed: the child ended with exit code 3`
+	tests := []struct {
+		name  string
+		args  []string
+		child string
+		// stderr is what stderr must be, or, when logged is set, a line it
+		// must hold.
+		stderr string
+		logged bool
+	}{
+		{"the log at warn level", []string{"--log-level", "warn"}, "exit 3", "WRN item finished", true},
+		{"a log file", []string{"-f", "LOG"}, "exit 3", failed + "\n", false},
+		{"a log level above warn", []string{"--log-level", "error"}, "exit 3", failed + "\n", false},
+		{"a killed child with a log file", []string{"-f", "LOG"}, "kill -KILL $$", `w8y: item "a" failed: the child was killed by SIGKILL (exit code 137)` + "\n", false},
+		{"quiet", []string{"-q"}, "exit 3", "", false},
+		{"quiet with a log file", []string{"-q", "-f", "LOG"}, "exit 3", "", false},
+		{"a success with a log file", []string{"-f", "LOG"}, "exit 0", "", false},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			prefix := "seen" + itoa(i)
+			s.seed(t, prefix+":list", "a")
+			logFile := filepath.Join(t.TempDir(), "w8y.log")
+			args := append([]string{"-u", s.URL, "-k", prefix, "-t"}, tt.args...)
+			for j, a := range args {
+				if a == "LOG" {
+					args[j] = logFile
+				}
+			}
+			r := runW8y(t, nil, append(args, "sh", "-c", tt.child)...)
+			switch {
+			case tt.logged && (!strings.Contains(r.Stderr, tt.stderr) || strings.Contains(r.Stderr, "INF")):
+				t.Errorf("stderr should hold %q and no info lines: %s", tt.stderr, r)
+			case !tt.logged && r.Stderr != tt.stderr:
+				t.Errorf("stderr should be %q: %s", tt.stderr, r)
+			}
+			if slices.Contains(args, logFile) && !slices.Contains(args, "-q") {
+				data, _ := os.ReadFile(logFile)
+				if !strings.Contains(string(data), "item finished") {
+					t.Errorf("the log file lacks the run:\n%s", data)
+				}
+			}
+		})
 	}
 }

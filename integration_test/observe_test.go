@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/w8y/w8y/internal/redistest"
 )
@@ -237,27 +238,37 @@ func TestStatus(t *testing.T) {
 			}
 		}
 	}
-	check("busy", statusRow{"STATE": "locked", "HOLDER": holder, "WAIT": "-", "LAST RESULT": "success", "EXIT": "0", "RUNS": "1", "FAILS": "0", "STREAK": "0"})
-	check("cool", statusRow{"STATE": "cooldown", "HOLDER": "-", "TTL": "-", "LAST RESULT": "failure", "EXIT": "5", "RUNS": "1", "FAILS": "1", "STREAK": "1"})
-	check("back", statusRow{"STATE": "backoff", "HOLDER": "-", "TTL": "-", "LAST RESULT": "-", "EXIT": "-", "STARTED": "-", "ENDED": "-", "TOOK": "-", "RUNS": "0"})
-	check("new", statusRow{"STATE": "idle", "HOLDER": "-", "TTL": "-", "WAIT": "-", "LAST RESULT": "-", "RUNS": "0", "FAILS": "0"})
-	// Times and durations, as far as they can be pinned down.
-	for item, col := range map[string]string{"busy": "TTL", "cool": "WAIT", "back": "WAIT"} {
-		d, err := time.ParseDuration(rows[item][col])
+	// The holder shows as host:pid, the process that holds the lock.
+	hostPID := holder[:strings.LastIndexByte(holder, ':')]
+	check("busy", statusRow{"HOLDER": hostPID, "LAST": "success", "STREAK": "0"})
+	check("cool", statusRow{"HOLDER": "-", "LAST": "failure 5", "STREAK": "1"})
+	check("back", statusRow{"HOLDER": "-", "LAST": "-", "ENDED": "-", "TOOK": "-", "STREAK": "0"})
+	check("new", statusRow{"STATE": "idle", "HOLDER": "-", "LAST": "-", "ENDED": "-", "STREAK": "0"})
+	// The state, with the time left of what it waits for, as far as it
+	// can be pinned down.
+	for item, want := range map[string]string{"busy": "locked", "cool": "cooldown", "back": "backoff"} {
+		state, left, _ := strings.Cut(rows[item]["STATE"], " ")
+		d, err := time.ParseDuration(left)
 		limit := map[string]time.Duration{"busy": 20 * time.Second, "cool": time.Minute, "back": 30 * time.Second}[item]
-		if err != nil || d <= 0 || d > limit {
-			t.Errorf("%s: %s = %q, want a duration up to %s", item, col, rows[item][col], limit)
+		if state != want || err != nil || d <= 0 || d > limit {
+			t.Errorf("%s: STATE = %q, want %s and a duration up to %s", item, rows[item]["STATE"], want, limit)
 		}
 	}
-	if !strings.HasSuffix(rows["busy"]["STARTED"], " ago") || !strings.HasSuffix(rows["cool"]["ENDED"], " ago") {
-		t.Errorf("ages: busy started %q, cool ended %q", rows["busy"]["STARTED"], rows["cool"]["ENDED"])
+	if !strings.HasSuffix(rows["busy"]["ENDED"], " ago") || !strings.HasSuffix(rows["cool"]["ENDED"], " ago") {
+		t.Errorf("ages: busy ended %q, cool ended %q", rows["busy"]["ENDED"], rows["cool"]["ENDED"])
+	}
+	// The table fits an 80-column terminal.
+	for _, line := range strings.Split(r.Stdout, "\n") {
+		if len(line) > 80 {
+			t.Errorf("a %d-column line: %q", len(line), line)
+		}
 	}
 
 	items := statusJSON(t, nil, "-u", s.URL, "-k", "ss")
 	if len(items) != 4 {
 		t.Fatalf("%d items: %v", len(items), items)
 	}
-	fields := []string{"item", "state", "holder", "lock_ttl_ms", "cooldown_ms", "backoff_ms", "last_start", "last_end",
+	fields := []string{"item", "state", "problem", "holder", "lock_ttl_ms", "cooldown_ms", "backoff_ms", "last_start", "last_end",
 		"last_exit_code", "last_duration_ms", "last_holder", "last_result", "runs", "failures", "consecutive_failures"}
 	for _, item := range items {
 		keys := slices.Sorted(func(yield func(string) bool) {
@@ -301,6 +312,88 @@ func TestStatus(t *testing.T) {
 	r = runW8y(t, nil, "--status", "-u", s.URL, "-k", "wrong")
 	r.wantExit(t, 125)
 	oneLine(t, r.Stderr, "WRONGTYPE")
+}
+
+// TestStatusOfWhatCannotRun: --status shows what it can see is wrong as
+// such: a missing list (a mistyped prefix, say), a lock key that holds
+// another type (blocked, not locked forever), and items that can never run
+// (invalid, not idle), each with why.
+func TestStatusOfWhatCannotRun(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	r := runW8y(t, nil, "--status", "-u", s.URL, "-k", "wrok")
+	r.wantExit(t, 0)
+	r.wantStdout(t, `the list "wrok:list" does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right?`+"\n")
+	r = runW8y(t, nil, "--status", "--json", "-t", "-u", s.URL, "-k", "wrok")
+	r.wantExit(t, 0)
+	r.wantStdout(t, "[\n]\n")
+	if !strings.Contains(r.Stderr, `WRN the list "wrok:list" does not exist`) {
+		t.Errorf("--json says nothing of the missing list: %s", r)
+	}
+
+	s.seed(t, "odd:list", "hashed", "", "fine")
+	s.Client.HSet(ctx(t), "odd:lock:hashed", "field", "value")
+	r = runW8y(t, nil, "--status", "-u", s.URL, "-k", "odd")
+	r.wantExit(t, 0)
+	rows := parseTable(t, strings.Join(strings.Split(r.Stdout, "\n")[:4], "\n"))
+	for item, state := range map[string]string{"hashed": "blocked", `""`: "invalid", "fine": "idle"} {
+		if got := rows[item]["STATE"]; got != state {
+			t.Errorf("%s: STATE %q, want %q\n%s", item, got, state, r.Stdout)
+		}
+	}
+	for _, note := range []string{
+		"hashed is blocked: its lock key holds something other than a lock: an operator must delete it",
+		`"" is invalid: it is empty, and w8y skips it`,
+	} {
+		if !strings.Contains(r.Stdout, note) {
+			t.Errorf("the table does not say %q:\n%s", note, r.Stdout)
+		}
+	}
+	items := statusJSON(t, nil, "-u", s.URL, "-k", "odd")
+	if items[0]["state"] != "blocked" || items[1]["state"] != "invalid" || items[2]["problem"] != nil {
+		t.Errorf("--json: %v", items)
+	}
+}
+
+// TestStatusOnA80ColumnTerminal: on an 80-column terminal, rows with long
+// items and holders are clipped to fit, instead of wrapping.
+func TestStatusOnA80ColumnTerminal(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	long := "customer:" + strings.Repeat("7", 60)
+	s.seed(t, "wide:list", long, "short")
+	s.Client.Set(ctx(t), "wide:lock:"+long, "report-workers-5d8f9c7b6-x2x4q:1:1f2e3d4c5b6a", time.Minute)
+	command := fmt.Sprintf("stty cols 80; %s --status -u %s -k wide", binary, s.URL)
+	out, err := exec.Command("script", "-qec", command, "/dev/null").Output()
+	if err != nil {
+		t.Fatalf("script: %v\n%s", err, out)
+	}
+	screen := strings.ReplaceAll(string(out), "\r", "")
+	for _, line := range strings.Split(strings.TrimSpace(screen), "\n") {
+		if n := utf8.RuneCountInString(line); n > 80 {
+			t.Errorf("a %d-column line: %q", n, line)
+		}
+	}
+	if !strings.Contains(screen, "customer:777") || !strings.Contains(screen, "…") || !strings.Contains(screen, "short") {
+		t.Errorf("the screen:\n%s", screen)
+	}
+}
+
+// TestStatusWatchTable: piped to a file, each turn of --watch's table is
+// apart from the last and says when it was read.
+func TestStatusWatchTable(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "swt:list", "a")
+	p := startW8y(t, nil, "--status", "--watch=100ms", "-u", s.URL, "-k", "swt")
+	turn := regexp.MustCompile(`(?m)^swt:list at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \(every 100ms\)\nITEM +STATE`)
+	redistest.WaitFor(t, "three turns", func() bool { return len(turn.FindAllString(p.stdoutSoFar(), -1)) >= 3 })
+	p.signal(t, syscall.SIGTERM)
+	r := p.wait(t)
+	r.wantExit(t, 0)
+	if !strings.Contains(r.Stdout, "\n\nswt:list at ") {
+		t.Errorf("turns are not apart:\n%s", r.Stdout)
+	}
 }
 
 // TestStatusWatch refreshes until SIGINT, then exits 0.
@@ -457,9 +550,11 @@ func waitHealth(t *testing.T, url string, code int) string {
 	return body
 }
 
-// TestHealthz: /healthz is healthy while Redis answers and the loop runs,
-// unhealthy while Redis is gone, and healthy again when it returns; Redis
-// errors are counted meanwhile.
+// TestHealthz: /healthz and /readyz are healthy while Redis answers and
+// the loop runs, unhealthy while Redis is gone, and healthy again when it
+// returns; /livez, which the manifests give Kubernetes' liveness probe,
+// stays healthy throughout, so that a Redis outage restarts no worker.
+// Redis errors are counted meanwhile.
 func TestHealthz(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
@@ -468,12 +563,19 @@ func TestHealthz(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	p := startW8y(t, nil, "-u", s.URL, "-k", "h", "-c", "--idle-wait", "100ms", "--metrics-addr", addr, "true")
 	url := "http://" + addr + "/healthz"
-	if body := waitHealth(t, url, http.StatusOK); body != "ok\n" {
-		t.Errorf("healthy body %q", body)
+	for _, probe := range []string{"/healthz", "/readyz", "/livez"} {
+		if body := waitHealth(t, "http://"+addr+probe, http.StatusOK); body != "ok\n" {
+			t.Errorf("healthy %s body %q", probe, body)
+		}
 	}
 	s.Stop()
-	if body := waitHealth(t, url, http.StatusServiceUnavailable); !strings.HasPrefix(body, "unhealthy: redis: ") {
-		t.Errorf("unhealthy body %q", body)
+	for _, probe := range []string{"/healthz", "/readyz"} {
+		if body := waitHealth(t, "http://"+addr+probe, http.StatusServiceUnavailable); !strings.HasPrefix(body, "unhealthy: redis: ") {
+			t.Errorf("unhealthy %s body %q", probe, body)
+		}
+	}
+	if code, body := health("http://" + addr + "/livez"); code != http.StatusOK {
+		t.Errorf("/livez answers %d %q while Redis is down", code, body)
 	}
 	if errs := scrape(t, "http://"+addr+"/metrics")["w8y_redis_errors_total"]; errs < 1 {
 		t.Errorf("w8y_redis_errors_total = %v while Redis is down", errs)

@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -45,6 +46,8 @@ func TestMakeBuild(t *testing.T) {
 			t.Errorf("%s links the Prometheus client: %v, want %v", name, got, wantProm)
 		}
 	}
+	checkPlainBuild(t, dir)
+
 	page, err := os.ReadFile(filepath.Join(dir, "w8y.1"))
 	if err != nil || !strings.HasPrefix(string(page), ".TH w8y 1 ") || !strings.Contains(string(page), `\-\-status`) {
 		t.Errorf("man page: %v\n%.300s", err, page)
@@ -73,4 +76,110 @@ func TestMakeBuild(t *testing.T) {
 	r := startCommand(t, nil, alone, "-u", s.URL, "-k", "lean", "--metrics-addr", addr, "true").wait(t)
 	r.wantExit(t, 125)
 	oneLine(t, r.Stderr, "--metrics-addr needs w8y-metrics")
+}
+
+// TestBashCompletion sources scripts/w8y.bash-completion in bash and
+// completes command lines as a user's Tab would: w8y's options and
+// choices where they belong, and nothing of w8y's after the executable,
+// where bash falls back to file names.
+func TestBashCompletion(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.Symlink(binary, filepath.Join(dir, "w8y")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		line string // what is typed, up to the cursor at its end
+		want string // COMPREPLY, one per line
+	}{
+		{"w8y --conti", "--continuous"},
+		{"w8y -k work --log-format ", "console\njson"},
+		{"w8y -k work --log-level=w", "--log-level=warn"},
+		{"w8y -k x sh --con", ""},
+		{"w8y -k x -- --con", ""},
+	}
+	for _, tt := range tests {
+		script := fmt.Sprintf(`source ../scripts/w8y.bash-completion
+read -ra COMP_WORDS <<< %q
+[[ %q == *" " ]] && COMP_WORDS+=("")
+COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+_w8y
+printf '%%s\n' "${COMPREPLY[@]}"`, tt.line, tt.line)
+		cmd := exec.Command("bash", "--norc", "--noprofile", "-c", script)
+		cmd.Env = []string{"PATH=" + dir + ":" + os.Getenv("PATH"), "GORACE=atexit_sleep_ms=0"}
+		out, err := cmd.CombinedOutput()
+		if got := strings.TrimSpace(string(out)); err != nil || got != tt.want {
+			t.Errorf("%q completes to %q (%v), want %q", tt.line, got, err, tt.want)
+		}
+	}
+}
+
+// checkPlainBuild builds w8y as go install does, without make's stamps,
+// and checks that --version reads the version and commit that Go stamps
+// into it from the checkout. Go stamps only a checkout whose .git is a
+// directory (not a git worktree's .git file), and GOFLAGS may turn it off
+// on a developer's machine, so the build is of a copy of the working tree
+// committed to a repository of its own, with -buildvcs=true as go
+// install's default is.
+func checkPlainBuild(t *testing.T, dir string) {
+	t.Helper()
+	files, err := exec.Command("git", "-C", "..", "ls-files", "--cached", "--others", "--exclude-standard", "-z").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(dir, "src")
+	for _, name := range strings.Split(strings.TrimRight(string(files), "\x00"), "\x00") {
+		data, err := os.ReadFile(filepath.Join("..", name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // deleted in the working tree
+		}
+		if err == nil {
+			err = os.MkdirAll(filepath.Dir(filepath.Join(src, name)), 0o755)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(src, name), data, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", src, "-c", "user.name=test", "-c", "user.email=test@example.invalid"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %q: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q")
+	git("add", "-A")
+	git("commit", "-q", "-m", "copy")
+	build := exec.Command("go", "build", "-buildvcs=true", "-o", filepath.Join(dir, "plain"), ".")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	want := " (commit " + git("rev-parse", "--short=12", "HEAD") + ")\n"
+	out, err := exec.Command(filepath.Join(dir, "plain"), "--version").Output()
+	if err != nil || !strings.HasSuffix(string(out), want) || strings.HasPrefix(string(out), "w8y dev ") {
+		t.Errorf("go build's --version: %q, %v; want a version and%s", out, err, want)
+	}
+}
+
+// TestMakeDemo runs make demo's script, which must work, and must leave
+// bin/, where make build puts its builds, as it was.
+func TestMakeDemo(t *testing.T) {
+	t.Parallel()
+	before, errBefore := os.Stat("../bin/w8y")
+	out, err := exec.Command("bash", "../scripts/demo.sh").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "demo: OK") {
+		t.Fatalf("demo.sh: %v\n%s", err, out)
+	}
+	after, errAfter := os.Stat("../bin/w8y")
+	switch {
+	case errBefore != nil && errAfter == nil:
+		t.Error("the demo made bin/w8y")
+	case errBefore == nil && (errAfter != nil || !after.ModTime().Equal(before.ModTime())):
+		t.Error("the demo replaced bin/w8y")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,9 +190,13 @@ func TestMaxRuntime(t *testing.T) {
 	s.Client.RPush(ctx(t), "gate:a", "go")
 	r := p.wait(t)
 	r.wantExit(t, 0)
-	after := r.Stderr[strings.Index(r.Stderr, "--max-runtime reached"):]
-	if strings.Contains(after, "item started") {
-		t.Errorf("items started after the runtime ended:\n%s", r.Stderr)
+	// The worker says how many items it had taken when the runtime ended,
+	// and when it exits; no item was taken in between. (A child taken just
+	// before the end may log its start after it.)
+	taken := regexp.MustCompile(`--max-runtime reached: no new items will be taken items=(\d+)`).FindStringSubmatch(r.Stderr)
+	done := regexp.MustCompile(`done; exiting items=(\d+)`).FindStringSubmatch(r.Stderr)
+	if taken == nil || done == nil || taken[1] != done[1] || strings.Count(r.Stderr, "item started") != atoi(t, done[1]) {
+		t.Errorf("items taken after the runtime ended:\n%s", r.Stderr)
 	}
 	if !strings.Contains(r.Stderr, "item=b") {
 		t.Errorf("the other slot ran nothing:\n%s", r.Stderr)

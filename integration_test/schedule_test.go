@@ -221,8 +221,19 @@ func TestStopOnFailure(t *testing.T) {
 	for _, extra := range [][]string{nil, {"--failure-backoff", "1h", "--stop-on-failure"}} {
 		s.seed(t, "sof:list", "a")
 		s.Client.Del(ctx(t), "sof:backoff:a")
-		r := runW8y(t, nil, append(append([]string{"-u", s.URL, "-k", "sof", "-c", "-q"}, extra...), "sh", "-c", "exit 4")...)
+		r := runW8y(t, nil, append(append([]string{"-u", s.URL, "-k", "sof", "-c", "-t"}, extra...), "sh", "-c", "exit 4")...)
 		r.wantExit(t, 4)
+		// The last line says which item stopped the worker, how, and what
+		// would have kept it going.
+		lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
+		last := lines[len(lines)-1]
+		keep := "--failure-backoff MIN[,MAX] (W8Y_FAILURE_BACKOFF) would back the item off and go on"
+		if extra != nil {
+			keep = "without it, --failure-backoff backs the item off and goes on"
+		}
+		if !strings.HasPrefix(last, "ERR stopping: item \"a\" failed (exit code 4)") || !strings.Contains(last, keep) {
+			t.Errorf("the last line %q does not say why the worker stopped and what would keep it going", last)
+		}
 	}
 	if got := s.Client.HGet(ctx(t), "sof:state:a", "consecutive_failures").Val(); got != "2" {
 		t.Errorf("consecutive_failures %q, want 2", got)

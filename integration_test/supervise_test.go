@@ -33,7 +33,8 @@ func TestTimeout(t *testing.T) {
 			s := startRedis(t)
 			s.seed(t, "to:list", "a", "b")
 			pidFile := filepath.Join(t.TempDir(), "grandchild")
-			args := append([]string{"-u", s.URL, "-k", "to", "-x", "3", "--kill-after", "300ms", "--timeout", "400ms", "-q"}, tt.args...)
+			logFile := filepath.Join(t.TempDir(), "w8y.log")
+			args := append([]string{"-u", s.URL, "-k", "to", "-x", "3", "--kill-after", "300ms", "--timeout", "400ms", "-f", logFile}, tt.args...)
 			p := startW8y(t, append(portEnv(s), "PIDFILE="+pidFile), append(args, "sh", "-c", tt.child)...)
 			if item := s.popStarted(t); item != "a" {
 				t.Errorf("took %q, want a", item)
@@ -41,7 +42,17 @@ func TestTimeout(t *testing.T) {
 			grandchild := readPID(t, pidFile)
 			r := p.wait(t)
 			r.wantExit(t, tt.want)
-			oneLine(t, r.Stderr, `timed out: item "a" still ran after 400ms`)
+			// With the log in a file, stderr tells of the failed item, and a
+			// worker that stops because of it says so last.
+			lines := strings.Split(strings.TrimRight(r.Stderr, "\n"), "\n")
+			want := []string{`w8y: item "a" failed: timed out after 400ms (--timeout); it was stopped (exit code 124)`}
+			if slices.Contains(tt.args, "-c") {
+				want = append(want, `w8y: stopping: item "a" failed (exit code 124), and without --failure-backoff a --continuous worker stops on a failed run; `+
+					`--failure-backoff MIN[,MAX] (W8Y_FAILURE_BACKOFF) would back the item off and go on, and listing 124 in --exit-codes would count a timeout as a success`)
+			}
+			if !slices.Equal(lines, want) {
+				t.Errorf("stderr:\n%s\nwant:\n%s", r.Stderr, strings.Join(want, "\n"))
+			}
 			processGone(t, grandchild)
 			s.noLocks(t, "to")
 			if got := s.list(t, "to:list"); !slices.Equal(got, []string{"b", "a"}) {

@@ -2,7 +2,8 @@
 # A real-job demo of w8y against a throwaway redis-server on a free loopback
 # port: a one-shot run that rotates the list, then three --continuous workers
 # sharing five items until SIGTERM drains them. Run it from anywhere; it
-# builds bin/w8y at the repository root. It never touches any other Redis.
+# builds its own w8y in its scratch directory, leaving bin/ (make build's)
+# alone. It never touches any other Redis.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,14 +24,13 @@ show() {
 
 heading "Preparing"
 bash scripts/ensure-redis.sh
-go build -o bin/w8y .
-w8y="$root/bin/w8y"
-echo "built $w8y ($("$w8y" --version))"
-
 if ! start_redis; then
 	echo "demo: could not start redis-server on a free loopback port" >&2
 	exit 1
 fi
+go build -o "$tmp/w8y" .
+w8y="$tmp/w8y"
+echo "built $w8y ($("$w8y" --version))"
 port=$redis_port
 url="redis://127.0.0.1:$port"
 echo "throwaway redis-server (pid $redis_pid) at $url"

@@ -3,7 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
-	"net/http"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -67,7 +67,7 @@ func TestCounts(t *testing.T) {
 func dump(t *testing.T, m *Metrics) string {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	srvMux(m, http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	srvMux(m, probes{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	return rec.Body.String()
 }
 
@@ -86,30 +86,33 @@ func TestHookCountsOnlyFailures(t *testing.T) {
 	}
 }
 
-func TestHealthHandler(t *testing.T) {
+// TestProbes: /livez fails only when the loop is stuck, never because
+// Redis is down; /readyz fails only when Redis is; /healthz when either is.
+func TestProbes(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	clock := func() time.Time { return now }
 	var pingErr error
-	probe := &health.Probe{Now: clock, Ping: func(context.Context) error { return pingErr }}
-	beat := health.NewHeartbeat(clock)
-	get := func() (int, string) {
+	p := probes{redis: &health.Probe{Now: clock, Ping: func(context.Context) error { return pingErr }}, loop: health.NewHeartbeat(clock)}
+	mux := srvMux(New("v1", "abc"), p)
+	get := func(path string) string {
 		rec := httptest.NewRecorder()
-		healthHandler(probe, beat).ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
-		return rec.Code, rec.Body.String()
+		mux.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		return fmt.Sprintf("%d %s", rec.Code, strings.TrimSpace(rec.Body.String()))
 	}
-	if code, body := get(); code != 200 || body != "ok\n" {
-		t.Errorf("healthy: %d %q", code, body)
+	check := func(what string, want map[string]string) {
+		t.Helper()
+		for path, w := range want {
+			if got := get(path); !strings.HasPrefix(got, w) {
+				t.Errorf("%s: %s answers %q, want %q", what, path, got, w)
+			}
+		}
+		// The probe's answer is kept a second: move past it.
+		now = now.Add(2 * time.Second)
 	}
-	// The probe's answer is kept a second: move past it.
-	now = now.Add(2 * time.Second)
+	check("healthy", map[string]string{"/livez": "200 ok", "/readyz": "200 ok", "/healthz": "200 ok"})
 	pingErr = errors.New("connection refused")
-	if code, body := get(); code != 503 || !strings.Contains(body, "redis: connection refused") {
-		t.Errorf("redis down: %d %q", code, body)
-	}
-	now = now.Add(2 * time.Second)
+	check("redis down", map[string]string{"/livez": "200 ok", "/readyz": "503 unhealthy: redis: connection refused", "/healthz": "503 unhealthy: redis: connection refused"})
 	pingErr = nil
 	now = now.Add(health.Grace + time.Minute)
-	if code, body := get(); code != 503 || !strings.Contains(body, "no progress") {
-		t.Errorf("loop stuck: %d %q", code, body)
-	}
+	check("loop stuck", map[string]string{"/livez": "503 unhealthy: the worker loop has made no progress", "/readyz": "200 ok", "/healthz": "503 unhealthy: the worker loop"})
 }

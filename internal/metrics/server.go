@@ -21,17 +21,17 @@ import (
 // client.
 const shutdownTimeout = 2 * time.Second
 
-// serve listens on addr and serves /metrics and /healthz until the
+// serve listens on addr and serves /metrics and the probes until the
 // returned stop function is called; stop shuts the server down and waits
 // for it. Listening happens before it returns, so a bad or busy address is
 // an error at start-up, before any item is taken.
-func serve(addr string, m *Metrics, health http.Handler, log zerolog.Logger) (stop func(), err error) {
+func serve(addr string, m *Metrics, probes probes, log zerolog.Logger) (stop func(), err error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on --metrics-addr %q: %w", addr, err)
 	}
 	srv := &http.Server{
-		Handler: srvMux(m, health),
+		Handler: srvMux(m, probes),
 		// Probes and scrapers send small requests at once; a client that
 		// trickles its headers gets cut off instead of holding a goroutine.
 		ReadHeaderTimeout: 5 * time.Second,
@@ -43,7 +43,7 @@ func serve(addr string, m *Metrics, health http.Handler, log zerolog.Logger) (st
 			log.Error().Err(err).Msg("the metrics server stopped")
 		}
 	}()
-	log.Info().Str("addr", l.Addr().String()).Msg("serving metrics and /healthz")
+	log.Info().Str("addr", l.Addr().String()).Msg("serving /metrics, /livez, /readyz and /healthz")
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		defer cancel()
@@ -54,28 +54,59 @@ func serve(addr string, m *Metrics, health http.Handler, log zerolog.Logger) (st
 	}, nil
 }
 
-// srvMux routes /metrics to m and /healthz to health.
-func srvMux(m *Metrics, health http.Handler) *http.ServeMux {
+// probes are what a worker's health is read from: Redis, and the loop.
+type probes struct {
+	redis *health.Probe
+	loop  *health.Heartbeat
+}
+
+// srvMux routes /metrics to m, and the probes: /livez (the worker loop
+// makes progress), /readyz (Redis answers) and /healthz (both).
+//
+// A liveness probe that failed while Redis is down would have Kubernetes
+// restart every worker of the fleet at each Redis outage, which a restart
+// cannot mend and the loop rides out by itself; so /livez asks only
+// whether the loop is stuck. /healthz is both, as it was before the other
+// two existed.
+func srvMux(m *Metrics, p probes) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
-	mux.Handle("/healthz", health)
+	mux.Handle("/livez", probeHandler(p.live))
+	mux.Handle("/readyz", probeHandler(p.ready))
+	mux.Handle("/healthz", probeHandler(func(ctx context.Context) error {
+		if err := p.ready(ctx); err != nil {
+			return err
+		}
+		return p.live(ctx)
+	}))
 	return mux
 }
 
-// healthHandler serves /healthz: 200 "ok" while Redis answers and the
-// worker loop beats, 503 with the reason otherwise.
-func healthHandler(probe *health.Probe, hb *health.Heartbeat) http.Handler {
+// live says why the worker loop is stuck, or nil.
+func (p probes) live(context.Context) error {
+	if late := p.loop.Late(); late > 0 {
+		return fmt.Errorf("the worker loop has made no progress for %s longer than expected", late.Round(time.Second))
+	}
+	return nil
+}
+
+// ready says why Redis cannot be used, or nil.
+func (p probes) ready(ctx context.Context) error {
+	if err := p.redis.Check(ctx); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	return nil
+}
+
+// probeHandler serves a probe: 200 "ok" while check finds nothing wrong,
+// 503 with the reason otherwise.
+func probeHandler(check func(context.Context) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		if err := probe.Check(r.Context()); err != nil {
+		if err := check(r.Context()); err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintf(w, "unhealthy: redis: %v\n", err)
-			return
-		}
-		if late := hb.Late(); late > 0 {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintf(w, "unhealthy: the worker loop has made no progress for %s longer than expected\n", late.Round(time.Second))
+			fmt.Fprintf(w, "unhealthy: %v\n", err)
 			return
 		}
 		fmt.Fprintln(w, "ok")
@@ -92,7 +123,7 @@ func Start(addr string, client redis.UniversalClient, keys schema.Keys, version,
 	client.AddHook(hook)
 	beat = health.NewHeartbeat(time.Now)
 	probe := &health.Probe{Ping: redisPing(client, keys, hook), Now: time.Now}
-	stop, err = serve(addr, m, healthHandler(probe, beat), log)
+	stop, err = serve(addr, m, probes{redis: probe, loop: beat}, log)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -54,6 +55,9 @@ func Connect(opts *Options, conns int, log zerolog.Logger) (redis.UniversalClien
 // TLS files. Errors never contain a password.
 func New(opts *Options, conns int) (redis.UniversalClient, error) {
 	rawURL := opts.URL
+	if err := checkURL(rawURL); err != nil {
+		return nil, err
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, badURL(rawURL, err)
@@ -71,7 +75,7 @@ func New(opts *Options, conns int) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, badURL(rawURL, err)
 		}
-		if err := (shared{&opt.Password, &opt.TLSConfig, &opt.DialTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, &opt.PoolSize, &opt.DisableIdentity}).apply(opts, password, conns); err != nil {
+		if err := (shared{&opt.Password, &opt.TLSConfig, &opt.DialTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, &opt.PoolSize, &opt.DisableIdentity, &opt.Dialer}).apply(opts, password, conns); err != nil {
 			return nil, err
 		}
 		opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
@@ -91,7 +95,7 @@ func New(opts *Options, conns int) (redis.UniversalClient, error) {
 		// password of their own get it from W8Y_SENTINEL_PASSWORD.
 		opt.Username, opt.Password = opt.SentinelUsername, opt.SentinelPassword
 		opt.SentinelUsername, opt.SentinelPassword = "", opts.SentinelPassword
-		if err := (shared{&opt.Password, &opt.TLSConfig, &opt.DialTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, &opt.PoolSize, &opt.DisableIdentity}).apply(opts, password, conns); err != nil {
+		if err := (shared{&opt.Password, &opt.TLSConfig, &opt.DialTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, &opt.PoolSize, &opt.DisableIdentity, &opt.Dialer}).apply(opts, password, conns); err != nil {
 			return nil, err
 		}
 		return redis.NewFailoverClient(opt), nil
@@ -103,7 +107,7 @@ func New(opts *Options, conns int) (redis.UniversalClient, error) {
 			}
 			return nil, badURL(rawURL, err)
 		}
-		if err := (shared{&opt.Password, &opt.TLSConfig, &opt.DialTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, &opt.PoolSize, &opt.DisableIdentity}).apply(opts, password, conns); err != nil {
+		if err := (shared{&opt.Password, &opt.TLSConfig, &opt.DialTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, &opt.PoolSize, &opt.DisableIdentity, &opt.Dialer}).apply(opts, password, conns); err != nil {
 			return nil, err
 		}
 		opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
@@ -161,6 +165,7 @@ type shared struct {
 	contextTimeout  *bool
 	poolSize        *int
 	disableIdentity *bool
+	dialer          *func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // apply sets password (if not "") and the TLS options, bounds dials and
@@ -181,6 +186,9 @@ func (c shared) apply(opts *Options, password string, conns int) error {
 	// A dial_timeout or max_retries in the URL's query still wins.
 	if *c.dialTimeout == 0 {
 		*c.dialTimeout = dialTimeout
+	}
+	if config != nil {
+		*c.dialer = tlsDialer(config, *c.dialTimeout)
 	}
 	if *c.maxRetries == 0 {
 		*c.maxRetries = 1

@@ -25,6 +25,38 @@ func TestRedactURL(t *testing.T) {
 	}
 }
 
+// TestCheckURL: the URLs that go-redis would misread or refuse in its own
+// words are refused in w8y's.
+func TestCheckURL(t *testing.T) {
+	tests := []struct{ url, want string }{
+		{"redis://localhost:6379", ""},
+		{"redis://localhost:6379/", ""},
+		{"redis://u:p@localhost:6379/15", ""},
+		{"rediss://localhost", ""},
+		{"unix:///run/redis.sock?db=2", ""},
+		{"REDIS://localhost", ""},
+		{"", "--redis-url is empty"},
+		{"localhost:6379", "it has no scheme: give redis://host:port, rediss://host:port (TLS) or unix:///path/to/socket, such as redis://localhost:6379"},
+		{"redis:localhost:6379", "such as redis://localhost:6379"},
+		{"u:secret@host:1", "such as redis://u:xxxxx@host:1"},
+		{"http://localhost", `invalid URL scheme "http"`},
+		{"redis://localhost/-1", `the database "-1" is not a number from 0 up`},
+		{"redis://localhost/x", `the database "x" is not a number from 0 up`},
+		{"unix:///s?db=-1", `the database "-1"`},
+	}
+	for _, tt := range tests {
+		err := checkURL(tt.url)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%q: %v", tt.url, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%q: error %v, want one saying %q", tt.url, err, tt.want)
+		case err != nil && strings.Contains(err.Error(), "secret"):
+			t.Errorf("%q: the password shows: %v", tt.url, err)
+		}
+	}
+}
+
 func TestNewRedisClientHidesPassword(t *testing.T) {
 	for _, raw := range []string{
 		"redis://u:topsecret@host:port",

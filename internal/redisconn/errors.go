@@ -37,6 +37,11 @@ func Wrap(what string, err error) error {
 			return fmt.Errorf("%s: %w: %s", what, ErrRefused, msg)
 		}
 	}
+	// go-redis' words for a reply that is not Redis' protocol: another
+	// server (a web server, say) answers at that address.
+	if strings.Contains(msg, "redis: invalid reply") || strings.Contains(msg, "redis: can't parse") {
+		return fmt.Errorf("%s: %w: the server does not answer as Redis does (is --redis-url's host and port a Redis?): %.80s", what, ErrUnavailable, msg)
+	}
 	return fmt.Errorf("%s: %w: %w", what, ErrUnavailable, err)
 }
 

@@ -15,15 +15,15 @@ import (
 // flags (go-flags tags) and W8Y_* variables. Embed them in a command's
 // options.
 type Options struct {
-	URL                   string `short:"u" long:"redis-url" env:"W8Y_REDIS_URL" default:"redis://localhost:6379" value-name:"URL" description:"Redis to connect to: redis://[user@]host:port[/db], rediss:// (TLS) or unix:///path/to/socket; more addresses as ?addr=host:port with --redis-cluster or --sentinel-master"`
-	Cluster               bool   `long:"redis-cluster" env:"W8Y_REDIS_CLUSTER" description:"Redis is a Cluster: the URL's addresses are seed nodes"`
-	SentinelMaster        string `long:"sentinel-master" env:"W8Y_SENTINEL_MASTER" value-name:"NAME" description:"Find the master named NAME through Sentinel: the URL's addresses are the sentinels', its user and password the master's (W8Y_SENTINEL_PASSWORD is the sentinels' own)"`
-	PasswordFile          string `long:"redis-password-file" env:"W8Y_REDIS_PASSWORD_FILE" value-name:"PATH" description:"Read the Redis password from this file (one trailing newline is dropped); or set W8Y_REDIS_PASSWORD. Neither shows in ps"`
-	TLSCACert             string `long:"tls-ca-cert" env:"W8Y_TLS_CA_CERT" value-name:"PATH" description:"With rediss://, trust only the CAs in this PEM file instead of the system's"`
-	TLSCert               string `long:"tls-cert" env:"W8Y_TLS_CERT" value-name:"PATH" description:"With rediss://, present this PEM client certificate (needs --tls-key)"`
-	TLSKey                string `long:"tls-key" env:"W8Y_TLS_KEY" value-name:"PATH" description:"With rediss://, the PEM private key of --tls-cert"`
-	TLSServerName         string `long:"tls-server-name" env:"W8Y_TLS_SERVER_NAME" value-name:"NAME" description:"With rediss://, the name the server's certificate must carry (default: the URL's host)"`
-	TLSInsecureSkipVerify bool   `long:"tls-insecure-skip-verify" env:"W8Y_TLS_INSECURE_SKIP_VERIFY" description:"With rediss://, accept any server certificate: encrypted, but open to anyone on the path; logs a warning on every run"`
+	URL                   string `short:"u" long:"redis-url" env:"W8Y_REDIS_URL" default:"redis://localhost:6379" value-name:"URL" description:"Redis: redis://host:port[/db], rediss://, unix://" details:"The Redis to use: redis://[user[:password]@]host:port[/db], rediss:// for TLS, unix:///path/to/redis.sock[?db=N]. With --redis-cluster or --sentinel-master, more addresses as ?addr=host:port&addr=... w8y's messages show a password as xxxxx, and the child gets the URL without it."`
+	Cluster               bool   `long:"redis-cluster" env:"W8Y_REDIS_CLUSTER" description:"Redis is a Cluster; the URL's addresses are seeds" details:"Redis is a Cluster: the URL's addresses are seed nodes."`
+	SentinelMaster        string `long:"sentinel-master" env:"W8Y_SENTINEL_MASTER" value-name:"NAME" description:"Use the master that Sentinel names NAME" details:"Use the master that Sentinel names NAME: the URL's addresses are the sentinels', its user and password the master's. The sentinels' own password, if any, is W8Y_SENTINEL_PASSWORD."`
+	PasswordFile          string `long:"redis-password-file" env:"W8Y_REDIS_PASSWORD_FILE" value-name:"PATH" description:"Read the password from this file" details:"Read the Redis password from this file (one trailing newline is dropped). Or set W8Y_REDIS_PASSWORD, for which there is no flag, so that ps never shows it. Give the password once."`
+	TLSCACert             string `long:"tls-ca-cert" env:"W8Y_TLS_CA_CERT" value-name:"PATH" description:"Trust only the CAs in this PEM file" details:"With rediss://, trust only the CAs in this PEM file instead of the system's."`
+	TLSCert               string `long:"tls-cert" env:"W8Y_TLS_CERT" value-name:"PATH" description:"Present this client certificate (PEM)" details:"With rediss://, present this PEM client certificate (needs --tls-key)."`
+	TLSKey                string `long:"tls-key" env:"W8Y_TLS_KEY" value-name:"PATH" description:"The private key of --tls-cert (PEM)"`
+	TLSServerName         string `long:"tls-server-name" env:"W8Y_TLS_SERVER_NAME" value-name:"NAME" description:"The name the server's certificate must carry" details:"With rediss://, the name the server's certificate must carry (by default the URL's host)."`
+	TLSInsecureSkipVerify bool   `long:"tls-insecure-skip-verify" env:"W8Y_TLS_INSECURE_SKIP_VERIFY" description:"Accept any server certificate (warns)" details:"With rediss://, accept any server certificate: encrypted, but anyone on the network path can pose as the server. Every run logs a warning. skip_verify=true in the URL does the same."`
 
 	// Password and SentinelPassword come from PasswordVar and
 	// SentinelPasswordVar only (see ReadSecrets): a flag would put them in
@@ -57,16 +57,25 @@ func (o *Options) Validate() error {
 	if o.PasswordFile != "" && o.Password != "" {
 		return fmt.Errorf("the password is given twice, in %s and --redis-password-file: give it once", PasswordVar)
 	}
-	return nil
+	return checkURL(o.URL)
 }
 
+// URLVar holds --redis-url, which may carry a password.
+const URLVar = "W8Y_REDIS_URL"
+
 // WithoutSecrets returns environ without the variables that hold Redis
-// passwords, for a child's environment: a child has no business with them.
+// passwords, and with the password in W8Y_REDIS_URL shown as "xxxxx", for
+// a child's environment: a child has no business with them. The URL keeps
+// the rest (host, port, database, user), which tells a child where its
+// items live.
 func WithoutSecrets(environ []string) []string {
 	kept := make([]string, 0, len(environ))
 	for _, kv := range environ {
 		if strings.HasPrefix(kv, PasswordVar+"=") || strings.HasPrefix(kv, SentinelPasswordVar+"=") {
 			continue
+		}
+		if url, ok := strings.CutPrefix(kv, URLVar+"="); ok {
+			kv = URLVar + "=" + RedactURL(url)
 		}
 		kept = append(kept, kv)
 	}

@@ -7,8 +7,10 @@ import (
 )
 
 func TestWithoutSecrets(t *testing.T) {
-	got := WithoutSecrets([]string{"PATH=/bin", "W8Y_REDIS_PASSWORD=s", "W8Y_SENTINEL_PASSWORD=t", "W8Y_REDIS_PASSWORD_FILE=/f", "X=W8Y_REDIS_PASSWORD=u"})
-	if want := []string{"PATH=/bin", "W8Y_REDIS_PASSWORD_FILE=/f", "X=W8Y_REDIS_PASSWORD=u"}; !slices.Equal(got, want) {
+	got := WithoutSecrets([]string{"PATH=/bin", "W8Y_REDIS_PASSWORD=s", "W8Y_SENTINEL_PASSWORD=t", "W8Y_REDIS_PASSWORD_FILE=/f", "X=W8Y_REDIS_PASSWORD=u",
+		"W8Y_REDIS_URL=redis://worker:s3cret@host:6379/2", "W8Y_REDIS_URLS=redis://a:b@c"})
+	if want := []string{"PATH=/bin", "W8Y_REDIS_PASSWORD_FILE=/f", "X=W8Y_REDIS_PASSWORD=u",
+		"W8Y_REDIS_URL=redis://worker:xxxxx@host:6379/2", "W8Y_REDIS_URLS=redis://a:b@c"}; !slices.Equal(got, want) {
 		t.Errorf("withoutSecrets = %q, want %q", got, want)
 	}
 }
@@ -24,6 +26,7 @@ func TestValidate(t *testing.T) {
 		{"a certificate without its key", Options{TLSCert: "c.pem"}, "go together"},
 		{"a key without its certificate", Options{TLSKey: "k.pem"}, "go together"},
 		{"a password twice", Options{PasswordFile: "pw", Password: "p"}, "given twice"},
+		{"a URL without a scheme", Options{URL: "localhost:6379"}, "it has no scheme"},
 	}
 	for _, tt := range tests {
 		err := tt.opts.Validate()

@@ -6,24 +6,12 @@
 package status
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
-	"syscall"
-	"text/tabwriter"
-	"time"
-	"unicode"
 
-	"github.com/mattn/go-isatty"
 	"github.com/redis/go-redis/v9"
-	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -47,8 +35,13 @@ const Batch = 500
 // w8y's interface (see README); null means "none" or "never".
 type Item struct {
 	Item string `json:"item"`
-	// State is locked, backoff, cooldown or idle.
+	// State is locked, backoff, cooldown or idle; or, for an item that can
+	// never run as things are, blocked (its lock key holds something other
+	// than a lock) or invalid (it is empty or holds a NUL byte).
 	State string `json:"state"`
+	// Problem says, for a blocked or an invalid item, why it cannot run and
+	// what an operator can do.
+	Problem *string `json:"problem"`
 	// Holder is the lock's value, the holder's token, while locked.
 	Holder *string `json:"holder"`
 	// LockTTL, Cooldown and Backoff are what is left of the lock, cooldown
@@ -176,24 +169,17 @@ func (s *Reader) details(ctx context.Context, items []string) ([]Item, error) {
 		st.LockTTL = ttl(r.lockTTL)
 		st.Cooldown = ttl(r.cooldown)
 		st.Backoff = ttl(r.backoff)
+		var holderErr error
 		if st.LockTTL != nil {
-			if holder, err := r.holder.Text(); err == nil {
+			var holder string
+			if holder, holderErr = r.holder.Text(); holderErr == nil {
 				st.Holder = &holder
 			}
 		}
 		if values, err := r.state.Result(); err == nil {
 			st.setState(values)
 		}
-		switch {
-		case st.LockTTL != nil:
-			st.State = "locked"
-		case st.Backoff != nil:
-			st.State = "backoff"
-		case st.Cooldown != nil:
-			st.State = "cooldown"
-		default:
-			st.State = "idle"
-		}
+		st.classify(holderErr)
 		out[i] = st
 	}
 	return out, nil
@@ -242,201 +228,41 @@ func (st *Item) setState(values []any) {
 	st.Runs, st.Failures, st.ConsecutiveFailures = count(6), count(7), count(8)
 }
 
-// Show is w8y --status: every item of the list that reader reads, in list
-// order, as a table or as JSON, written to stdout once, or every watch
-// interval (when not 0) until ctx is done. A watch that fails to read goes
-// on to the next turn unless Redis refuses (ErrRefused), logging the error.
-// On a terminal, each turn clears the screen first.
-func Show(ctx context.Context, reader *Reader, asJSON bool, watch time.Duration, stdout io.Writer, log zerolog.Logger) error {
-	terminal := isTerminal(stdout)
-	show := func() error {
-		var buf bytes.Buffer
-		if terminal && watch > 0 {
-			// Home and clear, written with the new screen at once so that
-			// it does not flicker.
-			buf.WriteString("\x1b[H\x1b[2J")
-		}
-		var err error
-		if asJSON {
-			err = writeJSON(ctx, reader, &buf)
-		} else {
-			err = writeTable(ctx, reader, &buf, time.Now())
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := stdout.Write(buf.Bytes()); err != nil {
-			return errWrite{err}
-		}
-		return nil
-	}
-	if watch == 0 {
-		return wrote(show())
-	}
-	ticker := time.NewTicker(watch)
-	defer ticker.Stop()
-	for {
-		err := show()
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case errors.Is(err, redisconn.ErrRefused), errors.As(err, new(errWrite)):
-			return wrote(err)
-		case err != nil:
-			// Redis may come back: say so, and try again next time.
-			log.Error().Err(err).Msg("could not read the status; retrying")
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		}
-	}
-}
+// States of an item, as --status shows them.
+const (
+	StateLocked   = "locked"
+	StateBackoff  = "backoff"
+	StateCooldown = "cooldown"
+	StateIdle     = "idle"
+	StateBlocked  = "blocked"
+	StateInvalid  = "invalid"
+)
 
-// errWrite is a failure to write the status to stdout, which no retry
-// mends.
-type errWrite struct{ err error }
-
-func (e errWrite) Error() string { return "write the status: " + e.err.Error() }
-func (e errWrite) Unwrap() error { return e.err }
-
-// wrote is how Show ends after err: a reader that has gone (w8y --status |
-// head -1) wants no more, which is no failure.
-func wrote(err error) error {
-	if errors.Is(err, syscall.EPIPE) {
-		return nil
-	}
-	return err
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && isatty.IsTerminal(f.Fd())
-}
-
-// writeJSON writes one JSON document, an array with an item per line.
-func writeJSON(ctx context.Context, reader *Reader, w io.Writer) error {
-	io.WriteString(w, "[")
-	first := true
-	err := reader.Read(ctx, func(batch []Item) error {
-		for _, st := range batch {
-			line, err := json.Marshal(st)
-			if err != nil {
-				return err
-			}
-			if !first {
-				io.WriteString(w, ",")
-			}
-			first = false
-			io.WriteString(w, "\n")
-			w.Write(line)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	io.WriteString(w, "\n]\n")
-	return nil
-}
-
-// statusColumns head the table.
-var statusColumns = []string{"ITEM", "STATE", "HOLDER", "TTL", "WAIT", "LAST RESULT", "EXIT", "STARTED", "ENDED", "TOOK", "RUNS", "FAILS", "STREAK"}
-
-// writeTable writes a table, a line per item, its columns apart by at
-// least two spaces; now is the time that ages are measured from.
-func writeTable(ctx context.Context, reader *Reader, w io.Writer, now time.Time) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(statusColumns, "\t"))
-	err := reader.Read(ctx, func(batch []Item) error {
-		for _, st := range batch {
-			fmt.Fprintln(tw, strings.Join(st.row(now), "\t"))
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return tw.Flush()
-}
-
-// row is st's line in the table.
-func (st Item) row(now time.Time) []string {
-	wait := st.Backoff
-	if wait == nil {
-		wait = st.Cooldown
-	}
-	return []string{
-		cell(st.Item), st.State, text(st.Holder), millisLeft(st.LockTTL), millisLeft(wait),
-		text(st.LastResult), number(st.LastExitCode), ago(st.LastStart, now), ago(st.LastEnd, now),
-		took(st.LastDuration), strconv.FormatInt(st.Runs, 10), strconv.FormatInt(st.Failures, 10),
-		strconv.FormatInt(st.ConsecutiveFailures, 10),
-	}
-}
-
-// none fills a cell that has nothing to show.
-const none = "-"
-
-// cell shows an item as it is, or quoted when it holds spaces, control
-// characters or invalid UTF-8, which would break the table's columns.
-func cell(item string) string {
-	if item == "" || strings.IndexFunc(item, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) >= 0 {
-		return strconv.Quote(item)
-	}
-	return item
-}
-
-func text(s *string) string {
-	if s == nil {
-		return none
-	}
-	return cell(*s)
-}
-
-func number(n *int64) string {
-	if n == nil {
-		return none
-	}
-	return strconv.FormatInt(*n, 10)
-}
-
-// millisLeft shows a PTTL: "-" for no key, "forever" for no expiry.
-func millisLeft(ms *int64) string {
+// classify sets st's State, and its Problem where it can never run as
+// things are, from what was read: holderErr is the error of reading its
+// lock key's value, when the key exists.
+func (st *Item) classify(holderErr error) {
+	problem := ""
 	switch {
-	case ms == nil:
-		return none
-	case *ms < 0:
-		return "forever"
+	case st.Item == "":
+		st.State, problem = StateInvalid, "it is empty, and w8y skips it: remove it from the list"
+	case strings.IndexByte(st.Item, 0) >= 0:
+		st.State, problem = StateInvalid, "it holds a NUL byte, which cannot pass through argv or the environment, and w8y skips it: remove it from the list"
+	case holderErr != nil && redisconn.IsReply(holderErr):
+		// A key of another type where the lock should be (WRONGTYPE): no
+		// worker can take it or wait it out, and none deletes what it does
+		// not own.
+		st.State, problem = StateBlocked, "its lock key holds something other than a lock: an operator must delete it before the item can run"
+	case st.LockTTL != nil:
+		st.State = StateLocked
+	case st.Backoff != nil:
+		st.State = StateBackoff
+	case st.Cooldown != nil:
+		st.State = StateCooldown
+	default:
+		st.State = StateIdle
 	}
-	return short(time.Duration(*ms) * time.Millisecond)
-}
-
-// ago shows a Unix-milliseconds time as its age at now.
-func ago(ms *int64, now time.Time) string {
-	if ms == nil {
-		return none
+	if problem != "" {
+		st.Problem = &problem
 	}
-	return short(now.Sub(time.UnixMilli(*ms))) + " ago"
-}
-
-func took(ms *int64) string {
-	if ms == nil {
-		return none
-	}
-	return short(time.Duration(*ms) * time.Millisecond)
-}
-
-// short rounds d for a person: tenths of a second below a minute, seconds
-// above. Clocks of different hosts may disagree a little, so a time just in
-// the future shows as 0s.
-func short(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s"
-	case d < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
 }

@@ -1,0 +1,227 @@
+package integration_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/w8y/w8y/internal/redistest"
+)
+
+// The tests here run the README's recipes as it shows them: the same
+// text, with only the Redis address and the installed paths put in the
+// test's place.
+
+// readme returns the README.
+func readme(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// readmeBlock returns the first code block of the README in language lang
+// ("" for none) that holds marker.
+func readmeBlock(t *testing.T, lang, marker string) string {
+	t.Helper()
+	var block []string
+	in, blockLang := false, ""
+	for _, line := range strings.Split(readme(t), "\n") {
+		switch {
+		case !in && strings.HasPrefix(line, "```"):
+			in, blockLang, block = true, strings.TrimPrefix(line, "```"), nil
+		case in && line == "```":
+			in = false
+			if text := strings.Join(block, "\n") + "\n"; blockLang == lang && strings.Contains(text, marker) {
+				return text
+			}
+		case in:
+			block = append(block, line)
+		}
+	}
+	t.Fatalf("the README has no %q block with %q", lang, marker)
+	return ""
+}
+
+// installed replaces the paths that the recipes install to with the test's:
+// w8y (the binary under test) and the worker's script.
+func installed(text, script string) string {
+	return strings.NewReplacer("/usr/local/bin/w8y", binary, "/usr/local/bin/make-report.sh", script).Replace(text)
+}
+
+// reportScript writes the recipes' worker script, which records each run
+// of its item in $HOME/runs (cron) or $DIR/runs, and fails silently, with
+// code 3 or 2, for items named so.
+func reportScript(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "make-report.sh")
+	script := `#!/bin/sh
+echo "$1" >> "${DIR:-$HOME}/runs"
+case "$1" in
+*fails-3) exit 3 ;;
+*fails-2) exit 2 ;;
+esac
+`
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestREADMECron runs the README's crontab as cron runs a job: /bin/sh -c
+// with cron's environment (PATH=/usr/bin:/bin, HOME, SHELL, LOGNAME) and
+// the crontab's variables, as a user who cannot write /var/log. A run that
+// succeeds writes nothing on stdout or stderr, so cron mails nothing; one
+// whose item fails silently leaves the one line that cron mails.
+func TestREADMECron(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "reports:list", "customer-1", "customer-2-fails-3")
+	crontab := readmeBlock(t, "crontab", "w8y")
+	home := t.TempDir()
+	env := []string{"PATH=/usr/bin:/bin", "HOME=" + home, "SHELL=/bin/sh", "LOGNAME=nobody", "GORACE=atexit_sleep_ms=0"}
+	var command string
+	for _, line := range strings.Split(strings.TrimSpace(crontab), "\n") {
+		if name, value, ok := strings.Cut(line, "="); ok && !strings.Contains(name, " ") {
+			if name == "W8Y_REDIS_URL" {
+				value = s.URL
+			}
+			env = append(env, name+"="+value)
+			continue
+		}
+		// Five time fields, then the command.
+		fields := strings.SplitN(line, " ", 6)
+		if len(fields) != 6 {
+			t.Fatalf("a crontab line that is neither a variable nor a job: %q", line)
+		}
+		command = installed(fields[5], reportScript(t))
+	}
+	if command == "" || strings.Contains(command, "%") {
+		t.Fatalf("the crontab's command %q", command)
+	}
+	for i, want := range []string{"", `w8y: item "customer-2-fails-3" failed: the child ended with exit code 3` + "\n"} {
+		cmd := exec.Command("/bin/sh", "-c", command)
+		cmd.Env = env
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if exit, ok := err.(*exec.ExitError); ok {
+			code = exit.ExitCode()
+		}
+		if stdout.String() != "" || stderr.String() != want || code != []int{0, 3}[i] {
+			t.Errorf("run %d: exit %d (%v), stdout %q, stderr %q; want stderr %q", i+1, code, err, stdout.String(), stderr.String(), want)
+		}
+	}
+	log, err := os.ReadFile(filepath.Join(home, "w8y-reports.log"))
+	if err != nil || strings.Count(string(log), "item finished") != 2 {
+		t.Errorf("the log file in $HOME: %v\n%s", err, log)
+	}
+}
+
+// TestSystemdUnitKeepsGoing runs w8y as scripts/w8y@.service does, with the
+// README's environment file: one item that always fails does not stop the
+// worker, which backs it off and goes on with the others.
+func TestSystemdUnitKeepsGoing(t *testing.T) {
+	t.Parallel()
+	unit, err := os.ReadFile("../scripts/w8y@.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	envFile := readmeBlock(t, "sh", "COMMAND=")
+	example, err := os.ReadFile("../scripts/w8y-reports.env")
+	if err != nil || string(example) != envFile {
+		t.Fatalf("the README's environment file is not scripts/w8y-reports.env (%v)", err)
+	}
+	// The example's password, given to the test's server.
+	s := startRedis(t, redistest.Password("secret"))
+	s.seed(t, "reports:list", "a", "b-fails-2", "c")
+	dir := t.TempDir()
+	env := map[string]string{}
+	var execStart []string
+	for _, line := range strings.Split(string(unit), "\n") {
+		if kv, ok := strings.CutPrefix(line, "Environment="); ok {
+			name, value, _ := strings.Cut(kv, "=")
+			env[name] = value
+		}
+		if cmd, ok := strings.CutPrefix(line, "ExecStart="); ok {
+			execStart = strings.Fields(cmd)
+		}
+	}
+	// EnvironmentFile= comes after, and wins.
+	for _, line := range strings.Split(strings.TrimSpace(envFile), "\n") {
+		name, value, _ := strings.Cut(line, "=")
+		env[name] = value
+	}
+	env["W8Y_REDIS_URL"] = fmt.Sprintf("redis://127.0.0.1:%d/0", s.Port)
+	env["W8Y_METRICS_ADDR"] = fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
+	// The backoff shortened, so that the failing item is retried in the
+	// test's time.
+	if env["W8Y_FAILURE_BACKOFF"] == "" {
+		t.Fatal("the unit gives no W8Y_FAILURE_BACKOFF")
+	}
+	env["W8Y_FAILURE_BACKOFF"] = "50ms,100ms"
+	var argv, environ []string
+	for _, word := range execStart {
+		if word == "$COMMAND" {
+			argv = append(argv, strings.Fields(installed(env["COMMAND"], reportScript(t)))...)
+			continue
+		}
+		argv = append(argv, installed(word, ""))
+	}
+	for name, value := range env {
+		environ = append(environ, name+"="+value)
+	}
+	p := startCommand(t, append(environ, "DIR="+dir), argv[0], argv[1:]...)
+	redistest.WaitFor(t, "the failing item to fail three times, and the others to run again", func() bool {
+		runs := map[string]int{}
+		for _, item := range lines(t, dir+"/runs") {
+			runs[item]++
+		}
+		return runs["b-fails-2"] >= 3 && runs["a"] >= 2 && runs["c"] >= 2
+	})
+	if got := s.stateOf(t, "reports", "b-fails-2")["consecutive_failures"]; atoi(t, got) < 3 {
+		t.Errorf("consecutive_failures %s", got)
+	}
+	p.signal(t, syscall.SIGTERM)
+	p.wait(t).wantExit(t, 0)
+}
+
+// TestREADMETour runs the README's two-minute tour as it is written, with
+// redis-cli and w8y pointed at the test's Redis, and checks that it shows
+// what the README says it does.
+func TestREADMETour(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	tour := readmeBlock(t, "sh", "w8y --status -k work")
+	bin := t.TempDir()
+	if err := os.Symlink(binary, filepath.Join(bin, "w8y")); err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf("set -e\nredis-cli() { command redis-cli -p %d \"$@\"; }\n%s", s.Port, tour)
+	r := startCommand(t, []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "W8Y_REDIS_URL=" + s.URL}, "bash", "-c", script).wait(t)
+	r.mustExit(t, 0)
+	if r.Stderr != "" {
+		t.Errorf("the tour wrote on stderr: %s", r)
+	}
+	if !strings.Contains(r.Stdout, "processing report:alpha\nprocessing report:beta\nreport:gamma\nreport:alpha\nreport:beta\n") {
+		t.Errorf("the tour's runs and list: %s", r)
+	}
+	// The table as the README shows it, cell by cell, but for the ages,
+	// which set the width of their column.
+	shown := readmeBlock(t, "", "ITEM          STATE")
+	cells := func(text string) string {
+		text = regexp.MustCompile(`\d+s ago`).ReplaceAllString(text, "AGE")
+		return regexp.MustCompile(` {2,}`).ReplaceAllString(text, "|")
+	}
+	if got, want := cells(r.Stdout), cells(shown); !strings.HasSuffix(got, want) {
+		t.Errorf("the tour's --status:\n%s\nwant the README's:\n%s", got, want)
+	}
+}

@@ -1,0 +1,354 @@
+package status
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/redisconn"
+	"golang.org/x/sys/unix"
+)
+
+// Show is w8y --status: every item of the list that reader reads, in list
+// order, as a table or as JSON, written to stdout once, or every watch
+// interval (when not 0) until ctx is done. A watch that fails to read goes
+// on to the next turn unless Redis refuses (ErrRefused), logging the error.
+// On a terminal, each turn clears the screen first and the table is
+// clipped to the terminal's width; elsewhere (a pipe, a file) each turn of
+// the table starts with a line that says when it was read, after a blank
+// line, so that the turns stay apart.
+func Show(ctx context.Context, reader *Reader, asJSON bool, watch time.Duration, stdout io.Writer, log zerolog.Logger) error {
+	terminal := isTerminal(stdout)
+	width := 0
+	if terminal {
+		width = terminalWidth(stdout)
+	}
+	turns := 0
+	show := func() error {
+		var buf bytes.Buffer
+		if terminal && watch > 0 {
+			// Home and clear, written with the new screen at once so that
+			// it does not flicker.
+			buf.WriteString("\x1b[H\x1b[2J")
+		}
+		if watch > 0 && !asJSON {
+			if !terminal && turns > 0 {
+				buf.WriteString("\n")
+			}
+			fmt.Fprintf(&buf, "%s at %s (every %s)\n", reader.Keys.List(), time.Now().Format("2006-01-02 15:04:05 MST"), watch)
+		}
+		turns++
+		var items []Item
+		err := reader.Read(ctx, func(batch []Item) error {
+			items = append(items, batch...)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		missing := fmt.Sprintf("the list %q does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right?", reader.Keys.List())
+		switch {
+		case asJSON:
+			if len(items) == 0 {
+				log.Warn().Msg(missing)
+			}
+			err = writeJSON(&buf, items)
+		case len(items) == 0:
+			fmt.Fprintln(&buf, missing)
+		default:
+			writeTable(&buf, items, time.Now(), width)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := stdout.Write(buf.Bytes()); err != nil {
+			return errWrite{err}
+		}
+		return nil
+	}
+	if watch == 0 {
+		return wrote(show())
+	}
+	ticker := time.NewTicker(watch)
+	defer ticker.Stop()
+	for {
+		err := show()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, redisconn.ErrRefused), errors.As(err, new(errWrite)):
+			return wrote(err)
+		case err != nil:
+			// Redis may come back: say so, and try again next time.
+			log.Error().Err(err).Msg("could not read the status; retrying")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// errWrite is a failure to write the status to stdout, which no retry
+// mends.
+type errWrite struct{ err error }
+
+func (e errWrite) Error() string { return "write the status: " + e.err.Error() }
+func (e errWrite) Unwrap() error { return e.err }
+
+// wrote is how Show ends after err: a reader that has gone (w8y --status |
+// head -1) wants no more, which is no failure.
+func wrote(err error) error {
+	if errors.Is(err, syscall.EPIPE) {
+		return nil
+	}
+	return err
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
+}
+
+// terminalWidth is the width of the terminal w, or 80 columns when it
+// cannot be read.
+func terminalWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if size, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && size.Col > 0 {
+			return int(size.Col)
+		}
+	}
+	return 80
+}
+
+// writeJSON writes one JSON document, an array with an item per line.
+func writeJSON(w io.Writer, items []Item) error {
+	io.WriteString(w, "[")
+	for i, st := range items {
+		line, err := json.Marshal(st)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			io.WriteString(w, ",")
+		}
+		io.WriteString(w, "\n")
+		w.Write(line)
+	}
+	io.WriteString(w, "\n]\n")
+	return nil
+}
+
+// columns head the table. Each row fits an 80-column terminal for items
+// and hosts of about ten characters; --json has every field, among them
+// the last run's start and exit code and the counts of runs and failures,
+// which the table leaves out for room.
+var columns = []string{"ITEM", "STATE", "HOLDER", "LAST", "ENDED", "TOOK", "STREAK"}
+
+// Columns that give up room, in this order, when a row is wider than the
+// terminal, and the least each keeps.
+const (
+	itemColumn   = 0
+	holderColumn = 2
+	minClipped   = 8
+)
+
+// writeTable writes a table, a line per item, its columns apart by two
+// spaces; now is the time that ages are measured from. With width > 0, the
+// ITEM and HOLDER cells are clipped so that each line fits width columns.
+// Items that can never run as things are (blocked, invalid) are explained
+// below the table.
+func writeTable(w io.Writer, items []Item, now time.Time, width int) {
+	rows := [][]string{columns}
+	var notes []string
+	for _, st := range items {
+		rows = append(rows, st.row(now))
+		if st.Problem != nil {
+			notes = append(notes, fmt.Sprintf("%s is %s: %s", cell(st.Item), st.State, *st.Problem))
+		}
+	}
+	widths := make([]int, len(columns))
+	for _, row := range rows {
+		for i, c := range row {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	if width > 0 {
+		fit(widths, width)
+	}
+	for _, row := range rows {
+		var line strings.Builder
+		for i, c := range row {
+			c = clipCell(c, widths[i])
+			line.WriteString(c)
+			if i < len(row)-1 {
+				line.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2))
+			}
+		}
+		fmt.Fprintln(w, line.String())
+	}
+	for _, note := range notes {
+		fmt.Fprintln(w, note)
+	}
+}
+
+// fit narrows the ITEM and HOLDER columns of widths, the widest first, so
+// that a line fits width columns, keeping at least minClipped of each.
+func fit(widths []int, width int) {
+	total := 2 * (len(widths) - 1)
+	for _, w := range widths {
+		total += w
+	}
+	for total > width {
+		col := itemColumn
+		if widths[holderColumn] > widths[itemColumn] {
+			col = holderColumn
+		}
+		if widths[col] <= minClipped {
+			return
+		}
+		widths[col]--
+		total--
+	}
+}
+
+// clipCell shortens c to width columns, marking the cut with "…".
+func clipCell(c string, width int) string {
+	if utf8.RuneCountInString(c) <= width {
+		return c
+	}
+	runes := []rune(c)
+	return string(runes[:width-1]) + "…"
+}
+
+// row is st's line in the table.
+func (st Item) row(now time.Time) []string {
+	state := st.State
+	switch st.State {
+	case StateLocked:
+		state += " " + millisLeft(st.LockTTL)
+	case StateBackoff:
+		state += " " + millisLeft(st.Backoff)
+	case StateCooldown:
+		state += " " + millisLeft(st.Cooldown)
+	}
+	holder := none
+	if st.State == StateLocked {
+		holder = holderName(text(st.Holder))
+	}
+	return []string{
+		cell(st.Item), state, holder, last(st.LastResult, st.LastExitCode), ago(st.LastEnd, now),
+		took(st.LastDuration), strconv.FormatInt(st.ConsecutiveFailures, 10),
+	}
+}
+
+// holderName shows a lock token, host:pid:random, as host:pid: the
+// process that holds the lock. The random part only tells runs of one
+// process apart; --json shows it.
+func holderName(token string) string {
+	i := strings.LastIndexByte(token, ':')
+	if i < 0 || strings.Count(token, ":") < 2 {
+		return token
+	}
+	return token[:i]
+}
+
+// last shows the last run's result, with the child's exit code where it
+// tells more than the result does: after a failure, and after a success
+// with another code than 0 (--exit-codes).
+func last(result *string, code *int64) string {
+	switch {
+	case result == nil:
+		return none
+	case code != nil && (*result == "failure" || *result == "success" && *code != 0):
+		return cell(*result) + " " + strconv.FormatInt(*code, 10)
+	}
+	return cell(*result)
+}
+
+// none fills a cell that has nothing to show.
+const none = "-"
+
+// cell shows an item as it is, or quoted when it holds spaces, control
+// characters or invalid UTF-8, which would break the table's columns.
+func cell(item string) string {
+	if item == "" || strings.IndexFunc(item, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) >= 0 || !utf8.ValidString(item) {
+		return strconv.Quote(item)
+	}
+	return item
+}
+
+func text(s *string) string {
+	if s == nil {
+		return none
+	}
+	return cell(*s)
+}
+
+// millisLeft shows a PTTL: "-" for no key, "forever" for no expiry.
+func millisLeft(ms *int64) string {
+	switch {
+	case ms == nil:
+		return none
+	case *ms < 0:
+		return "forever"
+	}
+	return short(time.Duration(*ms) * time.Millisecond)
+}
+
+// ago shows a Unix-milliseconds time as its age at now, to the second
+// below a minute and to the minute above: an age need not be exact.
+func ago(ms *int64, now time.Time) string {
+	if ms == nil {
+		return none
+	}
+	d := now.Sub(time.UnixMilli(*ms))
+	switch {
+	case d < 0:
+		d = 0
+	case d < time.Minute:
+		d = d.Truncate(time.Second)
+	default:
+		// "41m0s" and "3h2m": Go writes no zero seconds from an hour on.
+		return strings.TrimSuffix(short(d.Truncate(time.Minute)), "0s") + " ago"
+	}
+	return d.String() + " ago"
+}
+
+func took(ms *int64) string {
+	if ms == nil {
+		return none
+	}
+	return short(time.Duration(*ms) * time.Millisecond)
+}
+
+// short rounds d for a person, to two units at most: tenths of a second
+// below a minute, then seconds, then minutes from an hour on, which Go's
+// duration syntax reads back ("52.5s", "41m2s", "3h2m"). Clocks of
+// different hosts may disagree a little, so a time just in the future
+// shows as 0s.
+func short(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	}
+	return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+}

@@ -1,0 +1,139 @@
+package status
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/schema"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// sample is a list as the README shows it: one item of each state, with
+// the holders and results that a fleet leaves.
+func sample(now time.Time, item, holder string) []Item {
+	ms := func(ago time.Duration) *int64 { return ptr(now.Add(-ago).UnixMilli()) }
+	return []Item{
+		{Item: item, State: StateLocked, Holder: ptr(holder), LockTTL: ptr(int64(4200)), LastStart: ms(12 * time.Second),
+			LastEnd: ms(41 * time.Minute), LastExitCode: ptr(int64(0)), LastDuration: ptr(int64(3100)), LastResult: ptr("success"), Runs: 17},
+		{Item: "cool", State: StateCooldown, Cooldown: ptr(int64(52_500)), LastEnd: ms(time.Minute), LastExitCode: ptr(int64(5)),
+			LastDuration: ptr(int64(2000)), LastResult: ptr("interrupted"), Runs: 9, Failures: 4, ConsecutiveFailures: 1},
+		{Item: "back", State: StateBackoff, Backoff: ptr(int64(29_800))},
+		{Item: "", State: StateInvalid, Problem: ptr("it is empty")},
+	}
+}
+
+// TestTableFits80Columns: with items and hosts of about ten characters, a
+// row fits an 80-column terminal without clipping anything.
+func TestTableFits80Columns(t *testing.T) {
+	now := time.Now()
+	var out bytes.Buffer
+	writeTable(&out, sample(now, "report-042", "web-3.prod:41780:1f2e3d4c5b6a"), now, 0)
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if n := utf8.RuneCountInString(line); n > 80 {
+			t.Errorf("a %d-column line: %q", n, line)
+		}
+	}
+	for _, want := range []string{"report-042  locked 4.2s", "web-3.prod:41780 ", "cooldown 52.5s", "interrupted ", "41m ago", `"" is invalid: it is empty`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestTableClipsToTheTerminal: on a terminal, long items and holders are
+// clipped so that each line fits its width; elsewhere they are whole.
+func TestTableClipsToTheTerminal(t *testing.T) {
+	now := time.Now()
+	item := "customer:" + strings.Repeat("7", 40)
+	holder := "report-workers-5d8f9c7b6-x2x4q:1:1f2e3d4c5b6a"
+	for _, width := range []int{80, 100} {
+		var out bytes.Buffer
+		writeTable(&out, sample(now, item, holder), now, width)
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		for _, line := range lines[:len(lines)-1] { // the note below the table is prose
+			if n := utf8.RuneCountInString(line); n > width {
+				t.Errorf("width %d: a %d-column line: %q", width, n, line)
+			}
+		}
+		if !strings.Contains(out.String(), "customer:777") || !strings.Contains(out.String(), "…") {
+			t.Errorf("width %d: no clipped item:\n%s", width, out.String())
+		}
+	}
+	var out bytes.Buffer
+	writeTable(&out, sample(now, item, holder), now, 0)
+	if !strings.Contains(out.String(), item+"  ") || !strings.Contains(out.String(), "report-workers-5d8f9c7b6-x2x4q:1 ") {
+		t.Errorf("not a terminal, yet clipped:\n%s", out.String())
+	}
+}
+
+// TestStatesOfItemsThatCannotRun: an item whose lock key holds another
+// type is blocked, not locked forever, and an empty item or one with a NUL
+// byte is invalid, not idle; each says why.
+func TestStatesOfItemsThatCannotRun(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	keys := schema.Keys{Prefix: "bad:"}
+	rdb.RPush(ctx, keys.List(), "hashed", "", "nul\x00", "held", "free")
+	rdb.HSet(ctx, keys.Lock("hashed"), "field", "value")
+	rdb.Set(ctx, keys.Lock("held"), "host:1:abc", time.Minute)
+	var got []Item
+	err := (&Reader{Client: rdb, Keys: keys}).Read(ctx, func(batch []Item) error {
+		got = append(got, batch...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct{ state, problem string }{
+		"hashed":  {StateBlocked, "its lock key holds something other than a lock: an operator must delete it"},
+		"":        {StateInvalid, "it is empty"},
+		"nul\x00": {StateInvalid, "it holds a NUL byte"},
+		"held":    {StateLocked, ""},
+		"free":    {StateIdle, ""},
+	}
+	for _, st := range got {
+		w := want[st.Item]
+		problem := ""
+		if st.Problem != nil {
+			problem = *st.Problem
+		}
+		if st.State != w.state || !strings.Contains(problem, w.problem) || (w.problem == "") != (st.Problem == nil) {
+			t.Errorf("%q: %s (%q), want %s (%q)", st.Item, st.State, problem, w.state, w.problem)
+		}
+	}
+}
+
+func TestAgo(t *testing.T) {
+	now := time.Now()
+	for d, want := range map[time.Duration]string{
+		-time.Second:                          "0s ago",
+		10 * time.Second:                      "10s ago",
+		12*time.Second + 700*time.Millisecond: "12s ago",
+		41*time.Minute + 59*time.Second:       "41m ago",
+		3*time.Hour + 2*time.Minute:           "3h2m ago",
+	} {
+		if got := ago(ptr(now.Add(-d).UnixMilli()), now); got != want {
+			t.Errorf("ago(%s) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestShort(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		-time.Second:                                 "0s",
+		4230 * time.Millisecond:                      "4.2s",
+		41*time.Minute + 2*time.Second:               "41m2s",
+		3*time.Hour + 2*time.Minute + 20*time.Second: "3h2m",
+		50 * time.Hour:                               "50h0m",
+	} {
+		if got := short(d); got != want {
+			t.Errorf("short(%s) = %q, want %q", d, got, want)
+		}
+	}
+}
