@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -310,5 +311,69 @@ func TestKubernetesSidecar(t *testing.T) {
 		if e := <-events; e == "kept two" || e == "kept three" {
 			t.Errorf("the application kept a result after the lock was lost: %s", e)
 		}
+	}
+}
+
+// TestREADMESidecarSnippetCompiles builds the README's Go example of the
+// sidecar contract, with the two functions it leaves to the application,
+// so that the example stays code that compiles against go-redis.
+func TestREADMESidecarSnippetCompiles(t *testing.T) {
+	t.Parallel()
+	snippet := readmeBlock(t, "go", "W8y-Lock-Key")
+	dir := t.TempDir()
+	goMod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var goLine, redisLine string
+	for _, line := range strings.Split(string(goMod), "\n") {
+		switch fields := strings.Fields(line); {
+		case len(fields) == 2 && fields[0] == "go":
+			goLine = line
+		case len(fields) >= 2 && fields[0] == "github.com/redis/go-redis/v9":
+			redisLine = "require " + fields[0] + " " + fields[1]
+		}
+	}
+	if goLine == "" || redisLine == "" {
+		t.Fatalf("go.mod names no go version or no go-redis:\n%s", goMod)
+	}
+	goSum, err := os.ReadFile("../go.sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	program := `package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var rdb = redis.NewClient(&redis.Options{})
+
+func work(ctx context.Context, item string) (string, error) { return item, ctx.Err() }
+
+func keep(result string) {}
+
+func main() { http.HandleFunc("/sync", sync) }
+
+` + snippet
+	for name, text := range map[string]string{
+		"go.mod":  "module snippet\n\n" + goLine + "\n\n" + redisLine + "\n",
+		"go.sum":  string(goSum),
+		"main.go": program,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The module cache holds go-redis already: w8y was built with it.
+	build := exec.Command("go", "vet", ".")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("the README's Go example of the sidecar contract does not build: %v\n%s\n%s", err, out, program)
 	}
 }
