@@ -51,9 +51,15 @@ type Rotator struct {
 	ReplicaAcks int
 	Log         zerolog.Logger
 
+	// IdleWait is --idle-wait, the least time between two sweeps of the
+	// list by idle workers (see sweepEvery).
+	IdleWait time.Duration
+
 	// noLMove is set once the server turned out to lack LMOVE (Redis
 	// older than 6.2), so that rotate asks only once.
 	noLMove bool
+	// look is what idle workers' looks go on from (see due.go).
+	look looking
 }
 
 // Take rotates the list one candidate at a time (LMOVE list list LEFT RIGHT,
@@ -76,6 +82,12 @@ type Pass struct {
 	// left is how many candidates the pass has yet to look at, or -1 before
 	// it has read the list's length.
 	left int64
+	// looks is set while the pass is an idle worker's look, which turns
+	// into a whole pass when it is this worker's turn to sweep (see
+	// Rotator.IdlePass).
+	looks bool
+	// started is when the pass's first call was sent.
+	started time.Time
 }
 
 // Pass starts a pass over the list.
@@ -86,6 +98,17 @@ func (r *Rotator) Pass() *Pass { return &Pass{r: r, left: -1} }
 func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (string, *Lock, error) {
 	if p.left == 0 {
 		return "", nil, ErrNoWork
+	}
+	if p.looks {
+		p.looks = false
+		item, lock, sweep, err := p.lookTake(ctx)
+		if err != nil || lock != nil || !sweep {
+			p.left = 0
+			if err == nil && lock == nil {
+				err = ErrNoWork
+			}
+			return item, lock, err
+		}
 	}
 	if p.r.Keys.Colocated {
 		return p.takeInBatches(ctx, stop)
@@ -195,18 +218,31 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (string,
 		default:
 		}
 		sent := time.Now()
-		call.Left, call.Record = p.left, r.Record.TakeWords(sent)
+		call.Left, call.Now, call.Record = p.left, sent, r.Record.TakeWords()
+		if r.Looks() {
+			// Should this call end the pass without a take, the pass swept
+			// the list, and the fleet's next sweep may wait (see due.go):
+			// the pass's time so far, or the last one's, stands for its cost.
+			elapsed := r.look.passTime
+			if p.left >= 0 {
+				elapsed = max(elapsed, time.Since(p.started))
+			}
+			call.Sweep = sweepEvery(elapsed, r.IdleWait)
+		}
 		taken, err := call.run(ctx, r.Client, r.ReplicaAcks, list)
 		if err != nil && !errors.Is(err, redisconn.ErrNotReplicated) {
 			return "", nil, redisconn.Wrap("scan "+quoteKey(list), err)
 		}
+		if p.left < 0 {
+			p.started = sent
+			r.look.length, r.look.known = taken.Length, taken.Length >= 0
+		}
 		p.left = taken.Left
+		if p.left == 0 && !taken.Taken {
+			r.look.passTime = time.Since(p.started)
+		}
 		for _, s := range taken.Skipped {
-			if s.LockType != "" {
-				r.warnLockType(s.Head, s.LockType)
-			} else {
-				r.Log.Warn().Str("item", clipHead(s.Head, s.Size)).Msg("skipping item: " + whyBad(s.Size, true, r.MaxItemLen))
-			}
+			r.warnSkipped(s)
 		}
 		if taken.Taken {
 			lock := r.newLock(taken.Item)
@@ -271,6 +307,15 @@ func newUnconfirmed(lock *Lock, cause error) error {
 
 func (e *unconfirmedError) Error() string { return e.err.Error() }
 func (e *unconfirmedError) Unwrap() error { return e.err }
+
+// warnSkipped warns of an item that a take passed over for good.
+func (r *Rotator) warnSkipped(s skippedItem) {
+	if s.LockType != "" {
+		r.warnLockType(s.Head, s.LockType)
+		return
+	}
+	r.Log.Warn().Str("item", clipHead(s.Head, s.Size)).Msg("skipping item: " + whyBad(s.Size, true, r.MaxItemLen))
+}
 
 // warnLockType warns that the lock key of item (shown clipped) holds a value
 // of type kind instead of a lock. The item counts as locked: w8y can neither

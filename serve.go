@@ -109,7 +109,7 @@ func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog
 		rotator: &Rotator{
 			Client: client, Keys: keys, Token: token, TTL: time.Duration(opts.KeyExpiry),
 			MaxItemLen: command.maxItemLen(keys.Lock(""), proc.ArgMax()), Log: log,
-			Record: record, ReplicaAcks: opts.ReplicaAcks,
+			Record: record, ReplicaAcks: opts.ReplicaAcks, IdleWait: time.Duration(opts.IdleWait),
 		},
 		finisher: &runs.Finisher{
 			Client: client, Record: record, Jitter: runs.JitterFactor,

@@ -29,6 +29,11 @@ type batchTake struct {
 	Left       int64
 	MaxItemLen int
 	Batch      int
+	// Now is when the call is sent.
+	Now time.Time
+	// Sweep, if set, is how long the fleet's next sweep may wait when this
+	// call ends the pass without a take (see due.go).
+	Sweep time.Duration
 	// Record holds the words that ask the script to record a take (see
 	// recorder.takeWords).
 	Record string
@@ -38,6 +43,8 @@ type batchTake struct {
 type batchTaken struct {
 	// Left is how many candidates the pass has yet to look at.
 	Left int64
+	// Length is the list's length when the call started a pass, or -1.
+	Length int64
 	// Item is the item whose lock is now ours, if Taken.
 	Item  string
 	Taken bool
@@ -62,7 +69,10 @@ func (b batchTake) run(ctx context.Context, client redisconn.ScriptClient, acks 
 	// No more arguments: Redis refuses commands of more than 10 parts
 	// before AUTH, and a server that wants a password we lack must say
 	// NOAUTH, not "Protocol error". New settings go into the options word.
-	options := "batch=" + strconv.Itoa(b.Batch) + b.Record
+	options := "batch=" + strconv.Itoa(b.Batch) + " now=" + strconv.FormatInt(b.Now.UnixMilli(), 10) + b.Record
+	if b.Sweep > 0 {
+		options += " sweep=" + strconv.FormatInt(b.Sweep.Milliseconds(), 10)
+	}
 	got, err := redisconn.RunConfirmed(ctx, client, lua.Take, acks, b.TTL, []string{list},
 		b.Prefix, b.Token, b.TTL.Milliseconds(), b.Left, b.MaxItemLen, options)
 	reply, ok := got.([]any)
@@ -82,25 +92,34 @@ func (b batchTake) run(ctx context.Context, client redisconn.ScriptClient, acks 
 
 // decodeBatchTaken reads lua.Take's reply.
 func decodeBatchTaken(reply []any) (batchTaken, error) {
-	if len(reply) < 2 || len(reply)%2 != 0 {
+	if len(reply) < 3 || len(reply)%2 != 1 {
 		return batchTaken{}, fmt.Errorf("unexpected reply from lua.Take: %d values", len(reply))
 	}
 	left, ok := reply[0].(int64)
-	if !ok {
-		return batchTaken{}, fmt.Errorf("unexpected reply from lua.Take: left is %T", reply[0])
+	length, ok2 := reply[2].(int64)
+	if !ok || !ok2 {
+		return batchTaken{}, fmt.Errorf("unexpected reply from lua.Take: left is %T, length %T", reply[0], reply[2])
 	}
-	out := batchTaken{Left: left}
+	out := batchTaken{Left: left, Length: length}
 	out.Item, out.Taken = reply[1].(string)
-	for i := 2; i < len(reply); i += 2 {
-		head, _ := reply[i].(string)
+	out.Skipped = decodeSkipped(reply[3:])
+	return out, nil
+}
+
+// decodeSkipped reads the pairs that end lua.Take's and lua.Due's replies:
+// the items passed over that an operator should hear of.
+func decodeSkipped(pairs []any) []skippedItem {
+	var out []skippedItem
+	for i := 0; i+1 < len(pairs); i += 2 {
+		head, _ := pairs[i].(string)
 		skipped := skippedItem{Head: head[:min(len(head), clipLen)]}
-		switch v := reply[i+1].(type) {
+		switch v := pairs[i+1].(type) {
 		case int64:
 			skipped.Size = int(v)
 		case string:
 			skipped.LockType = v
 		}
-		out.Skipped = append(out.Skipped, skipped)
+		out = append(out, skipped)
 	}
-	return out, nil
+	return out
 }

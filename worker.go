@@ -214,6 +214,10 @@ type continuous struct {
 	// listChecked is when an idle pass last checked that the list exists
 	// (see warnIfListMissing).
 	listChecked time.Time
+	// idle is set once a pass over the whole list found nothing to take:
+	// from then on the worker looks at what came due instead (see
+	// Rotator.IdlePass), unless --until-idle reads the whole list anyway.
+	idle bool
 }
 
 // fill takes items while slots are free and nothing pauses or closes the
@@ -225,7 +229,11 @@ func (l *continuous) fill(ctx context.Context) {
 			l.close("--max-items reached: no new items will be taken")
 			return
 		}
-		item, lock, err := w.take(ctx, w.rotator.Pass(), l.running == 0)
+		pass := w.rotator.Pass()
+		if l.idle && !w.opts.UntilIdle {
+			pass = w.rotator.IdlePass()
+		}
+		item, lock, err := w.take(ctx, pass, l.running == 0)
 		if err == nil || errors.Is(err, ErrNoWork) {
 			l.reachable()
 		}
@@ -253,7 +261,12 @@ func (l *continuous) fill(ctx context.Context) {
 					return
 				}
 			}
-			l.pause(jitter(time.Duration(w.opts.IdleWait)))
+			l.idle = true
+			wait := time.Duration(w.opts.IdleWait)
+			if w.rotator.Looks() && !w.opts.UntilIdle {
+				wait = min(wait, lookEvery)
+			}
+			l.pause(jitter(wait))
 		case errors.Is(err, errStopped):
 			l.close("")
 		default:

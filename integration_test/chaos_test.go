@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	procscan "github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redistest"
 	"golang.org/x/sys/unix"
@@ -78,9 +79,14 @@ func TestChaos(t *testing.T) {
 		// base is "001" in every run, and chaos tests of other checkouts
 		// on the same machine would carry the same marker.
 		w := &chaosWorker{marker: fmt.Sprintf("W8Y_CHAOS_MARK=%s-%d", dir, generation)}
-		w.p = startW8y(t, []string{"CHAOS_DIR=" + dir, w.marker},
-			"-u", s.URL, "-k", "chaos", "-c", "-x", ttl.String(), "--idle-wait", "50ms", "--log-level", "warn",
-			"sh", "-c", chaosChild)
+		args := []string{"-u", s.URL, "-k", "chaos", "-c", "-x", ttl.String(), "--idle-wait", "50ms", "--log-level", "warn"}
+		// Every other worker cools items down, so that workers run out of
+		// eligible items, go idle and take what comes due through the due
+		// index rather than by passing over the list.
+		if generation%2 == 0 {
+			args = append(args, "--cooldown", "300ms")
+		}
+		w.p = startW8y(t, []string{"CHAOS_DIR=" + dir, w.marker}, append(args, "sh", "-c", chaosChild)...)
 		return w
 	}
 	workers := make([]*chaosWorker, m)
@@ -120,7 +126,7 @@ func TestChaos(t *testing.T) {
 		}
 	}
 
-	kinds := []string{"SIGKILL a worker", "SIGTERM a worker", "RPUSH an item", "restart redis-server", "LREM an item", "CLIENT PAUSE past the expiry"}
+	kinds := []string{"SIGKILL a worker", "SIGTERM a worker", "RPUSH an item", "restart redis-server", "LREM an item", "CLIENT PAUSE past the expiry", "run an item now"}
 	interval := time.Duration(seconds) * time.Second / time.Duration(3*len(kinds))
 	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
 	added := 0
@@ -162,6 +168,16 @@ func TestChaos(t *testing.T) {
 				t.Fatal(err)
 			}
 			delete(want, item)
+		case "run an item now":
+			// As an operator does: the cooldown goes, and the item is due at
+			// once, whether it is in the list, running or removed.
+			item := "i" + itoa(rand.N(k))
+			if err := s.Client.Del(ctx(t), "chaos:cooldown:"+item).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Client.ZAdd(ctx(t), "chaos:due", redis.Z{Score: 0, Member: item}).Err(); err != nil {
+				t.Fatal(err)
+			}
 		case "restart redis-server":
 			s.Restart(t)
 		case "CLIENT PAUSE past the expiry":

@@ -5,7 +5,8 @@
 --
 -- KEYS[1] the item's lock
 -- KEYS[2] its state hash, KEYS[3] its cooldown key, KEYS[4] its backoff key
--- KEYS[5] the events stream (optional: without it, no event is added)
+-- KEYS[5] the due index (see schema.Keys.Due), KEYS[6] the events stream
+--         (optional: without it, no event is added)
 -- ARGV[1] our token
 -- ARGV[2] the item
 -- ARGV[3] options: words of the form name=value, separated by spaces, as in
@@ -100,6 +101,31 @@ elseif opt.failed == "1" then
   end
 end
 
+-- Due: when the item may run again, as its keys now say, for the idle
+-- workers that read only what has come due (see due.lua): now, once the
+-- lock is gone and no cooldown or backoff holds the item, or when the last
+-- of them expires. A key without an expiry (an operator's pause, a lock
+-- set by hand) leaves the item out of the index: the fleet's sweep over the
+-- whole list notices when it goes.
+local dueAt = tonumber(opt.now)
+for i = 1, 4 do
+  if i ~= 2 then
+    local left = redis.call("PTTL", KEYS[i])
+    if left == -1 then
+      dueAt = nil
+      break
+    end
+    if left > 0 then
+      dueAt = math.max(dueAt, tonumber(opt.now) + left)
+    end
+  end
+end
+if dueAt then
+  redis.pcall("ZADD", KEYS[5], dueAt, item)
+else
+  redis.pcall("ZREM", KEYS[5], item)
+end
+
 -- Record: the state hash and the end event. pcall: a key of another type in
 -- their place must not hide whether the lock was released.
 redis.pcall("HSET", state, "last_end", opt.now, "last_result", opt.result)
@@ -111,7 +137,7 @@ if opt.failed == "1" then
   redis.pcall("HINCRBY", state, "failures", 1)
 end
 redis.pcall("PEXPIRE", state, opt.state_ttl)
-if KEYS[5] then
+if KEYS[6] then
   local fields = {"type", opt.event, "item", item, "holder", token, "result", opt.result}
   if opt.exit_code then
     fields[#fields + 1] = "exit_code"
@@ -119,8 +145,8 @@ if KEYS[5] then
     fields[#fields + 1] = "duration_ms"
     fields[#fields + 1] = opt.duration_ms
   end
-  redis.pcall("XADD", KEYS[5], "MAXLEN", "~", opt.events, "*", unpack(fields))
-  redis.pcall("PEXPIRE", KEYS[5], opt.state_ttl)
+  redis.pcall("XADD", KEYS[6], "MAXLEN", "~", opt.events, "*", unpack(fields))
+  redis.pcall("PEXPIRE", KEYS[6], opt.state_ttl)
 end
 
 return {released, failures, delay, problem}

@@ -26,6 +26,8 @@ var (
 	countSource string
 	//go:embed pause.lua
 	pauseSource string
+	//go:embed due.lua
+	dueSource string
 )
 
 var (
@@ -46,4 +48,8 @@ var (
 	// keys live on different servers.
 	Count = redis.NewScript(countSource)
 	Pause = redis.NewScript(pauseSource)
+	// Due is an idle worker's look at the list: it tries the items that
+	// were appended since its last look and those whose due entry has
+	// passed, and says when to pass over the whole list for the fleet.
+	Due = redis.NewScript(dueSource)
 )

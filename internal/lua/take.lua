@@ -22,11 +22,18 @@
 --                        then expires after MS (absent: record nothing)
 --           events=N     add a start event to the events stream, capped
 --                        at about N entries (absent or 0: no event)
+--           sweep=MS     when this call ends the pass without a take, the
+--                        pass was a sweep of the whole list for the fleet:
+--                        set the sweep key (see due.lua) for MS, unless
+--                        another worker's is set
+
 --
--- Returns {left, taken, head1, size1, head2, size2, ...}: the candidates left
--- in the pass after this call (0 when it is over), the item whose lock is now
--- ours or nil, and for each item skipped because the child cannot be given it
--- (empty, too long, holding a NUL byte) its first clipLen bytes and its size,
+-- Returns {left, taken, length, head1, size1, head2, size2, ...}: the
+-- candidates left in the pass after this call (0 when it is over), the item
+-- whose lock is now ours or nil, the list's length when this call read it
+-- (at the start of a pass) or -1, and for each item skipped because the
+-- child cannot be given it (empty, too long, holding a NUL byte) its first
+-- clipLen bytes and its size,
 -- then for each item whose lock key was found holding another type (a hash,
 -- say) its first clipLen bytes and that type's name.
 --
@@ -64,7 +71,7 @@ if left < 0 then
 end
 local want = math.min(left, tonumber(opt.batch))
 if want <= 0 then
-  return {0, false}
+  return {0, false, length or -1}
 end
 
 -- The script runs atomically, so reading the candidates, trying their locks
@@ -78,7 +85,7 @@ end
 local n = #items
 if n == 0 then
   -- The list is empty or gone, which ends the pass.
-  return {0, false}
+  return {0, false, length or -1}
 end
 
 -- Items that the child cannot be given (empty, too long, holding a NUL byte)
@@ -139,7 +146,7 @@ if nkeys > 0 and redis.call("EXISTS", list, unpack(keys, 1, nkeys)) < nkeys + 1 
   end
 end
 
-local reply = {left - looked, false}
+local reply = {left - looked, false, length or -1}
 if took then
   reply[2] = items[looked]
 end
@@ -160,6 +167,18 @@ if turn > 0 then
   redis.call("RPUSH", list, unpack(items, 1, turn))
   redis.call("LTRIM", list, turn, -1)
 end
+if not took and left - looked <= 0 and tonumber(opt.sweep or 0) > 0 then
+  redis.call("SET", keyPrefix .. "sweep", token, "NX", "PX", opt.sweep)
+end
+
+-- Due: the item may run again when its lock expires, if its holder dies
+-- and stops refreshing it; an idle worker that looks then finds it still
+-- locked while it runs, and looks again when the lock would next expire
+-- (see due.lua). pcall: a key of another type must not fail the take.
+if took then
+  redis.pcall("ZADD", keyPrefix .. "due", tonumber(opt.now) + tonumber(ttl), items[looked])
+end
+
 -- Record: a take is recorded in the item's state hash and
 -- as a start event, in the same call. It comes after the rotation, and pcall
 -- keeps a key of another type in their place from failing the take: a run

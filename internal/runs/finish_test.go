@@ -30,6 +30,10 @@ type finishCase struct {
 	want []string
 	// keys is what the item's keys hold afterwards (see dumpKeys).
 	keys map[string]string
+	// due is when the due index says the item may run again, after the
+	// last run's end, rounded to seconds, or "" for no entry. Only lua.Finish
+	// writes the index, which serves colocated keys alone.
+	due string
 }
 
 // dumpKeys describes every key under keys' prefix: its type, its value and
@@ -85,24 +89,24 @@ func TestFinishBothWaysAlike(t *testing.T) {
 	ok, fail, stopped := finishStep{res: schema.ResultSuccess}, finishStep{res: schema.ResultFailure}, finishStep{res: schema.ResultInterrupted}
 	tests := []finishCase{
 		{
-			name: "success cools down", steps: []finishStep{ok}, want: []string{"true -1 0s"},
+			name: "success cools down", due: "1m0s", steps: []finishStep{ok}, want: []string{"true -1 0s"},
 			keys: map[string]string{"cooldown:x": testToken + " (1m0s)", "state:x": state(0, 1, 0, schema.ResultSuccess)},
 		},
 		{
-			name:  "failures double up to MAX",
+			name: "failures double up to MAX", due: "3s",
 			steps: []finishStep{fail, {res: schema.ResultTimeout}, {res: schema.ResultLockLost}},
 			want:  []string{"true 1 1s", "true 2 2s", "true 3 3s"},
 			keys:  map[string]string{"backoff:x": testToken + " (3s)", "state:x": state(3, 3, 3, schema.ResultLockLost)},
 		},
 		{
-			name:  "a success resets the count and leaves the backoff to expire",
+			name: "a success resets the count and leaves the backoff to expire", due: "1m0s",
 			steps: []finishStep{fail, fail, ok, fail},
 			want:  []string{"true 1 1s", "true 2 2s", "true -1 0s", "true 1 1s"},
 			// The 2s backoff of the second failure outlasts the new 1s one.
 			keys: map[string]string{"backoff:x": testToken + " (2s)", "cooldown:x": testToken + " (1m0s)", "state:x": state(1, 4, 3, schema.ResultFailure)},
 		},
 		{
-			name: "an interrupted run sets no pause and leaves the count",
+			name: "an interrupted run sets no pause and leaves the count", due: "0s",
 			setup: func(ctx context.Context, rdb *redis.Client, keys schema.Keys) {
 				rdb.HSet(ctx, keys.State("x"), "consecutive_failures", 2)
 			},
@@ -110,16 +114,16 @@ func TestFinishBothWaysAlike(t *testing.T) {
 			keys: map[string]string{"state:x": state(2, 1, 0, schema.ResultInterrupted)},
 		},
 		{
-			name: "an interrupted run of a new item records only the run", steps: []finishStep{stopped}, want: []string{"true -1 0s"},
+			name: "an interrupted run of a new item records only the run", due: "0s", steps: []finishStep{stopped}, want: []string{"true -1 0s"},
 			keys: map[string]string{"state:x": state(-1, 1, 0, schema.ResultInterrupted)},
 		},
 		{
-			name: "a lost lock is left to its holder and counts as a failure", steps: []finishStep{{res: schema.ResultLockLost, lost: true}},
+			name: "a lost lock is left to its holder and counts as a failure", due: "1h0m0s", steps: []finishStep{{res: schema.ResultLockLost, lost: true}},
 			want: []string{"false 1 1s"},
 			keys: map[string]string{"lock:x": "someone-else (1h0m0s)", "backoff:x": testToken + " (1s)", "state:x": state(1, 1, 1, schema.ResultLockLost)},
 		},
 		{
-			name: "an operator's longer pause is kept",
+			name: "an operator's longer pause is kept", due: "",
 			setup: func(ctx context.Context, rdb *redis.Client, keys schema.Keys) {
 				rdb.Set(ctx, keys.Cooldown("x"), "paused by hand", 0)
 				rdb.Set(ctx, keys.Backoff("x"), "hold", time.Hour)
@@ -129,7 +133,7 @@ func TestFinishBothWaysAlike(t *testing.T) {
 			keys:  map[string]string{"cooldown:x": "paused by hand (no expiry)", "backoff:x": "hold (1h0m0s)", "state:x": state(1, 2, 1, schema.ResultFailure)},
 		},
 		{
-			name: "a shorter pause is lengthened",
+			name: "a shorter pause is lengthened", due: "1m0s",
 			setup: func(ctx context.Context, rdb *redis.Client, keys schema.Keys) {
 				rdb.Set(ctx, keys.Cooldown("x"), "short", 5*time.Second)
 			},
@@ -137,7 +141,7 @@ func TestFinishBothWaysAlike(t *testing.T) {
 			keys: map[string]string{"cooldown:x": testToken + " (1m0s)", "state:x": state(0, 1, 0, schema.ResultSuccess)},
 		},
 		{
-			name: "a pause key of another type is not w8y's to overwrite",
+			name: "a pause key of another type is not w8y's to overwrite", due: "",
 			setup: func(ctx context.Context, rdb *redis.Client, keys schema.Keys) {
 				rdb.SAdd(ctx, keys.Cooldown("x"), "member")
 			},
@@ -147,7 +151,7 @@ func TestFinishBothWaysAlike(t *testing.T) {
 		{
 			// The key gets the state's expiry, so that it goes away and
 			// the item's record can start over.
-			name: "a state key of another type is reported and the rest still done",
+			name: "a state key of another type is reported and the rest still done", due: "1m0s",
 			setup: func(ctx context.Context, rdb *redis.Client, keys schema.Keys) {
 				rdb.Set(ctx, keys.State("x"), "not a hash", 0)
 			},
@@ -156,7 +160,7 @@ func TestFinishBothWaysAlike(t *testing.T) {
 			keys:  map[string]string{"state:x": "not a hash (1h0m0s)", "backoff:x": testToken + " (1s)", "cooldown:x": testToken + " (1m0s)"},
 		},
 		{
-			name: "a count that is not a number is reported",
+			name: "a count that is not a number is reported", due: "1s",
 			setup: func(ctx context.Context, rdb *redis.Client, keys schema.Keys) {
 				rdb.HSet(ctx, keys.State("x"), "consecutive_failures", "many")
 			},
@@ -194,7 +198,17 @@ func TestFinishBothWaysAlike(t *testing.T) {
 					}
 					reports[i] = append(reports[i], report)
 				}
+				if colocated {
+					due := ""
+					if score, err := rdb.ZScore(ctx, keys.Due(), "x").Result(); err == nil {
+						due = (time.Duration(score-1000) * time.Millisecond).Round(time.Second).String()
+					}
+					if due != tt.due {
+						t.Errorf("the due index says %q after the end, want %q", due, tt.due)
+					}
+				}
 				left[i] = dumpKeys(t, rdb, keys)
+				delete(left[i], "due")
 			}
 			if !slices.Equal(reports[0], tt.want) {
 				t.Errorf("lua.Finish reported %q, want %q", reports[0], tt.want)

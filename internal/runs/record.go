@@ -38,13 +38,12 @@ type Recorder struct {
 func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
 // TakeWords are the settings that lua.Take needs to record a take, as words
-// for its options argument; now is when the take was sent.
-func (rec *Recorder) TakeWords(now time.Time) string {
+// for its options argument (the take sends the time itself).
+func (rec *Recorder) TakeWords() string {
 	if rec == nil {
 		return ""
 	}
-	return " now=" + millis(now) +
-		" state_ttl=" + strconv.FormatInt(rec.StateTTL.Milliseconds(), 10) +
+	return " state_ttl=" + strconv.FormatInt(rec.StateTTL.Milliseconds(), 10) +
 		" events=" + strconv.FormatInt(rec.EventsMaxLen, 10)
 }
 

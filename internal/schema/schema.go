@@ -49,6 +49,19 @@ func (k Keys) State(item string) string { return k.Prefix + "state:" + item }
 // Events is the capped stream of runs' starts and ends.
 func (k Keys) Events() string { return k.Prefix + "events" }
 
+// Due is the sorted set of when items may run again: member an item, score
+// the Unix millisecond at which its lock, cooldown or backoff key will have
+// expired, as far as w8y knows. w8y writes it where an item's keys are
+// colocated, at each take and finish, and idle workers read only the
+// entries that have come due instead of the whole list. An entry with a
+// score in the past (0 for "now") makes an idle worker try the item at once.
+func (k Keys) Due() string { return k.Prefix + "due" }
+
+// Sweep is the key that an idle worker sets, with an expiry, when it
+// passes over the whole list for the fleet: while it exists, no other idle
+// worker does.
+func (k Keys) Sweep() string { return k.Prefix + "sweep" }
+
 // Fields of the state hash.
 const (
 	FieldLastStart           = "last_start"

@@ -13,6 +13,8 @@ func TestKeyNames(t *testing.T) {
 		k.Backoff("a:1"):  "work:backoff:a:1",
 		k.State("a:1"):    "work:state:a:1",
 		k.Events():        "work:events",
+		k.Due():           "work:due",
+		k.Sweep():         "work:sweep",
 	} {
 		if got != want {
 			t.Errorf("got %q, want %q", got, want)

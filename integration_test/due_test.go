@@ -1,0 +1,221 @@
+package integration_test
+
+import (
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redistest"
+)
+
+// coolAll gives every item of items a cooldown key set by hand, which no
+// due entry announces: only a pass over the list would find them free.
+func (s *server) coolAll(t *testing.T, prefix string, items []string, d time.Duration) {
+	t.Helper()
+	pipe := s.Client.Pipeline()
+	for _, item := range items {
+		pipe.Set(ctx(t), prefix+":cooldown:"+item, "by hand", d)
+	}
+	if _, err := pipe.Exec(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// looks is how many looks (lua.Due calls) the server has run: each reads
+// the due index once, with the one ZRANGEBYSCORE that nothing else sends.
+func (s *server) looks(t *testing.T) int {
+	return redistest.CommandStats(t, s.Client)["zrangebyscore"]
+}
+
+// TestIdleWorkerDoesNotReadTheList: once a pass has found every item of a
+// large list cooling, an idle worker looks at what came due every
+// --idle-wait instead of passing over the list again: no LRANGE, and no
+// EXISTS or MGET of candidates' keys, however many looks it makes.
+func TestIdleWorkerDoesNotReadTheList(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	items := redistest.Items(20_000)
+	s.seed(t, "big:list", items...)
+	s.coolAll(t, "big", items, 10*time.Minute)
+	w := startW8y(t, nil, "-u", s.URL, "-k", "big", "-c", "-q", "--idle-wait", "100ms", "true")
+
+	redistest.WaitFor(t, "the worker's first look", func() bool { return s.looks(t) > 0 })
+	before := redistest.CommandStats(t, s.Client)
+	redistest.WaitFor(t, "five more looks", func() bool { return s.looks(t) >= before["zrangebyscore"]+5 })
+	after := redistest.CommandStats(t, s.Client)
+	for _, cmd := range []string{"lrange", "exists", "mget", "llen"} {
+		if cmd == "llen" {
+			// One LLEN per look: the list's length, to see items appended.
+			if got, looks := after[cmd]-before[cmd], after["zrangebyscore"]-before["zrangebyscore"]; got > looks {
+				t.Errorf("%d looks sent %d LLEN, want at most one each", looks, got)
+			}
+			continue
+		}
+		if after[cmd] != before[cmd] {
+			t.Errorf("idle looks sent %d %s: an idle worker read the list or its items' keys", after[cmd]-before[cmd], cmd)
+		}
+	}
+	w.signal(t, syscall.SIGTERM)
+	w.wait(t).wantExit(t, 0)
+	if got := s.list(t, "big:list"); !slices.Equal(got, items) {
+		t.Errorf("the list changed: %d items, want the %d seeded in order", len(got), len(items))
+	}
+}
+
+// TestIdlePickups: each way an item becomes eligible gets it taken by an
+// idle worker as promptly as a pass every --idle-wait did (that it makes
+// no such pass is TestIdleWorkerDoesNotReadTheList's): an item appended
+// from outside, an operator's "run it now" (cooldown deleted, due entry at
+// 0), a cooldown that w8y set running out, a lock released by another
+// worker's finish, and the lock of a worker killed mid-run expiring. Items
+// removed from outside meanwhile leave the list exactly as the writers left
+// it.
+func TestIdlePickups(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	items := redistest.Items(2_000)
+	s.seed(t, "up:list", items...)
+	s.coolAll(t, "up", items, 10*time.Minute)
+	// An item with a key hold:<item> waits for the test to push to its gate.
+	child := `if [ "$(redis-cli -p "$REDIS_PORT" exists "hold:$W8Y_ITEM")" = 1 ]; then redis-cli -p "$REDIS_PORT" blpop "gate:$W8Y_ITEM" 0 >/dev/null; fi; ` + stamp("up")
+	s.Client.Set(ctx(t), "hold:held", 1, 0)
+	s.Client.Set(ctx(t), "hold:doomed", 1, 0)
+	idle := startW8y(t, portEnv(s), "-u", s.URL, "-k", "up", "-c", "--cooldown", "1500ms", "sh", "-c", child)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the idle worker's log:\n%s", idle.stderrSoFar())
+		}
+	})
+	redistest.WaitFor(t, "the worker's first look", func() bool { return s.looks(t) > 0 })
+	// within waits for item's next start, which must come no later than
+	// bound after since; other items' starts meanwhile are passed over.
+	within := func(what, item string, since time.Time, bound time.Duration) run {
+		t.Helper()
+		for {
+			r := s.popRun(t)
+			if r.cooling {
+				t.Errorf("%q started while its cooldown key existed", r.item)
+			}
+			if r.item != item {
+				continue
+			}
+			if late := r.at.Sub(since); late > bound {
+				t.Errorf("%s: %q started %s after it could, want within %s", what, item, late, bound)
+			}
+			return r
+		}
+	}
+
+	// Appended from outside: within --idle-wait (1s), plus a second for a
+	// loaded machine.
+	pushed := time.Now()
+	s.Client.RPush(ctx(t), "up:list", "new")
+	first := within("appended", "new", pushed, 2*time.Second)
+	// Its own cooldown of 1.5s runs out: due again, taken within a look.
+	within("cooldown over", "new", first.at.Add(1500*time.Millisecond), 2*time.Second)
+
+	// Run now: the cooldown goes, and a due entry says now.
+	s.Client.Del(ctx(t), "up:cooldown:"+items[700])
+	asked := time.Now()
+	s.Client.ZAdd(ctx(t), "up:due", redis.Z{Score: 0, Member: items[700]})
+	within("run now", items[700], asked, 2*time.Second)
+
+	// Removed from outside while idle: the list keeps what the writers
+	// left, and the lost item's entry is dropped, not run.
+	s.Client.LRem(ctx(t), "up:list", 0, items[5])
+	s.Client.Del(ctx(t), "up:cooldown:"+items[5])
+	s.Client.ZAdd(ctx(t), "up:due", redis.Z{Score: 0, Member: items[5]})
+	redistest.WaitFor(t, "the removed item's due entry to go", func() bool {
+		return s.Client.ZScore(ctx(t), "up:due", items[5]).Err() == redis.Nil
+	})
+
+	// Released by another worker's finish, without a cooldown. The idle
+	// worker is stopped while the other one takes the item, so that it is
+	// the other one that does.
+	idle.signal(t, syscall.SIGSTOP)
+	s.Client.RPush(ctx(t), "up:list", "held")
+	other := startW8y(t, portEnv(s), "-u", s.URL, "-k", "up", "-q", "sh", "-c", child)
+	redistest.WaitFor(t, "held to be taken", func() bool { return s.Client.Exists(ctx(t), "up:lock:held").Val() == 1 })
+	idle.signal(t, syscall.SIGCONT)
+	s.Client.RPush(ctx(t), "gate:held", "go")
+	released := within("released", "held", time.Now(), 3*time.Second)
+	other.wait(t).wantExit(t, 0)
+	// The idle worker runs held now, and it waits at its gate again; from
+	// then on held runs through.
+	redistest.WaitFor(t, "held to be taken again", func() bool {
+		return s.Client.Exists(ctx(t), "up:lock:held").Val() == 1
+	})
+	if time.Since(released.at) > 3*time.Second {
+		t.Errorf("held was taken again %s after the other worker released it, want within a look", time.Since(released.at))
+	}
+	s.Client.Del(ctx(t), "hold:held")
+	s.Client.RPush(ctx(t), "gate:held", "go")
+
+	// A worker killed mid-run: its lock expires after --key-expiry, and the
+	// due entry its take wrote brings an idle worker to it then.
+	idle.signal(t, syscall.SIGSTOP)
+	s.Client.RPush(ctx(t), "up:list", "doomed")
+	doomed := startW8y(t, portEnv(s), "-u", s.URL, "-k", "up", "-c", "-q", "--key-expiry", "2s", "sh", "-c", child)
+	redistest.WaitFor(t, "doomed to be taken", func() bool { return s.Client.Exists(ctx(t), "up:lock:doomed").Val() == 1 })
+	idle.signal(t, syscall.SIGCONT)
+	doomed.signal(t, syscall.SIGKILL)
+	doomed.wait(t)
+	redistest.WaitFor(t, "the dead worker's lock to expire", func() bool { return s.Client.Exists(ctx(t), "up:lock:doomed").Val() == 0 })
+	expired := time.Now()
+	redistest.WaitFor(t, "doomed to be taken again", func() bool { return s.Client.Exists(ctx(t), "up:lock:doomed").Val() == 1 })
+	if late := time.Since(expired); late > 2*time.Second {
+		t.Errorf("doomed was taken again %s after its lock expired, want within a look", late)
+	}
+	s.Client.Del(ctx(t), "hold:doomed")
+	s.Client.RPush(ctx(t), "gate:doomed", "go")
+	within("after the dead worker", "doomed", expired, time.Minute)
+
+	idle.signal(t, syscall.SIGTERM)
+	idle.wait(t).wantExit(t, 0)
+	want := append(slices.Clone(items), "new", "held", "doomed")
+	want = slices.DeleteFunc(want, func(item string) bool { return item == items[5] })
+	got := s.list(t, "up:list")
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("the list holds %d items, want the %d that the writers left", len(got), len(want))
+	}
+}
+
+// TestOneSweepForTheFleet: idle workers sweep the whole list for the fleet,
+// one of them per interval (at least --idle-wait), not each of them.
+func TestOneSweepForTheFleet(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	items := redistest.Items(300)
+	s.seed(t, "sw:list", items...)
+	s.coolAll(t, "sw", items, 10*time.Minute)
+	const workers, idleWait = 4, 2 * time.Second
+	var ps []*proc
+	for range workers {
+		ps = append(ps, startW8y(t, nil, "-u", s.URL, "-k", "sw", "-c", "-q", "--idle-wait", idleWait.String(), "true"))
+	}
+	// Each worker's first pass is one LRANGE (300 items fit one batch).
+	redistest.WaitFor(t, "every worker's first pass and looks", func() bool {
+		stats := redistest.CommandStats(t, s.Client)
+		return stats["lrange"] >= workers && stats["zrangebyscore"] >= 2*workers
+	})
+	before, start := redistest.CommandStats(t, s.Client), time.Now()
+	redistest.WaitFor(t, "looks for five seconds", func() bool {
+		return time.Since(start) > 5*time.Second && s.looks(t) >= before["zrangebyscore"]+4*workers
+	})
+	after, elapsed := redistest.CommandStats(t, s.Client), time.Since(start)
+	sweeps := after["lrange"] - before["lrange"]
+	// Shared, a sweep per idleWait at most, and one more for the window's
+	// edges; each worker on its own would make one per idleWait each.
+	if most := int(elapsed/idleWait) + 1; sweeps > most {
+		t.Errorf("%d workers swept %d times in %s: want at most %d, one sweep per --idle-wait %s for the fleet", workers, sweeps, elapsed.Round(time.Millisecond), most, idleWait)
+	}
+	for _, p := range ps {
+		p.signal(t, syscall.SIGTERM)
+		p.wait(t).wantExit(t, 0)
+	}
+	t.Logf("%d sweeps and %d looks in %s", sweeps, after["zrangebyscore"]-before["zrangebyscore"], elapsed.Round(time.Millisecond))
+}
