@@ -41,7 +41,7 @@ type Rotator struct {
 	// Command.maxItemLen); longer ones are skipped.
 	MaxItemLen int
 	// Batch is the most candidates one server-side call looks at; 0 means
-	// takeBatch. Tests set it low to cross batches with short lists.
+	// takeBatch. The first call of a pass looks at fewer (firstBatch). Tests set it low to cross batches with short lists.
 	Batch int
 	// Record, when set, records each take in the item's state hash and the
 	// events stream (see record.go).
@@ -200,16 +200,17 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 	return "", nil, ErrNoWork
 }
 
-// takeInBatches is Take with lua.Take: one round trip per takeBatch
-// candidates, and none for LLEN, which the first call of a pass reads. stop
-// is checked between calls.
+// takeInBatches is Take with lua.Take: one round trip per batch of
+// candidates (firstBatch, doubling up to takeBatch), and none for LLEN,
+// which the first call of a pass reads. stop is checked between calls.
 func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (string, *Lock, error) {
 	r := p.r
 	list := r.Keys.List()
-	call := batchTake{Prefix: r.Keys.Prefix, Token: r.Token, TTL: r.TTL, MaxItemLen: r.MaxItemLen, Batch: r.Batch}
-	if call.Batch <= 0 {
-		call.Batch = takeBatch
+	most := r.Batch
+	if most <= 0 {
+		most = takeBatch
 	}
+	call := batchTake{Prefix: r.Keys.Prefix, Token: r.Token, TTL: r.TTL, MaxItemLen: r.MaxItemLen, Batch: min(firstBatch, most)}
 	// -1 asks the first call to start the pass from the list's length.
 	for p.left != 0 {
 		select {
@@ -238,6 +239,7 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (string,
 			r.look.length, r.look.known = taken.Length, taken.Length >= 0
 		}
 		p.left = taken.Left
+		call.Batch = min(2*call.Batch, most)
 		if p.left == 0 && !taken.Taken {
 			r.look.passTime = time.Since(p.started)
 		}

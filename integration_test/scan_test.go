@@ -17,7 +17,7 @@ const scanItems = 2500
 // TestScanLongList: a pass over a list longer than one script call rotates
 // it exactly as one LMOVE per candidate would, skips items that cannot be
 // passed without ending the pass, and takes the first free lock, here in
-// the third call.
+// the ninth call.
 func TestScanLongList(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
@@ -48,10 +48,10 @@ func TestScanLongList(t *testing.T) {
 	if n := strings.Count(r.Stderr, "skipping item"); n != 2 {
 		t.Errorf("%d warnings about skipped items, want 2:\n%s", n, r.Stderr)
 	}
-	// The scan ran on the server: no LMOVE came from w8y, and three batches
-	// rotated the list.
-	if stats := redistest.CommandStats(t, s.Client); stats["lmove"] != 0 || stats["rpush"] != 3 {
-		t.Errorf("commands run: %v; want no LMOVE and 3 RPUSH from scan.lua", stats)
+	// The scan ran on the server: no LMOVE came from w8y, and each batch
+	// rotated the list once.
+	if stats, calls := redistest.CommandStats(t, s.Client), takeCalls(free+1); stats["lmove"] != 0 || stats["rpush"] != calls {
+		t.Errorf("commands run: %v; want no LMOVE and %d RPUSH from take.lua", stats, calls)
 	}
 	want := append(slices.Clone(items[free+1:]), items[:free+1]...)
 	if got := s.list(t, "long:list"); !slices.Equal(got, want) {
@@ -84,12 +84,12 @@ func TestScanOnePass(t *testing.T) {
 
 	r := runW8y(t, nil, "-u", s.URL, "-k", "pass", "--no-work-exit-code", "3", "true")
 	r.mustExit(t, 3) // no work
-	// 2500 candidates: LRANGE reads 1000, 1000 and 500; a second pass would
-	// read more. One LLEN starts the pass, and one more checks that the
-	// list exists after it found nothing (see warnIfListMissing). (Read
-	// before this test's own LRANGE.)
-	if stats := redistest.CommandStats(t, s.Client); stats["lrange"] != 3 || stats["llen"] != 2 {
-		t.Errorf("commands run: %v; want 2 LLEN and 3 LRANGE", stats)
+	// 2500 candidates: LRANGE reads 8, 16, ..., 512, then 1000 and the 484
+	// left; a second pass would read more. One LLEN starts the pass, and one
+	// more checks that the list exists after it found nothing (see
+	// warnIfListMissing). (Read before this test's own LRANGE.)
+	if stats, calls := redistest.CommandStats(t, s.Client), takeCalls(scanItems); stats["lrange"] != calls || stats["llen"] != 2 {
+		t.Errorf("commands run: %v; want 2 LLEN and %d LRANGE", stats, calls)
 	}
 	if got := s.list(t, "pass:list"); !slices.Equal(got, items) {
 		t.Errorf("list after one pass starts %q, want it as before", got[:3])
@@ -116,4 +116,16 @@ func TestScanSurvivesScriptFlush(t *testing.T) {
 		t.Errorf("commands run: %v; want 6 EVAL", stats)
 	}
 	s.noLocks(t, "flush")
+}
+
+// takeCalls is how many calls of take.lua look at the first n candidates of
+// a pass: the first looks at 8, and each next one at twice as many as the
+// last, up to 1000.
+func takeCalls(n int) int {
+	calls := 0
+	for batch := 8; n > 0; batch = min(2*batch, 1000) {
+		n -= batch
+		calls++
+	}
+	return calls
 }
