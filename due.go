@@ -26,13 +26,14 @@ const (
 	// tries.
 	lookMost = 10
 	// sweepCost is how many times longer than a pass over the whole list
-	// takes the fleet waits between two sweeps: a thousand keeps the sweeps
-	// to about a thousandth of the time of one Redis core.
-	sweepCost = 1000
+	// takes the fleet waits between two sweeps: two thousand keeps the
+	// sweeps to at most half a millisecond of Redis CPU a second, for the
+	// whole fleet (a pass's time is mostly Redis' time).
+	sweepCost = 2000
 	// sweepMax bounds the wait between sweeps, whatever the list's size: it
 	// is the longest that a change only a sweep notices (a cooldown or lock
 	// deleted by hand) waits.
-	sweepMax = 30 * time.Minute
+	sweepMax = time.Hour
 )
 
 // looking is what a Rotator learns from its passes and looks for the next

@@ -197,17 +197,18 @@ func TestOneSweepForTheFleet(t *testing.T) {
 	for range workers {
 		ps = append(ps, startW8y(t, nil, "-u", s.URL, "-k", "sw", "-c", "-q", "--idle-wait", idleWait.String(), "true"))
 	}
-	// Each worker's first pass is one LRANGE (300 items fit one batch).
+	// A pass over the 300 items is takeCalls(300) calls, an LRANGE each.
+	calls := takeCalls(len(items))
 	redistest.WaitFor(t, "every worker's first pass and looks", func() bool {
 		stats := redistest.CommandStats(t, s.Client)
-		return stats["lrange"] >= workers && stats["zrangebyscore"] >= 2*workers
+		return stats["lrange"] >= workers*calls && stats["zrangebyscore"] >= 2*workers
 	})
 	before, start := redistest.CommandStats(t, s.Client), time.Now()
 	redistest.WaitFor(t, "looks for five seconds", func() bool {
 		return time.Since(start) > 5*time.Second && s.looks(t) >= before["zrangebyscore"]+4*workers
 	})
 	after, elapsed := redistest.CommandStats(t, s.Client), time.Since(start)
-	sweeps := after["lrange"] - before["lrange"]
+	sweeps := (after["lrange"] - before["lrange"] + calls - 1) / calls
 	// Shared, a sweep per idleWait at most, and one more for the window's
 	// edges; each worker on its own would make one per idleWait each.
 	if most := int(elapsed/idleWait) + 1; sweeps > most {

@@ -6,10 +6,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -223,5 +226,75 @@ func TestREADMETour(t *testing.T) {
 	}
 	if got, want := cells(r.Stdout), cells(shown); !strings.HasSuffix(got, want) {
 		t.Errorf("the tour's --status:\n%s\nwant the README's:\n%s", got, want)
+	}
+}
+
+// TestREADMEOperatorCommands runs the README's redis-cli commands for an
+// operator, as a shell runs them, against a fleet of idle workers: "run it
+// now" makes an idle worker take an item in an hour's cooldown within about
+// a second, through the due index and not a sweep (--idle-wait 1h keeps
+// the sweep away); "pause it" keeps it from running even when it is made
+// due again; the last line reads the count of failures.
+func TestREADMEOperatorCommands(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	block := strings.ReplaceAll(readmeBlock(t, "sh", "ZADD work:due 0 report-42"), "redis-cli ", fmt.Sprintf("redis-cli -p %d ", s.Port))
+	var runNow, pause []string
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		switch {
+		case strings.HasPrefix(line, "#"):
+		case strings.Contains(line, " DEL ") || strings.Contains(line, " ZADD "):
+			runNow = append(runNow, line)
+		default:
+			pause = append(pause, line)
+		}
+	}
+	items := []string{"report-41", "report-42", "report-43"}
+	s.seed(t, "work:list", items...)
+	s.coolAll(t, "work", items, time.Hour)
+	runs := filepath.Join(t.TempDir(), "runs")
+	var workers []*proc
+	for range 2 {
+		workers = append(workers, startW8y(t, nil, "-u", s.URL, "-k", "work", "-c", "-q", "--cooldown", "1h", "--idle-wait", "1h",
+			"sh", "-c", `echo "$W8Y_ITEM" >> "$0"`, runs))
+	}
+	redistest.WaitFor(t, "the workers to go idle", func() bool { return s.Client.Exists(ctx(t), "work:sweep").Val() == 1 })
+
+	sh := func(lines []string) string {
+		t.Helper()
+		out, err := exec.Command("sh", "-ec", strings.Join(lines, "\n")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(lines, "\n"), err, out)
+		}
+		return string(out)
+	}
+	start := time.Now()
+	sh(runNow)
+	redistest.WaitFor(t, "report-42 to run", func() bool { return slices.Equal(lines(t, runs), []string{"report-42"}) })
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("report-42 ran %s after the README's \"run it now\", want about a second at most", took.Round(time.Millisecond))
+	}
+
+	// Paused for an hour (the last of the two SETs) and made due again, it
+	// is not taken: a look moves its due entry to the pause's end.
+	if out := sh(pause); out != "OK\nOK\n0\n" {
+		t.Errorf("the pause commands and HGET printed %q, want OK, OK and 0 failures", out)
+	}
+	if err := s.Client.ZAdd(ctx(t), "work:due", redis.Z{Score: 0, Member: "report-42"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	redistest.WaitFor(t, "a look to move the paused item's due entry to the pause's end", func() bool {
+		due, err := s.Client.ZScore(ctx(t), "work:due", "report-42").Result()
+		return err == nil && due > float64(time.Now().Add(59*time.Minute).UnixMilli())
+	})
+	for _, p := range workers {
+		p.signal(t, syscall.SIGTERM)
+		p.wait(t).wantExit(t, 0)
+	}
+	if got := lines(t, runs); !slices.Equal(got, []string{"report-42"}) {
+		t.Errorf("runs %q, want report-42 once: the pause did not hold", got)
+	}
+	if got := s.list(t, "work:list"); len(got) != len(items) {
+		t.Errorf("list %q, want the three items", got)
 	}
 }

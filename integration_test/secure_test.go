@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -103,7 +104,8 @@ func TestTLS(t *testing.T) {
 // the cooldown and backoff (checkSchedule).
 const aclCommands = "+evalsha +eval +llen +lmove +rpoplpush +wait " +
 	"+lrange +exists +mget +set +rpush +ltrim +type +get +pexpire +del " +
-	"+hset +hincrby +xadd +lindex +lpos +pttl +hmget +ping"
+	"+hset +hincrby +xadd +lindex +lpos +pttl +hmget +ping " +
+	"+zadd +zrem +zrangebyscore +lrem"
 
 // checkRecord fails the test unless each of items ran once, as its state
 // hash says, and events holds a start and an end for each: the ACL rule
@@ -245,6 +247,33 @@ func TestACL(t *testing.T) {
 	}
 	// d ran last: a and b are next.
 	checkSchedule(t, s.Client, "acl:", []string{"W8Y_REDIS_PASSWORD=" + password}, []string{"-u", url, "-k", "acl"}, "a", "b")
+	checkLook(t, s, []string{"W8Y_REDIS_PASSWORD=" + password}, []string{"-u", url, "-k", "acl"}, "a")
+}
+
+// checkLook fails the test unless an idle continuous worker, run with args,
+// takes item through the due index once an operator makes it due: the rule
+// must let it look (see due.lua). With --idle-wait 1h the fleet's sweep
+// waits an hour, so the look is the only way the item can be taken.
+func checkLook(t *testing.T, s *server, env, args []string, item string) {
+	t.Helper()
+	runs := filepath.Join(t.TempDir(), "runs")
+	p := startW8y(t, env, append(slices.Clone(args), "-c", "-q", "--cooldown", "1h", "--idle-wait", "1h",
+		"sh", "-c", `echo "$W8Y_ITEM" >> "$0"`, runs)...)
+	prefix := args[len(args)-1] + ":"
+	redistest.WaitFor(t, "the worker to go idle", func() bool { return s.Client.Exists(ctx(t), prefix+"sweep").Val() == 1 })
+	if err := s.Client.Del(ctx(t), prefix+"cooldown:"+item, prefix+"backoff:"+item).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := len(lines(t, runs))
+	if err := s.Client.ZAdd(ctx(t), prefix+"due", redis.Z{Score: 0, Member: item}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	redistest.WaitFor(t, item+" taken through the due index", func() bool {
+		got := lines(t, runs)
+		return len(got) > before && got[len(got)-1] == item
+	})
+	p.signal(t, syscall.SIGTERM)
+	p.wait(t).wantExit(t, 0)
 }
 
 // TestACLCluster runs w8y as a limited ACL user on a Cluster without a hash
@@ -297,4 +326,23 @@ func TestUnixSocket(t *testing.T) {
 	r = runW8y(t, nil, "-u", "unix://"+sock, "--redis-cluster", "-k", "sock", "true")
 	r.wantExit(t, 125)
 	oneLine(t, r.Stderr, "cannot be used with --redis-cluster")
+}
+
+// TestREADMEACLRule: the README's ACL rule grants exactly the commands that
+// the ACL tests give their user (and CLUSTER SLOTS, which the Cluster test
+// adds), so that a rule copied from the README is one the tests ran.
+func TestREADMEACLRule(t *testing.T) {
+	rule := readmeBlock(t, "", "ACL SETUSER worker")
+	var granted []string
+	for _, word := range strings.Fields(rule) {
+		if strings.HasPrefix(word, "+") && word != "+cluster|slots" {
+			granted = append(granted, word)
+		}
+	}
+	want := strings.Fields(aclCommands)
+	slices.Sort(granted)
+	slices.Sort(want)
+	if !slices.Equal(granted, want) {
+		t.Errorf("the README's ACL rule grants %q, the tests %q", granted, want)
+	}
 }
