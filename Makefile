@@ -71,12 +71,15 @@ soak:
 		go test -race -count=1 -timeout 0 -run '^TestChaos$$' -v ./integration_test/
 
 # The Go benchmarks measure the hot paths; scripts/bench.sh measures whole runs
-# against references in the same session and prints ratios. Neither fails on
-# a figure that misses its target, only on a broken run.
+# against references in the same session and prints ratios, and
+# scripts/bench-fleet.sh the Redis CPU of idle and busy fleets and how soon
+# idle workers take what comes due. None fails on a figure that misses its
+# target, only on a broken run.
 bench:
 	bash scripts/ensure-redis.sh
 	go test -run '^$$' -bench . -benchmem ./...
 	bash scripts/bench.sh
+	bash scripts/bench-fleet.sh
 
 lint:
 	@unformatted="$$(gofmt -l .)"; \

@@ -96,7 +96,7 @@ for _ in $(seq "$rounds"); do
 done
 [ -z "$(rcli --scan --pattern 'one:lock:*')" ] || broken "one-shot runs left a lock behind"
 w=$(median "${w8y_times[@]}") p=$(median "${ping_times[@]}")
-verdict "one-shot overhead" "$(ratio "$w" "$p")" le 1.0 "w8y ${w} us per run, redis-cli ping ${p} us (medians of $rounds x $oneshots)"
+verdict "one-shot overhead" "$(ratio "$w" "$p")" le 1.25 "w8y ${w} us per run, redis-cli ping ${p} us (medians of $rounds x $oneshots)"
 
 # 2. Scan: every item but the last locked, so a run looks at all of them. A
 # whole pass leaves the list as it was and the run releases the last lock,
@@ -175,7 +175,7 @@ done
 [ "$(rcli LLEN tput:list)" = "$throughput_items" ] || broken "the throughput list changed length"
 [ -z "$(rcli --scan --pattern 'tput:lock:*')" ] || broken "continuous workers left locks behind"
 w=$(median "${w8y_rates[@]}") x=$(median "${xargs_rates[@]}")
-verdict "continuous throughput" "$(ratio "$w" "$x")" ge 0.95 "w8y ${w} items/s, xargs -P$workers ${x} items/s (medians of $throughput_rounds x ${throughput_secs}s)"
+verdict "continuous throughput" "$(ratio "$w" "$x")" ge 0.9 "w8y ${w} items/s, xargs -P$workers ${x} items/s (medians of $throughput_rounds x ${throughput_secs}s)"
 
 # 4. Idle load: one continuous worker, every item locked by someone else, the
 # default --idle-wait. MONITOR shows each command the worker sends; Redis'

@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# Measures what a fleet costs Redis: the Redis CPU of idle continuous
+# workers over large lists (locked, and cooling down), of busy workers per
+# item, and of --status on a large list, read from INFO cpu as the delta
+# over a window less that of the same server over the same window with no
+# worker; and how soon an idle worker takes an item that becomes eligible,
+# for each way it can. It prints one line per figure, with its target: PASS
+# or MISS. Timing on a shared machine is noisy, so a MISS does not fail the
+# script; it exits non-zero only when something is broken. It starts its own
+# redis-server on a free loopback port and never touches any other Redis.
+# Run it with `make bench`, or alone; FLEET_SIZES="10000 100000" limits the
+# list sizes of the idle figures (the million takes a few minutes to load
+# and pass over).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+	PATH="$PATH:/usr/local/go/bin"
+fi
+
+sizes=${FLEET_SIZES:-10000 100000 1000000}
+# The window over which Redis CPU is read.
+window=20
+# Busy figure: workers, items, cooldown.
+busy_workers=8
+busy_items=10000
+
+bash scripts/ensure-redis.sh
+CGO_ENABLED=0 go build -tags w8y_lean -o bin/w8y .
+w8y="$root/bin/w8y"
+
+broken() {
+	echo "bench-fleet: BROKEN: $*" >&2
+	exit 1
+}
+
+# shellcheck source=scripts/lib/redis.sh
+source "$root/scripts/lib/redis.sh"
+start_redis || broken "could not start redis-server on a free loopback port"
+port=$redis_port
+url="redis://127.0.0.1:$port"
+rcli() { redis-cli -p "$port" "$@"; }
+
+# cpu_ms prints the server's CPU time so far, user and system, in ms.
+cpu_ms() {
+	rcli INFO cpu | tr -d '\r' | awk -F: '/^used_cpu_(user|sys):/ {s += $2} END {printf "%.1f", s * 1000}'
+}
+# stat prints the number of calls of one command so far (0 before any).
+stat() {
+	rcli INFO commandstats | tr -d '\r' | awk -F'[:=,]' -v c="cmdstat_$1" '$1 == c {n = $3} END {print n + 0}'
+}
+# usec prints the calls of one command so far and the microseconds Redis
+# spent in them.
+usec() {
+	rcli INFO commandstats | tr -d '\r' | awk -F'[:=,]' -v c="cmdstat_$1" '$1 == c {n = $3; u = $5} END {print n + 0, u + 0}'
+}
+# window_cpu prints the server's CPU in ms per second over $window seconds.
+# The sleep is the measurement's window, not a synchronisation.
+window_cpu() {
+	local a b
+	a=$(cpu_ms)
+	sleep "$window"
+	b=$(cpu_ms)
+	awk -v a="$a" -v b="$b" -v w="$window" 'BEGIN {printf "%.2f", (b - a) / w}'
+}
+# verdict prints a figure's line: name, value, comparison (le or ge),
+# target and how it was measured.
+verdict() {
+	local ok
+	ok=$(awk -v v="$2" -v t="$4" -v c="$3" 'BEGIN {print ((c == "le" && v <= t) || (c == "ge" && v >= t)) ? "PASS" : "MISS"}')
+	printf '%-52s %10s   (%s %s)  %s   %s\n' "$1" "$2" "$3" "$4" "$ok" "$5"
+}
+# load fills the list <prefix>list with n items i0..i(n-1) and, for mode
+# locked or cooling, gives each a lock or a cooldown key held by someone
+# else for an hour, through redis-cli --pipe.
+load() {
+	local prefix=$1 n=$2 mode=$3
+	awk -v p="$prefix" -v n="$n" -v m="$mode" 'BEGIN {
+		for (i = 0; i < n; i++) {
+			item = "i" i
+			printf "*3\r\n$5\r\nRPUSH\r\n$%d\r\n%slist\r\n$%d\r\n%s\r\n", length(p) + 4, p, length(item), item
+			if (m == "locked") key = p "lock:" item
+			else if (m == "cooling") key = p "cooldown:" item
+			else continue
+			printf "*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$5\r\nother\r\n$2\r\nPX\r\n$7\r\n3600000\r\n", length(key), key
+		}
+	}' | rcli --pipe >/dev/null || broken "loading $n items"
+}
+# wait_for runs its arguments until they succeed, for at most 600 s.
+wait_for() {
+	local i
+	for i in $(seq 6000); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	broken "timed out waiting for: $*"
+}
+has_key() { [ "$(rcli EXISTS "$1")" = 1 ]; }
+stop_bg() {
+	local pid
+	for pid in "${bg_pids[@]}"; do
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	for pid in "${bg_pids[@]}"; do
+		wait "$pid" || true
+	done
+	bg_pids=()
+}
+
+echo "machine: $(nproc) cores, $(uname -sr), $(redis-server --version | awk '{print $3}' | tr -d 'v='), $(go version | awk '{print $3}')"
+echo "w8y: $("$w8y" --version), redis-server on port $port"
+echo
+
+# 1. Idle: one continuous worker, default --idle-wait, over n items that
+# are all locked or all cooling down elsewhere. Its first pass (which a sweep
+# repeats for the fleet) is measured from the worker's start until it sets
+# the sweep key; the look alone over the window after it. The sweep's share
+# is its cost over the interval that the sweep key's expiry gives.
+for n in $sizes; do
+	for mode in locked cooling; do
+		rcli FLUSHALL >/dev/null
+		load "b:" "$n" "$mode"
+		base=$(window_cpu)
+		start=$(cpu_ms)
+		"$w8y" -q -c -u "$url" -k b true &
+		bg_pids=($!)
+		wait_for has_key b:sweep
+		first=$(awk -v a="$start" -v b="$(cpu_ms)" 'BEGIN {printf "%.0f", b - a}')
+		every=$(rcli PTTL b:sweep)
+		read -r calls0 us0 < <(usec evalsha)
+		idle=$(window_cpu)
+		read -r calls1 us1 < <(usec evalsha)
+		stop_bg
+		[ -z "$(rcli --scan --pattern 'b:lock:*' | head -1)" ] || [ "$mode" = locked ] || broken "the idle worker left a lock"
+		look=$(awk -v i="$idle" -v b="$base" 'BEGIN {v = i - b; printf "%.2f", v < 0 ? 0 : v}')
+		share=$(awk -v f="$first" -v e="$every" 'BEGIN {printf "%.2f", f / (e / 1000)}')
+		if [ "$every" -gt $((window * 1000)) ]; then
+			# No sweep fell in the window: add the sweep's share.
+			total=$(awk -v l="$look" -v s="$share" 'BEGIN {printf "%.2f", l + s}')
+			how="looks ${look} ms/s (Redis ${idle} ms/s, ${base} without the worker) + a sweep of ${first} ms every $((every / 1000)) s (${share} ms/s for the fleet)"
+		else
+			# Sweeps fell in the window, and are counted in it.
+			total=$look
+			how="looks and sweeps (${first} ms every $((every / 1000)) s): Redis ${idle} ms/s, ${base} without the worker"
+		fi
+		verdict "idle worker, $n items $mode: ms/s" "$total" le 1 "$how"
+		# The script calls alone, as Redis times them: what a thousand idle
+		# workers' looks would cost, outside the noise of the whole server.
+		perlook=$(awk -v c="$((calls1 - calls0))" -v u="$((us1 - us0))" 'BEGIN {printf "%.0f", c ? u / c : 0}')
+		thousand=$(awk -v c="$((calls1 - calls0))" -v u="$((us1 - us0))" -v w="$window" 'BEGIN {printf "%.0f", u / w}')
+		verdict "  1000 such workers' looks: ms/s" "$thousand" le 500 "$((calls1 - calls0)) looks in ${window}s, ${perlook} us each (INFO commandstats), times 1000"
+	done
+done
+
+# 2. Ten idle workers over 100,000 cooling items: the looks of ten, and one
+# sweep for all of them. Once the first passes are over, LRANGE (which only
+# passes and sweeps send) stops.
+rcli FLUSHALL >/dev/null
+load "b:" 100000 cooling
+base=$(window_cpu)
+bg_pids=()
+for _ in $(seq 10); do
+	"$w8y" -q -c -u "$url" -k b true &
+	bg_pids+=($!)
+done
+wait_for has_key b:sweep
+settled() {
+	local a
+	a=$(stat lrange)
+	sleep 1
+	[ "$(stat lrange)" = "$a" ]
+}
+wait_for settled
+idle=$(window_cpu)
+stop_bg
+verdict "10 idle workers, 100000 items cooling: ms/s each" "$(awk -v i="$idle" -v b="$base" 'BEGIN {v = (i - b) / 10; printf "%.2f", v < 0 ? 0 : v}')" le 1 \
+	"Redis ${idle} ms/s with them, ${base} ms/s without, outside sweeps"
+
+# 3. Busy: workers over items with a short cooldown and the child true, so
+# that most takes find a free item at once. Items run are counted from the
+# events stream's XADDs, two a run (start and end).
+rcli FLUSHALL >/dev/null
+load "busy:" "$busy_items" none
+bg_pids=()
+for _ in $(seq "$busy_workers"); do
+	"$w8y" -q -c -u "$url" -k busy --cooldown 2s true &
+	bg_pids+=($!)
+done
+wait_for has_key busy:events
+x0=$(stat xadd) c0=$(rcli INFO stats | tr -d '\r' | awk -F: '/^total_commands_processed:/ {print $2}')
+busy=$(window_cpu)
+x1=$(stat xadd) c1=$(rcli INFO stats | tr -d '\r' | awk -F: '/^total_commands_processed:/ {print $2}')
+stop_bg
+items=$(((x1 - x0) / 2))
+[ "$items" -gt 0 ] || broken "the busy workers ran nothing"
+verdict "busy, $busy_workers workers: Redis CPU ms per item" "$(awk -v c="$busy" -v w="$window" -v n="$items" 'BEGIN {printf "%.3f", c * w / n}')" le 0.15 \
+	"$((items / window)) items/s; $(awk -v a="$c0" -v b="$c1" -v n="$items" 'BEGIN {printf "%.1f", (b - a) / n}') commands run by Redis per item"
+
+# 4. Pickups: how soon an idle worker (over 1,000 cooling items, default
+# --idle-wait) takes an item that becomes eligible. Its child records the
+# moment it starts; each way is timed from the moment it happened.
+rcli FLUSHALL >/dev/null
+load "p:" 1000 cooling
+starts="$tmp/starts"
+: >"$starts"
+"$w8y" -q -c -u "$url" -k p --cooldown 3s bash -c 'echo "$W8Y_ITEM $EPOCHREALTIME" >>"$0"' "$starts" &
+bg_pids=($!)
+wait_for has_key p:sweep
+# started_at waits for the child of item $1 and prints when it started.
+started_at() {
+	wait_for grep -q "^$1 " "$starts"
+	awk -v i="$1" '$1 == i {t = $2} END {print t}' "$starts"
+}
+pickup() {
+	verdict "pickup: $1 (s)" "$(awk -v a="$3" -v b="$4" 'BEGIN {printf "%.2f", b - a}')" le "$2" "$5"
+}
+t=$EPOCHREALTIME
+rcli RPUSH p:list new >/dev/null
+s=$(started_at new)
+pickup "RPUSH from outside" 1.25 "$t" "$s" "from RPUSH to the child's start"
+# Its cooldown (3s, set by the run above) expires: the finish wrote when.
+sed -i '/^new /d' "$starts"
+s2=$(started_at new)
+pickup "cooldown expired" 1.25 "$(awk -v s="$s" 'BEGIN {printf "%.6f", s + 3}')" "$s2" "from the end of the 3s cooldown to the next start (the child takes a few ms)"
+# From here on "new" stays in cooldown.
+rcli SET p:cooldown:new other PX 3600000 >/dev/null
+# Run it now: an operator deletes a cooldown and makes the item due.
+t=$EPOCHREALTIME
+rcli DEL p:cooldown:i7 >/dev/null
+rcli ZADD p:due 0 i7 >/dev/null
+s=$(started_at i7)
+pickup "run it now (DEL cooldown, ZADD due 0)" 1 "$t" "$s" "from the ZADD to the child's start"
+# A lock released by a one-shot worker that finishes.
+rcli DEL p:cooldown:i8 >/dev/null
+"$w8y" -q -u "$url" -k p bash -c 'sleep 1; echo "$EPOCHREALTIME" >"$0"' "$tmp/released" &
+oneshot=$!
+wait "$oneshot" || broken "the one-shot worker exited $?"
+t=$(cat "$tmp/released")
+s=$(started_at i8)
+pickup "lock released by a finishing worker" 1.25 "$t" "$s" "from the other worker's child's end to this one's start"
+stop_bg
+
+# 5. --status over a million items: Redis CPU for the whole table, and the
+# longest any one command held the server (SLOWLOG, from 5 ms).
+rcli FLUSHALL >/dev/null
+load "s:" 1000000 none
+rcli CONFIG SET slowlog-log-slower-than 5000 >/dev/null
+rcli SLOWLOG RESET >/dev/null
+a=$(cpu_ms)
+"$w8y" -u "$url" -k s --status >/dev/null || broken "--status failed"
+b=$(cpu_ms)
+slow=$(rcli SLOWLOG LEN)
+longest=$(rcli SLOWLOG GET 1000 | awk 'NR % 6 == 3 {if ($1 > m) m = $1} END {print m + 0}')
+verdict "--status, 1000000 items: Redis CPU s" "$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2f", (b - a) / 1000}')" le 2 \
+	"$slow commands over 5 ms, the longest $((longest / 1000)) ms"
