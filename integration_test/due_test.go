@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
@@ -219,4 +220,41 @@ func TestOneSweepForTheFleet(t *testing.T) {
 		p.wait(t).wantExit(t, 0)
 	}
 	t.Logf("%d sweeps and %d looks in %s", sweeps, after["zrangebyscore"]-before["zrangebyscore"], elapsed.Round(time.Millisecond))
+}
+
+// TestClusterIdleLook: on a Cluster, an idle worker with a hash-tagged
+// prefix looks at the due index as on one server, and takes an item made
+// due; without a hash tag, where one script cannot reach an item's keys,
+// it passes over the list every --idle-wait instead and never sets the
+// sweep key, and still takes an item whose cooldown is deleted.
+func TestClusterIdleLook(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3)
+	tagged := "{look}:"
+	if err := c.Client.RPush(ctx(t), tagged+"list", "a", "b").Err(); err != nil {
+		t.Fatal(err)
+	}
+	checkLook(t, c.Client, nil, []string{"--redis-cluster", "-u", c.URL, "-k", tagged}, tagged, "a")
+
+	plain := "look:"
+	items := []string{"a", "b", "c"}
+	if err := c.Client.RPush(ctx(t), plain+"list", redistest.Values(items)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, item := range items {
+		c.Client.Set(ctx(t), plain+"cooldown:"+item, "x", time.Hour)
+	}
+	runs := filepath.Join(t.TempDir(), "runs")
+	p := startW8y(t, nil, "--redis-cluster", "-u", c.URL, "-k", plain, "-c", "-q", "--idle-wait", "100ms",
+		"sh", "-c", `echo "$W8Y_ITEM" >> "$0"`, runs)
+	redistest.WaitFor(t, "two idle passes", func() bool { return c.commandCalls(t, "lmove") >= 2*len(items) })
+	if err := c.Client.Del(ctx(t), plain+"cooldown:b").Err(); err != nil {
+		t.Fatal(err)
+	}
+	redistest.WaitFor(t, "b taken by a pass", func() bool { return slices.Contains(lines(t, runs), "b") })
+	p.signal(t, syscall.SIGTERM)
+	p.wait(t).wantExit(t, 0)
+	if n := c.Client.Exists(ctx(t), plain+"sweep").Val(); n != 0 {
+		t.Errorf("the per-candidate path set the sweep key")
+	}
 }

@@ -247,25 +247,25 @@ func TestACL(t *testing.T) {
 	}
 	// d ran last: a and b are next.
 	checkSchedule(t, s.Client, "acl:", []string{"W8Y_REDIS_PASSWORD=" + password}, []string{"-u", url, "-k", "acl"}, "a", "b")
-	checkLook(t, s, []string{"W8Y_REDIS_PASSWORD=" + password}, []string{"-u", url, "-k", "acl"}, "a")
+	checkLook(t, s.Client, []string{"W8Y_REDIS_PASSWORD=" + password}, []string{"-u", url, "-k", "acl"}, "acl:", "a")
 }
 
-// checkLook fails the test unless an idle continuous worker, run with args,
-// takes item through the due index once an operator makes it due: the rule
+// checkLook fails the test unless an idle continuous worker, run with args
+// on the keys under prefix, takes item through the due index once an
+// operator makes it due (c reaches the keys): the ACL rule, or the Cluster,
 // must let it look (see due.lua). With --idle-wait 1h the fleet's sweep
 // waits an hour, so the look is the only way the item can be taken.
-func checkLook(t *testing.T, s *server, env, args []string, item string) {
+func checkLook(t *testing.T, c redis.Cmdable, env, args []string, prefix, item string) {
 	t.Helper()
 	runs := filepath.Join(t.TempDir(), "runs")
 	p := startW8y(t, env, append(slices.Clone(args), "-c", "-q", "--cooldown", "1h", "--idle-wait", "1h",
 		"sh", "-c", `echo "$W8Y_ITEM" >> "$0"`, runs)...)
-	prefix := args[len(args)-1] + ":"
-	redistest.WaitFor(t, "the worker to go idle", func() bool { return s.Client.Exists(ctx(t), prefix+"sweep").Val() == 1 })
-	if err := s.Client.Del(ctx(t), prefix+"cooldown:"+item, prefix+"backoff:"+item).Err(); err != nil {
+	redistest.WaitFor(t, "the worker to go idle", func() bool { return c.Exists(ctx(t), prefix+"sweep").Val() == 1 })
+	if err := c.Del(ctx(t), prefix+"cooldown:"+item, prefix+"backoff:"+item).Err(); err != nil {
 		t.Fatal(err)
 	}
 	before := len(lines(t, runs))
-	if err := s.Client.ZAdd(ctx(t), prefix+"due", redis.Z{Score: 0, Member: item}).Err(); err != nil {
+	if err := c.ZAdd(ctx(t), prefix+"due", redis.Z{Score: 0, Member: item}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	redistest.WaitFor(t, item+" taken through the due index", func() bool {
