@@ -15,9 +15,6 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
-	PATH="$PATH:/usr/local/go/bin"
-fi
 
 sizes=${FLEET_SIZES:-10000 100000 1000000}
 # The window over which Redis CPU is read.
@@ -26,21 +23,9 @@ window=20
 busy_workers=8
 busy_items=10000
 
-bash scripts/ensure-redis.sh
-CGO_ENABLED=0 go build -tags w8y_lean -o bin/w8y .
-w8y="$root/bin/w8y"
-
-broken() {
-	echo "bench-fleet: BROKEN: $*" >&2
-	exit 1
-}
-
-# shellcheck source=scripts/lib/redis.sh
-source "$root/scripts/lib/redis.sh"
-start_redis || broken "could not start redis-server on a free loopback port"
-port=$redis_port
-url="redis://127.0.0.1:$port"
-rcli() { redis-cli -p "$port" "$@"; }
+bench_name=bench-fleet
+# shellcheck source=scripts/lib/bench.sh
+source "$root/scripts/lib/bench.sh"
 
 # cpu_ms prints the server's CPU time so far, user and system, in ms.
 cpu_ms() {

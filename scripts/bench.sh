@@ -10,9 +10,6 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
-	PATH="$PATH:/usr/local/go/bin"
-fi
 
 # Repetitions: medians of this many rounds smooth out a busy neighbour.
 rounds=5
@@ -31,22 +28,9 @@ idle_secs=10
 # Memory figure: items a continuous worker runs before RSS is read again.
 memory_items=10000
 
-bash scripts/ensure-redis.sh
-# The lean build, as make build makes bin/w8y: what cron's one-shot runs use.
-CGO_ENABLED=0 go build -tags w8y_lean -o bin/w8y .
-w8y="$root/bin/w8y"
-
-broken() {
-	echo "bench: BROKEN: $*" >&2
-	exit 1
-}
-
-# shellcheck source=scripts/lib/redis.sh
-source "$root/scripts/lib/redis.sh"
-start_redis || broken "could not start redis-server on a free loopback port"
-port=$redis_port
-url="redis://127.0.0.1:$port"
-rcli() { redis-cli -p "$port" "$@"; }
+bench_name=bench
+# shellcheck source=scripts/lib/bench.sh
+source "$root/scripts/lib/bench.sh"
 
 # now_us is the wall clock in microseconds, without forking.
 now_us() {
