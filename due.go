@@ -39,8 +39,9 @@ const (
 // looking is what a Rotator learns from its passes and looks for the next
 // look.
 type looking struct {
-	// length is the list's length at the last look or at the start of the
-	// last pass, if known.
+	// length is the list's length at the start of the last pass, or how
+	// much of it the last look saw (less than its length while items
+	// appended at once are still to be tried), if known.
 	length int64
 	known  bool
 	// passTime is how long the last whole pass took, or 0 before one.

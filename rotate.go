@@ -41,7 +41,8 @@ type Rotator struct {
 	// Command.maxItemLen); longer ones are skipped.
 	MaxItemLen int
 	// Batch is the most candidates one server-side call looks at; 0 means
-	// takeBatch. The first call of a pass looks at fewer (firstBatch). Tests set it low to cross batches with short lists.
+	// takeBatch. The first call of a pass looks at fewer (firstBatch).
+	// Tests set it low to cross batches with short lists.
 	Batch int
 	// Record, when set, records each take in the item's state hash and the
 	// events stream (see record.go).
@@ -86,6 +87,8 @@ type Pass struct {
 	// into a whole pass when it is this worker's turn to sweep (see
 	// Rotator.IdlePass).
 	looks bool
+	// swept is set once the look has turned into a sweep.
+	swept bool
 	// started is when the pass's first call was sent.
 	started time.Time
 }
@@ -109,12 +112,19 @@ func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (string, *Lock, e
 			}
 			return item, lock, err
 		}
+		p.swept = true
 	}
 	if p.r.Keys.Colocated {
 		return p.takeInBatches(ctx, stop)
 	}
 	return p.takeEach(ctx, stop)
 }
+
+// Swept reports whether this pass was an idle worker's sweep of the whole
+// list for the fleet. A sweep that takes an item found work that the due
+// index did not know of (a cooldown deleted by hand, say), of which there
+// may be more: the worker goes back to passes.
+func (p *Pass) Swept() bool { return p.swept }
 
 // takeEach is Take with round trips per candidate, for where an item's keys
 // may live on different servers (see schema.Keys.Colocated). A candidate costs an LMOVE and one pipeline of EXISTS for its

@@ -216,7 +216,8 @@ type continuous struct {
 	listChecked time.Time
 	// idle is set once a pass over the whole list found nothing to take:
 	// from then on the worker looks at what came due instead (see
-	// Rotator.IdlePass), unless --until-idle reads the whole list anyway.
+	// Rotator.IdlePass), unless --until-idle reads the whole list anyway,
+	// until a sweep takes an item that the looks did not know of.
 	idle bool
 }
 
@@ -240,6 +241,9 @@ func (l *continuous) fill(ctx context.Context) {
 		switch {
 		case err == nil:
 			l.retries = 0
+			if pass.Swept() {
+				l.idle = false
+			}
 			l.running++
 			l.taken++
 			go func() { l.done <- w.runItem(ctx, item, lock) }()

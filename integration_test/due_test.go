@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -257,4 +258,54 @@ func TestClusterIdleLook(t *testing.T) {
 	if n := c.Client.Exists(ctx(t), plain+"sweep").Val(); n != 0 {
 		t.Errorf("the per-candidate path set the sweep key")
 	}
+}
+
+// TestIdleBacklogs: an idle worker drains work that comes in bulk. Fifty
+// items pushed at once are all taken by looks (ten tried a look, the
+// oldest first), with the sweep an hour away; and when a sweep finds an
+// item that no due entry announced (every cooldown deleted by hand), the
+// worker goes back to passes and takes the rest at once rather than one a
+// sweep.
+func TestIdleBacklogs(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	runs := filepath.Join(t.TempDir(), "runs")
+	child := []string{"sh", "-c", `echo "$W8Y_ITEM" >> "$0"`, runs}
+	ran := func(n int) func() bool { return func() bool { return len(lines(t, runs)) >= n } }
+
+	s.seed(t, "bulk:list", "first")
+	w := startW8y(t, nil, append([]string{"-u", s.URL, "-k", "bulk", "-c", "-q", "--cooldown", "1h", "--idle-wait", "1h"}, child...)...)
+	redistest.WaitFor(t, "the worker to go idle", func() bool { return s.Client.Exists(ctx(t), "bulk:sweep").Val() == 1 })
+	pushed := redistest.Items(50)
+	if err := s.Client.RPush(ctx(t), "bulk:list", redistest.Values(pushed)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	redistest.WaitFor(t, "the 50 pushed items to run", ran(51))
+	w.signal(t, syscall.SIGTERM)
+	w.wait(t).wantExit(t, 0)
+	if got := lines(t, runs)[1:]; !slices.Equal(got, pushed) {
+		t.Errorf("the pushed items ran as %q, want each once, in order", got)
+	}
+
+	// A short list's sweep comes every --idle-wait or so; the 30 items
+	// would take 30 of them one by one.
+	items := redistest.Items(30)
+	s.seed(t, "hand:list", items...)
+	s.coolAll(t, "hand", items, time.Hour)
+	if err := os.Remove(runs); err != nil {
+		t.Fatal(err)
+	}
+	w = startW8y(t, nil, append([]string{"-u", s.URL, "-k", "hand", "-c", "-q", "--cooldown", "1h", "--idle-wait", "1s"}, child...)...)
+	redistest.WaitFor(t, "the worker to go idle", func() bool { return s.Client.Exists(ctx(t), "hand:sweep").Val() == 1 })
+	for _, item := range items {
+		s.Client.Del(ctx(t), "hand:cooldown:"+item)
+	}
+	redistest.WaitFor(t, "the first item taken by a sweep", ran(1))
+	start := time.Now()
+	redistest.WaitFor(t, "the other 29 items to run", ran(30))
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("the other 29 items took %s after the sweep that found the first: one a sweep, not passes", took.Round(time.Millisecond))
+	}
+	w.signal(t, syscall.SIGTERM)
+	w.wait(t).wantExit(t, 0)
 }

@@ -5,7 +5,9 @@
 --
 -- - items appended since the last look, when the list has grown: outside
 --   writers add items with RPUSH, so they are at the tail while no worker
---   rotates the list;
+--   rotates the list. ARGV[4] is how far the last look got, and the look
+--   tries the oldest of them first, at most `most`, and replies how far it
+--   got: a thousand items pushed at once are all tried, ten a look;
 -- - items of the due index (ARGV[1] .. "due") whose score has passed: w8y
 --   writes it at each take (the moment the lock would expire) and finish
 --   (when the cooldown or backoff expires, or now), and an operator adds one
@@ -26,7 +28,9 @@
 --
 -- KEYS[1] the list
 -- ARGV[1] key prefix, ARGV[2] our token, ARGV[3] lock TTL in milliseconds
--- ARGV[4] the list's length at the last look, or -1 when unknown
+-- ARGV[4] how much of the list the last look had seen (its length then, or
+--         less when more items had been appended than it tried), or -1
+--         when unknown
 -- ARGV[5] longest item the child can be given
 -- ARGV[6] options, words of the form name=value as in take.lua:
 --           now=MS       the time of the look, Unix milliseconds
@@ -35,7 +39,8 @@
 --                        or 0: this worker does not sweep)
 --           state_ttl=MS, events=N   record a take as take.lua does
 --
--- Returns {length, taken, sweep, head1, size1, ...}: the list's length, the
+-- Returns {seen, taken, sweep, head1, size1, ...}: how much of the list the
+-- next look may take as seen (the list's length, or less; see above), the
 -- item whose lock is now ours or false, 1 when this worker must sweep now
 -- (else 0), and for each item skipped because the child cannot be given it,
 -- or because its lock key holds another type, its head and size or type
@@ -66,14 +71,18 @@ local function skip(item, why)
   reply[#reply + 1] = why
 end
 
--- The candidates: new items first, then due ones, each at most once.
-local candidates, fromIndex, seen = {}, {}, {}
+-- The candidates: new items first, the oldest first, then due ones, each
+-- at most once. newAt[i] is the list's length up to and including the new
+-- candidate i.
+local candidates, fromIndex, seen, newAt = {}, {}, {}, {}
 if last >= 0 and length > last then
-  for _, item in ipairs(redis.call("LRANGE", list, -math.min(length - last, most), -1)) do
+  for i, item in ipairs(redis.call("LRANGE", list, last, last + most - 1)) do
     if not seen[item] then
       seen[item] = true
       candidates[#candidates + 1] = item
+      newAt[#candidates] = last + i
     end
+    reply[1] = last + i
   end
 end
 for _, item in ipairs(redis.call("ZRANGEBYSCORE", due, "-inf", now, "LIMIT", 0, most)) do
@@ -87,7 +96,7 @@ for _, item in ipairs(redis.call("ZRANGEBYSCORE", due, "-inf", now, "LIMIT", 0, 
 end
 
 local taken
-for _, item in ipairs(candidates) do
+for c, item in ipairs(candidates) do
   local size = #item
   local lock = keyPrefix .. "lock:" .. item
   local blockers = {lock, keyPrefix .. "cooldown:" .. item, keyPrefix .. "backoff:" .. item}
@@ -111,6 +120,10 @@ for _, item in ipairs(candidates) do
         redis.call("LREM", list, 1, item)
       end
       redis.call("ZADD", due, now + ttl, item)
+      -- The new items after this one are for the next look.
+      if newAt[c] then
+        reply[1] = newAt[c]
+      end
       break
     end
   elseif fromIndex[item] then
