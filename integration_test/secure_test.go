@@ -346,3 +346,32 @@ func TestREADMEACLRule(t *testing.T) {
 		t.Errorf("the README's ACL rule grants %q, the tests %q", granted, want)
 	}
 }
+
+// TestACLWithoutTheDueIndex: an ACL user whose rule lacks a command that an
+// idle worker's look needs (here ZRANGEBYSCORE) ends the worker with 125
+// and a line that points at the README's rule, rather than retrying a
+// refusal that no retry can mend.
+func TestACLWithoutTheDueIndex(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	const password = "Stapler-Lamp-71"
+	var commands []any
+	for _, c := range strings.Fields(aclCommands) {
+		if c != "+zrangebyscore" {
+			commands = append(commands, c)
+		}
+	}
+	if err := s.Client.Do(ctx(t), append([]any{"ACL", "SETUSER", "worker", "on", ">" + password, "~nodue:*", "resetchannels", "-@all"}, commands...)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s.seed(t, "nodue:list", "a")
+	s.coolAll(t, "nodue", []string{"a"}, time.Hour)
+	r := runW8y(t, []string{"W8Y_REDIS_PASSWORD=" + password}, "-u", "redis://worker@127.0.0.1:"+itoa(s.Port), "-k", "nodue", "-c", "true")
+	r.wantExit(t, 125)
+	if !strings.Contains(r.Stderr, "ACL rule") || strings.Contains(r.Stderr, password) {
+		t.Errorf("stderr does not point at the ACL rule, or shows the password:\n%s", r.Stderr)
+	}
+	if got := s.list(t, "nodue:list"); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("list %q, want it as it was", got)
+	}
+}

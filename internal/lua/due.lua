@@ -109,7 +109,15 @@ for c, item in ipairs(candidates) do
     -- items with LREM, leaving their entries behind. A new item is.
     local at = 0
     if fromIndex[item] then
-      at = redis.call("LPOS", list, item)
+      at = redis.pcall("LPOS", list, item)
+      if type(at) == "table" and at.err then
+        -- Redis before 6.0.6 has no LPOS: say so in the words of a command
+        -- Redis does not know, which the client falls back on.
+        if string.find(at.err, "nknown") then
+          return redis.error_reply("ERR unknown command 'LPOS', called from due.lua: " .. at.err)
+        end
+        return at
+      end
     end
     if not at then
       redis.call("ZREM", due, item)
