@@ -65,8 +65,8 @@ type Rotator struct {
 // Take rotates the list one candidate at a time (LMOVE list list LEFT RIGHT,
 // which never shortens it) and tries each eligible candidate's lock (SET NX
 // with the expiry), looking at no more candidates than the list held at the
-// start. A candidate is eligible when it has no cooldown or backoff key. The
-// first lock taken wins. It returns ErrNoWork after a pass without one, and
+// start. A candidate is eligible when it has no cooldown, backoff or pause
+// key. The first lock taken wins. It returns ErrNoWork after a pass without one, and
 // errStopped if stop is closed between candidates (or, where the keys are
 // colocated, between batches of them). Both ways leave Redis in the same
 // state.
@@ -118,7 +118,7 @@ func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (string, *Lock, e
 
 // takeEach is Take with round trips per candidate, for where an item's keys
 // may live on different servers (see schema.Keys.Colocated). A candidate costs an LMOVE and one pipeline of EXISTS for its
-// cooldown and backoff keys; a free one also the lock attempt and the same
+// cooldown, backoff and pause keys; a free one also the lock attempt and the same
 // EXISTS again once the lock is ours, since the two reads are not atomic: a
 // finishing run writes its cooldown before it releases its lock (see
 // finishEach), so the check after taking the lock sees it. The item taken
@@ -279,17 +279,18 @@ func (r *Rotator) newLock(item string) *Lock {
 	return &Lock{Key: r.Keys.Lock(item), Token: r.Token, TTL: r.TTL, Item: item, client: r.Client, acks: r.ReplicaAcks}
 }
 
-// waits reports whether item has a cooldown or a backoff key, with one
-// EXISTS per key in one pipeline, since the two may live on different
+// waits reports whether item has a cooldown, a backoff or a pause key, with
+// one EXISTS per key in one pipeline, since they may live on different
 // servers.
 func (r *Rotator) waits(ctx context.Context, item string) (bool, error) {
 	pipe := r.Client.Pipeline()
 	cooling := pipe.Exists(ctx, r.Keys.Cooldown(item))
 	backing := pipe.Exists(ctx, r.Keys.Backoff(item))
+	paused := pipe.Exists(ctx, r.Keys.Pause(item))
 	if _, err := pipe.Exec(ctx); err != nil {
-		return false, redisconn.Wrap("check the cooldown and backoff of "+quoteKey(clip(item)), err)
+		return false, redisconn.Wrap("check the cooldown, backoff and pause of "+quoteKey(clip(item)), err)
 	}
-	return cooling.Val()+backing.Val() > 0, nil
+	return cooling.Val()+backing.Val()+paused.Val() > 0, nil
 }
 
 // unconfirmedError is a take whose lock too few replicas confirmed

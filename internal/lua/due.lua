@@ -11,8 +11,8 @@
 --   (when the cooldown or backoff expires, or now), and an operator adds one
 --   with score 0 to run an item now.
 --
--- A due entry that turns out ineligible is moved to when its blocker
--- expires, or dropped when the blocker has no expiry or the item is no
+-- A due entry that turns out ineligible (locked, cooling down, backing off
+-- or paused) is moved to when its blocker expires, or dropped when the blocker has no expiry or the item is no
 -- longer in the list. A due item taken is moved to the tail of the list
 -- (RPUSH, then LREM of its first occurrence: the list keeps exactly its
 -- items), as a rotation would have, so that the items that come due next
@@ -90,7 +90,7 @@ local taken
 for _, item in ipairs(candidates) do
   local size = #item
   local lock = keyPrefix .. "lock:" .. item
-  local blockers = {lock, keyPrefix .. "cooldown:" .. item, keyPrefix .. "backoff:" .. item}
+  local blockers = {lock, keyPrefix .. "cooldown:" .. item, keyPrefix .. "backoff:" .. item, keyPrefix .. "pause:" .. item}
   if size == 0 or size > maxLen or find(item, "\0", 1, true) then
     -- Never runnable: dropped from the index, reported once per look.
     redis.call("ZREM", due, item)
@@ -115,7 +115,8 @@ for _, item in ipairs(candidates) do
     end
   elseif fromIndex[item] then
     -- Held: look again when the last blocker expires, or leave it to the
-    -- sweep when one never does (a pause or a lock set by hand).
+    -- sweep when one never does (an operator's pause without --for, a
+    -- cooldown or a lock set by hand).
     local at = now
     for _, key in ipairs(blockers) do
       local left = redis.call("PTTL", key)

@@ -1,9 +1,10 @@
 -- Rotates the circular list KEYS[1] and tries each candidate's lock for a
 -- whole batch of candidates in one call, leaving Redis exactly as w8y's
 -- per-candidate path does with an LMOVE and a SET NX per candidate. A
--- candidate is eligible when its lock is free and it has neither a cooldown
--- key (ARGV[1] .. "cooldown:" .. item) nor a backoff key (ARGV[1] ..
--- "backoff:" .. item): whoever set them, w8y or an operator.
+-- candidate is eligible when its lock is free and it has no cooldown key
+-- (ARGV[1] .. "cooldown:" .. item), backoff key (ARGV[1] .. "backoff:" ..
+-- item) or pause key (ARGV[1] .. "pause:" .. item): whoever set them, w8y
+-- or an operator.
 --
 -- ARGV[1] key prefix: a candidate's lock is ARGV[1] .. "lock:" .. item
 -- ARGV[2] our token
@@ -46,6 +47,7 @@ local list = KEYS[1]
 local keyPrefix, token, ttl = ARGV[1], ARGV[2], ARGV[3]
 local prefix = keyPrefix .. "lock:"
 local coolPrefix, backPrefix = keyPrefix .. "cooldown:", keyPrefix .. "backoff:"
+local pausePrefix = keyPrefix .. "pause:"
 local opt = {}
 for name, value in string.gmatch(ARGV[6] or "", "([%w_]+)=(%S*)") do
   opt[name] = value
@@ -128,12 +130,13 @@ if nkeys > 0 and redis.call("EXISTS", list, unpack(keys, 1, nkeys)) < nkeys + 1 
   -- the candidate counts as locked, as it does without a script.
   local values = redis.call("MGET", unpack(keys, 1, nkeys))
   for j = 1, nkeys do
-    -- A free lock is checked for a cooldown or backoff, in the same call:
-    -- an item that waits out either is passed by as a locked one is.
+    -- A free lock is checked for a cooldown, backoff or pause, in the same
+    -- call: an item that waits out any of them is passed by as a locked one
+    -- is.
     -- Locked items, the usual case, cost no more than before. The list is
     -- named here too, for the reason above: mid-move, a cooldown key that
     -- has not arrived yet must not read as missing.
-    if not values[j] and redis.call("EXISTS", list, coolPrefix .. items[at[j]], backPrefix .. items[at[j]]) == 1 then
+    if not values[j] and redis.call("EXISTS", list, coolPrefix .. items[at[j]], backPrefix .. items[at[j]], pausePrefix .. items[at[j]]) == 1 then
       if redis.call("SET", keys[j], token, "NX", "PX", ttl) then
         looked, took = at[j], true
         break

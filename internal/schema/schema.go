@@ -42,6 +42,12 @@ func (k Keys) Cooldown(item string) string { return k.Prefix + "cooldown:" + ite
 // expires; its expiry is the current failure delay.
 func (k Keys) Backoff(item string) string { return k.Prefix + "backoff:" + item }
 
+// Pause is the key that an operator sets (w8yctl pause) to keep item from
+// being taken anywhere until it is deleted (w8yctl resume) or expires: a
+// hash of who paused it, when and why. Like a cooldown, any key there
+// pauses the item, whatever its type.
+func (k Keys) Pause(item string) string { return k.Prefix + "pause:" + item }
+
 // State is the hash that records item's runs, among them its consecutive
 // failures, which the failure backoff doubles with.
 func (k Keys) State(item string) string { return k.Prefix + "state:" + item }
@@ -73,6 +79,14 @@ const (
 	FieldRuns                = "runs"
 	FieldFailures            = "failures"
 	FieldConsecutiveFailures = "consecutive_failures"
+)
+
+// Fields of a pause key's hash (see Pause): why, who (user@host) and when
+// (Unix milliseconds).
+const (
+	PauseFieldReason = "reason"
+	PauseFieldBy     = "by"
+	PauseFieldAt     = "at"
 )
 
 // Result is how one run of an item ended, as the state hash's last_result,

@@ -11,6 +11,7 @@ func TestKeyNames(t *testing.T) {
 		k.Lock("a:1"):     "work:lock:a:1",
 		k.Cooldown("a:1"): "work:cooldown:a:1",
 		k.Backoff("a:1"):  "work:backoff:a:1",
+		k.Pause("a:1"):    "work:pause:a:1",
 		k.State("a:1"):    "work:state:a:1",
 		k.Events():        "work:events",
 		k.Due():           "work:due",
