@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/status"
 )
 
@@ -25,7 +26,7 @@ func (w *worker) warnIfListMissing(ctx context.Context) {
 	if err != nil || n > 0 {
 		return
 	}
-	w.log.Warn().Str("list", clip(list)).Msgf("the list %s does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right? Other programs add items with RPUSH %s ...", quoteKey(list), clip(list))
+	w.log.Warn().Str("list", items.Clip(list)).Msgf("the list %s does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right? Other programs add items with RPUSH %s ...", quoteKey(list), items.Clip(list))
 }
 
 // errPending ends a read of the list at the first item that is still to

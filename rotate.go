@@ -4,12 +4,11 @@ import (
 	"context"
 	_ "embed"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/lua"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/runs"
@@ -150,8 +149,8 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 		if err != nil {
 			return "", nil, redisconn.Wrap("rotate "+quoteKey(list), err)
 		}
-		if reason := badItem(item, r.MaxItemLen); reason != "" {
-			r.Log.Warn().Str("item", clip(item)).Msg("skipping item: " + reason)
+		if reason := items.Problem(item, r.MaxItemLen); reason != "" {
+			r.Log.Warn().Str("item", items.Clip(item)).Msg("skipping item: " + reason)
 			continue
 		}
 		if waits, err := r.waits(ctx, item); err != nil || waits {
@@ -180,7 +179,7 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 				// not confirm is given back, as lua.Take records it in the
 				// take, so that both paths leave the same record.
 				if err := r.Record.RecordStart(ctx, r.Client, item, r.Token, sent); err != nil {
-					r.Log.Warn().Err(err).Str("item", clip(item)).Msg("could not record the start of the run")
+					r.Log.Warn().Err(err).Str("item", items.Clip(item)).Msg("could not record the start of the run")
 				}
 				if unconfirmed != nil {
 					return "", nil, newUnconfirmed(lock, unconfirmed)
@@ -194,7 +193,7 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 				return "", nil, err
 			}
 		case string:
-			r.warnLockType(clip(item), got)
+			r.warnLockType(items.Clip(item), got)
 		}
 	}
 	return "", nil, ErrNoWork
@@ -288,7 +287,7 @@ func (r *Rotator) waits(ctx context.Context, item string) (bool, error) {
 	backing := pipe.Exists(ctx, r.Keys.Backoff(item))
 	paused := pipe.Exists(ctx, r.Keys.Pause(item))
 	if _, err := pipe.Exec(ctx); err != nil {
-		return false, redisconn.Wrap("check the cooldown, backoff and pause of "+quoteKey(clip(item)), err)
+		return false, redisconn.Wrap("check the cooldown, backoff and pause of "+quoteKey(items.Clip(item)), err)
 	}
 	return cooling.Val()+backing.Val()+paused.Val() > 0, nil
 }
@@ -315,7 +314,7 @@ func (r *Rotator) warnSkipped(s skippedItem) {
 		r.warnLockType(s.Head, s.LockType)
 		return
 	}
-	r.Log.Warn().Str("item", clipHead(s.Head, s.Size)).Msg("skipping item: " + whyBad(s.Size, true, r.MaxItemLen))
+	r.Log.Warn().Str("item", items.ClipHead(s.Head, s.Size)).Msg("skipping item: " + items.ProblemOf(s.Size, true, r.MaxItemLen))
 }
 
 // warnLockType warns that the lock key of item (shown clipped) holds a value
@@ -323,25 +322,4 @@ func (r *Rotator) warnSkipped(s skippedItem) {
 // take nor wait out such a key, and must not delete what it does not own.
 func (r *Rotator) warnLockType(item, kind string) {
 	r.Log.Warn().Str("item", item).Msgf("skipping item: its lock key holds a %s, not a lock; an operator must delete it before the item can run", kind)
-}
-
-// badItem says why item cannot be handed to a child whose arguments and
-// environment fit items of up to maxLen bytes, or returns "".
-func badItem(item string, maxLen int) string {
-	return whyBad(len(item), strings.IndexByte(item, 0) >= 0, maxLen)
-}
-
-// whyBad is badItem for an item of size bytes that holds a NUL byte or not.
-// It checks the size first, so that lua.Take, which returns only the head of
-// a skipped item, gets the same reason without sending the whole item.
-func whyBad(size int, hasNUL bool, maxLen int) string {
-	switch {
-	case size == 0:
-		return "it is empty"
-	case size > maxLen:
-		return fmt.Sprintf("it is %d bytes long, and the command's arguments and environment fit at most %d", size, maxLen)
-	case hasNUL:
-		return "it holds a NUL byte, which cannot pass through argv or the environment"
-	}
-	return ""
 }

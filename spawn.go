@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/health"
+	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
@@ -173,7 +174,7 @@ func (c *childRunner) run(ctx context.Context, item string, lock *Lock) runs.End
 // stopped and the error wraps ErrTimeout. stopped reports whether a stop
 // signal had reached w8y by the time the child ended.
 func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (exit proc.Exit, stopped bool, err error) {
-	log := c.log.With().Str("item", clip(item)).Str("lock_key", clip(lock.Key)).Logger()
+	log := c.log.With().Str("item", items.Clip(item)).Str("lock_key", items.Clip(lock.Key)).Logger()
 	grace := killGrace(c.killAfter, lock.TTL)
 	// The lease starts with the child, so that job control finds every
 	// child with its lease (see signalRouter.startChild).

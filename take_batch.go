@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/lua"
 	"github.com/w8y/w8y/internal/redisconn"
 )
@@ -54,7 +55,7 @@ type batchTaken struct {
 
 // skippedItem is an item that a take passed over for good: the child cannot
 // be given it (Size is its size) or its lock key holds a value of another
-// type (LockType names it). Head is its first clipLen bytes.
+// type (LockType names it). Head is its first items.ClipLen bytes.
 type skippedItem struct {
 	Head     string
 	Size     int
@@ -112,7 +113,7 @@ func decodeSkipped(pairs []any) []skippedItem {
 	var out []skippedItem
 	for i := 0; i+1 < len(pairs); i += 2 {
 		head, _ := pairs[i].(string)
-		skipped := skippedItem{Head: head[:min(len(head), clipLen)]}
+		skipped := skippedItem{Head: head[:min(len(head), items.ClipLen)]}
 		switch v := pairs[i+1].(type) {
 		case int64:
 			skipped.Size = int(v)
