@@ -3,12 +3,16 @@ package integration_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -335,4 +339,78 @@ func TestCtlBadInput(t *testing.T) {
 	if after := secured.snapshot(t); !slices.Equal(after, securedBefore) {
 		t.Errorf("bad input changed the secured Redis")
 	}
+}
+
+// TestREADMECtl runs the README's w8yctl session as it is written, with w8y
+// and w8yctl pointed at the test's Redis by W8Y_REDIS_URL, and checks that it
+// prints what the README shows, but for the times, holders and durations.
+func TestREADMECtl(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	session := readmeBlock(t, "sh", "w8yctl -k work add --create")
+	bin := t.TempDir()
+	for name, path := range map[string]string{"w8y": binary, "w8yctl": ctlBinary} {
+		if err := os.Symlink(path, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := startCommand(t, []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "W8Y_REDIS_URL=" + s.URL},
+		"bash", "-c", "set -e\n"+session).wait(t)
+	r.mustExit(t, 0)
+	if r.Stderr != "" {
+		t.Errorf("the session wrote on stderr: %s", r)
+	}
+	varying := regexp.MustCompile(`\d{4}-\d\d-\d\dT[\d:.]+Z|holder=[^ \n]+|duration_ms=\d+`)
+	same := func(text string) string {
+		return varying.ReplaceAllStringFunc(text, func(m string) string { return m[:3] })
+	}
+	if got, want := same(r.Stdout), same(readmeBlock(t, "", `added 3 items to "work:list"`)); got != want {
+		t.Errorf("the session printed:\n%s\nwant the README's:\n%s", r.Stdout, want)
+	}
+	if got := s.list(t, "work:list"); !slices.Equal(got, []string{"report:alpha", "report:beta"}) {
+		t.Errorf("the list after the session: %q", got)
+	}
+}
+
+// TestCtlACL runs every verb of w8yctl as the README's ACL user for it, and
+// its bad input as a user without the rights: it must be refused with one
+// line that says so.
+func TestCtlACL(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	const password = "Operator-Staple-77"
+	rule := strings.Fields(strings.TrimSpace(readmeBlock(t, "", "ACL SETUSER operator")))
+	for i, word := range rule {
+		switch {
+		case word == ">secret":
+			rule[i] = ">" + password
+		case word == "~reports:*":
+			rule[i] = "~ops:*"
+		case word == "+cluster|slots":
+			// Not a Cluster.
+			rule[i] = "+ping"
+		}
+	}
+	args := make([]any, len(rule))
+	for i, word := range rule {
+		args[i] = word
+	}
+	if err := s.Client.Do(ctx(t), args...).Err(); err != nil {
+		t.Fatalf("%q: %v", rule, err)
+	}
+	s.seed(t, "ops:list", "a", "b")
+	s.Client.XAdd(ctx(t), &redis.XAddArgs{Stream: "ops:events", Values: []string{"type", "start", "item", "a", "holder", "h"}})
+	env := []string{"W8Y_REDIS_URL=redis://operator@127.0.0.1:" + itoa(s.Port), "W8Y_REDIS_PASSWORD=" + password, "W8Y_KEY_PREFIX=ops"}
+	for _, verb := range [][]string{
+		{"add", "c"}, {"pause", "a", "--for", "1h", "--reason", "r"}, {"resume", "a"}, {"run-now", "b"}, {"remove", "c"}, {"events", "--item", "a"},
+	} {
+		r := runCtl(t, env, verb...)
+		r.wantExit(t, 0)
+		if r.Stderr != "" {
+			t.Errorf("as the README's ACL user: %s", r)
+		}
+	}
+	r := runCtl(t, env, "-k", "other", "pause", "a")
+	r.wantExit(t, 125)
+	oneLineOf(t, "w8yctl", r.Stderr, "NOPERM")
 }

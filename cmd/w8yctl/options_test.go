@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -88,5 +89,30 @@ func TestHelpShowsEveryVerbAndExitCode(t *testing.T) {
 		if !strings.Contains(out.String(), "\n  "+strconv.Itoa(st.Code)+"\n") {
 			t.Errorf("--help lacks exit code %d", st.Code)
 		}
+	}
+}
+
+// TestREADMEExitCodes: the README's table of w8yctl's exit codes lists the
+// codes of the one table, in its order.
+func TestREADMEExitCodes(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, found := strings.Cut(string(readme), "\n### w8yctl\n")
+	if !found {
+		t.Fatal("README.md has no section '### w8yctl'")
+	}
+	section, _, _ = strings.Cut(section, "\n#")
+	var got []string
+	for _, m := range regexp.MustCompile(`(?m)^\| ([0-9]+) \|`).FindAllStringSubmatch(section, -1) {
+		got = append(got, m[1])
+	}
+	var want []string
+	for _, st := range exitStatuses {
+		want = append(want, strconv.Itoa(st.Code))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("README's exit codes of w8yctl %q, want %q as in exitStatuses", got, want)
 	}
 }
