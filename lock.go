@@ -33,6 +33,9 @@ type Lock struct {
 
 	// Item is the item the lock is for.
 	Item string
+	// Fence is the list's fencing token that this take got (see
+	// schema.Keys.Fence), which the child gets as W8Y_FENCE.
+	Fence int64
 
 	client lockClient
 	// acks is --replica-acks: how many replicas must confirm a refresh for

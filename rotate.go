@@ -24,6 +24,7 @@ type listClient interface {
 	lockClient
 	LLen(ctx context.Context, key string) *redis.IntCmd
 	LMove(ctx context.Context, source, destination, srcpos, destpos string) *redis.StringCmd
+	Incr(ctx context.Context, key string) *redis.IntCmd
 	RPopLPush(ctx context.Context, source, destination string) *redis.StringCmd
 }
 
@@ -121,8 +122,9 @@ func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (string, *Lock, e
 // EXISTS again once the lock is ours, since the two reads are not atomic: a
 // finishing run writes its cooldown before it releases its lock (see
 // finishEach), so the check after taking the lock sees it. The item taken
-// costs one more round trip, for the start record (see recordStart), which
-// lua.Take writes in the take itself.
+// costs two more round trips, for its fencing token and its start record
+// (see takeFence and runs.Recorder.RecordStart), which lua.Take writes in the
+// take itself.
 func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Lock, error) {
 	r := p.r
 	list := r.Keys.List()
@@ -175,10 +177,13 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 			lock.expires = sent.Add(lock.TTL)
 			waits, err := r.waits(ctx, item)
 			if err == nil && !waits {
+				// The fencing token, in a round trip of its own: its key
+				// may live on another server than the lock's.
+				r.takeFence(ctx, lock)
 				// The start is recorded before a take that the replicas did
 				// not confirm is given back, as lua.Take records it in the
 				// take, so that both paths leave the same record.
-				if err := r.Record.RecordStart(ctx, r.Client, item, r.Token, sent); err != nil {
+				if err := r.Record.RecordStart(ctx, r.Client, item, r.Token, lock.Fence, sent); err != nil {
 					r.Log.Warn().Err(err).Str("item", items.Clip(item)).Msg("could not record the start of the run")
 				}
 				if unconfirmed != nil {
@@ -246,6 +251,8 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (string,
 		if taken.Taken {
 			lock := r.newLock(taken.Item)
 			lock.expires = sent.Add(r.TTL)
+			lock.Fence = taken.Fence
+			r.warnNoFence(lock)
 			if err != nil {
 				return "", nil, newUnconfirmed(lock, err)
 			}
@@ -276,6 +283,27 @@ func (r *Rotator) rotate(ctx context.Context, list string) (string, error) {
 // runs.
 func (r *Rotator) newLock(item string) *Lock {
 	return &Lock{Key: r.Keys.Lock(item), Token: r.Token, TTL: r.TTL, Item: item, client: r.Client, acks: r.ReplicaAcks}
+}
+
+// takeFence increments the list's fencing token for lock, as lua.Take does
+// in the take itself: a failure leaves lock.Fence 0, with a warning.
+func (r *Rotator) takeFence(ctx context.Context, lock *Lock) {
+	fence, err := r.Client.Incr(ctx, r.Keys.Fence()).Result()
+	if err != nil {
+		r.Log.Warn().Err(err).Str("item", items.Clip(lock.Item)).Msgf("could not increment the fencing token %s: the child gets W8Y_FENCE=0", quoteKey(r.Keys.Fence()))
+		return
+	}
+	lock.Fence = fence
+}
+
+// warnNoFence warns when a take that lua.Take or lua.Due made could not
+// increment the fencing token (its key holds another type, or an ACL rule
+// lacks INCR): the child gets W8Y_FENCE=0, which no storage system that
+// checks fences accepts.
+func (r *Rotator) warnNoFence(lock *Lock) {
+	if lock.Fence == 0 {
+		r.Log.Warn().Str("item", items.Clip(lock.Item)).Msgf("could not increment the fencing token %s: the child gets W8Y_FENCE=0", quoteKey(r.Keys.Fence()))
+	}
 }
 
 // waits reports whether item has a cooldown, a backoff or a pause key, with

@@ -46,9 +46,11 @@ type batchTaken struct {
 	Left int64
 	// Length is the list's length when the call started a pass, or -1.
 	Length int64
-	// Item is the item whose lock is now ours, if Taken.
+	// Item is the item whose lock is now ours, if Taken, and Fence the
+	// take's fencing token (0 if the fence key could not be incremented).
 	Item  string
 	Taken bool
+	Fence int64
 	// Skipped are the items passed over that an operator should hear of.
 	Skipped []skippedItem
 }
@@ -93,7 +95,8 @@ func (b batchTake) run(ctx context.Context, client redisconn.ScriptClient, acks 
 
 // decodeBatchTaken reads lua.Take's reply.
 func decodeBatchTaken(reply []any) (batchTaken, error) {
-	if len(reply) < 3 || len(reply)%2 != 1 {
+	// Three values from a call that ended early, else the fence and pairs.
+	if len(reply) != 3 && (len(reply) < 4 || len(reply)%2 != 0) {
 		return batchTaken{}, fmt.Errorf("unexpected reply from lua.Take: %d values", len(reply))
 	}
 	left, ok := reply[0].(int64)
@@ -103,7 +106,10 @@ func decodeBatchTaken(reply []any) (batchTaken, error) {
 	}
 	out := batchTaken{Left: left, Length: length}
 	out.Item, out.Taken = reply[1].(string)
-	out.Skipped = decodeSkipped(reply[3:])
+	if len(reply) > 3 {
+		out.Fence, _ = reply[3].(int64)
+		out.Skipped = decodeSkipped(reply[4:])
+	}
 	return out, nil
 }
 

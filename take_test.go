@@ -526,7 +526,44 @@ func TestLookHoldsPausedItems(t *testing.T) {
 
 	rdb.Del(ctx, keys.Pause("for-an-hour"))
 	rdb.ZAdd(ctx, keys.Due(), redis.Z{Score: 0, Member: "for-an-hour"})
-	if item, _, err := r.IdlePass().Take(ctx, nil); err != nil || item != "for-an-hour" {
-		t.Errorf("a look after the pause was deleted took %q (%v), want for-an-hour", item, err)
+	item, lock, err := r.IdlePass().Take(ctx, nil)
+	if err != nil || item != "for-an-hour" {
+		t.Fatalf("a look after the pause was deleted took %q (%v), want for-an-hour", item, err)
+	}
+	if lock.Fence != 1 || rdb.Get(ctx, keys.Fence()).Val() != "1" {
+		t.Errorf("the look's take has the fence %d, and the key %q; want 1", lock.Fence, rdb.Get(ctx, keys.Fence()).Val())
+	}
+}
+
+// TestTakeFence: each take increments the list's fencing token, on both
+// paths; a fence key of another type costs the token (0, with a warning),
+// never the take.
+func TestTakeFence(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	for _, colocated := range []bool{false, true} {
+		keys := schema.Keys{Prefix: fmt.Sprintf("fence%v:", colocated)}
+		takeSetup{items: redistest.Items(3)}.seed(t, rdb, keys)
+		var logs bytes.Buffer
+		r := testRotator(rdb, keys.Prefix, colocated, 0, &logs)
+		for want := int64(1); want <= 3; want++ {
+			_, lock, err := r.Take(ctx, nil)
+			if err != nil {
+				t.Fatalf("colocated=%v: take %d: %v", colocated, want, err)
+			}
+			if lock.Fence != want {
+				t.Errorf("colocated=%v: take %d has the fence %d", colocated, want, lock.Fence)
+			}
+		}
+		rdb.Del(ctx, keys.Fence())
+		rdb.HSet(ctx, keys.Fence(), "f", "v")
+		rdb.Del(ctx, keys.Lock("i0"))
+		_, lock, err := r.Take(ctx, nil)
+		if err != nil {
+			t.Fatalf("colocated=%v: a take with a hash at the fence key: %v", colocated, err)
+		}
+		if lock.Fence != 0 || !strings.Contains(logs.String(), "could not increment the fencing token") {
+			t.Errorf("colocated=%v: a take with a hash at the fence key has the fence %d, and logs %s", colocated, lock.Fence, logs.String())
+		}
 	}
 }

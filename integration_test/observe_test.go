@@ -112,14 +112,15 @@ func TestStateAndEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each take increments the fencing token: the n-th run's is n.
 	var want []map[string]any
 	for i, r := range runs {
 		want = append(want,
-			map[string]any{"type": "start", "item": "a", "holder": holders[i]},
+			map[string]any{"type": "start", "item": "a", "holder": holders[i], "fence": itoa(i + 1)},
 			map[string]any{"type": "finish", "item": "a", "holder": holders[i], "result": r.result, "exit_code": r.exit})
 	}
 	want = append(want,
-		map[string]any{"type": "start", "item": "a", "holder": holder},
+		map[string]any{"type": "start", "item": "a", "holder": holder, "fence": itoa(len(runs) + 1)},
 		map[string]any{"type": "lock_lost", "item": "a", "holder": holder, "result": "lock_lost", "exit_code": "143"})
 	if len(entries) != len(want) {
 		t.Fatalf("%d events, want %d: %v", len(entries), len(want), entries)

@@ -35,9 +35,10 @@
 --                        or 0: this worker does not sweep)
 --           state_ttl=MS, events=N   record a take as take.lua does
 --
--- Returns {length, taken, sweep, head1, size1, ...}: the list's length, the
--- item whose lock is now ours or false, 1 when this worker must sweep now
--- (else 0), and for each item skipped because the child cannot be given it,
+-- Returns {length, taken, sweep, fence, head1, size1, ...}: the list's
+-- length, the item whose lock is now ours or false, 1 when this worker must
+-- sweep now (else 0), the take's fencing token as take.lua returns it (0
+-- without a take), and for each item skipped because the child cannot be given it,
 -- or because its lock key holds another type, its head and size or type
 -- name, as take.lua reports them.
 --
@@ -60,7 +61,7 @@ if type(length) == "table" then
   return length
 end
 
-local reply = {length, false, 0}
+local reply = {length, false, 0, 0}
 local function skip(item, why)
   reply[#reply + 1] = sub(item, 1, clipLen)
   reply[#reply + 1] = why
@@ -139,14 +140,19 @@ end
 
 if taken then
   reply[2] = taken
+  -- Fence: as take.lua's.
+  local fence = redis.pcall("INCR", keyPrefix .. "fence")
+  if type(fence) == "number" then
+    reply[4] = fence
+  end
   if opt.state_ttl then
     local state = keyPrefix .. "state:" .. taken
-    redis.pcall("HSET", state, "last_start", opt.now, "last_holder", token)
+    redis.pcall("HSET", state, "last_start", opt.now, "last_holder", token, "last_fence", reply[4])
     redis.pcall("PEXPIRE", state, opt.state_ttl)
   end
   if tonumber(opt.events or 0) > 0 then
     local events = keyPrefix .. "events"
-    redis.pcall("XADD", events, "MAXLEN", "~", opt.events, "*", "type", "start", "item", taken, "holder", token)
+    redis.pcall("XADD", events, "MAXLEN", "~", opt.events, "*", "type", "start", "item", taken, "holder", token, "fence", reply[4])
     redis.pcall("PEXPIRE", events, opt.state_ttl)
   end
 elseif tonumber(opt.sweep or 0) > 0 and redis.call("SET", keyPrefix .. "sweep", token, "NX", "PX", opt.sweep) then

@@ -29,10 +29,11 @@
 --                        another worker's is set
 
 --
--- Returns {left, taken, length, head1, size1, head2, size2, ...}: the
+-- Returns {left, taken, length, fence, head1, size1, head2, size2, ...}: the
 -- candidates left in the pass after this call (0 when it is over), the item
 -- whose lock is now ours or nil, the list's length when this call read it
--- (at the start of a pass) or -1, and for each item skipped because the
+-- (at the start of a pass) or -1, the take's fencing token (0 without a
+-- take; absent when the call ends early), and for each item skipped because the
 -- child cannot be given it (empty, too long, holding a NUL byte) its first
 -- clipLen bytes and its size,
 -- then for each item whose lock key was found holding another type (a hash,
@@ -149,9 +150,17 @@ if nkeys > 0 and redis.call("EXISTS", list, unpack(keys, 1, nkeys)) < nkeys + 1 
   end
 end
 
-local reply = {left - looked, false, length or -1}
+local reply = {left - looked, false, length or -1, 0}
 if took then
   reply[2] = items[looked]
+  -- Fence: every take increments the list's token (ARGV[1] .. "fence"),
+  -- which the child gets as W8Y_FENCE. pcall: a key of another type gives
+  -- no token (0, which the client warns of) rather than failing a take
+  -- whose lock is ours already.
+  local fence = redis.pcall("INCR", keyPrefix .. "fence")
+  if type(fence) == "number" then
+    reply[4] = fence
+  end
 end
 
 -- A list shorter than the candidates wanted was read whole. Going round a
@@ -188,12 +197,12 @@ end
 -- must never depend on its record.
 if took and opt.state_ttl then
   local state = keyPrefix .. "state:" .. items[looked]
-  redis.pcall("HSET", state, "last_start", opt.now, "last_holder", token)
+  redis.pcall("HSET", state, "last_start", opt.now, "last_holder", token, "last_fence", reply[4])
   redis.pcall("PEXPIRE", state, opt.state_ttl)
 end
 if took and tonumber(opt.events or 0) > 0 then
   local events = keyPrefix .. "events"
-  redis.pcall("XADD", events, "MAXLEN", "~", opt.events, "*", "type", "start", "item", items[looked], "holder", token)
+  redis.pcall("XADD", events, "MAXLEN", "~", opt.events, "*", "type", "start", "item", items[looked], "holder", token, "fence", reply[4])
   redis.pcall("PEXPIRE", events, opt.state_ttl)
 end
 

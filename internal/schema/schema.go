@@ -63,6 +63,13 @@ func (k Keys) Events() string { return k.Prefix + "events" }
 // score in the past (0 for "now") makes an idle worker try the item at once.
 func (k Keys) Due() string { return k.Prefix + "due" }
 
+// Fence is the list's fencing token: a counter, without expiry, that every
+// take increments in the take's own round trip. A run's child gets its value
+// as W8Y_FENCE, so that a storage system that remembers the highest token
+// it has seen can refuse a write from a run that lost its lock to a later
+// one.
+func (k Keys) Fence() string { return k.Prefix + "fence" }
+
 // Sweep is the key that an idle worker sets, with an expiry, when it
 // passes over the whole list for the fleet: while it exists, no other idle
 // worker does.
@@ -75,6 +82,7 @@ const (
 	FieldLastExitCode        = "last_exit_code"
 	FieldLastDuration        = "last_duration_ms"
 	FieldLastHolder          = "last_holder"
+	FieldLastFence           = "last_fence"
 	FieldLastResult          = "last_result"
 	FieldRuns                = "runs"
 	FieldFailures            = "failures"

@@ -16,6 +16,7 @@ func TestKeyNames(t *testing.T) {
 		k.Events():        "work:events",
 		k.Due():           "work:due",
 		k.Sweep():         "work:sweep",
+		k.Fence():         "work:fence",
 	} {
 		if got != want {
 			t.Errorf("got %q, want %q", got, want)
