@@ -414,3 +414,52 @@ func TestCtlACL(t *testing.T) {
 	r.wantExit(t, 125)
 	oneLineOf(t, "w8yctl", r.Stderr, "NOPERM")
 }
+
+// TestCtlCluster runs w8yctl's verbs on a Cluster, with a hash tag in the
+// prefix (one script per command) and without (a command per key, on keys
+// spread over the nodes), beside a worker: a paused item is not run until
+// it is resumed, the others are, and remove leaves nothing of an item on
+// any node.
+func TestCtlCluster(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3)
+	for _, prefix := range []string{"{ops}:", "ops:"} {
+		t.Run(prefix, func(t *testing.T) {
+			at := []string{"--redis-cluster", "-u", c.URL, "-k", prefix}
+			ctl := func(args ...string) result {
+				t.Helper()
+				r := runCtl(t, nil, append(at, args...)...)
+				r.mustExit(t, 0)
+				return r
+			}
+			ctl("add", "--create", "paused", "busy", "gone")
+			ctl("pause", "paused", "--reason", "broken")
+			ctl("pause", "gone", "--for", "1h")
+			dir := t.TempDir()
+			w := startW8y(t, []string{"DIR=" + dir}, append(at, "-c", "-q", "--idle-wait", "50ms", "--cooldown", "50ms",
+				"sh", "-c", `echo "$W8Y_ITEM" >> "$DIR/runs"`)...)
+			count := func(item string) int {
+				return strings.Count(" "+strings.Join(lines(t, dir+"/runs"), " ")+" ", " "+item+" ")
+			}
+			redistest.WaitFor(t, "busy to run thrice", func() bool { return count("busy") >= 3 })
+			if n := count("paused") + count("gone"); n > 0 {
+				t.Fatalf("paused items ran %d times", n)
+			}
+			ctl("resume", "paused")
+			redistest.WaitFor(t, "paused to run once resumed", func() bool { return count("paused") >= 1 })
+			ctl("remove", "gone")
+			if keys, _ := c.clusterKeys(t, prefix+"*gone"); len(keys) > 0 {
+				t.Errorf("keys of a removed item left: %q", keys)
+			}
+			if got, err := c.Client.LRange(ctx(t), prefix+"list", 0, -1).Result(); err != nil || slices.Contains(got, "gone") || len(got) != 2 {
+				t.Errorf("the list after remove: %q (%v)", got, err)
+			}
+			r := ctl("events", "--item", "paused", "-n", "1")
+			if !strings.Contains(r.Stdout, `"paused"`) {
+				t.Errorf("events of paused: %s", r)
+			}
+			w.signal(t, syscall.SIGTERM)
+			w.wait(t).wantExit(t, 0)
+		})
+	}
+}

@@ -108,6 +108,12 @@ for _, item in ipairs(items) do
   end
   reply[#reply + 1] = item
   reply[#reply + 1] = changed
-  reply[#reply + 1] = holder(item)
+  -- add touches the list alone (see above): whether the item runs is not
+  -- its business.
+  if verb == "add" then
+    reply[#reply + 1] = false
+  else
+    reply[#reply + 1] = holder(item)
+  end
 end
 return reply
