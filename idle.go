@@ -37,7 +37,8 @@ var errPending = errors.New("an item is still to run")
 // a pass that found nothing to take: whether every item of the list cools
 // down, or can never run (empty, with a NUL byte, too long for the
 // command, or with a lock key of another type, each of which the passes
-// warn of), or is paused by a key without expiry. An item that is locked
+// warn of), or is paused by a key without expiry (w8yctl pause without
+// --for, or a cooldown or backoff key set by hand). An item that is locked
 // is not finished (its run may yet fail, or its worker die, and then it
 // must run again), nor one that backs off after a failure (it will be
 // retried), nor one that became free since the pass. It reads the list as
@@ -66,6 +67,10 @@ func stillToRun(st status.Item, maxItemLen int) bool {
 	case status.StateBackoff:
 		// A backoff without expiry is an operator's pause.
 		return *st.Backoff >= 0
+	case status.StatePaused:
+		// As a backoff: a pause that ends by itself (w8yctl pause --for)
+		// is waited out, one until resumed is not.
+		return *st.Pause >= 0
 	case status.StateIdle:
 		return len(st.Item) <= maxItemLen
 	}
