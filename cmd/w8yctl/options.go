@@ -21,6 +21,7 @@ import (
 type Options struct {
 	ConnectionOptions `group:"Redis"`
 	VerbOptions       `group:"Options of the verbs"`
+	Version           bool `long:"version" description:"Print the version and commit, and exit"`
 	ManPage           bool `long:"man-page" hidden:"true" description:"Print w8yctl's man page in troff and exit"`
 }
 
@@ -53,7 +54,8 @@ type command struct {
 	by string
 }
 
-// errHelp is returned by parseCommand after --help or the man page.
+// errHelp is returned by parseCommand after --help, --version or the man
+// page.
 var errHelp = errors.New("help shown")
 
 // parseCommand reads the verb, its items and the options from args and the
@@ -73,6 +75,11 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 			return nil, errHelp
 		}
 		return nil, explain(parser, err, getenv)
+	}
+	if opts.Version {
+		v, c := buildVersion()
+		fmt.Fprintf(stdout, "w8yctl %s (commit %s)\n", v, c)
+		return nil, errHelp
 	}
 	if opts.ManPage {
 		parser.WriteManPage(stdout)
