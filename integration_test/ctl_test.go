@@ -145,6 +145,14 @@ func TestCtlPause(t *testing.T) {
 	if h := s.Client.HGetAll(ctx(t), "pz:pause:forever").Val(); h["reason"] != "broken disk" || !strings.Contains(h["by"], "@") || h["at"] == "" {
 		t.Errorf("the pause's hash: %v", h)
 	}
+	// status shows both, and who paused forever and why.
+	r = runCtl(t, nil, append(at, "status")...)
+	r.mustExit(t, 0)
+	for _, want := range []string{"forever  paused forever", "timed    paused ", "forever is paused by ", ": broken disk\n"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("status lacks %q: %s", want, r)
+		}
+	}
 
 	var workers []*proc
 	for range 3 {

@@ -98,7 +98,7 @@ func (c *command) run(stdout, stderr io.Writer) error {
 	}
 	keys := schema.Keys{Prefix: c.opts.KeyPrefix, Colocated: redisconn.Colocated(client, c.opts.KeyPrefix)}
 	fleet := &control.Fleet{Client: client, Keys: keys}
-	out := &printer{w: stdout, json: c.opts.JSON, list: keys.List()}
+	out := &printer{w: stdout, json: c.opts.JSON, list: keys.List(), log: log}
 	return c.verb.run(ctx, c, fleet, out, time.Now())
 }
 

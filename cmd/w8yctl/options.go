@@ -40,6 +40,7 @@ type VerbOptions struct {
 	Follow bool   `long:"follow" description:"events: then print each new event as it comes, until Ctrl-C"`
 	Item   string `long:"item" value-name:"ITEM" description:"events: only this item's events"`
 	Count  string `short:"n" long:"count" value-name:"N" default:"10" description:"events: how many of the latest events to print"`
+	Watch  string `long:"watch" optional:"true" optional-value:"2s" value-name:"INTERVAL" description:"status: show it again every INTERVAL (2s), until Ctrl-C"`
 }
 
 // command is a parsed command line: the verb, its items and the options.
@@ -47,12 +48,17 @@ type command struct {
 	verb  *verb
 	items []string
 	opts  *Options
-	// pauseFor and count are --for and --count, parsed.
+	// pauseFor, count and watch are --for, --count and --watch, parsed.
 	pauseFor time.Duration
 	count    int64
+	watch    time.Duration
 	// by is who gives the command, user@host, for a pause.
 	by string
 }
+
+// minWatch is the shortest --watch interval, as w8y --status's: each
+// refresh reads every item.
+const minWatch = 100 * time.Millisecond
 
 // errHelp is returned by parseCommand after --help, --version or the man
 // page.
@@ -106,7 +112,7 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 // check refuses what the verb cannot take: options of other verbs, missing
 // or repeated items, and values that do not parse.
 func (c *command) check(parser *flags.Parser, args []string) error {
-	for _, name := range []string{"create", "for", "reason", "follow", "item", "count"} {
+	for _, name := range []string{"create", "for", "reason", "follow", "item", "count", "watch"} {
 		opt := parser.FindOptionByLongName(name)
 		if opt.IsSet() && !opt.IsSetDefault() && !strings.HasPrefix(opt.Description, c.verb.name+":") {
 			return fmt.Errorf("--%s goes with %s, not %s", name, strings.SplitN(opt.Description, ":", 2)[0], c.verb.name)
@@ -140,6 +146,13 @@ func (c *command) check(parser *flags.Parser, args []string) error {
 			d = 0
 		}
 		c.pauseFor = d
+	}
+	if c.opts.Watch != "" {
+		d, err := duration.Parse(c.opts.Watch)
+		if err != nil || d < minWatch {
+			return fmt.Errorf("--watch %q: give an interval of at least %s, such as 2s", c.opts.Watch, minWatch)
+		}
+		c.watch = d
 	}
 	n, err := strconv.ParseInt(c.opts.Count, 10, 64)
 	if err != nil || n < 1 {

@@ -27,6 +27,9 @@ func TestParseCommand(t *testing.T) {
 		{[]string{"pause", "--for", "inf", "a"}, nil, "pause [a]"},
 		{[]string{"events", "--follow", "--item", "a", "-n", "3"}, nil, "events [] count=3"},
 		{[]string{"remove", "--", "-dash"}, nil, "remove [-dash]"},
+		{[]string{"status", "--watch"}, nil, "status [] watch=2s"},
+		{[]string{"status", "--watch=10ms"}, nil, `--watch "10ms": give an interval of at least 100ms`},
+		{[]string{"add", "--watch", "a"}, nil, "--watch goes with status, not add"},
 		{nil, nil, "missing verb"},
 		{[]string{"frob", "a"}, nil, `unknown verb "frob"`},
 		{[]string{"pause"}, nil, "pause needs at least one ITEM"},
@@ -62,6 +65,9 @@ func TestParseCommand(t *testing.T) {
 			got = c.verb.name + " " + strings.Join(strings.Fields("["+strings.Join(c.items, " ")+"]"), " ")
 			if c.pauseFor > 0 {
 				got += " for=" + c.pauseFor.String()
+			}
+			if c.watch > 0 {
+				got += " watch=" + c.watch.String()
 			}
 			if c.count != 10 {
 				got += " count=" + strconv.FormatInt(c.count, 10)

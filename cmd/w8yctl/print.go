@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/control"
 )
 
@@ -15,6 +16,8 @@ type printer struct {
 	json bool
 	// list is the list's key, which the lines name.
 	list string
+	// log tells of what goes wrong while status --watch goes on.
+	log zerolog.Logger
 }
 
 // results prints the verb's results: with --json as an array, else each

@@ -28,6 +28,7 @@ var verbs = []*verb{
 	{"pause", "pause [--for DURATION] [--reason TEXT] ITEM...", "Keep every worker from taking the items, until resumed or for DURATION; a running item finishes its run", true, runPause},
 	{"resume", "resume ITEM...", "End the items' pauses", true, runResume},
 	{"run-now", "run-now ITEM...", "Clear the items' cooldown, backoff and pause: an idle worker takes each within a second, unless it runs now", true, runRunNow},
+	{"status", "status [--watch[=INTERVAL]]", "Show every item: its lock, pause, cooldown or backoff, and last run, as w8y --status does", false, runStatus},
 	{"events", "events [--follow] [--item ITEM] [-n N]", "Print the latest events (starts and ends of runs), and with --follow each new one until Ctrl-C", false, runEvents},
 }
 
