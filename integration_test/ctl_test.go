@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -469,5 +470,40 @@ func TestCtlCluster(t *testing.T) {
 			w.signal(t, syscall.SIGTERM)
 			w.wait(t).wantExit(t, 0)
 		})
+	}
+}
+
+// TestCtlBashCompletion sources scripts/w8yctl.bash-completion in bash and
+// completes command lines as a user's Tab would: the verbs, then the
+// options, and nothing for an option's value or an item.
+func TestCtlBashCompletion(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.Symlink(ctlBinary, filepath.Join(dir, "w8yctl")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		line string // what is typed, up to the cursor at its end
+		want string // COMPREPLY, one per line
+	}{
+		{"w8yctl -k work re", "remove\nresume"},
+		{"w8yctl ru", "run-now"},
+		{"w8yctl pause a --f", "--follow\n--for"},
+		{"w8yctl pause --for ", ""},
+		{"w8yctl pause a ", ""},
+	}
+	for _, tt := range tests {
+		script := fmt.Sprintf(`source ../scripts/w8yctl.bash-completion
+read -ra COMP_WORDS <<< %q
+[[ %q == *" " ]] && COMP_WORDS+=("")
+COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+_w8yctl
+printf '%%s\n' "${COMPREPLY[@]}"`, tt.line, tt.line)
+		cmd := exec.Command("bash", "--norc", "--noprofile", "-c", script)
+		cmd.Env = []string{"PATH=" + dir + ":" + os.Getenv("PATH"), "GORACE=atexit_sleep_ms=0"}
+		out, err := cmd.CombinedOutput()
+		if got := strings.TrimSpace(string(out)); err != nil || got != tt.want {
+			t.Errorf("%q completes to %q (%v), want %q", tt.line, got, err, tt.want)
+		}
 	}
 }

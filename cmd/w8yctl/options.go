@@ -73,6 +73,10 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 	parser.Usage = "[OPTIONS] VERB [ITEM...]"
 	parser.ShortDescription = "operate a fleet of w8y workers: add, remove, pause, resume, run now, events"
 	parser.LongDescription = manDescription()
+	if len(args) > 0 && args[0] == completeArg {
+		complete(parser, args[1:], stdout)
+		return nil, errHelp
+	}
 	rest, err := parser.ParseArgs(args)
 	if err != nil {
 		var ferr *flags.Error
