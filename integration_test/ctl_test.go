@@ -285,6 +285,18 @@ func TestCtlEvents(t *testing.T) {
 		t.Errorf("events --item a -n 1 --json: %v %s", err, r)
 	}
 
+	// From the third event on, by its ID; and those of the last hour.
+	third := s.Client.XRange(ctx(t), "ev:events", "-", "+").Val()[2].ID
+	r = runCtl(t, nil, append(at, "events", "--since", third)...)
+	r.mustExit(t, 0)
+	if got := strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n"); !slices.Equal(got, lines[2:]) {
+		t.Errorf("events --since %s: %s, want the last two of\n%s", third, r, strings.Join(lines, "\n"))
+	}
+	r = runCtl(t, nil, append(at, "events", "--since", "1h")...)
+	if r.Code != 0 || strings.Count(r.Stdout, "\n") != 4 {
+		t.Errorf("events --since 1h: %s", r)
+	}
+
 	f := startCtl(t, nil, append(at, "events", "--follow", "-n", "1")...)
 	redistest.WaitFor(t, "the latest event", func() bool { return strings.Count(f.stdoutSoFar(), "\n") == 1 })
 	runW8y(t, nil, append(at, "-q", "true")...).mustExit(t, 0)

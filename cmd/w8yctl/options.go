@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -39,7 +40,8 @@ type VerbOptions struct {
 	Reason string `long:"reason" value-name:"TEXT" description:"pause: why, kept with the pause"`
 	Follow bool   `long:"follow" description:"events: then print each new event as it comes, until Ctrl-C"`
 	Item   string `long:"item" value-name:"ITEM" description:"events: only this item's events"`
-	Count  string `short:"n" long:"count" value-name:"N" default:"10" description:"events: how many of the latest events to print"`
+	Count  string `short:"n" long:"count" value-name:"N" default:"10" description:"events: how many of the latest events to print (with --since: all, unless given)"`
+	Since  string `long:"since" value-name:"TIME|ID" description:"events: those from TIME on (2026-11-25T10:00:00Z, or a DURATION ago such as 1h) or from the stream ID on"`
 	Watch  string `long:"watch" optional:"true" optional-value:"2s" value-name:"INTERVAL" description:"status: show it again every INTERVAL (2s), until Ctrl-C"`
 }
 
@@ -48,12 +50,16 @@ type command struct {
 	verb  *verb
 	items []string
 	opts  *Options
-	// pauseFor, count and watch are --for, --count and --watch, parsed.
+	// pauseFor, count, watch and since are --for, --count, --watch and
+	// --since, parsed.
 	pauseFor time.Duration
 	count    int64
 	watch    time.Duration
+	since    string
 	// by is who gives the command, user@host, for a pause.
 	by string
+	// now is when the command was given, which --since counts back from.
+	now time.Time
 }
 
 // minWatch is the shortest --watch interval, as w8y --status's: each
@@ -103,7 +109,7 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 	if len(rest) == 0 {
 		return nil, fmt.Errorf("missing verb: give one of %s (see w8yctl --help)", verbNames())
 	}
-	c := &command{verb: findVerb(rest[0]), items: rest[1:], opts: &opts, by: whoAmI(getenv)}
+	c := &command{verb: findVerb(rest[0]), items: rest[1:], opts: &opts, by: whoAmI(getenv), now: time.Now()}
 	if c.verb == nil {
 		return nil, fmt.Errorf("unknown verb %q: give one of %s (see w8yctl --help)", rest[0], verbNames())
 	}
@@ -116,7 +122,7 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 // check refuses what the verb cannot take: options of other verbs, missing
 // or repeated items, and values that do not parse.
 func (c *command) check(parser *flags.Parser, args []string) error {
-	for _, name := range []string{"create", "for", "reason", "follow", "item", "count", "watch"} {
+	for _, name := range []string{"create", "for", "reason", "follow", "item", "count", "watch", "since"} {
 		opt := parser.FindOptionByLongName(name)
 		if opt.IsSet() && !opt.IsSetDefault() && !strings.HasPrefix(opt.Description, c.verb.name+":") {
 			return fmt.Errorf("--%s goes with %s, not %s", name, strings.SplitN(opt.Description, ":", 2)[0], c.verb.name)
@@ -163,7 +169,35 @@ func (c *command) check(parser *flags.Parser, args []string) error {
 		return fmt.Errorf("--count %q: give a whole number of 1 or more", c.opts.Count)
 	}
 	c.count = n
+	if c.opts.Since != "" {
+		since, err := streamID(c.opts.Since, c.now)
+		if err != nil {
+			return err
+		}
+		c.since = since
+		if opt := parser.FindOptionByLongName("count"); opt.IsSetDefault() {
+			c.count = 0
+		}
+	}
 	return nil
+}
+
+// streamIDForm is a stream entry's ID, or the Unix millisecond time alone.
+var streamIDForm = regexp.MustCompile(`^[0-9]+(-[0-9]+)?$`)
+
+// streamID is --since as the ID that XRANGE starts from: an ID as given, a
+// time as its millisecond, a duration as that long before now.
+func streamID(since string, now time.Time) (string, error) {
+	if streamIDForm.MatchString(since) {
+		return since, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, since); err == nil {
+		return strconv.FormatInt(t.UnixMilli(), 10), nil
+	}
+	if d, err := duration.Parse(since); err == nil && d >= 0 {
+		return strconv.FormatInt(now.Add(-d).UnixMilli(), 10), nil
+	}
+	return "", fmt.Errorf("--since %q: give a time such as 2026-11-25T10:00:00Z, a duration ago such as 1h, or a stream ID such as 1795600800000-0", since)
 }
 
 // explain turns go-flags' error into one line in the user's words: go-flags

@@ -28,6 +28,10 @@ func TestParseCommand(t *testing.T) {
 		{[]string{"events", "--follow", "--item", "a", "-n", "3"}, nil, "events [] count=3"},
 		{[]string{"remove", "--", "-dash"}, nil, "remove [-dash]"},
 		{[]string{"status", "--watch"}, nil, "status [] watch=2s"},
+		{[]string{"events", "--since", "1764064800000-3"}, nil, "events [] count=0 since=1764064800000-3"},
+		{[]string{"events", "--since", "2026-11-25T10:00:00Z", "-n", "5"}, nil, "events [] count=5 since=1795600800000"},
+		{[]string{"events", "--since", "yesterday"}, nil, `--since "yesterday": give a time`},
+		{[]string{"pause", "--since", "1h", "a"}, nil, "--since goes with events, not pause"},
 		{[]string{"status", "--watch=10ms"}, nil, `--watch "10ms": give an interval of at least 100ms`},
 		{[]string{"add", "--watch", "a"}, nil, "--watch goes with status, not add"},
 		{nil, nil, "missing verb"},
@@ -71,6 +75,9 @@ func TestParseCommand(t *testing.T) {
 			}
 			if c.count != 10 {
 				got += " count=" + strconv.FormatInt(c.count, 10)
+			}
+			if c.since != "" {
+				got += " since=" + c.since
 			}
 		}
 		if !strings.Contains(got, tt.want) {

@@ -32,6 +32,7 @@ type Client interface {
 	Type(ctx context.Context, key string) *redis.StatusCmd
 	Exists(ctx context.Context, keys ...string) *redis.IntCmd
 	XRevRangeN(ctx context.Context, stream, start, stop string, count int64) *redis.XMessageSliceCmd
+	XRangeN(ctx context.Context, stream, start, stop string, count int64) *redis.XMessageSliceCmd
 	XRead(ctx context.Context, a *redis.XReadArgs) *redis.XStreamSliceCmd
 }
 

@@ -76,8 +76,12 @@ func newEvent(m redis.XMessage) Event {
 type EventFilter struct {
 	// Item, if not "", keeps only the events of this item.
 	Item string
-	// Last is how many of the latest matching events Events returns.
+	// Last is how many of the latest matching events Events returns; 0
+	// for all of them since Since.
 	Last int64
+	// Since, if not "", is the stream ID of the oldest entry to return: a
+	// Unix millisecond time alone stands for that time's first entry.
+	Since string
 }
 
 // eventsPage is how many entries one XREVRANGE reads while Events looks
@@ -102,6 +106,9 @@ func (f *Fleet) Events(ctx context.Context, filter EventFilter) ([]Event, string
 			}
 			return nil, "", refusal{fmt.Sprintf("neither the list %q nor the events stream %q exists: is --key-prefix (W8Y_KEY_PREFIX) right?", f.Keys.List(), stream)}
 		}
+	}
+	if filter.Since != "" {
+		return f.eventsSince(ctx, filter)
 	}
 	var out []Event
 	newest := "0"
@@ -132,6 +139,46 @@ func (f *Fleet) Events(ctx context.Context, filter EventFilter) ([]Event, string
 		end = "(" + page[len(page)-1].ID
 	}
 	slices.Reverse(out)
+	return out, newest, nil
+}
+
+// eventsSince is Events from filter.Since on, read forward a page at a
+// time.
+func (f *Fleet) eventsSince(ctx context.Context, filter EventFilter) ([]Event, string, error) {
+	stream := f.Keys.Events()
+	var out []Event
+	newest := "0"
+	start := filter.Since
+	for {
+		page, err := f.Client.XRangeN(ctx, stream, start, "+", eventsPage).Result()
+		if err != nil {
+			return nil, "", redisconn.Wrap("read "+strconv.Quote(stream), err)
+		}
+		for _, m := range page {
+			newest = m.ID
+			if e := newEvent(m); filter.Item == "" || e.Get("item") == filter.Item {
+				out = append(out, e)
+			}
+		}
+		if len(page) < eventsPage {
+			break
+		}
+		start = "(" + newest
+	}
+	if filter.Last > 0 && int64(len(out)) > filter.Last {
+		out = out[int64(len(out))-filter.Last:]
+	}
+	// Follow goes on after the newest entry in the stream, which is the
+	// last read unless the stream was empty since Since.
+	if newest == "0" {
+		last, err := f.Client.XRevRangeN(ctx, stream, "+", "-", 1).Result()
+		if err != nil {
+			return nil, "", redisconn.Wrap("read "+strconv.Quote(stream), err)
+		}
+		if len(last) > 0 {
+			newest = last[0].ID
+		}
+	}
 	return out, newest, nil
 }
 

@@ -99,3 +99,31 @@ func TestEventsRefuseAMistypedPrefix(t *testing.T) {
 		t.Errorf("Events under a prefix with nothing: %v, want ErrRefused", err)
 	}
 }
+
+// TestEventsSince: from an ID on, every matching event, oldest first, or
+// the latest Last of them; and the newest entry to follow from.
+func TestEventsSince(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	keys := schema.Keys{Prefix: "since:"}
+	f := &Fleet{Client: rdb, Keys: keys}
+	var ids []string
+	for i := range 2*eventsPage + 10 {
+		ids = append(ids, addEvent(t, rdb, keys.Events(), "type", "start", "item", []string{"a", "b"}[i%2], "holder", "h"))
+	}
+	got, newest, err := f.Events(context.Background(), EventFilter{Since: ids[5], Item: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// From the sixth entry on, every other one is b's.
+	if want := (len(ids) - 4) / 2; len(got) != want || got[0].ID != ids[5] || newest != ids[len(ids)-1] {
+		t.Errorf("%d events of b since %s, first %s, newest %s; want %d, %s, %s", len(got), ids[5], got[0].ID, newest, want, ids[5], ids[len(ids)-1])
+	}
+	got, _, _ = f.Events(context.Background(), EventFilter{Since: ids[5], Last: 3})
+	if len(got) != 3 || got[2].ID != ids[len(ids)-1] {
+		t.Errorf("the last 3 since %s: %d, ending %s", ids[5], len(got), got[len(got)-1].ID)
+	}
+	got, newest, _ = f.Events(context.Background(), EventFilter{Since: "(" + ids[len(ids)-1]})
+	if len(got) != 0 || newest != ids[len(ids)-1] {
+		t.Errorf("nothing since the newest: %d events, newest %s", len(got), newest)
+	}
+}
