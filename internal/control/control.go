@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -210,20 +211,27 @@ func (f *Fleet) eachKey(ctx context.Context, list []string, write func(redis.Pip
 	pipe := f.Client.Pipeline()
 	counts := make([][]*redis.IntCmd, len(list))
 	holders := make([]*redis.StringCmd, len(list))
+	isHolder := map[redis.Cmder]bool{}
 	for i, item := range list {
 		counts[i] = write(pipe, item)
 		holders[i] = pipe.Get(ctx, f.Keys.Lock(item))
+		isHolder[holders[i]] = true
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) && !redisconn.IsReply(err) {
+	cmds, err := pipe.Exec(ctx)
+	if err != nil && !errors.Is(err, redis.Nil) && !redisconn.IsReply(err) {
 		return nil, redisconn.Wrap("change the keys of the items", err)
+	}
+	// Every write must have been done; a lock that is missing, or of
+	// another type, is only no run's.
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil && !isHolder[cmd] {
+			return nil, redisconn.Wrap(fmt.Sprintf("%s %q", strings.ToUpper(cmd.Name()), items.Clip(fmt.Sprint(cmd.Args()[1]))), err)
+		}
 	}
 	out := make([]Result, len(list))
 	for i, item := range list {
 		out[i].Item = item
 		for _, c := range counts[i] {
-			if err := c.Err(); err != nil {
-				return nil, redisconn.Wrap("change the keys of "+strconv.Quote(items.Clip(item)), err)
-			}
 			out[i].Changed += c.Val()
 		}
 		if holder, err := holders[i].Result(); err == nil {
