@@ -3,6 +3,7 @@ package status
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -161,12 +162,16 @@ func TestPausedItems(t *testing.T) {
 	var out bytes.Buffer
 	writeTable(&out, got, time.Now(), 0)
 	for _, want := range []string{
-		"timed    paused 1h0m0s", "forever  paused forever", "by-hand  paused forever",
+		"timed    paused ", "forever  paused forever", "by-hand  paused forever",
 		"\ntimed is paused by ops@bastion: upstream down\n", "\nforever is paused by ops@bastion\n", "\nby-hand is paused\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, out.String())
 		}
+	}
+	// What is left of an hour, however the clock turned meanwhile.
+	if !regexp.MustCompile(`\ntimed    paused (1h0m|59m)`).MatchString(out.String()) {
+		t.Errorf("timed's pause of an hour shows as:\n%s", out.String())
 	}
 	if got[0].PauseReason == nil || *got[0].PauseReason != "upstream down" || got[0].Cooldown == nil {
 		t.Errorf("timed: %+v", got[0])
