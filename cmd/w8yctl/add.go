@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/w8y/w8y/internal/control"
 	"github.com/w8y/w8y/internal/items"
@@ -13,11 +12,11 @@ import (
 
 // runAdd is w8yctl add: it appends the items that the list does not hold,
 // after refusing, all at once, those that no worker could run.
-func runAdd(ctx context.Context, c *command, fleet *control.Fleet, out *printer, now time.Time) error {
+func runAdd(ctx context.Context, c *command, fleet *control.Fleet, out *printer) error {
 	if err := checkItems(c.items, items.MaxLen(fleet.Keys.Lock(""), proc.ArgMax())); err != nil {
 		return err
 	}
-	results, err := fleet.Add(ctx, c.items, c.opts.Create, now)
+	results, err := fleet.Add(ctx, c.items, c.opts.Create, c.now)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 
 // runEvents is w8yctl events: the latest events, then with --follow each
 // new one until SIGINT or SIGTERM (ctx), which ends it with 0.
-func runEvents(ctx context.Context, c *command, fleet *control.Fleet, out *printer, _ time.Time) error {
+func runEvents(ctx context.Context, c *command, fleet *control.Fleet, out *printer) error {
 	latest, newest, err := fleet.Events(ctx, control.EventFilter{Item: c.opts.Item, Last: c.count, Since: c.since})
 	if err != nil {
 		return err

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/control"
@@ -52,7 +51,7 @@ func main() {
 // exit code: the only place that makes one.
 func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	cmd, err := parseCommand(args, getenv, stdout)
-	if err == errHelp {
+	if errors.Is(err, errHelp) {
 		return exitOK
 	}
 	if err == nil {
@@ -99,7 +98,7 @@ func (c *command) run(stdout, stderr io.Writer) error {
 	keys := schema.Keys{Prefix: c.opts.KeyPrefix, Colocated: redisconn.Colocated(client, c.opts.KeyPrefix)}
 	fleet := &control.Fleet{Client: client, Keys: keys}
 	out := &printer{w: stdout, json: c.opts.JSON, list: keys.List(), log: log}
-	return c.verb.run(ctx, c, fleet, out, time.Now())
+	return c.verb.run(ctx, c, fleet, out)
 }
 
 // quote quotes an item for a line of output, so that odd bytes stay

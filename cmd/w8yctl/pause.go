@@ -3,15 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/w8y/w8y/internal/control"
 	"github.com/w8y/w8y/internal/duration"
 )
 
 // runPause is w8yctl pause.
-func runPause(ctx context.Context, c *command, fleet *control.Fleet, out *printer, now time.Time) error {
-	results, err := fleet.PauseItems(ctx, c.items, control.Pause{Reason: c.opts.Reason, By: c.by, For: c.pauseFor}, now)
+func runPause(ctx context.Context, c *command, fleet *control.Fleet, out *printer) error {
+	results, err := fleet.PauseItems(ctx, c.items, control.Pause{Reason: c.opts.Reason, By: c.by, For: c.pauseFor}, c.now)
 	if err != nil {
 		return err
 	}
@@ -28,8 +27,8 @@ func runPause(ctx context.Context, c *command, fleet *control.Fleet, out *printe
 }
 
 // runResume is w8yctl resume.
-func runResume(ctx context.Context, c *command, fleet *control.Fleet, out *printer, now time.Time) error {
-	results, err := fleet.Resume(ctx, c.items, now)
+func runResume(ctx context.Context, c *command, fleet *control.Fleet, out *printer) error {
+	results, err := fleet.Resume(ctx, c.items, c.now)
 	if err != nil {
 		return err
 	}

@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/w8y/w8y/internal/control"
 )
 
 // runRemove is w8yctl remove.
-func runRemove(ctx context.Context, c *command, fleet *control.Fleet, out *printer, now time.Time) error {
-	results, err := fleet.Remove(ctx, c.items, now)
+func runRemove(ctx context.Context, c *command, fleet *control.Fleet, out *printer) error {
+	results, err := fleet.Remove(ctx, c.items, c.now)
 	if err != nil {
 		return err
 	}

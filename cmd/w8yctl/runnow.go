@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/w8y/w8y/internal/control"
 )
 
 // runRunNow is w8yctl run-now.
-func runRunNow(ctx context.Context, c *command, fleet *control.Fleet, out *printer, now time.Time) error {
-	results, err := fleet.RunNow(ctx, c.items, now)
+func runRunNow(ctx context.Context, c *command, fleet *control.Fleet, out *printer) error {
+	results, err := fleet.RunNow(ctx, c.items, c.now)
 	if err != nil {
 		return err
 	}

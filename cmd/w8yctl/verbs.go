@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"strings"
-	"time"
 
 	"github.com/w8y/w8y/internal/control"
 )
@@ -17,7 +16,7 @@ type verb struct {
 	about string
 	// takesItems says that the verb needs at least one ITEM.
 	takesItems bool
-	run        func(ctx context.Context, c *command, fleet *control.Fleet, out *printer, now time.Time) error
+	run        func(ctx context.Context, c *command, fleet *control.Fleet, out *printer) error
 }
 
 // verbs are w8yctl's verbs, in the order --help shows them. Each runs in
