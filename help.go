@@ -192,6 +192,8 @@ With --cooldown and --failure-backoff, runs pause their items across the fleet w
 
 ` + durationsHelp + `
 
+w8yctl, built beside w8y, changes what a fleet does: it adds and removes items, pauses and resumes them, makes them run now, and shows the status and the events.
+
 See the README for the recipes (cron, systemd, Kubernetes, a container image), the key layout, the schedule, the Redis deployments and the ACL rule, the events' fields, the metrics and the probes.`
 
 // manEnvironment is the man page's ENVIRONMENT, besides the options'

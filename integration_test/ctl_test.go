@@ -423,7 +423,8 @@ func TestCtlACL(t *testing.T) {
 	s.Client.XAdd(ctx(t), &redis.XAddArgs{Stream: "ops:events", Values: []string{"type", "start", "item", "a", "holder", "h"}})
 	env := []string{"W8Y_REDIS_URL=redis://operator@127.0.0.1:" + itoa(s.Port), "W8Y_REDIS_PASSWORD=" + password, "W8Y_KEY_PREFIX=ops"}
 	for _, verb := range [][]string{
-		{"add", "c"}, {"pause", "a", "--for", "1h", "--reason", "r"}, {"resume", "a"}, {"run-now", "b"}, {"remove", "c"}, {"events", "--item", "a"},
+		{"add", "c"}, {"pause", "a", "--for", "1h", "--reason", "r"}, {"status"}, {"resume", "a"}, {"run-now", "b"}, {"remove", "c"},
+		{"events", "--item", "a"}, {"events", "--since", "1h"},
 	} {
 		r := runCtl(t, env, verb...)
 		r.wantExit(t, 0)
