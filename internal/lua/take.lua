@@ -33,9 +33,9 @@
 -- candidates left in the pass after this call (0 when it is over), the item
 -- whose lock is now ours or nil, the list's length when this call read it
 -- (at the start of a pass) or -1, the take's fencing token (0 without a
--- take; absent when the call ends early), and for each item skipped because the
--- child cannot be given it (empty, too long, holding a NUL byte) its first
--- clipLen bytes and its size,
+-- take; absent when the call ends early), and for each item skipped because
+-- the child cannot be given it (empty, too long, holding a NUL byte) its
+-- first clipLen bytes and its size,
 -- then for each item whose lock key was found holding another type (a hash,
 -- say) its first clipLen bytes and that type's name.
 --
