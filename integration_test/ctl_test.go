@@ -177,9 +177,11 @@ func TestCtlPause(t *testing.T) {
 	if early := paused.Add(1500 * time.Millisecond).Sub(timed.at); early > 0 {
 		t.Errorf("timed ran %s before its pause ended", early)
 	}
-	if late := timed.at.Sub(paused.Add(1500 * time.Millisecond)); late > 3*time.Second {
+	late := timed.at.Sub(paused.Add(1500 * time.Millisecond))
+	if late > 3*time.Second {
 		t.Errorf("timed ran %s after its pause ended, want within a couple of looks", late)
 	}
+	t.Logf("pause --for: the item started %s after its pause ended", late)
 	// free ran meanwhile, over and over: every worker passed forever by.
 	for range 5 {
 		waitFor("free")
@@ -188,9 +190,11 @@ func TestCtlPause(t *testing.T) {
 	r = runCtl(t, nil, append(at, "resume", "forever", "timed")...)
 	r.mustExit(t, 0)
 	r.wantStdout(t, "resumed \"forever\"\n\"timed\" was not paused\n")
-	if late := waitFor("forever").at.Sub(resumed); late > 2*time.Second {
+	late = waitFor("forever").at.Sub(resumed)
+	if late > 2*time.Second {
 		t.Errorf("forever ran %s after resume, want within a second or so", late)
 	}
+	t.Logf("resume: the item started %s after the command", late)
 	drain(t, workers)
 }
 
@@ -242,9 +246,11 @@ func TestCtlRunNow(t *testing.T) {
 	}
 	// A second, plus a little for a loaded machine running the race
 	// detector.
-	if late := ran.at.Sub(asked); late > 1500*time.Millisecond {
+	late := ran.at.Sub(asked)
+	if late > 1500*time.Millisecond {
 		t.Errorf("cool ran %s after run-now, want within a second", late)
 	}
+	t.Logf("run-now: the item started %s after the command", late)
 	// busy's due entry is looked at and found held: wait for two more
 	// looks, which would have started it twice.
 	looks := s.looks(t)
@@ -299,12 +305,16 @@ func TestCtlEvents(t *testing.T) {
 
 	f := startCtl(t, nil, append(at, "events", "--follow", "-n", "1")...)
 	redistest.WaitFor(t, "the latest event", func() bool { return strings.Count(f.stdoutSoFar(), "\n") == 1 })
+	// From before the run, so that the time bounds the run and both its
+	// events' way to the screen.
+	before := time.Now()
 	runW8y(t, nil, append(at, "-q", "true")...).mustExit(t, 0)
-	ended := time.Now()
 	redistest.WaitFor(t, "the new events", func() bool { return strings.Count(f.stdoutSoFar(), "\n") == 3 })
-	if late := time.Since(ended); late > time.Second {
-		t.Errorf("the new end was printed %s after it, want within a second", late)
+	late := time.Since(before)
+	if late > time.Second {
+		t.Errorf("the new run's events were printed %s after it started, want within a second", late)
 	}
+	t.Logf("events --follow: a run's start and end were printed within %s of its start", late)
 	if got := f.stdoutSoFar(); !strings.Contains(got, ` start "a"`) || !strings.Contains(got, ` finish "a"`) {
 		t.Errorf("followed: %q", got)
 	}
