@@ -31,15 +31,18 @@ all: build
 # Two builds of the same code: bin/w8y leaves out the Prometheus client
 # (-tags w8y_lean), whose start-up cost every one-shot run would pay, and
 # bin/w8y-metrics has it; bin/w8y hands a run with --metrics-addr over to
-# bin/w8y-metrics next to it (see metrics_lean.go). Install both.
+# bin/w8y-metrics next to it (see metrics_lean.go). Install both, and
+# bin/w8yctl, the operators' command (cmd/w8yctl).
 build:
 	CGO_ENABLED=0 go build -tags w8y_lean -ldflags "$(LDFLAGS)" -o $(BIN)/w8y .
 	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/w8y-metrics .
+	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/w8yctl ./cmd/w8yctl
 
 # The man page, generated from the options so that it cannot drift from
 # them; dated by the last commit, so that the same source gives the same page.
 man: build
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s) $(BIN)/w8y --man-page >$(BIN)/w8y.1
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s) $(BIN)/w8yctl --man-page >$(BIN)/w8yctl.1
 
 # The container image, FROM scratch, from a context of its own in
 # $(BIN)/image: make build's static builds, a static busybox and the

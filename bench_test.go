@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -20,7 +21,7 @@ import (
 func BenchmarkBadItem(b *testing.B) {
 	item := "customer:" + strings.Repeat("4", 32)
 	for b.Loop() {
-		if badItem(item, 1<<17) != "" {
+		if items.Problem(item, 1<<17) != "" {
 			b.Fatal("a good item was bad")
 		}
 	}
@@ -29,7 +30,7 @@ func BenchmarkBadItem(b *testing.B) {
 func BenchmarkCommandBuild(b *testing.B) {
 	c := Command{Path: "/bin/sh", Args: []string{"-c", "report {} >/var/log/{}.log", "sh"}, EnvVar: "JOB", Environ: []string{"PATH=/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8"}}
 	for b.Loop() {
-		if cmd := c.build("customer:42", "work:lock:customer:42"); len(cmd.Env) != 6 {
+		if cmd := c.build("customer:42", "work:lock:customer:42", 1); len(cmd.Env) != 7 {
 			b.Fatalf("env %q", cmd.Env)
 		}
 	}

@@ -104,16 +104,18 @@ func (p *Pass) lookTake(ctx context.Context) (string, *Lock, bool, error) {
 		}
 		return "", nil, false, redisconn.Wrap("look at "+quoteKey(list), err)
 	}
-	if len(reply) < 3 || len(reply)%2 != 1 {
+	if len(reply) < 4 || len(reply)%2 != 0 {
 		return "", nil, false, redisconn.Wrap("look at "+quoteKey(list), fmt.Errorf("unexpected reply from lua.Due: %d values", len(reply)))
 	}
 	r.look.length, r.look.known = reply[0].(int64)
-	for _, s := range decodeSkipped(reply[3:]) {
+	for _, s := range decodeSkipped(reply[4:]) {
 		r.warnSkipped(s)
 	}
 	if item, taken := reply[1].(string); taken {
 		lock := r.newLock(item)
 		lock.expires = sent.Add(r.TTL)
+		lock.Fence, _ = reply[3].(int64)
+		r.warnNoFence(lock)
 		if errors.Is(err, redisconn.ErrNotReplicated) {
 			return "", nil, false, newUnconfirmed(lock, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
@@ -37,7 +38,7 @@ func newRunEnd(item string, exit proc.Exit, err error, stopped bool, exitCodes [
 // interruption, and a child that could not be started at all, which w8y
 // explains as its own failure when it exits.
 func reportedFailure(end runs.End) string {
-	item := strconv.Quote(clip(end.Item))
+	item := strconv.Quote(items.Clip(end.Item))
 	switch {
 	case end.Result == schema.ResultTimeout:
 		return fmt.Sprintf("item %s failed: %v (exit code %d)", item, end.Err, exitTimeout)

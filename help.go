@@ -47,7 +47,8 @@ variable only, W8Y_REDIS_PASSWORD, so that ps never shows it.
 // helpArguments follows the variables in --help.
 const helpArguments = `Arguments:
   executable is run directly (no shell) with {} in any argument replaced by
-  the item; W8Y_ITEM, W8Y_LOCK_KEY and W8Y_HOLDER are set in its environment.
+  the item; W8Y_ITEM, W8Y_LOCK_KEY, W8Y_HOLDER and W8Y_FENCE are set in its
+  environment.
 `
 
 // writeHelp writes --help: the usage, the options by group, the variables,
@@ -191,13 +192,15 @@ With --cooldown and --failure-backoff, runs pause their items across the fleet w
 
 ` + durationsHelp + `
 
+w8yctl, built beside w8y, changes what a fleet does: it adds and removes items, pauses and resumes them, makes them run now, and shows the status and the events.
+
 See the README for the recipes (cron, systemd, Kubernetes, a container image), the key layout, the schedule, the Redis deployments and the ACL rule, the events' fields, the metrics and the probes.`
 
 // manEnvironment is the man page's ENVIRONMENT, besides the options'
 // variables, which OPTIONS names.
 const manEnvironment = `W8Y_REDIS_PASSWORD and W8Y_SENTINEL_PASSWORD hold the passwords of the Redis data nodes and of the sentinels; they have no flags, so that ps never shows them, and the child does not get them (nor the password in W8Y_REDIS_URL).
 
-The child gets W8Y_ITEM (the item), W8Y_LOCK_KEY (its lock's key), W8Y_HOLDER (this run's lock token, the lock's value while it runs) and, with --env-var NAME, NAME set to the item.`
+The child gets W8Y_ITEM (the item), W8Y_LOCK_KEY (its lock's key), W8Y_HOLDER (this run's lock token, the lock's value while it runs), W8Y_FENCE (this take's fencing token, higher for every later take of the list) and, with --env-var NAME, NAME set to the item.`
 
 // writeManPage writes the man page that make man installs, generated from
 // the options so that it cannot drift from them. It is dated by

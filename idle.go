@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/status"
 )
 
@@ -25,7 +26,7 @@ func (w *worker) warnIfListMissing(ctx context.Context) {
 	if err != nil || n > 0 {
 		return
 	}
-	w.log.Warn().Str("list", clip(list)).Msgf("the list %s does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right? Other programs add items with RPUSH %s ...", quoteKey(list), clip(list))
+	w.log.Warn().Str("list", items.Clip(list)).Msgf("the list %s does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right? Other programs add items with RPUSH %s ...", quoteKey(list), items.Clip(list))
 }
 
 // errPending ends a read of the list at the first item that is still to
@@ -36,7 +37,8 @@ var errPending = errors.New("an item is still to run")
 // a pass that found nothing to take: whether every item of the list cools
 // down, or can never run (empty, with a NUL byte, too long for the
 // command, or with a lock key of another type, each of which the passes
-// warn of), or is paused by a key without expiry. An item that is locked
+// warn of), or is paused by a key without expiry (w8yctl pause without
+// --for, or a cooldown or backoff key set by hand). An item that is locked
 // is not finished (its run may yet fail, or its worker die, and then it
 // must run again), nor one that backs off after a failure (it will be
 // retried), nor one that became free since the pass. It reads the list as
@@ -65,6 +67,10 @@ func stillToRun(st status.Item, maxItemLen int) bool {
 	case status.StateBackoff:
 		// A backoff without expiry is an operator's pause.
 		return *st.Backoff >= 0
+	case status.StatePaused:
+		// As a backoff: a pause that ends by itself (w8yctl pause --for)
+		// is waited out, one until resumed is not.
+		return *st.Pause >= 0
 	case status.StateIdle:
 		return len(st.Item) <= maxItemLen
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/lua"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/runs"
@@ -32,6 +33,9 @@ type Lock struct {
 
 	// Item is the item the lock is for.
 	Item string
+	// Fence is the list's fencing token that this take got (see
+	// schema.Keys.Fence), which the child gets as W8Y_FENCE.
+	Fence int64
 
 	client lockClient
 	// acks is --replica-acks: how many replicas must confirm a refresh for
@@ -228,7 +232,7 @@ func (l *Lock) hold(ctx context.Context, giveUp time.Duration, k *lease, log zer
 		case ctx.Err() != nil:
 			return ctx.Err()
 		default:
-			log.Warn().Err(err).Str("lock_key", clip(l.Key)).Msg("lock refresh failed; retrying")
+			log.Warn().Err(err).Str("lock_key", items.Clip(l.Key)).Msg("lock refresh failed; retrying")
 			timer.Reset(min(retry, max(time.Until(deadline), 0)))
 		}
 	}

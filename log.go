@@ -10,6 +10,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/proc"
 )
 
@@ -103,26 +104,6 @@ func isTerminal(w io.Writer) bool {
 	return ok && isatty.IsTerminal(f.Fd())
 }
 
-// clipLen is how much of an item (or a key that holds one) a log line shows: enough to find it
-// with LRANGE, short enough that a megabyte item does not flood the log.
-const clipLen = 64
-
-// clip shortens item, or a key that holds one, for a log line: every line
-// of a run names its item and lock key, and a 10 kB item would fill each
-// twice over. The child still gets the whole item.
-func clip(item string) string {
-	return clipHead(item[:min(len(item), clipLen)], len(item))
-}
-
-// clipHead is clip for an item of size bytes of which only head, its first
-// clipLen bytes or fewer, is known.
-func clipHead(head string, size int) string {
-	if size <= clipLen {
-		return head
-	}
-	return fmt.Sprintf("%s... (%d bytes)", head, size)
-}
-
 // quoteKey quotes a key for messages, so odd bytes in items stay visible,
 // clipped as items are.
-func quoteKey(key string) string { return fmt.Sprintf("%q", clip(key)) }
+func quoteKey(key string) string { return fmt.Sprintf("%q", items.Clip(key)) }

@@ -29,7 +29,7 @@ func TestMaxItemLenMatchesExecve(t *testing.T) {
 	}
 	for n, want := range map[int]error{limit: nil, limit + 1: syscall.E2BIG} {
 		item := strings.Repeat("x", n)
-		if err := cmd.build(item, lockPrefix+item).Run(); !errors.Is(err, want) {
+		if err := cmd.build(item, lockPrefix+item, 1<<62).Run(); !errors.Is(err, want) {
 			t.Errorf("an item of %d bytes (limit %d): got %v, want %v", n, limit, err, want)
 		}
 	}

@@ -88,6 +88,8 @@ func TestRecordBothPaths(t *testing.T) {
 	want := map[string]string{
 		"last_holder": testToken, "last_end": "7000", "last_result": "success", "last_exit_code": "0",
 		"last_duration_ms": "5", "runs": "7", "failures": "3", "consecutive_failures": "0",
+		// Each take increments the fence: the seventh's is 7.
+		"last_fence": "7",
 	}
 	for name, got := range map[string]outcome{"scan": scan, "each": each} {
 		if !maps.Equal(got.state, want) {
@@ -101,7 +103,7 @@ func TestRecordBothPaths(t *testing.T) {
 		}
 		for i, end := range ends {
 			start, fin := got.events[2*i], got.events[2*i+1]
-			if !maps.Equal(start, map[string]any{"type": "start", "item": "a", "holder": testToken}) {
+			if !maps.Equal(start, map[string]any{"type": "start", "item": "a", "holder": testToken, "fence": strconv.Itoa(i + 1)}) {
 				t.Errorf("%s: start event %d: %v", name, i, start)
 			}
 			wantEnd := map[string]any{"type": end.Result.Event(), "item": "a", "holder": testToken, "result": string(end.Result)}

@@ -4,12 +4,11 @@ import (
 	"context"
 	_ "embed"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/lua"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/runs"
@@ -25,6 +24,7 @@ type listClient interface {
 	lockClient
 	LLen(ctx context.Context, key string) *redis.IntCmd
 	LMove(ctx context.Context, source, destination, srcpos, destpos string) *redis.StringCmd
+	Incr(ctx context.Context, key string) *redis.IntCmd
 	RPopLPush(ctx context.Context, source, destination string) *redis.StringCmd
 }
 
@@ -66,8 +66,8 @@ type Rotator struct {
 // Take rotates the list one candidate at a time (LMOVE list list LEFT RIGHT,
 // which never shortens it) and tries each eligible candidate's lock (SET NX
 // with the expiry), looking at no more candidates than the list held at the
-// start. A candidate is eligible when it has no cooldown or backoff key. The
-// first lock taken wins. It returns ErrNoWork after a pass without one, and
+// start. A candidate is eligible when it has no cooldown, backoff or pause
+// key. The first lock taken wins. It returns ErrNoWork after a pass without one, and
 // errStopped if stop is closed between candidates (or, where the keys are
 // colocated, between batches of them). Both ways leave Redis in the same
 // state.
@@ -128,12 +128,13 @@ func (p *Pass) Swept() bool { return p.swept }
 
 // takeEach is Take with round trips per candidate, for where an item's keys
 // may live on different servers (see schema.Keys.Colocated). A candidate costs an LMOVE and one pipeline of EXISTS for its
-// cooldown and backoff keys; a free one also the lock attempt and the same
+// cooldown, backoff and pause keys; a free one also the lock attempt and the same
 // EXISTS again once the lock is ours, since the two reads are not atomic: a
 // finishing run writes its cooldown before it releases its lock (see
 // finishEach), so the check after taking the lock sees it. The item taken
-// costs one more round trip, for the start record (see recordStart), which
-// lua.Take writes in the take itself.
+// costs two more round trips, for its fencing token and its start record
+// (see takeFence and runs.Recorder.RecordStart), which lua.Take writes in the
+// take itself.
 func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Lock, error) {
 	r := p.r
 	list := r.Keys.List()
@@ -160,8 +161,8 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 		if err != nil {
 			return "", nil, redisconn.Wrap("rotate "+quoteKey(list), err)
 		}
-		if reason := badItem(item, r.MaxItemLen); reason != "" {
-			r.Log.Warn().Str("item", clip(item)).Msg("skipping item: " + reason)
+		if reason := items.Problem(item, r.MaxItemLen); reason != "" {
+			r.Log.Warn().Str("item", items.Clip(item)).Msg("skipping item: " + reason)
 			continue
 		}
 		if waits, err := r.waits(ctx, item); err != nil || waits {
@@ -186,11 +187,14 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 			lock.expires = sent.Add(lock.TTL)
 			waits, err := r.waits(ctx, item)
 			if err == nil && !waits {
+				// The fencing token, in a round trip of its own: its key
+				// may live on another server than the lock's.
+				r.takeFence(ctx, lock)
 				// The start is recorded before a take that the replicas did
 				// not confirm is given back, as lua.Take records it in the
 				// take, so that both paths leave the same record.
-				if err := r.Record.RecordStart(ctx, r.Client, item, r.Token, sent); err != nil {
-					r.Log.Warn().Err(err).Str("item", clip(item)).Msg("could not record the start of the run")
+				if err := r.Record.RecordStart(ctx, r.Client, item, r.Token, lock.Fence, sent); err != nil {
+					r.Log.Warn().Err(err).Str("item", items.Clip(item)).Msg("could not record the start of the run")
 				}
 				if unconfirmed != nil {
 					return "", nil, newUnconfirmed(lock, unconfirmed)
@@ -204,7 +208,7 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (string, *Loc
 				return "", nil, err
 			}
 		case string:
-			r.warnLockType(clip(item), got)
+			r.warnLockType(items.Clip(item), got)
 		}
 	}
 	return "", nil, ErrNoWork
@@ -259,6 +263,8 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (string,
 		if taken.Taken {
 			lock := r.newLock(taken.Item)
 			lock.expires = sent.Add(r.TTL)
+			lock.Fence = taken.Fence
+			r.warnNoFence(lock)
 			if err != nil {
 				return "", nil, newUnconfirmed(lock, err)
 			}
@@ -291,17 +297,39 @@ func (r *Rotator) newLock(item string) *Lock {
 	return &Lock{Key: r.Keys.Lock(item), Token: r.Token, TTL: r.TTL, Item: item, client: r.Client, acks: r.ReplicaAcks}
 }
 
-// waits reports whether item has a cooldown or a backoff key, with one
-// EXISTS per key in one pipeline, since the two may live on different
+// takeFence increments the list's fencing token for lock, as lua.Take does
+// in the take itself: a failure leaves lock.Fence 0, with a warning.
+func (r *Rotator) takeFence(ctx context.Context, lock *Lock) {
+	fence, err := r.Client.Incr(ctx, r.Keys.Fence()).Result()
+	if err != nil {
+		r.Log.Warn().Err(err).Str("item", items.Clip(lock.Item)).Msgf("could not increment the fencing token %s: the child gets W8Y_FENCE=0", quoteKey(r.Keys.Fence()))
+		return
+	}
+	lock.Fence = fence
+}
+
+// warnNoFence warns when a take that lua.Take or lua.Due made could not
+// increment the fencing token (its key holds another type, or an ACL rule
+// lacks INCR): the child gets W8Y_FENCE=0, which no storage system that
+// checks fences accepts.
+func (r *Rotator) warnNoFence(lock *Lock) {
+	if lock.Fence == 0 {
+		r.Log.Warn().Str("item", items.Clip(lock.Item)).Msgf("could not increment the fencing token %s: the child gets W8Y_FENCE=0", quoteKey(r.Keys.Fence()))
+	}
+}
+
+// waits reports whether item has a cooldown, a backoff or a pause key, with
+// one EXISTS per key in one pipeline, since they may live on different
 // servers.
 func (r *Rotator) waits(ctx context.Context, item string) (bool, error) {
 	pipe := r.Client.Pipeline()
 	cooling := pipe.Exists(ctx, r.Keys.Cooldown(item))
 	backing := pipe.Exists(ctx, r.Keys.Backoff(item))
+	paused := pipe.Exists(ctx, r.Keys.Pause(item))
 	if _, err := pipe.Exec(ctx); err != nil {
-		return false, redisconn.Wrap("check the cooldown and backoff of "+quoteKey(clip(item)), err)
+		return false, redisconn.Wrap("check the cooldown, backoff and pause of "+quoteKey(items.Clip(item)), err)
 	}
-	return cooling.Val()+backing.Val() > 0, nil
+	return cooling.Val()+backing.Val()+paused.Val() > 0, nil
 }
 
 // unconfirmedError is a take whose lock too few replicas confirmed
@@ -326,7 +354,7 @@ func (r *Rotator) warnSkipped(s skippedItem) {
 		r.warnLockType(s.Head, s.LockType)
 		return
 	}
-	r.Log.Warn().Str("item", clipHead(s.Head, s.Size)).Msg("skipping item: " + whyBad(s.Size, true, r.MaxItemLen))
+	r.Log.Warn().Str("item", items.ClipHead(s.Head, s.Size)).Msg("skipping item: " + items.ProblemOf(s.Size, true, r.MaxItemLen))
 }
 
 // warnLockType warns that the lock key of item (shown clipped) holds a value
@@ -334,25 +362,4 @@ func (r *Rotator) warnSkipped(s skippedItem) {
 // take nor wait out such a key, and must not delete what it does not own.
 func (r *Rotator) warnLockType(item, kind string) {
 	r.Log.Warn().Str("item", item).Msgf("skipping item: its lock key holds a %s, not a lock; an operator must delete it before the item can run", kind)
-}
-
-// badItem says why item cannot be handed to a child whose arguments and
-// environment fit items of up to maxLen bytes, or returns "".
-func badItem(item string, maxLen int) string {
-	return whyBad(len(item), strings.IndexByte(item, 0) >= 0, maxLen)
-}
-
-// whyBad is badItem for an item of size bytes that holds a NUL byte or not.
-// It checks the size first, so that lua.Take, which returns only the head of
-// a skipped item, gets the same reason without sending the whole item.
-func whyBad(size int, hasNUL bool, maxLen int) string {
-	switch {
-	case size == 0:
-		return "it is empty"
-	case size > maxLen:
-		return fmt.Sprintf("it is %d bytes long, and the command's arguments and environment fit at most %d", size, maxLen)
-	case hasNUL:
-		return "it holds a NUL byte, which cannot pass through argv or the environment"
-	}
-	return ""
 }

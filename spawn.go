@@ -9,11 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/health"
+	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
@@ -102,10 +104,12 @@ func expandArgs(args []string, item string) []string {
 	return out
 }
 
-// build returns the exec.Cmd for item, with c's standard streams.
-func (c Command) build(item, lockKey string) *exec.Cmd {
+// build returns the exec.Cmd for item, whose lock has the key lockKey and
+// the fencing token fence, with c's standard streams.
+func (c Command) build(item, lockKey string, fence int64) *exec.Cmd {
 	cmd := exec.Command(c.Path, expandArgs(c.Args, item)...)
-	env := append(c.Environ[:len(c.Environ):len(c.Environ)], "W8Y_ITEM="+item, "W8Y_LOCK_KEY="+lockKey)
+	env := append(c.Environ[:len(c.Environ):len(c.Environ)], "W8Y_ITEM="+item, "W8Y_LOCK_KEY="+lockKey,
+		fenceVar+"="+strconv.FormatInt(fence, 10))
 	if c.EnvVar != "" {
 		env = append(env, c.EnvVar+"="+item)
 	}
@@ -113,6 +117,10 @@ func (c Command) build(item, lockKey string) *exec.Cmd {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
 	return cmd
 }
+
+// fenceVar is set to the take's fencing token (see schema.Keys.Fence) in
+// every child's environment.
+const fenceVar = "W8Y_FENCE"
 
 // holderVar is set to the run's lock token in every child's environment. It
 // tells the child who holds its lock, and marks the processes that the guard
@@ -131,7 +139,9 @@ func (c Command) maxItemLen(lockPrefix string, room int) int {
 	}
 	strs = append(strs,
 		proc.ExecString{Fixed: len("W8Y_ITEM="), Copies: 1},
-		proc.ExecString{Fixed: len("W8Y_LOCK_KEY=") + len(lockPrefix), Copies: 1})
+		proc.ExecString{Fixed: len("W8Y_LOCK_KEY=") + len(lockPrefix), Copies: 1},
+		// The longest token: an int64's 19 digits.
+		proc.ExecString{Fixed: len(fenceVar) + 1 + 19})
 	if c.EnvVar != "" {
 		strs = append(strs, proc.ExecString{Fixed: len(c.EnvVar) + 1, Copies: 1})
 	}
@@ -173,14 +183,14 @@ func (c *childRunner) run(ctx context.Context, item string, lock *Lock) runs.End
 // stopped and the error wraps ErrTimeout. stopped reports whether a stop
 // signal had reached w8y by the time the child ended.
 func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (exit proc.Exit, stopped bool, err error) {
-	log := c.log.With().Str("item", clip(item)).Str("lock_key", clip(lock.Key)).Logger()
+	log := c.log.With().Str("item", items.Clip(item)).Str("lock_key", items.Clip(lock.Key)).Logger()
 	grace := killGrace(c.killAfter, lock.TTL)
 	// The lease starts with the child, so that job control finds every
 	// child with its lease (see signalRouter.startChild).
 	lease := lock.keepAlive(ctx, grace+stopMargin(lock.TTL), log)
 	defer lease.Stop()
 	child, err := c.stops.startChild(func() (*proc.Child, error) {
-		return c.spawn.Start(c.command.build(item, lock.Key))
+		return c.spawn.Start(c.command.build(item, lock.Key, lock.Fence))
 	}, lease)
 	if err != nil {
 		return proc.Exit{}, c.stops.stopping(), err

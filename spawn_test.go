@@ -32,11 +32,11 @@ func TestExpandArgs(t *testing.T) {
 
 func TestBuildEnvironment(t *testing.T) {
 	c := Command{Path: "/bin/true", Args: []string{"{}"}, EnvVar: "JOB", Environ: []string{"PATH=/bin", "W8Y_ITEM=stale"}}
-	cmd := c.build("a:1", "work:lock:a:1")
+	cmd := c.build("a:1", "work:lock:a:1", 7)
 	if !slices.Equal(cmd.Args, []string{"/bin/true", "a:1"}) {
 		t.Errorf("args %q", cmd.Args)
 	}
-	for _, want := range []string{"W8Y_ITEM=a:1", "W8Y_LOCK_KEY=work:lock:a:1", "JOB=a:1", "PATH=/bin"} {
+	for _, want := range []string{"W8Y_ITEM=a:1", "W8Y_LOCK_KEY=work:lock:a:1", "W8Y_FENCE=7", "JOB=a:1", "PATH=/bin"} {
 		if !slices.Contains(cmd.Environ(), want) {
 			t.Errorf("environment %q lacks %q", cmd.Environ(), want)
 		}

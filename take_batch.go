@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/lua"
 	"github.com/w8y/w8y/internal/redisconn"
 )
@@ -54,16 +55,18 @@ type batchTaken struct {
 	Left int64
 	// Length is the list's length when the call started a pass, or -1.
 	Length int64
-	// Item is the item whose lock is now ours, if Taken.
+	// Item is the item whose lock is now ours, if Taken, and Fence the
+	// take's fencing token (0 if the fence key could not be incremented).
 	Item  string
 	Taken bool
+	Fence int64
 	// Skipped are the items passed over that an operator should hear of.
 	Skipped []skippedItem
 }
 
 // skippedItem is an item that a take passed over for good: the child cannot
 // be given it (Size is its size) or its lock key holds a value of another
-// type (LockType names it). Head is its first clipLen bytes.
+// type (LockType names it). Head is its first items.ClipLen bytes.
 type skippedItem struct {
 	Head     string
 	Size     int
@@ -101,7 +104,8 @@ func (b batchTake) run(ctx context.Context, client redisconn.ScriptClient, acks 
 
 // decodeBatchTaken reads lua.Take's reply.
 func decodeBatchTaken(reply []any) (batchTaken, error) {
-	if len(reply) < 3 || len(reply)%2 != 1 {
+	// Three values from a call that ended early, else the fence and pairs.
+	if len(reply) != 3 && (len(reply) < 4 || len(reply)%2 != 0) {
 		return batchTaken{}, fmt.Errorf("unexpected reply from lua.Take: %d values", len(reply))
 	}
 	left, ok := reply[0].(int64)
@@ -111,7 +115,10 @@ func decodeBatchTaken(reply []any) (batchTaken, error) {
 	}
 	out := batchTaken{Left: left, Length: length}
 	out.Item, out.Taken = reply[1].(string)
-	out.Skipped = decodeSkipped(reply[3:])
+	if len(reply) > 3 {
+		out.Fence, _ = reply[3].(int64)
+		out.Skipped = decodeSkipped(reply[4:])
+	}
 	return out, nil
 }
 
@@ -121,7 +128,7 @@ func decodeSkipped(pairs []any) []skippedItem {
 	var out []skippedItem
 	for i := 0; i+1 < len(pairs); i += 2 {
 		head, _ := pairs[i].(string)
-		skipped := skippedItem{Head: head[:min(len(head), clipLen)]}
+		skipped := skippedItem{Head: head[:min(len(head), items.ClipLen)]}
 		switch v := pairs[i+1].(type) {
 		case int64:
 			skipped.Size = int(v)

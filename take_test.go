@@ -36,6 +36,7 @@ type takeSetup struct {
 	ours     []string // items whose lock already holds our token
 	cooling  []string // items with a cooldown key
 	backing  []string // items with a backoff key
+	paused   []string // items with an operator's pause key
 }
 
 func (s takeSetup) seed(t *testing.T, rdb *redis.Client, keys schema.Keys) {
@@ -57,6 +58,9 @@ func (s takeSetup) seed(t *testing.T, rdb *redis.Client, keys schema.Keys) {
 	}
 	for _, item := range s.cooling {
 		rdb.Set(ctx, keys.Cooldown(item), "someone", time.Hour)
+	}
+	for _, item := range s.paused {
+		rdb.HSet(ctx, keys.Pause(item), schema.PauseFieldReason, "broken")
 	}
 	for _, item := range s.backing {
 		rdb.Set(ctx, keys.Backoff(item), "someone", time.Hour)
@@ -151,6 +155,9 @@ func TestBatchedTakeLeavesRedisAsPerCandidate(t *testing.T) {
 		// Cooldown and backoff keys make an item wait, whoever set them.
 		{"cooling and backing off passed by", takeSetup{items: redistest.Items(6), cooling: []string{"i0", "i3"}, backing: []string{"i1", "i4"}}, 2, 3, []string{"i2", "i5", "i2"}},
 		{"every item waits", takeSetup{items: redistest.Items(4), cooling: []string{"i0", "i2"}, backing: []string{"i1", "i3"}}, 3, 1, []string{"(no work)"}},
+		// So do pause keys, of any type, without an expiry.
+		{"paused passed by", takeSetup{items: redistest.Items(4), paused: []string{"i0", "i2"}}, 2, 3, []string{"i1", "i3", "i1"}},
+		{"every item paused or waits", takeSetup{items: redistest.Items(3), cooling: []string{"i0"}, paused: []string{"i1", "i2"}}, 2, 1, []string{"(no work)"}},
 		{"waiting and locked", takeSetup{items: redistest.Items(5), locked: []string{"i0", "i1"}, cooling: []string{"i1", "i2"}, backing: []string{"i3"}}, 2, 2, []string{"i4", "i4"}},
 		// A cooldown key of any type pauses the item: no warning about a lock
 		// key of another type that the item would not get to anyway.
@@ -486,5 +493,77 @@ func TestTakeEachChecksAgainAfterTheLock(t *testing.T) {
 	}
 	if n := rdb.Exists(ctx, keys.Lock("a")).Val(); n != 0 {
 		t.Errorf("the lock of a, which cools down, was kept")
+	}
+}
+
+// TestLookHoldsPausedItems: an idle worker's look (lua.Due) passes by a due
+// item that an operator paused, as a take does, and looks at it again when
+// the pause ends: at its expiry, or (for a pause without one) at the
+// fleet's next sweep, which the index then leaves it to.
+func TestLookHoldsPausedItems(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	keys := schema.Keys{Prefix: "look:", Colocated: true}
+	redistest.Seed(t, rdb, keys.List(), "for-an-hour", "until-resumed")
+	rdb.HSet(ctx, keys.Pause("for-an-hour"), schema.PauseFieldReason, "flaky")
+	rdb.PExpire(ctx, keys.Pause("for-an-hour"), time.Hour)
+	rdb.HSet(ctx, keys.Pause("until-resumed"), schema.PauseFieldReason, "broken")
+	rdb.ZAdd(ctx, keys.Due(), redis.Z{Score: 0, Member: "for-an-hour"}, redis.Z{Score: 0, Member: "until-resumed"})
+
+	var logs bytes.Buffer
+	r := testRotator(rdb, keys.Prefix, true, 0, &logs)
+	before := time.Now()
+	if item, _, err := r.IdlePass().Take(ctx, nil); !errors.Is(err, ErrNoWork) {
+		t.Fatalf("a look took %q (%v), want nothing: both items are paused", item, err)
+	}
+	due, err := rdb.ZRangeWithScores(ctx, keys.Due(), 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(due) != 1 || due[0].Member != "for-an-hour" || due[0].Score < float64(before.Add(time.Hour-time.Minute).UnixMilli()) {
+		t.Errorf("due index after the look: %v, want only for-an-hour, due when its pause ends in an hour", due)
+	}
+
+	rdb.Del(ctx, keys.Pause("for-an-hour"))
+	rdb.ZAdd(ctx, keys.Due(), redis.Z{Score: 0, Member: "for-an-hour"})
+	item, lock, err := r.IdlePass().Take(ctx, nil)
+	if err != nil || item != "for-an-hour" {
+		t.Fatalf("a look after the pause was deleted took %q (%v), want for-an-hour", item, err)
+	}
+	if lock.Fence != 1 || rdb.Get(ctx, keys.Fence()).Val() != "1" {
+		t.Errorf("the look's take has the fence %d, and the key %q; want 1", lock.Fence, rdb.Get(ctx, keys.Fence()).Val())
+	}
+}
+
+// TestTakeFence: each take increments the list's fencing token, on both
+// paths; a fence key of another type costs the token (0, with a warning),
+// never the take.
+func TestTakeFence(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	for _, colocated := range []bool{false, true} {
+		keys := schema.Keys{Prefix: fmt.Sprintf("fence%v:", colocated)}
+		takeSetup{items: redistest.Items(3)}.seed(t, rdb, keys)
+		var logs bytes.Buffer
+		r := testRotator(rdb, keys.Prefix, colocated, 0, &logs)
+		for want := int64(1); want <= 3; want++ {
+			_, lock, err := r.Take(ctx, nil)
+			if err != nil {
+				t.Fatalf("colocated=%v: take %d: %v", colocated, want, err)
+			}
+			if lock.Fence != want {
+				t.Errorf("colocated=%v: take %d has the fence %d", colocated, want, lock.Fence)
+			}
+		}
+		rdb.Del(ctx, keys.Fence())
+		rdb.HSet(ctx, keys.Fence(), "f", "v")
+		rdb.Del(ctx, keys.Lock("i0"))
+		_, lock, err := r.Take(ctx, nil)
+		if err != nil {
+			t.Fatalf("colocated=%v: a take with a hash at the fence key: %v", colocated, err)
+		}
+		if lock.Fence != 0 || !strings.Contains(logs.String(), "could not increment the fencing token") {
+			t.Errorf("colocated=%v: a take with a hash at the fence key has the fence %d, and logs %s", colocated, lock.Fence, logs.String())
+		}
 	}
 }

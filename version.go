@@ -1,6 +1,6 @@
 package main
 
-import "runtime/debug"
+import "github.com/w8y/w8y/internal/buildinfo"
 
 // version and commit are stamped at build time by make build, with
 // -ldflags "-X main.version=... -X main.commit=...".
@@ -9,34 +9,5 @@ var (
 	commit  = "unknown"
 )
 
-// buildVersion returns w8y's version and commit: those stamped at link
-// time (make build), or else what Go stamps into every build: the main
-// module's version (a tag, a pseudo-version, or v1.2.0 for go install
-// ...@v1.2.0) and the VCS revision of the checkout it was built in, marked
-// -dirty with uncommitted changes.
-func buildVersion() (string, string) {
-	v, c := version, commit
-	info, ok := debug.ReadBuildInfo()
-	if !ok || v != "dev" {
-		return v, c
-	}
-	if mv := info.Main.Version; mv != "" && mv != "(devel)" {
-		v = mv
-	}
-	var revision, modified string
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			revision = s.Value
-		case "vcs.modified":
-			modified = s.Value
-		}
-	}
-	if revision != "" {
-		c = revision[:min(len(revision), 12)]
-		if modified == "true" {
-			c += "-dirty"
-		}
-	}
-	return v, c
-}
+// buildVersion returns w8y's version and commit (see buildinfo.Resolve).
+func buildVersion() (string, string) { return buildinfo.Resolve(version, commit) }

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/health"
+	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
@@ -87,7 +88,7 @@ func (noMetrics) IdlePass()                                   {}
 type childExitError struct{ end runs.End }
 
 func (e *childExitError) Error() string {
-	return fmt.Sprintf("item %q: the child ended with %s", clip(e.end.Item), e.end.Exit)
+	return fmt.Sprintf("item %q: the child ended with %s", items.Clip(e.end.Item), e.end.Exit)
 }
 
 // run runs up to --parallel items from one pass, or keeps running items
@@ -306,7 +307,7 @@ func (l *continuous) ended(end runs.End) {
 		// The child could not be started: no item can be run.
 		l.end(end.Err)
 	case !w.opts.stopsOnFailure():
-		w.log.Warn().Str("item", clip(end.Item)).Str("result", string(end.Result)).Msg("going on: the item backs off (--failure-backoff)")
+		w.log.Warn().Str("item", items.Clip(end.Item)).Str("result", string(end.Result)).Msg("going on: the item backs off (--failure-backoff)")
 	case end.Err != nil:
 		l.stopFor(end, end.Err)
 	default:
@@ -384,7 +385,7 @@ func (l *continuous) result() error {
 		// how, and what would have kept it going: with systemd's restart
 		// limits, one item that always fails can stop a whole list.
 		why := l.w.stopsBecause(*l.failed)
-		l.w.log.Error().Str("item", clip(l.failed.Item)).Str("result", string(l.failed.Result)).
+		l.w.log.Error().Str("item", items.Clip(l.failed.Item)).Str("result", string(l.failed.Result)).
 			Int("exit_code", l.failed.Exit.Code).Msg(why)
 		l.w.tell(why)
 	}
@@ -409,7 +410,7 @@ func (w *worker) stopsBecause(end runs.End) string {
 	case schema.ResultLockLost:
 		code = exitLockLost
 	}
-	what := fmt.Sprintf("stopping: item %q failed (exit code %d)", clip(end.Item), code)
+	what := fmt.Sprintf("stopping: item %q failed (exit code %d)", items.Clip(end.Item), code)
 	if w.opts.StopOnFailure {
 		return what + ", and --stop-on-failure stops the worker on a failed run; without it, --failure-backoff backs the item off and goes on"
 	}
@@ -513,7 +514,7 @@ const takeGrace = time.Second
 func (w *worker) giveBack(ctx context.Context, lock *Lock) {
 	end := runs.End{Item: lock.Item, Result: schema.ResultInterrupted, At: time.Now()}
 	if _, err := w.finisher.Finish(ctx, lock.Key, lock.Token, end); err != nil {
-		w.log.Warn().Err(err).Str("lock_key", clip(lock.Key)).Msg("could not give back an unconfirmed lock; it will expire by itself")
+		w.log.Warn().Err(err).Str("lock_key", items.Clip(lock.Key)).Msg("could not give back an unconfirmed lock; it will expire by itself")
 	}
 }
 
@@ -534,7 +535,7 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End) {
 	w.metrics.RunEnded(end.Result, end.Exited, end.Exit.Duration)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	log := w.log.With().Str("item", clip(lock.Item)).Str("lock_key", clip(lock.Key)).Logger()
+	log := w.log.With().Str("item", items.Clip(lock.Item)).Str("lock_key", items.Clip(lock.Key)).Logger()
 	done, err := w.finisher.Finish(ctx, lock.Key, lock.Token, end)
 	if err != nil {
 		log.Error().Err(err).Str("result", string(end.Result)).Msg("could not finish the run; the lock will expire by itself")
@@ -544,7 +545,7 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End) {
 		log.Warn().Msg("the lock was no longer ours at release; left alone")
 	}
 	if done.Problem != "" {
-		log.Warn().Str("state_key", clip(w.finisher.Record.Keys.State(lock.Item))).Msg("could not count the item's failures: " + done.Problem)
+		log.Warn().Str("state_key", items.Clip(w.finisher.Record.Keys.State(lock.Item))).Msg("could not count the item's failures: " + done.Problem)
 	}
 	if done.Delay > 0 {
 		log.Info().Str("result", string(end.Result)).Int64("consecutive_failures", done.Failures).

@@ -52,7 +52,8 @@ type chaosWorker struct {
 
 // TestChaos runs continuous workers over a list while injecting faults, and
 // checks w8y's promises from what the children and Redis record: no item is
-// ever run twice at once, the list ends holding exactly what the outside
+// ever run twice at once, none is started while an operator has it paused
+// (w8yctl pause), the list ends holding exactly what the outside
 // writers left in it, no child outlives its worker, no lock outlives a
 // graceful stop, and every worker exits with the documented code.
 func TestChaos(t *testing.T) {
@@ -126,7 +127,38 @@ func TestChaos(t *testing.T) {
 		}
 	}
 
-	kinds := []string{"SIGKILL a worker", "SIGTERM a worker", "RPUSH an item", "restart redis-server", "LREM an item", "CLIENT PAUSE past the expiry", "run an item now"}
+	// The operator's faults go through w8yctl, as an operator's would. A
+	// pause is bracketed by entries of the test's own in the events stream,
+	// after the pause and before the resume: no start event of the item may
+	// come between them, since a take writes its start event in the same
+	// script that checks the pause.
+	paused := map[string]bool{}
+	ctl := func(args ...string) {
+		r := runCtl(t, nil, append([]string{"-u", s.URL, "-k", "chaos"}, args...)...)
+		if r.Code != 0 {
+			violations = append(violations, fmt.Sprintf("w8yctl %q: %s", args, r))
+		}
+	}
+	mark := func(kind, item string) {
+		if err := s.Client.XAdd(ctx(t), &redis.XAddArgs{Stream: "chaos:events", Values: []string{"type", kind, "item", item}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// present lists the items in the list, but for those paused: an
+	// operator's faults leave them to their pause and resume.
+	present := func() []string {
+		var out []string
+		for item, count := range want {
+			if count > 0 && !paused[item] {
+				out = append(out, item)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+
+	kinds := []string{"SIGKILL a worker", "SIGTERM a worker", "RPUSH an item", "restart redis-server", "LREM an item", "CLIENT PAUSE past the expiry", "run an item now",
+		"w8yctl pause", "w8yctl resume", "w8yctl run-now"}
 	interval := time.Duration(seconds) * time.Second / time.Duration(3*len(kinds))
 	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
 	added := 0
@@ -152,17 +184,11 @@ func TestChaos(t *testing.T) {
 			}
 			want[item]++
 		case "LREM an item":
-			var present []string
-			for item, count := range want {
-				if count > 0 {
-					present = append(present, item)
-				}
-			}
+			present := present()
 			if len(present) <= m {
 				faults[kind]--
 				continue
 			}
-			slices.Sort(present)
 			item := present[rand.N(len(present))]
 			if err := s.Client.LRem(ctx(t), "chaos:list", 0, item).Err(); err != nil {
 				t.Fatal(err)
@@ -178,6 +204,33 @@ func TestChaos(t *testing.T) {
 			if err := s.Client.ZAdd(ctx(t), "chaos:due", redis.Z{Score: 0, Member: item}).Err(); err != nil {
 				t.Fatal(err)
 			}
+		case "w8yctl pause":
+			present := present()
+			if len(present) <= m {
+				faults[kind]--
+				continue
+			}
+			item := present[rand.N(len(present))]
+			ctl("pause", item, "--reason", "chaos")
+			mark("test-paused", item)
+			paused[item] = true
+		case "w8yctl resume":
+			var all []string
+			for item := range paused {
+				all = append(all, item)
+			}
+			if len(all) == 0 {
+				faults[kind]--
+				continue
+			}
+			slices.Sort(all)
+			item := all[rand.N(len(all))]
+			mark("test-resuming", item)
+			ctl("resume", item)
+			delete(paused, item)
+		case "w8yctl run-now":
+			present := present()
+			ctl("run-now", present[rand.N(len(present))])
 		case "restart redis-server":
 			s.Restart(t)
 		case "CLIENT PAUSE past the expiry":
@@ -215,6 +268,22 @@ func TestChaos(t *testing.T) {
 		}
 		if pttl, _ := s.Client.PTTL(ctx(t), key).Result(); pttl <= 0 || pttl > ttl {
 			violations = append(violations, fmt.Sprintf("%s has a TTL of %s, want one within %s", key, pttl, ttl))
+		}
+	}
+
+	// No item started while paused.
+	pausedNow := map[string]bool{}
+	for _, e := range s.Client.XRange(ctx(t), "chaos:events", "-", "+").Val() {
+		item, _ := e.Values["item"].(string)
+		switch e.Values["type"] {
+		case "test-paused":
+			pausedNow[item] = true
+		case "test-resuming":
+			pausedNow[item] = false
+		case "start":
+			if pausedNow[item] {
+				violations = append(violations, fmt.Sprintf("item %q started while paused (event %s)", item, e.ID))
+			}
 		}
 	}
 

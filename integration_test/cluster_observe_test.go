@@ -92,7 +92,7 @@ func TestClusterStateAndEvents(t *testing.T) {
 			var want []string
 			for i, run := range runs {
 				want = append(want,
-					fmt.Sprint(map[string]any{"type": "start", "item": "a", "holder": holders[i]}),
+					fmt.Sprint(map[string]any{"type": "start", "item": "a", "holder": holders[i], "fence": itoa(i + 1)}),
 					fmt.Sprint(map[string]any{"type": "finish", "item": "a", "holder": holders[i], "result": run.result, "exit_code": itoa(run.code)}))
 			}
 			var got []string

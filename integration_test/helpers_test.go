@@ -23,8 +23,9 @@ import (
 )
 
 // binary is the w8y built once for all tests, with the race detector, so
-// that data races in w8y itself fail the tests too.
-var binary string
+// that data races in w8y itself fail the tests too; ctlBinary is w8yctl,
+// built the same way.
+var binary, ctlBinary string
 
 func TestMain(m *testing.M) {
 	os.Exit(buildAndRun(m))
@@ -49,6 +50,14 @@ func buildAndRun(m *testing.M) int {
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build w8y:", err)
+		return 1
+	}
+	ctlBinary = filepath.Join(dir, "w8yctl")
+	build = exec.Command("go", "build", "-race", "-o", ctlBinary, "./cmd/w8yctl")
+	build.Dir = ".."
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build w8yctl:", err)
 		return 1
 	}
 	return m.Run()
@@ -301,6 +310,18 @@ func (p *proc) signal(t *testing.T, sig syscall.Signal) {
 	}
 }
 
+// startCtl starts w8yctl with args and env, as startW8y starts w8y.
+func startCtl(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	return startCommand(t, env, ctlBinary, args...)
+}
+
+// runCtl runs w8yctl to completion.
+func runCtl(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	return startCtl(t, env, args...).wait(t)
+}
+
 // runW8y runs w8y to completion.
 func runW8y(t *testing.T, env []string, args ...string) result {
 	t.Helper()
@@ -311,8 +332,14 @@ func runW8y(t *testing.T, env []string, args ...string) result {
 // containing want.
 func oneLine(t *testing.T, stderr, want string) {
 	t.Helper()
+	oneLineOf(t, "w8y", stderr, want)
+}
+
+// oneLineOf is oneLine for the command called name, such as w8yctl.
+func oneLineOf(t *testing.T, name, stderr, want string) {
+	t.Helper()
 	lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
-	if len(lines) != 1 || !strings.HasPrefix(lines[0], "w8y: ") || !strings.Contains(lines[0], want) {
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], name+": ") || !strings.Contains(lines[0], want) {
 		t.Errorf("stderr is not one line containing %q:\n%s", want, stderr)
 	}
 }

@@ -112,14 +112,15 @@ func TestStateAndEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each take increments the fencing token: the n-th run's is n.
 	var want []map[string]any
 	for i, r := range runs {
 		want = append(want,
-			map[string]any{"type": "start", "item": "a", "holder": holders[i]},
+			map[string]any{"type": "start", "item": "a", "holder": holders[i], "fence": itoa(i + 1)},
 			map[string]any{"type": "finish", "item": "a", "holder": holders[i], "result": r.result, "exit_code": r.exit})
 	}
 	want = append(want,
-		map[string]any{"type": "start", "item": "a", "holder": holder},
+		map[string]any{"type": "start", "item": "a", "holder": holder, "fence": itoa(len(runs) + 1)},
 		map[string]any{"type": "lock_lost", "item": "a", "holder": holder, "result": "lock_lost", "exit_code": "143"})
 	if len(entries) != len(want) {
 		t.Fatalf("%d events, want %d: %v", len(entries), len(want), entries)
@@ -268,7 +269,7 @@ func TestStatus(t *testing.T) {
 	if len(items) != 4 {
 		t.Fatalf("%d items: %v", len(items), items)
 	}
-	fields := []string{"item", "state", "problem", "holder", "lock_ttl_ms", "cooldown_ms", "backoff_ms", "last_start", "last_end",
+	fields := []string{"item", "state", "problem", "holder", "lock_ttl_ms", "cooldown_ms", "backoff_ms", "pause_ms", "pause_reason", "paused_by", "last_start", "last_end",
 		"last_exit_code", "last_duration_ms", "last_holder", "last_result", "runs", "failures", "consecutive_failures"}
 	for _, item := range items {
 		keys := slices.Sorted(func(yield func(string) bool) {

@@ -31,7 +31,8 @@ func TestMakeBuild(t *testing.T) {
 		t.Fatalf("git: %v, %v", err1, err2)
 	}
 	want := fmt.Sprintf("w8y %s (commit %s)\n", strings.TrimSpace(string(describe)), strings.TrimSpace(string(commit)))
-	for _, name := range []string{"w8y", "w8y-metrics"} {
+	// w8y-metrics is w8y, with metrics.
+	for name, want := range map[string]string{"w8y": want, "w8y-metrics": want, "w8yctl": "w8yctl" + strings.TrimPrefix(want, "w8y")} {
 		out, err := exec.Command(filepath.Join(dir, name), "--version").Output()
 		if err != nil || string(out) != want {
 			t.Errorf("%s --version: %q, %v; want %q", name, out, err, want)
@@ -51,6 +52,10 @@ func TestMakeBuild(t *testing.T) {
 	page, err := os.ReadFile(filepath.Join(dir, "w8y.1"))
 	if err != nil || !strings.HasPrefix(string(page), ".TH w8y 1 ") || !strings.Contains(string(page), `\-\-status`) {
 		t.Errorf("man page: %v\n%.300s", err, page)
+	}
+	page, err = os.ReadFile(filepath.Join(dir, "w8yctl.1"))
+	if err != nil || !strings.HasPrefix(string(page), ".TH w8yctl 1 ") || !strings.Contains(string(page), "run-now ITEM") {
+		t.Errorf("w8yctl's man page: %v\n%.300s", err, page)
 	}
 
 	// The hand-over: same PID, now running w8y-metrics, serving /healthz.

@@ -98,13 +98,14 @@ func TestTLS(t *testing.T) {
 // aclCommands are the commands that w8y needs, as README.md's ACL example
 // grants them: those it sends, those its scripts call, and those of the
 // schedule (EXISTS on the cooldown and backoff keys in every take; PTTL,
-// TYPE and SET to set them, HSET and HINCRBY to count failures), the record,
+// TYPE and SET to set them, HSET and HINCRBY to count failures), INCR for the
+// fencing token, the record,
 // --status and /healthz. The scripts call the record's with pcall, so a
 // missing one would only show as a missing record: the tests check it, and
 // the cooldown and backoff (checkSchedule).
 const aclCommands = "+evalsha +eval +llen +lmove +rpoplpush +wait " +
 	"+lrange +exists +mget +set +rpush +ltrim +type +get +pexpire +del " +
-	"+hset +hincrby +xadd +lindex +lpos +pttl +hmget +ping " +
+	"+hset +hincrby +xadd +lindex +lpos +pttl +hmget +ping +incr " +
 	"+zadd +zrem +zrangebyscore +lrem"
 
 // checkRecord fails the test unless each of items ran once, as its state

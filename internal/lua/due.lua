@@ -13,8 +13,8 @@
 --   (when the cooldown or backoff expires, or now), and an operator adds one
 --   with score 0 to run an item now.
 --
--- A due entry that turns out ineligible is moved to when its blocker
--- expires, or dropped when the blocker has no expiry or the item is no
+-- A due entry that turns out ineligible (locked, cooling down, backing off
+-- or paused) is moved to when its blocker expires, or dropped when the blocker has no expiry or the item is no
 -- longer in the list. A due item taken is moved to the tail of the list
 -- (RPUSH, then LREM of its first occurrence: the list keeps exactly its
 -- items), as a rotation would have, so that the items that come due next
@@ -39,10 +39,11 @@
 --                        or 0: this worker does not sweep)
 --           state_ttl=MS, events=N   record a take as take.lua does
 --
--- Returns {seen, taken, sweep, head1, size1, ...}: how much of the list the
--- next look may take as seen (the list's length, or less; see above), the
--- item whose lock is now ours or false, 1 when this worker must sweep now
--- (else 0), and for each item skipped because the child cannot be given it,
+-- Returns {seen, taken, sweep, fence, head1, size1, ...}: how much of the
+-- list the next look may take as seen (the list's length, or less; see
+-- above), the item whose lock is now ours or false, 1 when this worker must
+-- sweep now (else 0), the take's fencing token as take.lua returns it (0
+-- without a take), and for each item skipped because the child cannot be given it,
 -- or because its lock key holds another type, its head and size or type
 -- name, as take.lua reports them.
 --
@@ -65,7 +66,7 @@ if type(length) == "table" then
   return length
 end
 
-local reply = {length, false, 0}
+local reply = {length, false, 0, 0}
 local function skip(item, why)
   reply[#reply + 1] = sub(item, 1, clipLen)
   reply[#reply + 1] = why
@@ -99,7 +100,7 @@ local taken
 for c, item in ipairs(candidates) do
   local size = #item
   local lock = keyPrefix .. "lock:" .. item
-  local blockers = {lock, keyPrefix .. "cooldown:" .. item, keyPrefix .. "backoff:" .. item}
+  local blockers = {lock, keyPrefix .. "cooldown:" .. item, keyPrefix .. "backoff:" .. item, keyPrefix .. "pause:" .. item}
   if size == 0 or size > maxLen or find(item, "\0", 1, true) then
     -- Never runnable: dropped from the index, reported once per look.
     redis.call("ZREM", due, item)
@@ -136,7 +137,8 @@ for c, item in ipairs(candidates) do
     end
   elseif fromIndex[item] then
     -- Held: look again when the last blocker expires, or leave it to the
-    -- sweep when one never does (a pause or a lock set by hand).
+    -- sweep when one never does (an operator's pause without --for, a
+    -- cooldown or a lock set by hand).
     local at = now
     for _, key in ipairs(blockers) do
       local left = redis.call("PTTL", key)
@@ -159,14 +161,19 @@ end
 
 if taken then
   reply[2] = taken
+  -- Fence: as take.lua's.
+  local fence = redis.pcall("INCR", keyPrefix .. "fence")
+  if type(fence) == "number" then
+    reply[4] = fence
+  end
   if opt.state_ttl then
     local state = keyPrefix .. "state:" .. taken
-    redis.pcall("HSET", state, "last_start", opt.now, "last_holder", token)
+    redis.pcall("HSET", state, "last_start", opt.now, "last_holder", token, "last_fence", reply[4])
     redis.pcall("PEXPIRE", state, opt.state_ttl)
   end
   if tonumber(opt.events or 0) > 0 then
     local events = keyPrefix .. "events"
-    redis.pcall("XADD", events, "MAXLEN", "~", opt.events, "*", "type", "start", "item", taken, "holder", token)
+    redis.pcall("XADD", events, "MAXLEN", "~", opt.events, "*", "type", "start", "item", taken, "holder", token, "fence", reply[4])
     redis.pcall("PEXPIRE", events, opt.state_ttl)
   end
 elseif tonumber(opt.sweep or 0) > 0 and redis.call("SET", keyPrefix .. "sweep", token, "NX", "PX", opt.sweep) then

@@ -28,6 +28,8 @@ var (
 	pauseSource string
 	//go:embed due.lua
 	dueSource string
+	//go:embed control.lua
+	controlSource string
 )
 
 var (
@@ -52,4 +54,7 @@ var (
 	// were appended since its last look and those whose due entry has
 	// passed, and says when to pass over the whole list for the fleet.
 	Due = redis.NewScript(dueSource)
+	// Control is what an operator changes with w8yctl (add, remove, pause,
+	// resume, run now), one atomic call per command.
+	Control = redis.NewScript(controlSource)
 )

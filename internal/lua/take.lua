@@ -1,9 +1,10 @@
 -- Rotates the circular list KEYS[1] and tries each candidate's lock for a
 -- whole batch of candidates in one call, leaving Redis exactly as w8y's
 -- per-candidate path does with an LMOVE and a SET NX per candidate. A
--- candidate is eligible when its lock is free and it has neither a cooldown
--- key (ARGV[1] .. "cooldown:" .. item) nor a backoff key (ARGV[1] ..
--- "backoff:" .. item): whoever set them, w8y or an operator.
+-- candidate is eligible when its lock is free and it has no cooldown key
+-- (ARGV[1] .. "cooldown:" .. item), backoff key (ARGV[1] .. "backoff:" ..
+-- item) or pause key (ARGV[1] .. "pause:" .. item): whoever set them, w8y
+-- or an operator.
 --
 -- ARGV[1] key prefix: a candidate's lock is ARGV[1] .. "lock:" .. item
 -- ARGV[2] our token
@@ -28,12 +29,13 @@
 --                        another worker's is set
 
 --
--- Returns {left, taken, length, head1, size1, head2, size2, ...}: the
+-- Returns {left, taken, length, fence, head1, size1, head2, size2, ...}: the
 -- candidates left in the pass after this call (0 when it is over), the item
 -- whose lock is now ours or nil, the list's length when this call read it
--- (at the start of a pass) or -1, and for each item skipped because the
--- child cannot be given it (empty, too long, holding a NUL byte) its first
--- clipLen bytes and its size,
+-- (at the start of a pass) or -1, the take's fencing token (0 without a
+-- take; absent when the call ends early), and for each item skipped because
+-- the child cannot be given it (empty, too long, holding a NUL byte) its
+-- first clipLen bytes and its size,
 -- then for each item whose lock key was found holding another type (a hash,
 -- say) its first clipLen bytes and that type's name.
 --
@@ -46,6 +48,7 @@ local list = KEYS[1]
 local keyPrefix, token, ttl = ARGV[1], ARGV[2], ARGV[3]
 local prefix = keyPrefix .. "lock:"
 local coolPrefix, backPrefix = keyPrefix .. "cooldown:", keyPrefix .. "backoff:"
+local pausePrefix = keyPrefix .. "pause:"
 local opt = {}
 for name, value in string.gmatch(ARGV[6] or "", "([%w_]+)=(%S*)") do
   opt[name] = value
@@ -128,12 +131,13 @@ if nkeys > 0 and redis.call("EXISTS", list, unpack(keys, 1, nkeys)) < nkeys + 1 
   -- the candidate counts as locked, as it does without a script.
   local values = redis.call("MGET", unpack(keys, 1, nkeys))
   for j = 1, nkeys do
-    -- A free lock is checked for a cooldown or backoff, in the same call:
-    -- an item that waits out either is passed by as a locked one is.
+    -- A free lock is checked for a cooldown, backoff or pause, in the same
+    -- call: an item that waits out any of them is passed by as a locked one
+    -- is.
     -- Locked items, the usual case, cost no more than before. The list is
     -- named here too, for the reason above: mid-move, a cooldown key that
     -- has not arrived yet must not read as missing.
-    if not values[j] and redis.call("EXISTS", list, coolPrefix .. items[at[j]], backPrefix .. items[at[j]]) == 1 then
+    if not values[j] and redis.call("EXISTS", list, coolPrefix .. items[at[j]], backPrefix .. items[at[j]], pausePrefix .. items[at[j]]) == 1 then
       if redis.call("SET", keys[j], token, "NX", "PX", ttl) then
         looked, took = at[j], true
         break
@@ -146,9 +150,17 @@ if nkeys > 0 and redis.call("EXISTS", list, unpack(keys, 1, nkeys)) < nkeys + 1 
   end
 end
 
-local reply = {left - looked, false, length or -1}
+local reply = {left - looked, false, length or -1, 0}
 if took then
   reply[2] = items[looked]
+  -- Fence: every take increments the list's token (ARGV[1] .. "fence"),
+  -- which the child gets as W8Y_FENCE. pcall: a key of another type gives
+  -- no token (0, which the client warns of) rather than failing a take
+  -- whose lock is ours already.
+  local fence = redis.pcall("INCR", keyPrefix .. "fence")
+  if type(fence) == "number" then
+    reply[4] = fence
+  end
 end
 
 -- A list shorter than the candidates wanted was read whole. Going round a
@@ -185,12 +197,12 @@ end
 -- must never depend on its record.
 if took and opt.state_ttl then
   local state = keyPrefix .. "state:" .. items[looked]
-  redis.pcall("HSET", state, "last_start", opt.now, "last_holder", token)
+  redis.pcall("HSET", state, "last_start", opt.now, "last_holder", token, "last_fence", reply[4])
   redis.pcall("PEXPIRE", state, opt.state_ttl)
 end
 if took and tonumber(opt.events or 0) > 0 then
   local events = keyPrefix .. "events"
-  redis.pcall("XADD", events, "MAXLEN", "~", opt.events, "*", "type", "start", "item", items[looked], "holder", token)
+  redis.pcall("XADD", events, "MAXLEN", "~", opt.events, "*", "type", "start", "item", items[looked], "holder", token, "fence", reply[4])
   redis.pcall("PEXPIRE", events, opt.state_ttl)
 end
 

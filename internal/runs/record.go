@@ -50,15 +50,15 @@ func (rec *Recorder) TakeWords() string {
 // RecordStart writes what lua.Take writes after a take, for the path that
 // takes each candidate with its own commands: the start in the state hash
 // and a start event, pipelined.
-func (rec *Recorder) RecordStart(ctx context.Context, client Client, item, token string, now time.Time) error {
+func (rec *Recorder) RecordStart(ctx context.Context, client Client, item, token string, fence int64, now time.Time) error {
 	if rec == nil {
 		return nil
 	}
 	pipe := client.Pipeline()
 	state := rec.Keys.State(item)
-	pipe.HSet(ctx, state, schema.FieldLastStart, millis(now), schema.FieldLastHolder, token)
+	pipe.HSet(ctx, state, schema.FieldLastStart, millis(now), schema.FieldLastHolder, token, schema.FieldLastFence, fence)
 	pipe.PExpire(ctx, state, rec.StateTTL)
-	rec.addEvent(ctx, pipe, []any{"type", schema.EventStart, "item", item, "holder", token})
+	rec.addEvent(ctx, pipe, []any{"type", schema.EventStart, "item", item, "holder", token, "fence", fence})
 	_, err := pipe.Exec(ctx)
 	return err
 }

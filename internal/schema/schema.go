@@ -42,6 +42,12 @@ func (k Keys) Cooldown(item string) string { return k.Prefix + "cooldown:" + ite
 // expires; its expiry is the current failure delay.
 func (k Keys) Backoff(item string) string { return k.Prefix + "backoff:" + item }
 
+// Pause is the key that an operator sets (w8yctl pause) to keep item from
+// being taken anywhere until it is deleted (w8yctl resume) or expires: a
+// hash of who paused it, when and why. Like a cooldown, any key there
+// pauses the item, whatever its type.
+func (k Keys) Pause(item string) string { return k.Prefix + "pause:" + item }
+
 // State is the hash that records item's runs, among them its consecutive
 // failures, which the failure backoff doubles with.
 func (k Keys) State(item string) string { return k.Prefix + "state:" + item }
@@ -57,6 +63,13 @@ func (k Keys) Events() string { return k.Prefix + "events" }
 // score in the past (0 for "now") makes an idle worker try the item at once.
 func (k Keys) Due() string { return k.Prefix + "due" }
 
+// Fence is the list's fencing token: a counter, without expiry, that every
+// take increments in the take's own round trip. A run's child gets its value
+// as W8Y_FENCE, so that a storage system that remembers the highest token
+// it has seen can refuse a write from a run that lost its lock to a later
+// one.
+func (k Keys) Fence() string { return k.Prefix + "fence" }
+
 // Sweep is the key that an idle worker sets, with an expiry, when it
 // passes over the whole list for the fleet: while it exists, no other idle
 // worker does.
@@ -69,10 +82,19 @@ const (
 	FieldLastExitCode        = "last_exit_code"
 	FieldLastDuration        = "last_duration_ms"
 	FieldLastHolder          = "last_holder"
+	FieldLastFence           = "last_fence"
 	FieldLastResult          = "last_result"
 	FieldRuns                = "runs"
 	FieldFailures            = "failures"
 	FieldConsecutiveFailures = "consecutive_failures"
+)
+
+// Fields of a pause key's hash (see Pause): why, who (user@host) and when
+// (Unix milliseconds).
+const (
+	PauseFieldReason = "reason"
+	PauseFieldBy     = "by"
+	PauseFieldAt     = "at"
 )
 
 // Result is how one run of an item ended, as the state hash's last_result,

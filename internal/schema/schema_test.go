@@ -11,10 +11,12 @@ func TestKeyNames(t *testing.T) {
 		k.Lock("a:1"):     "work:lock:a:1",
 		k.Cooldown("a:1"): "work:cooldown:a:1",
 		k.Backoff("a:1"):  "work:backoff:a:1",
+		k.Pause("a:1"):    "work:pause:a:1",
 		k.State("a:1"):    "work:state:a:1",
 		k.Events():        "work:events",
 		k.Due():           "work:due",
 		k.Sweep():         "work:sweep",
+		k.Fence():         "work:fence",
 	} {
 		if got != want {
 			t.Errorf("got %q, want %q", got, want)

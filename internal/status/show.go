@@ -171,7 +171,8 @@ const (
 // spaces; now is the time that ages are measured from. With width > 0, the
 // ITEM and HOLDER cells are clipped so that each line fits width columns.
 // Items that can never run as things are (blocked, invalid) are explained
-// below the table.
+// below the table, and paused items' pauses told of: who paused them, and
+// why.
 func writeTable(w io.Writer, items []Item, now time.Time, width int) {
 	rows := [][]string{columns}
 	var notes []string
@@ -179,6 +180,9 @@ func writeTable(w io.Writer, items []Item, now time.Time, width int) {
 		rows = append(rows, st.row(now))
 		if st.Problem != nil {
 			notes = append(notes, fmt.Sprintf("%s is %s: %s", cell(st.Item), st.State, *st.Problem))
+		}
+		if st.State == StatePaused {
+			notes = append(notes, st.pauseNote())
 		}
 	}
 	widths := make([]int, len(columns))
@@ -241,6 +245,8 @@ func (st Item) row(now time.Time) []string {
 	switch st.State {
 	case StateLocked:
 		state += " " + millisLeft(st.LockTTL)
+	case StatePaused:
+		state += " " + millisLeft(st.Pause)
 	case StateBackoff:
 		state += " " + millisLeft(st.Backoff)
 	case StateCooldown:
@@ -254,6 +260,18 @@ func (st Item) row(now time.Time) []string {
 		cell(st.Item), state, holder, last(st.LastResult, st.LastExitCode), ago(st.LastEnd, now),
 		took(st.LastDuration), strconv.FormatInt(st.ConsecutiveFailures, 10),
 	}
+}
+
+// pauseNote is the line under the table that tells of st's pause.
+func (st Item) pauseNote() string {
+	note := cell(st.Item) + " is paused"
+	if st.PausedBy != nil {
+		note += " by " + *st.PausedBy
+	}
+	if st.PauseReason != nil && *st.PauseReason != "" {
+		note += ": " + *st.PauseReason
+	}
+	return note
 }
 
 // holderName shows a lock token, host:pid:random, as host:pid: the

@@ -3,6 +3,7 @@ package status
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -135,5 +136,44 @@ func TestShort(t *testing.T) {
 		if got := short(d); got != want {
 			t.Errorf("short(%s) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// TestPausedItems: a paused item shows as paused, with what is left of its
+// pause, and a line under the table says who paused it and why; --status
+// reads it so from Redis, whatever else holds the item but its lock.
+func TestPausedItems(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	keys := schema.Keys{Prefix: "pz:"}
+	redistest.Seed(t, rdb, keys.List(), "timed", "forever", "by-hand")
+	rdb.HSet(ctx, keys.Pause("timed"), schema.PauseFieldReason, "upstream down", schema.PauseFieldBy, "ops@bastion")
+	rdb.PExpire(ctx, keys.Pause("timed"), time.Hour)
+	rdb.Set(ctx, keys.Cooldown("timed"), "x", time.Minute)
+	rdb.HSet(ctx, keys.Pause("forever"), schema.PauseFieldReason, "", schema.PauseFieldBy, "ops@bastion")
+	rdb.Set(ctx, keys.Pause("by-hand"), "stop", 0)
+	var got []Item
+	if err := (&Reader{Client: rdb, Keys: keys}).Read(ctx, func(batch []Item) error {
+		got = append(got, batch...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	writeTable(&out, got, time.Now(), 0)
+	for _, want := range []string{
+		"timed    paused ", "forever  paused forever", "by-hand  paused forever",
+		"\ntimed is paused by ops@bastion: upstream down\n", "\nforever is paused by ops@bastion\n", "\nby-hand is paused\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, out.String())
+		}
+	}
+	// What is left of an hour, however the clock turned meanwhile.
+	if !regexp.MustCompile(`\ntimed    paused (1h0m|59m)`).MatchString(out.String()) {
+		t.Errorf("timed's pause of an hour shows as:\n%s", out.String())
+	}
+	if got[0].PauseReason == nil || *got[0].PauseReason != "upstream down" || got[0].Cooldown == nil {
+		t.Errorf("timed: %+v", got[0])
 	}
 }

@@ -25,7 +25,7 @@ var (
 )
 
 // Batch is how many items --status reads per round trip: one call of
-// status.lua, then one pipeline of five reads per item. Redis serves other
+// status.lua, then one pipeline of seven reads per item. Redis serves other
 // clients between the round trips, and between every few hundred commands
 // of a pipeline; a call costs it about 0.3ms on a list of 100,000 items, so
 // reading them all never holds it up for long at a time (see README).
@@ -35,7 +35,7 @@ const Batch = 500
 // w8y's interface (see README); null means "none" or "never".
 type Item struct {
 	Item string `json:"item"`
-	// State is locked, backoff, cooldown or idle; or, for an item that can
+	// State is locked, paused, backoff, cooldown or idle; or, for an item that can
 	// never run as things are, blocked (its lock key holds something other
 	// than a lock) or invalid (it is empty or holds a NUL byte).
 	State string `json:"state"`
@@ -49,6 +49,12 @@ type Item struct {
 	LockTTL  *int64 `json:"lock_ttl_ms"`
 	Cooldown *int64 `json:"cooldown_ms"`
 	Backoff  *int64 `json:"backoff_ms"`
+	// Pause is what is left of an operator's pause (w8yctl pause), -1 for
+	// one without expiry; PauseReason and PausedBy are its reason and who
+	// paused it, from its hash.
+	Pause       *int64  `json:"pause_ms"`
+	PauseReason *string `json:"pause_reason"`
+	PausedBy    *string `json:"paused_by"`
 	// LastStart and LastEnd are Unix milliseconds.
 	LastStart           *int64  `json:"last_start"`
 	LastEnd             *int64  `json:"last_end"`
@@ -133,16 +139,16 @@ func (s *Reader) Read(ctx context.Context, each func([]Item) error) error {
 	return nil
 }
 
-// details reads the lock, cooldown, backoff and state of items in one
-// pipeline.
+// details reads the lock, cooldown, backoff, pause and state of items in
+// one pipeline.
 func (s *Reader) details(ctx context.Context, items []string) ([]Item, error) {
 	if len(items) == 0 {
 		return nil, nil
 	}
 	type reads struct {
-		holder                     *redis.Cmd
-		lockTTL, cooldown, backoff *redis.Cmd
-		state                      *redis.SliceCmd
+		holder                            *redis.Cmd
+		lockTTL, cooldown, backoff, pause *redis.Cmd
+		state, paused                     *redis.SliceCmd
 	}
 	pipe := s.Client.Pipeline()
 	all := make([]reads, len(items))
@@ -153,7 +159,9 @@ func (s *Reader) details(ctx context.Context, items []string) ([]Item, error) {
 			lockTTL:  pipe.Do(ctx, "PTTL", lock),
 			cooldown: pipe.Do(ctx, "PTTL", s.Keys.Cooldown(item)),
 			backoff:  pipe.Do(ctx, "PTTL", s.Keys.Backoff(item)),
+			pause:    pipe.Do(ctx, "PTTL", s.Keys.Pause(item)),
 			state:    pipe.HMGet(ctx, s.Keys.State(item), stateFields...),
+			paused:   pipe.HMGet(ctx, s.Keys.Pause(item), schema.PauseFieldReason, schema.PauseFieldBy),
 		}
 	}
 	// Errors are read per command below: a key of another type spoils only
@@ -169,6 +177,17 @@ func (s *Reader) details(ctx context.Context, items []string) ([]Item, error) {
 		st.LockTTL = ttl(r.lockTTL)
 		st.Cooldown = ttl(r.cooldown)
 		st.Backoff = ttl(r.backoff)
+		st.Pause = ttl(r.pause)
+		// A pause key of another type (set by hand) pauses too, without a
+		// reason.
+		if values, err := r.paused.Result(); err == nil && st.Pause != nil {
+			if reason, ok := values[0].(string); ok {
+				st.PauseReason = &reason
+			}
+			if by, ok := values[1].(string); ok {
+				st.PausedBy = &by
+			}
+		}
 		var holderErr error
 		if st.LockTTL != nil {
 			var holder string
@@ -231,6 +250,7 @@ func (st *Item) setState(values []any) {
 // States of an item, as --status shows them.
 const (
 	StateLocked   = "locked"
+	StatePaused   = "paused"
 	StateBackoff  = "backoff"
 	StateCooldown = "cooldown"
 	StateIdle     = "idle"
@@ -255,6 +275,8 @@ func (st *Item) classify(holderErr error) {
 		st.State, problem = StateBlocked, "its lock key holds something other than a lock: an operator must delete it before the item can run"
 	case st.LockTTL != nil:
 		st.State = StateLocked
+	case st.Pause != nil:
+		st.State = StatePaused
 	case st.Backoff != nil:
 		st.State = StateBackoff
 	case st.Cooldown != nil:

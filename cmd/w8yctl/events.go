@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/w8y/w8y/internal/control"
+)
+
+// runEvents is w8yctl events: the latest events, then with --follow each
+// new one until SIGINT or SIGTERM (ctx), which ends it with 0.
+func runEvents(ctx context.Context, c *command, fleet *control.Fleet, out *printer) error {
+	latest, newest, err := fleet.Events(ctx, control.EventFilter{Item: c.opts.Item, Last: c.count, Since: c.since})
+	if err != nil {
+		return err
+	}
+	for _, e := range latest {
+		if err := out.event(e); err != nil {
+			return err
+		}
+	}
+	if !c.opts.Follow {
+		return nil
+	}
+	return fleet.Follow(ctx, newest, c.opts.Item, out.event)
+}
+
+// event prints one event: a line of its time, type, item and other fields,
+// or with --json one object of its ID, time and fields.
+func (p *printer) event(e control.Event) error {
+	if p.json {
+		doc := map[string]string{"id": e.ID, "time": e.Time().UTC().Format(time.RFC3339Nano)}
+		for _, f := range e.Fields {
+			doc[f.Name] = f.Value
+		}
+		return p.document(doc)
+	}
+	line := []string{e.Time().UTC().Format("2006-01-02T15:04:05.000Z"), e.Get("type"), quote(e.Get("item"))}
+	for _, f := range e.Fields {
+		if f.Name != "type" && f.Name != "item" {
+			line = append(line, f.Name+"="+shown(f.Value))
+		}
+	}
+	_, err := fmt.Fprintln(p.w, strings.Join(line, " "))
+	return err
+}
+
+// shown is a field's value as a line shows it: quoted only when it would
+// not read as one word.
+func shown(value string) string {
+	if value == "" || strings.ContainsAny(value, " \t\"\\") || strconv.Quote(value) != `"`+value+`"` {
+		return strconv.Quote(value)
+	}
+	return value
+}

@@ -1,0 +1,106 @@
+// Command w8yctl changes what a fleet of w8y workers does, through the
+// Redis they share: it adds and removes items, pauses and resumes them,
+// makes them run now, and shows the events stream. It connects as w8y does,
+// with the same options and W8Y_* variables.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/control"
+	"github.com/w8y/w8y/internal/items"
+	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/schema"
+)
+
+// Exit codes: w8yctl's are w8y's own, so that scripts read both alike.
+const (
+	exitOK = 0
+	// exitFailure is what env(1), timeout(1) and w8y use for their own
+	// failures.
+	exitFailure = 125
+)
+
+// exitStatus is one row of the table of exit codes.
+type exitStatus struct {
+	Code    int
+	Meaning string
+}
+
+// exitStatuses is the one table of w8yctl's exit codes, which --help and
+// (checked by a test) the README show.
+var exitStatuses = []exitStatus{
+	{exitOK, "done, as the lines printed say (an item already in the list, one that was not paused, or one that runs now and is not started twice is no failure)"},
+	{exitFailure, "w8yctl itself failed and changed nothing: bad verb, option or item, an item given twice, a list that is missing or of another type, an item that the list lacks, Redis unreachable or refusing (a wrong password, say)"},
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// run is w8yctl from its arguments, environment and standard streams to its
+// exit code: the only place that makes one.
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	cmd, err := parseCommand(args, getenv, stdout)
+	if errors.Is(err, errHelp) {
+		return exitOK
+	}
+	if err == nil {
+		err = cmd.run(stdout, stderr)
+	}
+	if err != nil {
+		printLine(stderr, err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// printLine prints err as the one line on stderr that explains a failure;
+// items that add refuses get a line each.
+func printLine(stderr io.Writer, err error) {
+	var bad badItems
+	if errors.As(err, &bad) {
+		for _, line := range bad {
+			fmt.Fprintf(stderr, "w8yctl: %s\n", line)
+		}
+		return
+	}
+	fmt.Fprintf(stderr, "w8yctl: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+}
+
+// run connects to Redis and runs the verb.
+func (c *command) run(stdout, stderr io.Writer) error {
+	// go-redis' own messages, and the warning about a TLS connection that
+	// verifies nothing, go to stderr; w8yctl has no other log.
+	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true, PartsExclude: []string{zerolog.TimestampFieldName}}).Level(zerolog.WarnLevel)
+	redisconn.SetLogger(log)
+	client, err := redisconn.Connect(&c.opts.Options, 1, log)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	// A PING first, so that an unreachable Redis or a refused password is
+	// told as such, before any command that would change something.
+	if err := client.Ping(ctx).Err(); err != nil {
+		return redisconn.Wrap("connect to Redis", err)
+	}
+	keys := schema.Keys{Prefix: c.opts.KeyPrefix, Colocated: redisconn.Colocated(client, c.opts.KeyPrefix)}
+	fleet := &control.Fleet{Client: client, Keys: keys}
+	out := &printer{w: stdout, json: c.opts.JSON, list: keys.List(), log: log}
+	return c.verb.run(ctx, c, fleet, out)
+}
+
+// quote quotes an item for a line of output, so that odd bytes stay
+// visible, and clips a long one (see items.Clip).
+func quote(item string) string { return strconv.Quote(items.Clip(item)) }

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	flags "github.com/jessevdk/go-flags"
+	"github.com/w8y/w8y/internal/duration"
+	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/schema"
+)
+
+// Options are w8yctl's options: w8y's connection options and prefix, with
+// the same W8Y_* variables, and the options of the verbs, each of which
+// says which verb takes it.
+type Options struct {
+	ConnectionOptions `group:"Redis"`
+	VerbOptions       `group:"Options of the verbs"`
+	Version           bool `long:"version" description:"Print the version and commit, and exit"`
+	ManPage           bool `long:"man-page" hidden:"true" description:"Print w8yctl's man page in troff and exit"`
+}
+
+type ConnectionOptions struct {
+	redisconn.Options
+	KeyPrefix string `short:"k" long:"key-prefix" env:"W8Y_KEY_PREFIX" value-name:"PREFIX" description:"Prefix of the fleet's keys, as w8y's: <prefix>list, <prefix>lock:<item>"`
+}
+
+// VerbOptions are strings where they hold numbers or durations, so that
+// w8yctl, not go-flags, says what is wrong with a value, in a user's words.
+type VerbOptions struct {
+	JSON   bool   `long:"json" description:"Print JSON instead of lines (events: one object a line)"`
+	Create bool   `long:"create" description:"add: start the list if it does not exist"`
+	For    string `long:"for" value-name:"DURATION" description:"pause: end the pause by itself after DURATION (default: until resumed)"`
+	Reason string `long:"reason" value-name:"TEXT" description:"pause: why, kept with the pause"`
+	Follow bool   `long:"follow" description:"events: then print each new event as it comes, until Ctrl-C"`
+	Item   string `long:"item" value-name:"ITEM" description:"events: only this item's events"`
+	Count  string `short:"n" long:"count" value-name:"N" default:"10" description:"events: how many of the latest events to print (with --since: all, unless given)"`
+	Since  string `long:"since" value-name:"TIME|ID" description:"events: those from TIME on (2026-11-25T10:00:00Z, or a DURATION ago such as 1h) or from the stream ID on"`
+	Watch  string `long:"watch" optional:"true" optional-value:"2s" value-name:"INTERVAL" description:"status: show it again every INTERVAL (2s), until Ctrl-C"`
+}
+
+// command is a parsed command line: the verb, its items and the options.
+type command struct {
+	verb  *verb
+	items []string
+	opts  *Options
+	// pauseFor, count, watch and since are --for, --count, --watch and
+	// --since, parsed.
+	pauseFor time.Duration
+	count    int64
+	watch    time.Duration
+	since    string
+	// by is who gives the command, user@host, for a pause.
+	by string
+	// now is when the command was given, which --since counts back from.
+	now time.Time
+}
+
+// minWatch is the shortest --watch interval, as w8y --status's: each
+// refresh reads every item.
+const minWatch = 100 * time.Millisecond
+
+// errHelp is returned by parseCommand after --help, --version or the man
+// page.
+var errHelp = errors.New("help shown")
+
+// parseCommand reads the verb, its items and the options from args and the
+// W8Y_* variables that getenv reads, and checks them.
+func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (*command, error) {
+	var opts Options
+	parser := flags.NewParser(&opts, flags.HelpFlag|flags.PassDoubleDash)
+	parser.Name = "w8yctl"
+	parser.Usage = "[OPTIONS] VERB [ITEM...]"
+	parser.ShortDescription = "operate a fleet of w8y workers: add, remove, pause, resume, run now, events"
+	parser.LongDescription = manDescription()
+	if len(args) > 0 && args[0] == completeArg {
+		complete(parser, args[1:], stdout)
+		return nil, errHelp
+	}
+	rest, err := parser.ParseArgs(args)
+	if err != nil {
+		var ferr *flags.Error
+		if errors.As(err, &ferr) && ferr.Type == flags.ErrHelp {
+			writeHelp(parser, stdout)
+			return nil, errHelp
+		}
+		return nil, explain(parser, err, getenv)
+	}
+	if opts.Version {
+		v, c := buildVersion()
+		fmt.Fprintf(stdout, "w8yctl %s (commit %s)\n", v, c)
+		return nil, errHelp
+	}
+	if opts.ManPage {
+		parser.WriteManPage(stdout)
+		return nil, errHelp
+	}
+	opts.ReadSecrets(getenv)
+	if err := opts.Options.Validate(); err != nil {
+		return nil, err
+	}
+	opts.KeyPrefix = schema.NormalizePrefix(opts.KeyPrefix)
+	if len(rest) == 0 {
+		return nil, fmt.Errorf("missing verb: give one of %s (see w8yctl --help)", verbNames())
+	}
+	c := &command{verb: findVerb(rest[0]), items: rest[1:], opts: &opts, by: whoAmI(getenv), now: time.Now()}
+	if c.verb == nil {
+		return nil, fmt.Errorf("unknown verb %q: give one of %s (see w8yctl --help)", rest[0], verbNames())
+	}
+	if err := c.check(parser, args); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// check refuses what the verb cannot take: options of other verbs, missing
+// or repeated items, and values that do not parse.
+func (c *command) check(parser *flags.Parser, args []string) error {
+	for _, name := range []string{"create", "for", "reason", "follow", "item", "count", "watch", "since"} {
+		opt := parser.FindOptionByLongName(name)
+		if opt.IsSet() && !opt.IsSetDefault() && !strings.HasPrefix(opt.Description, c.verb.name+":") {
+			return fmt.Errorf("--%s goes with %s, not %s", name, strings.SplitN(opt.Description, ":", 2)[0], c.verb.name)
+		}
+	}
+	if c.verb.takesItems {
+		if len(c.items) == 0 {
+			return fmt.Errorf("%s needs at least one ITEM (usage: w8yctl %s)", c.verb.name, c.verb.usage)
+		}
+		seen := make(map[string]bool, len(c.items))
+		for _, item := range c.items {
+			if seen[item] {
+				return fmt.Errorf("item %s is given twice: give each once", quote(item))
+			}
+			seen[item] = true
+		}
+	} else if len(c.items) > 0 {
+		return fmt.Errorf("%s takes no items, got %s (usage: w8yctl %s)", c.verb.name, quote(c.items[0]), c.verb.usage)
+	}
+	if c.opts.For != "" {
+		d, err := duration.Parse(c.opts.For)
+		switch {
+		case err != nil:
+			return fmt.Errorf("--for %q: %s", c.opts.For, err)
+		case d < 0:
+			return fmt.Errorf("--for %q: a pause cannot last a negative time (leave --for out to pause until resumed)", c.opts.For)
+		case d < time.Millisecond:
+			return fmt.Errorf("--for %q: a pause lasts at least 1ms (leave --for out to pause until resumed)", c.opts.For)
+		case d >= duration.Forever:
+			// Forever is no expiry at all: Redis would refuse one so long.
+			d = 0
+		}
+		c.pauseFor = d
+	}
+	if c.opts.Watch != "" {
+		d, err := duration.Parse(c.opts.Watch)
+		if err != nil || d < minWatch {
+			return fmt.Errorf("--watch %q: give an interval of at least %s, such as 2s", c.opts.Watch, minWatch)
+		}
+		c.watch = d
+	}
+	n, err := strconv.ParseInt(c.opts.Count, 10, 64)
+	if err != nil || n < 1 {
+		return fmt.Errorf("--count %q: give a whole number of 1 or more", c.opts.Count)
+	}
+	c.count = n
+	if c.opts.Since != "" {
+		since, err := streamID(c.opts.Since, c.now)
+		if err != nil {
+			return err
+		}
+		c.since = since
+		if opt := parser.FindOptionByLongName("count"); opt.IsSetDefault() {
+			c.count = 0
+		}
+	}
+	return nil
+}
+
+// streamIDForm is a stream entry's ID, or the Unix millisecond time alone.
+var streamIDForm = regexp.MustCompile(`^[0-9]+(-[0-9]+)?$`)
+
+// streamID is --since as the ID that XRANGE starts from: an ID as given, a
+// time as its millisecond, a duration as that long before now.
+func streamID(since string, now time.Time) (string, error) {
+	if streamIDForm.MatchString(since) {
+		return since, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, since); err == nil {
+		return strconv.FormatInt(t.UnixMilli(), 10), nil
+	}
+	if d, err := duration.Parse(since); err == nil && d >= 0 {
+		return strconv.FormatInt(now.Add(-d).UnixMilli(), 10), nil
+	}
+	return "", fmt.Errorf("--since %q: give a time such as 2026-11-25T10:00:00Z, a duration ago such as 1h, or a stream ID such as 1795600800000-0", since)
+}
+
+// explain turns go-flags' error into one line in the user's words: go-flags
+// names Go types ("expected bool", "strconv.ParseBool").
+func explain(parser *flags.Parser, err error, getenv func(string) string) error {
+	var ferr *flags.Error
+	if !errors.As(err, &ferr) {
+		return fmt.Errorf("%s (see w8yctl --help)", err)
+	}
+	if ferr.Type == flags.ErrMarshal {
+		// Only the switches can fail to parse (the other values are
+		// strings), and go-flags reads their variables after the
+		// command line.
+		for _, opt := range allOptions(parser.Command.Group) {
+			if value := getenv(opt.EnvDefaultKey); opt.EnvDefaultKey != "" && value != "" {
+				if _, err := strconv.ParseBool(value); err != nil {
+					return fmt.Errorf("%s=%q: not true or false (nor 1 or 0)", opt.EnvDefaultKey, value)
+				}
+			}
+		}
+	}
+	msg := strings.NewReplacer("`", "", "'", "").Replace(ferr.Message)
+	// "--for -1s": go-flags takes -1s for an option, not for a value.
+	if flag, value, found := strings.Cut(msg, ", but got option "); found && ferr.Type == flags.ErrExpectedArgument {
+		flag = strings.TrimPrefix(flag, "expected argument for flag ")
+		return fmt.Errorf("%s %s: a value that starts with - reads as an option; a negative value is not accepted anyway (see w8yctl --help)", flag, value)
+	}
+	return fmt.Errorf("%s (see w8yctl --help)", msg)
+}
+
+// allOptions lists every option of group and of its groups.
+func allOptions(group *flags.Group) []*flags.Option {
+	out := group.Options()
+	for _, sub := range group.Groups() {
+		out = append(out, allOptions(sub)...)
+	}
+	return out
+}
+
+// whoAmI is who gives this command, as a pause records it: the user (from
+// $USER, or the uid) at this host.
+func whoAmI(getenv func(string) string) string {
+	user := getenv("USER")
+	if user == "" {
+		user = "uid " + strconv.Itoa(os.Getuid())
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown host"
+	}
+	return user + "@" + host
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// goSpeak is what go-flags and strconv say in Go's words, which mean
+// nothing to a user.
+var goSpeak = regexp.MustCompile(`expected [a-z]+\.|strconv\.|main\.|invalid syntax|\(expected `)
+
+// TestParseCommand: what a command line means, and the one line that a bad
+// one gets, in the user's words.
+func TestParseCommand(t *testing.T) {
+	tests := []struct {
+		args []string
+		env  map[string]string
+		want string // the verb and items, or the error
+	}{
+		{[]string{"add", "a", "b"}, nil, "add [a b]"},
+		{[]string{"-k", "work", "pause", "--for", "90m", "--reason", "disk full", "a"}, nil, "pause [a] for=1h30m0s"},
+		{[]string{"pause", "--for", "inf", "a"}, nil, "pause [a]"},
+		{[]string{"events", "--follow", "--item", "a", "-n", "3"}, nil, "events [] count=3"},
+		{[]string{"remove", "--", "-dash"}, nil, "remove [-dash]"},
+		{[]string{"status", "--watch"}, nil, "status [] watch=2s"},
+		{[]string{"events", "--since", "1764064800000-3"}, nil, "events [] count=0 since=1764064800000-3"},
+		{[]string{"events", "--since", "2026-11-25T10:00:00Z", "-n", "5"}, nil, "events [] count=5 since=1795600800000"},
+		{[]string{"events", "--since", "yesterday"}, nil, `--since "yesterday": give a time`},
+		{[]string{"pause", "--since", "1h", "a"}, nil, "--since goes with events, not pause"},
+		{[]string{"status", "--watch=10ms"}, nil, `--watch "10ms": give an interval of at least 100ms`},
+		{[]string{"add", "--watch", "a"}, nil, "--watch goes with status, not add"},
+		{nil, nil, "missing verb"},
+		{[]string{"frob", "a"}, nil, `unknown verb "frob"`},
+		{[]string{"pause"}, nil, "pause needs at least one ITEM"},
+		{[]string{"run-now", "a", "b", "a"}, nil, `item "a" is given twice`},
+		{[]string{"events", "a"}, nil, "events takes no items"},
+		{[]string{"pause", "--for", "soon", "a"}, nil, `--for "soon"`},
+		{[]string{"pause", "--for=-5m", "a"}, nil, "cannot last a negative time"},
+		{[]string{"pause", "--for", "-5m", "a"}, nil, "--for -5m: a value that starts with -"},
+		{[]string{"pause", "--for", "0", "a"}, nil, "at least 1ms"},
+		{[]string{"add", "--reason", "x", "a"}, nil, "--reason goes with pause, not add"},
+		{[]string{"events", "-n", "0"}, nil, `--count "0": give a whole number`},
+		{[]string{"add", "--bogus", "a"}, nil, "unknown flag bogus"},
+		{[]string{"add", "a"}, map[string]string{"W8Y_REDIS_CLUSTER": "maybe"}, `W8Y_REDIS_CLUSTER="maybe": not true or false`},
+		{[]string{"add", "--json=yes", "a"}, nil, "cannot have an argument"},
+		{[]string{"add", "-u", "http://x", "a"}, nil, "--redis-url"},
+	}
+	for _, tt := range tests {
+		// go-flags reads the variables from the process' environment.
+		for name, value := range tt.env {
+			t.Setenv(name, value)
+		}
+		c, err := parseCommand(tt.args, os.Getenv, io.Discard)
+		for name := range tt.env {
+			os.Unsetenv(name)
+		}
+		var got string
+		if err != nil {
+			got = err.Error()
+			if goSpeak.MatchString(got) || strings.Contains(got, "\n") {
+				t.Errorf("%q: %q is not one line in the user's words", tt.args, got)
+			}
+		} else {
+			got = c.verb.name + " " + strings.Join(strings.Fields("["+strings.Join(c.items, " ")+"]"), " ")
+			if c.pauseFor > 0 {
+				got += " for=" + c.pauseFor.String()
+			}
+			if c.watch > 0 {
+				got += " watch=" + c.watch.String()
+			}
+			if c.count != 10 {
+				got += " count=" + strconv.FormatInt(c.count, 10)
+			}
+			if c.since != "" {
+				got += " since=" + c.since
+			}
+		}
+		if !strings.Contains(got, tt.want) {
+			t.Errorf("%q: got %q, want %q", tt.args, got, tt.want)
+		}
+	}
+}
+
+// TestHelpShowsEveryVerbAndExitCode: --help exits 0 and names every verb
+// and exit code.
+func TestHelpShowsEveryVerbAndExitCode(t *testing.T) {
+	var out strings.Builder
+	if code := run([]string{"--help"}, func(string) string { return "" }, &out, io.Discard); code != 0 {
+		t.Fatalf("--help exited %d", code)
+	}
+	for _, v := range verbs {
+		if !strings.Contains(out.String(), "\n  "+v.usage+"\n") {
+			t.Errorf("--help lacks %q", v.usage)
+		}
+	}
+	for _, st := range exitStatuses {
+		if !strings.Contains(out.String(), "\n  "+strconv.Itoa(st.Code)+"\n") {
+			t.Errorf("--help lacks exit code %d", st.Code)
+		}
+	}
+}
+
+// TestREADMEExitCodes: the README's table of w8yctl's exit codes lists the
+// codes of the one table, in its order.
+func TestREADMEExitCodes(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, found := strings.Cut(string(readme), "\n### w8yctl\n")
+	if !found {
+		t.Fatal("README.md has no section '### w8yctl'")
+	}
+	section, _, _ = strings.Cut(section, "\n#")
+	var got []string
+	for _, m := range regexp.MustCompile(`(?m)^\| ([0-9]+) \|`).FindAllStringSubmatch(section, -1) {
+		got = append(got, m[1])
+	}
+	var want []string
+	for _, st := range exitStatuses {
+		want = append(want, strconv.Itoa(st.Code))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("README's exit codes of w8yctl %q, want %q as in exitStatuses", got, want)
+	}
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"strings"
+
+	"github.com/w8y/w8y/internal/control"
+)
+
+// verb is one of w8yctl's verbs.
+type verb struct {
+	name string
+	// usage is the verb's command line, after "w8yctl".
+	usage string
+	// about says what the verb does, for --help.
+	about string
+	// takesItems says that the verb needs at least one ITEM.
+	takesItems bool
+	run        func(ctx context.Context, c *command, fleet *control.Fleet, out *printer) error
+}
+
+// verbs are w8yctl's verbs, in the order --help shows them. Each runs in
+// a file of its own.
+var verbs = []*verb{
+	{"add", "add [--create] ITEM...", "Append the items that the list does not hold yet; print how many were added", true, runAdd},
+	{"remove", "remove ITEM...", "Remove every occurrence of the items, and their cooldown, backoff, pause and state keys; a running item finishes its run", true, runRemove},
+	{"pause", "pause [--for DURATION] [--reason TEXT] ITEM...", "Keep every worker from taking the items, until resumed or for DURATION; a running item finishes its run", true, runPause},
+	{"resume", "resume ITEM...", "End the items' pauses", true, runResume},
+	{"run-now", "run-now ITEM...", "Clear the items' cooldown, backoff and pause: an idle worker takes each within a second, unless it runs now", true, runRunNow},
+	{"status", "status [--watch[=INTERVAL]]", "Show every item: its lock, pause, cooldown or backoff, and last run, as w8y --status does", false, runStatus},
+	{"events", "events [--follow] [--since TIME|ID] [--item ITEM] [-n N]", "Print the latest events (starts and ends of runs), or those since TIME, and with --follow each new one until Ctrl-C", false, runEvents},
+}
+
+// findVerb returns the verb called name, or nil.
+func findVerb(name string) *verb {
+	for _, v := range verbs {
+		if v.name == name {
+			return v
+		}
+	}
+	return nil
+}
+
+// verbNames lists the verbs' names for messages.
+func verbNames() string {
+	names := make([]string, len(verbs))
+	for i, v := range verbs {
+		names[i] = v.name
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,532 @@
+package integration_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redistest"
+)
+
+// The tests of w8yctl run the built binary, as an operator does, against
+// workers that run the built w8y.
+
+// snapshot describes every key of s with its type and value, so that a test
+// can check that a refused command changed nothing.
+func (s *server) snapshot(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, key := range s.keys(t, "*") {
+		dump, err := s.Client.Dump(ctx(t), key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, key+"="+dump)
+	}
+	return out
+}
+
+// TestCtlAdd: add appends only what the list lacks and says how many; it
+// refuses, a line each, items that no worker could run, and then adds
+// nothing; a missing list is started only with --create.
+func TestCtlAdd(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "ad:list", "a", "b")
+	at := []string{"-u", s.URL, "-k", "ad"}
+
+	r := runCtl(t, nil, append(at, "add", "b", "c", "d")...)
+	r.mustExit(t, 0)
+	r.wantStdout(t, "added 2 items to \"ad:list\"\n\"b\" is in the list already\nadded \"c\"\nadded \"d\"\n")
+	if got := s.list(t, "ad:list"); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+		t.Errorf("list after add: %q", got)
+	}
+
+	// An argument can hold no NUL byte (internal/items' test covers those),
+	// and is at most 128 KiB: this one fits, but not beside W8Y_LOCK_KEY=
+	// and the lock prefix in one environment string of the child's.
+	long := strings.Repeat("x", 131_060)
+	before := s.snapshot(t)
+	r = runCtl(t, nil, append(at, "add", "e", "", long)...)
+	lines := strings.Split(strings.TrimRight(r.Stderr, "\n"), "\n")
+	if r.Code != 125 || len(lines) != 2 || !strings.HasPrefix(lines[0], `w8yctl: item 2, "", cannot be added: it is empty`) ||
+		!strings.Contains(lines[1], "item 3, \"xxxx") || !strings.Contains(lines[1], "it is 131060 bytes long") {
+		// Not r, whose command line holds the long item.
+		t.Errorf("want exit 125 and a line for each bad item, got %d:\n%s", r.Code, r.Stderr)
+	}
+	if r.Stdout != "" || goSpeak.MatchString(r.Stderr) {
+		t.Errorf("refused add: stdout %q, stderr %q", r.Stdout, r.Stderr)
+	}
+	if after := s.snapshot(t); !slices.Equal(after, before) {
+		t.Errorf("a refused add changed Redis")
+	}
+
+	// A mistyped prefix starts no list; --create does.
+	r = runCtl(t, nil, "-u", s.URL, "-k", "adx", "add", "a")
+	r.wantExit(t, 125)
+	oneLineOf(t, "w8yctl", r.Stderr, `the list "adx:list" does not exist: is --key-prefix (W8Y_KEY_PREFIX) right? Give --create`)
+	r = runCtl(t, nil, "-u", s.URL, "-k", "adx", "add", "--create", "--json", "a")
+	r.mustExit(t, 0)
+	var results []map[string]any
+	if err := json.Unmarshal([]byte(r.Stdout), &results); err != nil || len(results) != 1 || results[0]["item"] != "a" || results[0]["changed"] != 1.0 {
+		t.Errorf("add --json: %v %s", err, r)
+	}
+	if got := s.list(t, "adx:list"); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("list after add --create: %q", got)
+	}
+}
+
+// TestCtlRemove: remove takes every occurrence out of the list with the
+// item's cooldown, backoff, pause and state; a running item is left to
+// finish, and its run ends as it would have.
+func TestCtlRemove(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "rm:list", "a", "b", "a", "c")
+	for _, key := range []string{"rm:cooldown:a", "rm:backoff:a", "rm:pause:a"} {
+		s.Client.Set(ctx(t), key, "x", time.Hour)
+	}
+	s.Client.HSet(ctx(t), "rm:state:a", "runs", 4)
+	// a cools down, so the worker takes b, and holds it until the gate.
+	w := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "rm", "-q"}, gated...)...)
+	if got := s.popStarted(t); got != "b" {
+		t.Fatalf("the worker took %q, want b", got)
+	}
+	holder := s.Client.Get(ctx(t), "rm:lock:b").Val()
+
+	r := runCtl(t, nil, "-u", s.URL, "-k", "rm", "remove", "a", "b")
+	r.mustExit(t, 0)
+	r.wantStdout(t, `removed "a" (2 occurrences) and its cooldown, backoff, pause and state`+"\n"+
+		`removed "b" (1 occurrence) and its cooldown, backoff, pause and state; it is running now (holder `+holder+"): its run is left to finish\n")
+	if got := s.list(t, "rm:list"); !slices.Equal(got, []string{"c"}) {
+		t.Errorf("list after remove: %q", got)
+	}
+	if left := s.keys(t, "rm:*:a"); len(left) > 0 {
+		t.Errorf("keys of a left: %q", left)
+	}
+	if got := s.Client.Get(ctx(t), "rm:lock:b").Val(); got != holder {
+		t.Errorf("b's lock is %q while it runs, want its holder's %q", got, holder)
+	}
+	s.Client.RPush(ctx(t), "gate:b", "0")
+	w.wait(t).wantExit(t, 0)
+	s.noLocks(t, "rm")
+
+	// Gone: a second remove is refused and changes nothing.
+	before := s.snapshot(t)
+	r = runCtl(t, nil, "-u", s.URL, "-k", "rm", "remove", "a")
+	r.wantExit(t, 125)
+	oneLineOf(t, "w8yctl", r.Stderr, `"a" is not in the list "rm:list" (nothing was changed)`)
+	if after := s.snapshot(t); !slices.Equal(after, before) {
+		t.Errorf("a refused remove changed Redis")
+	}
+}
+
+// TestCtlPause: no worker of several takes a paused item; a pause with
+// --for ends by itself and the item is then taken, promptly; resume ends
+// a pause without one. A paused item that runs finishes its run.
+func TestCtlPause(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "pz:list", "forever", "timed", "free")
+	at := []string{"-u", s.URL, "-k", "pz"}
+	paused := time.Now()
+	r := runCtl(t, nil, append(at, "pause", "forever", "--reason", "broken disk")...)
+	r.mustExit(t, 0)
+	r.wantStdout(t, "paused \"forever\" until resumed (broken disk)\n")
+	runCtl(t, nil, append(at, "pause", "timed", "--for", "1500ms")...).mustExit(t, 0)
+	if h := s.Client.HGetAll(ctx(t), "pz:pause:forever").Val(); h["reason"] != "broken disk" || !strings.Contains(h["by"], "@") || h["at"] == "" {
+		t.Errorf("the pause's hash: %v", h)
+	}
+	// status shows both, and who paused forever and why.
+	r = runCtl(t, nil, append(at, "status")...)
+	r.mustExit(t, 0)
+	for _, want := range []string{"forever  paused forever", "timed    paused ", "forever is paused by ", ": broken disk\n"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("status lacks %q: %s", want, r)
+		}
+	}
+
+	var workers []*proc
+	for range 3 {
+		workers = append(workers, startW8y(t, portEnv(s), "-u", s.URL, "-k", "pz", "-c", "-q", "--cooldown", "200ms",
+			"--idle-wait", "50ms", "sh", "-c", stamp("pz")))
+	}
+	// waitFor pops runs until item's, failing on a run of forever.
+	waitFor := func(item string) run {
+		t.Helper()
+		for {
+			r := s.popRun(t)
+			if r.item == "forever" && item != "forever" {
+				t.Fatalf("forever ran while paused")
+			}
+			if r.item == item {
+				return r
+			}
+		}
+	}
+	timed := waitFor("timed")
+	if early := paused.Add(1500 * time.Millisecond).Sub(timed.at); early > 0 {
+		t.Errorf("timed ran %s before its pause ended", early)
+	}
+	late := timed.at.Sub(paused.Add(1500 * time.Millisecond))
+	if late > 3*time.Second {
+		t.Errorf("timed ran %s after its pause ended, want within a couple of looks", late)
+	}
+	t.Logf("pause --for: the item started %s after its pause ended", late)
+	// free ran meanwhile, over and over: every worker passed forever by.
+	for range 5 {
+		waitFor("free")
+	}
+	resumed := time.Now()
+	r = runCtl(t, nil, append(at, "resume", "forever", "timed")...)
+	r.mustExit(t, 0)
+	r.wantStdout(t, "resumed \"forever\"\n\"timed\" was not paused\n")
+	late = waitFor("forever").at.Sub(resumed)
+	if late > 2*time.Second {
+		t.Errorf("forever ran %s after resume, want within a second or so", late)
+	}
+	t.Logf("resume: the item started %s after the command", late)
+	drain(t, workers)
+}
+
+// TestCtlPauseRunningItem: pausing an item that runs says so, and the run
+// goes on to its end.
+func TestCtlPauseRunningItem(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "pr:list", "a")
+	w := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "pr", "-q"}, gated...)...)
+	s.popStarted(t)
+	holder := s.Client.Get(ctx(t), "pr:lock:a").Val()
+	r := runCtl(t, nil, "-u", s.URL, "-k", "pr", "pause", "a")
+	r.mustExit(t, 0)
+	r.wantStdout(t, "paused \"a\" until resumed; it is running now (holder "+holder+"): it finishes this run\n")
+	s.Client.RPush(ctx(t), "gate:a", "0")
+	w.wait(t).wantExit(t, 0)
+	if got := s.Client.HGet(ctx(t), "pr:state:a", "last_result").Val(); got != "success" {
+		t.Errorf("the paused run ended %q, want success", got)
+	}
+	// And no worker takes it now.
+	runW8y(t, nil, "-u", s.URL, "-k", "pr", "-q", "--no-work-exit-code", "3", "true").wantExit(t, 3)
+}
+
+// TestCtlRunNow: an item in an hour's cooldown is taken by an idle
+// continuous worker within a second of run-now; an item that runs is not
+// started twice.
+func TestCtlRunNow(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "rn:list", "cool", "busy")
+	s.Client.Set(ctx(t), "rn:cooldown:cool", "an earlier run", time.Hour)
+	// Two slots: busy holds one at its gate, the other is idle and looks.
+	child := `if [ "$W8Y_ITEM" = busy ]; then ` + started + `; redis-cli -p "$REDIS_PORT" blpop gate:busy 30 >/dev/null; fi; ` + stamp("rn")
+	w := startW8y(t, portEnv(s), "-u", s.URL, "-k", "rn", "-c", "-q", "--parallel", "2", "--cooldown", "1h", "sh", "-c", child)
+	if got := s.popStarted(t); got != "busy" {
+		t.Fatalf("started %q, want busy", got)
+	}
+	redistest.WaitFor(t, "the idle slot's first look", func() bool { return s.looks(t) > 0 })
+	holder := s.Client.Get(ctx(t), "rn:lock:busy").Val()
+
+	asked := time.Now()
+	r := runCtl(t, nil, "-u", s.URL, "-k", "rn", "run-now", "cool", "busy")
+	r.mustExit(t, 0)
+	r.wantStdout(t, "\"cool\" is due now: an idle worker takes it within a second\n\"busy\" is running now (holder "+holder+"): it is not started twice\n")
+	ran := s.popRun(t)
+	if ran.item != "cool" || ran.cooling {
+		t.Fatalf("ran %+v, want cool without its cooldown", ran)
+	}
+	// A second, plus a little for a loaded machine running the race
+	// detector.
+	late := ran.at.Sub(asked)
+	if late > 1500*time.Millisecond {
+		t.Errorf("cool ran %s after run-now, want within a second", late)
+	}
+	t.Logf("run-now: the item started %s after the command", late)
+	// busy's due entry is looked at and found held: wait for two more
+	// looks, which would have started it twice.
+	looks := s.looks(t)
+	redistest.WaitFor(t, "two more looks", func() bool { return s.looks(t) >= looks+2 })
+	if n := s.Client.LLen(ctx(t), "started").Val(); n != 0 {
+		t.Errorf("%d more starts while busy ran: run-now started it twice", n)
+	}
+	s.Client.RPush(ctx(t), "gate:busy", "go")
+	if ran := s.popRun(t); ran.item != "busy" {
+		t.Errorf("ran %q, want busy's end", ran.item)
+	}
+	w.signal(t, syscall.SIGTERM)
+	w.wait(t).wantExit(t, 0)
+}
+
+// TestCtlEvents: events shows the latest runs' starts and ends, and
+// --follow prints a new one within a second, until SIGINT, which ends it
+// with 0.
+func TestCtlEvents(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "ev:list", "a", "b")
+	at := []string{"-u", s.URL, "-k", "ev"}
+	runW8y(t, nil, append(at, "-q", "true")...).mustExit(t, 0)
+	runW8y(t, nil, append(at, "-q", "false")...).mustExit(t, 1)
+
+	r := runCtl(t, nil, append(at, "events")...)
+	r.mustExit(t, 0)
+	lines := strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[0], ` start "a" holder=`) ||
+		!strings.Contains(lines[3], ` finish "b" holder=`) || !strings.Contains(lines[3], " result=failure exit_code=1 duration_ms=") {
+		t.Errorf("events: %s", r)
+	}
+	r = runCtl(t, nil, append(at, "events", "--item", "a", "-n", "1", "--json")...)
+	r.mustExit(t, 0)
+	var event map[string]string
+	if err := json.Unmarshal([]byte(r.Stdout), &event); err != nil || event["type"] != "finish" || event["item"] != "a" || event["result"] != "success" {
+		t.Errorf("events --item a -n 1 --json: %v %s", err, r)
+	}
+
+	// From the third event on, by its ID; and those of the last hour.
+	third := s.Client.XRange(ctx(t), "ev:events", "-", "+").Val()[2].ID
+	r = runCtl(t, nil, append(at, "events", "--since", third)...)
+	r.mustExit(t, 0)
+	if got := strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n"); !slices.Equal(got, lines[2:]) {
+		t.Errorf("events --since %s: %s, want the last two of\n%s", third, r, strings.Join(lines, "\n"))
+	}
+	r = runCtl(t, nil, append(at, "events", "--since", "1h")...)
+	if r.Code != 0 || strings.Count(r.Stdout, "\n") != 4 {
+		t.Errorf("events --since 1h: %s", r)
+	}
+
+	f := startCtl(t, nil, append(at, "events", "--follow", "-n", "1")...)
+	redistest.WaitFor(t, "the latest event", func() bool { return strings.Count(f.stdoutSoFar(), "\n") == 1 })
+	// From before the run, so that the time bounds the run and both its
+	// events' way to the screen.
+	before := time.Now()
+	runW8y(t, nil, append(at, "-q", "true")...).mustExit(t, 0)
+	redistest.WaitFor(t, "the new events", func() bool { return strings.Count(f.stdoutSoFar(), "\n") == 3 })
+	late := time.Since(before)
+	if late > time.Second {
+		t.Errorf("the new run's events were printed %s after it started, want within a second", late)
+	}
+	t.Logf("events --follow: a run's start and end were printed within %s of its start", late)
+	if got := f.stdoutSoFar(); !strings.Contains(got, ` start "a"`) || !strings.Contains(got, ` finish "a"`) {
+		t.Errorf("followed: %q", got)
+	}
+	f.signal(t, syscall.SIGINT)
+	if r := f.wait(t); r.Code != 0 || r.Stderr != "" {
+		t.Errorf("events --follow after SIGINT: %s", r)
+	}
+}
+
+// TestCtlBadInput: each kind of bad input gets exit 125, one line in the
+// user's words, and changes nothing in Redis.
+func TestCtlBadInput(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "bad:list", "a", "b")
+	s.Client.HSet(ctx(t), "hash:list", "f", "v")
+	secured := startRedis(t, redistest.Password("right-horse-battery"))
+	secured.seed(t, "bad:list", "a")
+	at := []string{"-u", s.URL, "-k", "bad"}
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"unknown verb", nil, append(at, "frobnicate", "a"), `unknown verb "frobnicate"`},
+		{"no verb", nil, at, "missing verb"},
+		{"missing item", nil, append(at, "pause"), "pause needs at least one ITEM"},
+		{"item given twice", nil, append(at, "run-now", "a", "b", "a"), `item "a" is given twice`},
+		{"--for that does not parse", nil, append(at, "pause", "a", "--for", "a while"), `--for "a while"`},
+		{"--for negative", nil, append(at, "pause", "a", "--for=-1h"), "a pause cannot last a negative time"},
+		{"option of another verb", nil, append(at, "resume", "a", "--reason", "x"), "--reason goes with pause, not resume"},
+		{"missing list", nil, []string{"-u", s.URL, "-k", "typo", "pause", "a"}, `the list "typo:list" does not exist`},
+		{"list of another type", nil, []string{"-u", s.URL, "-k", "hash", "remove", "a"}, `"hash:list" holds a hash, not a list`},
+		{"item not in the list", nil, append(at, "pause", "a", "zz"), `"zz" is not in the list "bad:list"`},
+		{"unreachable Redis", nil, []string{"-u", fmt.Sprintf("redis://127.0.0.1:%d", redistest.FreePort(t)), "-k", "bad", "pause", "a"}, "connect to Redis"},
+		{"refused password", []string{"W8Y_REDIS_PASSWORD=wrong"}, []string{"-u", secured.URL, "-k", "bad", "pause", "a"}, "WRONGPASS"},
+		{"no password", nil, []string{"-u", secured.URL, "-k", "bad", "pause", "a"}, "NOAUTH"},
+		{"bad variable", []string{"W8Y_REDIS_CLUSTER=perhaps"}, append(at, "pause", "a"), `W8Y_REDIS_CLUSTER="perhaps": not true or false`},
+	}
+	before, securedBefore := s.snapshot(t), secured.snapshot(t)
+	for _, tt := range tests {
+		r := runCtl(t, tt.env, tt.args...)
+		r.wantExit(t, 125)
+		oneLineOf(t, "w8yctl", r.Stderr, tt.want)
+		if r.Stdout != "" || goSpeak.MatchString(r.Stderr) {
+			t.Errorf("%s: %s", tt.name, r)
+		}
+	}
+	if after := s.snapshot(t); !slices.Equal(after, before) {
+		t.Errorf("bad input changed Redis")
+	}
+	if after := secured.snapshot(t); !slices.Equal(after, securedBefore) {
+		t.Errorf("bad input changed the secured Redis")
+	}
+}
+
+// TestREADMECtl runs the README's w8yctl session as it is written, with w8y
+// and w8yctl pointed at the test's Redis by W8Y_REDIS_URL, and checks that it
+// prints what the README shows, but for the times, holders and durations.
+func TestREADMECtl(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	session := readmeBlock(t, "sh", "w8yctl -k work add --create")
+	bin := t.TempDir()
+	for name, path := range map[string]string{"w8y": binary, "w8yctl": ctlBinary} {
+		if err := os.Symlink(path, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := startCommand(t, []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "W8Y_REDIS_URL=" + s.URL},
+		"bash", "-c", "set -e\n"+session).wait(t)
+	r.mustExit(t, 0)
+	if r.Stderr != "" {
+		t.Errorf("the session wrote on stderr: %s", r)
+	}
+	varying := regexp.MustCompile(`\d{4}-\d\d-\d\dT[\d:.]+Z|holder=[^ \n]+|duration_ms=\d+`)
+	same := func(text string) string {
+		return varying.ReplaceAllStringFunc(text, func(m string) string { return m[:3] })
+	}
+	if got, want := same(r.Stdout), same(readmeBlock(t, "", `added 3 items to "work:list"`)); got != want {
+		t.Errorf("the session printed:\n%s\nwant the README's:\n%s", r.Stdout, want)
+	}
+	if got := s.list(t, "work:list"); !slices.Equal(got, []string{"report:alpha", "report:beta"}) {
+		t.Errorf("the list after the session: %q", got)
+	}
+}
+
+// TestCtlACL runs every verb of w8yctl as the README's ACL user for it, and
+// its bad input as a user without the rights: it must be refused with one
+// line that says so.
+func TestCtlACL(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	const password = "Operator-Staple-77"
+	rule := strings.Fields(strings.TrimSpace(readmeBlock(t, "", "ACL SETUSER operator")))
+	for i, word := range rule {
+		switch {
+		case word == ">secret":
+			rule[i] = ">" + password
+		case word == "~reports:*":
+			rule[i] = "~ops:*"
+		case word == "+cluster|slots":
+			// Not a Cluster.
+			rule[i] = "+ping"
+		}
+	}
+	args := make([]any, len(rule))
+	for i, word := range rule {
+		args[i] = word
+	}
+	if err := s.Client.Do(ctx(t), args...).Err(); err != nil {
+		t.Fatalf("%q: %v", rule, err)
+	}
+	s.seed(t, "ops:list", "a", "b")
+	s.Client.XAdd(ctx(t), &redis.XAddArgs{Stream: "ops:events", Values: []string{"type", "start", "item", "a", "holder", "h"}})
+	env := []string{"W8Y_REDIS_URL=redis://operator@127.0.0.1:" + itoa(s.Port), "W8Y_REDIS_PASSWORD=" + password, "W8Y_KEY_PREFIX=ops"}
+	for _, verb := range [][]string{
+		{"add", "c"}, {"pause", "a", "--for", "1h", "--reason", "r"}, {"status"}, {"resume", "a"}, {"run-now", "b"}, {"remove", "c"},
+		{"events", "--item", "a"}, {"events", "--since", "1h"},
+	} {
+		r := runCtl(t, env, verb...)
+		r.wantExit(t, 0)
+		if r.Stderr != "" {
+			t.Errorf("as the README's ACL user: %s", r)
+		}
+	}
+	r := runCtl(t, env, "-k", "other", "pause", "a")
+	r.wantExit(t, 125)
+	oneLineOf(t, "w8yctl", r.Stderr, "NOPERM")
+}
+
+// TestCtlCluster runs w8yctl's verbs on a Cluster, with a hash tag in the
+// prefix (one script per command) and without (a command per key, on keys
+// spread over the nodes), beside a worker: a paused item is not run until
+// it is resumed, the others are, and remove leaves nothing of an item on
+// any node.
+func TestCtlCluster(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3)
+	for _, prefix := range []string{"{ops}:", "ops:"} {
+		t.Run(prefix, func(t *testing.T) {
+			at := []string{"--redis-cluster", "-u", c.URL, "-k", prefix}
+			ctl := func(args ...string) result {
+				t.Helper()
+				r := runCtl(t, nil, append(at, args...)...)
+				r.mustExit(t, 0)
+				return r
+			}
+			ctl("add", "--create", "paused", "busy", "gone")
+			ctl("pause", "paused", "--reason", "broken")
+			ctl("pause", "gone", "--for", "1h")
+			dir := t.TempDir()
+			w := startW8y(t, []string{"DIR=" + dir}, append(at, "-c", "-q", "--idle-wait", "50ms", "--cooldown", "50ms",
+				"sh", "-c", `echo "$W8Y_ITEM" >> "$DIR/runs"`)...)
+			count := func(item string) int {
+				return strings.Count(" "+strings.Join(lines(t, dir+"/runs"), " ")+" ", " "+item+" ")
+			}
+			redistest.WaitFor(t, "busy to run thrice", func() bool { return count("busy") >= 3 })
+			if n := count("paused") + count("gone"); n > 0 {
+				t.Fatalf("paused items ran %d times", n)
+			}
+			ctl("resume", "paused")
+			redistest.WaitFor(t, "paused to run once resumed", func() bool { return count("paused") >= 1 })
+			ctl("remove", "gone")
+			if keys, _ := c.clusterKeys(t, prefix+"*gone"); len(keys) > 0 {
+				t.Errorf("keys of a removed item left: %q", keys)
+			}
+			if got, err := c.Client.LRange(ctx(t), prefix+"list", 0, -1).Result(); err != nil || slices.Contains(got, "gone") || len(got) != 2 {
+				t.Errorf("the list after remove: %q (%v)", got, err)
+			}
+			r := ctl("events", "--item", "paused", "-n", "1")
+			if !strings.Contains(r.Stdout, `"paused"`) {
+				t.Errorf("events of paused: %s", r)
+			}
+			w.signal(t, syscall.SIGTERM)
+			w.wait(t).wantExit(t, 0)
+		})
+	}
+}
+
+// TestCtlBashCompletion sources scripts/w8yctl.bash-completion in bash and
+// completes command lines as a user's Tab would: the verbs, then the
+// options, and nothing for an option's value or an item.
+func TestCtlBashCompletion(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.Symlink(ctlBinary, filepath.Join(dir, "w8yctl")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		line string // what is typed, up to the cursor at its end
+		want string // COMPREPLY, one per line
+	}{
+		{"w8yctl -k work re", "remove\nresume"},
+		{"w8yctl ru", "run-now"},
+		{"w8yctl pause a --f", "--follow\n--for"},
+		{"w8yctl pause --for ", ""},
+		{"w8yctl pause a ", ""},
+	}
+	for _, tt := range tests {
+		script := fmt.Sprintf(`source ../scripts/w8yctl.bash-completion
+read -ra COMP_WORDS <<< %q
+[[ %q == *" " ]] && COMP_WORDS+=("")
+COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+_w8yctl
+printf '%%s\n' "${COMPREPLY[@]}"`, tt.line, tt.line)
+		cmd := exec.Command("bash", "--norc", "--noprofile", "-c", script)
+		cmd.Env = []string{"PATH=" + dir + ":" + os.Getenv("PATH"), "GORACE=atexit_sleep_ms=0"}
+		out, err := cmd.CombinedOutput()
+		if got := strings.TrimSpace(string(out)); err != nil || got != tt.want {
+			t.Errorf("%q completes to %q (%v), want %q", tt.line, got, err, tt.want)
+		}
+	}
+}

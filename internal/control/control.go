@@ -1,0 +1,291 @@
+// Package control is what w8yctl changes in a fleet's Redis: it adds items
+// to the list and removes them with everything about them, pauses and
+// resumes items, and makes them run now, each command in one atomic call
+// (lua.Control) where an item's keys live on the list's server. Where they
+// may not (Redis Cluster without a hash tag in the prefix), it checks first
+// and then sends one command per key. It also reads and follows the events
+// stream (events.go).
+//
+// A command that is refused (a missing list, a key of the wrong type, an
+// item the list lacks) changes nothing.
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/items"
+	"github.com/w8y/w8y/internal/lua"
+	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/schema"
+)
+
+// Client is the part of the Redis client that control needs.
+type Client interface {
+	redis.Scripter
+	Pipeline() redis.Pipeliner
+	TxPipeline() redis.Pipeliner
+	Type(ctx context.Context, key string) *redis.StatusCmd
+	Exists(ctx context.Context, keys ...string) *redis.IntCmd
+	XRevRangeN(ctx context.Context, stream, start, stop string, count int64) *redis.XMessageSliceCmd
+	XRangeN(ctx context.Context, stream, start, stop string, count int64) *redis.XMessageSliceCmd
+	XRead(ctx context.Context, a *redis.XReadArgs) *redis.XStreamSliceCmd
+}
+
+// Fleet changes what the workers under one prefix do.
+type Fleet struct {
+	Client Client
+	// Keys are the keys under the prefix; where Keys.Colocated, each
+	// command is one call of lua.Control.
+	Keys schema.Keys
+}
+
+// ErrRefused marks a command that the state of Redis refuses: the list is
+// missing or of another type, or an item is not in it. Nothing was changed.
+var ErrRefused = errors.New("refused")
+
+// refusal is an ErrRefused with its reason.
+type refusal struct{ msg string }
+
+func (e refusal) Error() string        { return e.msg }
+func (e refusal) Is(target error) bool { return target == ErrRefused }
+
+// Result is what a command did to one item.
+type Result struct {
+	Item string `json:"item"`
+	// Changed is, for add, 1 if the item was appended and 0 if the list
+	// held it already; for remove, how many times the list held it; for
+	// pause, 1; for resume, 1 if the item was paused; for run-now, how many
+	// of its cooldown, backoff and pause keys were deleted.
+	Changed int64 `json:"changed"`
+	// Holder is the token of the run that holds the item's lock now, if
+	// one does: the run goes on, and the item is not started twice.
+	Holder *string `json:"holder"`
+}
+
+// Pause is what w8yctl pause records with the pause.
+type Pause struct {
+	Reason string
+	// By is who paused, as user@host.
+	By string
+	// For is how long the pause lasts; 0 until it is resumed.
+	For time.Duration
+}
+
+// Add appends the items that the list does not hold yet. A missing list is
+// refused unless create is set, so that a mistyped prefix does not start a
+// list that no worker reads.
+func (f *Fleet) Add(ctx context.Context, add []string, create bool, now time.Time) ([]Result, error) {
+	words := "now=" + millis(now)
+	if create {
+		words += " create=1"
+	}
+	// The list alone is touched, so the script runs on a Cluster without a
+	// hash tag too.
+	return f.control(ctx, "add", add, words, "", "")
+}
+
+// Remove removes every occurrence of the items from the list and deletes
+// their cooldown, backoff, pause and state keys. A run that holds an item's
+// lock is left to finish.
+func (f *Fleet) Remove(ctx context.Context, remove []string, now time.Time) ([]Result, error) {
+	if f.Keys.Colocated {
+		return f.control(ctx, "remove", remove, "now="+millis(now), "", "")
+	}
+	return f.eachKey(ctx, remove, func(pipe redis.Pipeliner, item string) []*redis.IntCmd {
+		count := pipe.LRem(ctx, f.Keys.List(), 0, item)
+		// One DEL per key: they may live on different servers.
+		for _, key := range []string{f.Keys.Cooldown(item), f.Keys.Backoff(item), f.Keys.Pause(item), f.Keys.State(item)} {
+			pipe.Del(ctx, key)
+		}
+		return []*redis.IntCmd{count}
+	})
+}
+
+// PauseItems pauses the items: no worker takes them until they are resumed
+// or the pause expires. A run that holds an item's lock finishes its run.
+func (f *Fleet) PauseItems(ctx context.Context, pause []string, p Pause, now time.Time) ([]Result, error) {
+	words := "now=" + millis(now)
+	if p.For > 0 {
+		words += " for=" + strconv.FormatInt(p.For.Milliseconds(), 10)
+	}
+	if f.Keys.Colocated {
+		return f.control(ctx, "pause", pause, words, p.Reason, p.By)
+	}
+	results, err := f.eachKey(ctx, pause, func(pipe redis.Pipeliner, item string) []*redis.IntCmd {
+		key := f.Keys.Pause(item)
+		pipe.Del(ctx, key)
+		pipe.HSet(ctx, key, schema.PauseFieldReason, p.Reason, schema.PauseFieldBy, p.By, schema.PauseFieldAt, millis(now))
+		if p.For > 0 {
+			pipe.PExpire(ctx, key, p.For)
+		}
+		return nil
+	})
+	for i := range results {
+		results[i].Changed = 1
+	}
+	return results, err
+}
+
+// Resume deletes the items' pauses. An idle worker takes them within a
+// second, unless a cooldown, a backoff or a run holds them.
+func (f *Fleet) Resume(ctx context.Context, resume []string, now time.Time) ([]Result, error) {
+	if f.Keys.Colocated {
+		return f.control(ctx, "resume", resume, "now="+millis(now), "", "")
+	}
+	return f.eachKey(ctx, resume, func(pipe redis.Pipeliner, item string) []*redis.IntCmd {
+		return []*redis.IntCmd{pipe.Del(ctx, f.Keys.Pause(item))}
+	})
+}
+
+// RunNow deletes the items' cooldown, backoff and pause keys and makes them
+// due now, so that an idle worker takes each within a second. An item whose
+// lock a run holds is not started twice: it is taken once the run ends and
+// the keys that end writes allow.
+func (f *Fleet) RunNow(ctx context.Context, run []string, now time.Time) ([]Result, error) {
+	if f.Keys.Colocated {
+		return f.control(ctx, "run_now", run, "now="+millis(now), "", "")
+	}
+	// Where the keys are not colocated, idle workers pass over the whole
+	// list every --idle-wait, and find the item free.
+	return f.eachKey(ctx, run, func(pipe redis.Pipeliner, item string) []*redis.IntCmd {
+		var deleted []*redis.IntCmd
+		for _, key := range []string{f.Keys.Cooldown(item), f.Keys.Backoff(item), f.Keys.Pause(item)} {
+			deleted = append(deleted, pipe.Del(ctx, key))
+		}
+		return deleted
+	})
+}
+
+// control runs lua.Control for verb over list and decodes its reply.
+func (f *Fleet) control(ctx context.Context, verb string, list []string, words, reason, by string) ([]Result, error) {
+	args := []any{verb, f.Keys.Prefix, words, reason, by}
+	for _, item := range list {
+		args = append(args, item)
+	}
+	reply, err := lua.Control.Run(ctx, f.Client, []string{f.Keys.List()}, args...).Slice()
+	if err != nil {
+		return nil, redisconn.Wrap(verb+" in "+strconv.Quote(f.Keys.List()), err)
+	}
+	status, _ := reply[0].(string)
+	switch status {
+	case "ok":
+	case "no_list":
+		return nil, f.noList(verb == "add")
+	case "wrong_type":
+		kind, _ := reply[1].(string)
+		return nil, f.wrongType(kind)
+	case "not_in_list":
+		item, _ := reply[1].(string)
+		return nil, f.notInList(item)
+	default:
+		return nil, fmt.Errorf("unexpected reply from lua.Control: %q", status)
+	}
+	var out []Result
+	for i := 1; i+2 < len(reply); i += 3 {
+		item, _ := reply[i].(string)
+		changed, _ := reply[i+1].(int64)
+		r := Result{Item: item, Changed: changed}
+		if holder, ok := reply[i+2].(string); ok {
+			r.Holder = &holder
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// eachKey is a command for where an item's keys may live on other servers
+// than the list: it checks the list and that it holds every item, then
+// sends write's commands for each item in one pipeline (which a Cluster
+// client splits by node) and reads each item's lock. An item's Changed is
+// the sum of what the commands that write returns answered.
+func (f *Fleet) eachKey(ctx context.Context, list []string, write func(redis.Pipeliner, string) []*redis.IntCmd) ([]Result, error) {
+	if err := f.checkList(ctx, list); err != nil {
+		return nil, err
+	}
+	pipe := f.Client.Pipeline()
+	counts := make([][]*redis.IntCmd, len(list))
+	holders := make([]*redis.StringCmd, len(list))
+	isHolder := map[redis.Cmder]bool{}
+	for i, item := range list {
+		counts[i] = write(pipe, item)
+		holders[i] = pipe.Get(ctx, f.Keys.Lock(item))
+		isHolder[holders[i]] = true
+	}
+	cmds, err := pipe.Exec(ctx)
+	if err != nil && !errors.Is(err, redis.Nil) && !redisconn.IsReply(err) {
+		return nil, redisconn.Wrap("change the keys of the items", err)
+	}
+	// Every write must have been done; a lock that is missing, or of
+	// another type, is only no run's.
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil && !isHolder[cmd] {
+			return nil, redisconn.Wrap(fmt.Sprintf("%s %q", strings.ToUpper(cmd.Name()), items.Clip(fmt.Sprint(cmd.Args()[1]))), err)
+		}
+	}
+	out := make([]Result, len(list))
+	for i, item := range list {
+		out[i].Item = item
+		for _, c := range counts[i] {
+			out[i].Changed += c.Val()
+		}
+		if holder, err := holders[i].Result(); err == nil {
+			out[i].Holder = &holder
+		}
+	}
+	return out, nil
+}
+
+// checkList refuses, before anything is changed, a list that is missing or
+// of another type, or one that lacks an item of list.
+func (f *Fleet) checkList(ctx context.Context, list []string) error {
+	kind, err := f.Client.Type(ctx, f.Keys.List()).Result()
+	if err != nil {
+		return redisconn.Wrap("read "+strconv.Quote(f.Keys.List()), err)
+	}
+	switch kind {
+	case "list":
+	case "none":
+		return f.noList(false)
+	default:
+		return f.wrongType(kind)
+	}
+	pipe := f.Client.Pipeline()
+	at := make([]*redis.IntCmd, len(list))
+	for i, item := range list {
+		at[i] = pipe.LPos(ctx, f.Keys.List(), item, redis.LPosArgs{})
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return redisconn.Wrap("read "+strconv.Quote(f.Keys.List()), err)
+	}
+	for i, item := range list {
+		if errors.Is(at[i].Err(), redis.Nil) {
+			return f.notInList(item)
+		}
+	}
+	return nil
+}
+
+func (f *Fleet) noList(adding bool) error {
+	msg := fmt.Sprintf("the list %q does not exist: is --key-prefix (W8Y_KEY_PREFIX) right?", f.Keys.List())
+	if adding {
+		msg += " Give --create to start a new list"
+	}
+	return refusal{msg}
+}
+
+func (f *Fleet) wrongType(kind string) error {
+	return refusal{fmt.Sprintf("%q holds a %s, not a list of items", f.Keys.List(), kind)}
+}
+
+func (f *Fleet) notInList(item string) error {
+	return refusal{fmt.Sprintf("%q is not in the list %q (nothing was changed)", items.Clip(item), f.Keys.List())}
+}
+
+// millis is t as Unix milliseconds, as w8y's keys store times.
+func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }

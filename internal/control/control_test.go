@@ -1,0 +1,184 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/schema"
+)
+
+// dump describes every key under prefix but the due index, which only the
+// colocated path writes (idle workers read it only there): its type, its
+// expiry (set or not) and its value.
+func dump(t *testing.T, rdb *redis.Client, prefix string) []string {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := rdb.Keys(ctx, prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, key := range keys {
+		name := strings.TrimPrefix(key, prefix)
+		if name == "due" {
+			continue
+		}
+		var value any
+		switch rdb.Type(ctx, key).Val() {
+		case "string":
+			value = rdb.Get(ctx, key).Val()
+		case "list":
+			value = rdb.LRange(ctx, key, 0, -1).Val()
+		case "hash":
+			value = rdb.HGetAll(ctx, key).Val()
+		}
+		out = append(out, fmt.Sprintf("%s expires=%v %v", name, rdb.PTTL(ctx, key).Val() > 0, value))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// seedFleet writes a fleet in the middle of its work under keys: a cools
+// down and backs off, b runs (its lock held by "h"), c is paused.
+func seedFleet(t *testing.T, rdb *redis.Client, keys schema.Keys) {
+	t.Helper()
+	ctx := context.Background()
+	redistest.Seed(t, rdb, keys.List(), "a", "b", "c", "a")
+	rdb.Set(ctx, keys.Cooldown("a"), "t", time.Hour)
+	rdb.Set(ctx, keys.Backoff("a"), "t", time.Hour)
+	rdb.HSet(ctx, keys.State("a"), schema.FieldRuns, 3)
+	rdb.Set(ctx, keys.Lock("b"), "h", time.Hour)
+	rdb.HSet(ctx, keys.Pause("c"), schema.PauseFieldReason, "old")
+}
+
+// TestVerbsBothWaysAlike: each verb leaves Redis the same and says the same
+// whether it runs as one script (keys colocated) or as a command per key,
+// and a refused command changes nothing either way.
+func TestVerbsBothWaysAlike(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	now := time.UnixMilli(1_700_000_000_000)
+	pause := Pause{Reason: "broken disk", By: "ops@host", For: time.Hour}
+	steps := []struct {
+		name string
+		do   func(*Fleet) ([]Result, error)
+		want string // the results, or the error's text
+	}{
+		{"add", func(f *Fleet) ([]Result, error) { return f.Add(ctx, []string{"c", "d"}, false, now) }, "c:0 d:1"},
+		{"remove", func(f *Fleet) ([]Result, error) { return f.Remove(ctx, []string{"a", "b"}, now) }, "a:2 b:1(h)"},
+		{"pause", func(f *Fleet) ([]Result, error) { return f.PauseItems(ctx, []string{"d"}, pause, now) }, "d:1"},
+		{"resume", func(f *Fleet) ([]Result, error) { return f.Resume(ctx, []string{"c", "d"}, now) }, "c:1 d:1"},
+		{"resume again", func(f *Fleet) ([]Result, error) { return f.Resume(ctx, []string{"c"}, now) }, "c:0"},
+		{"run now", func(f *Fleet) ([]Result, error) { return f.RunNow(ctx, []string{"c"}, now) }, "c:0"},
+		{"not in the list", func(f *Fleet) ([]Result, error) { return f.PauseItems(ctx, []string{"c", "zz"}, pause, now) }, `"zz" is not in the list`},
+	}
+	var dumps [2][]string
+	for i, colocated := range []bool{false, true} {
+		keys := schema.Keys{Prefix: fmt.Sprintf("v%v:", colocated), Colocated: colocated}
+		seedFleet(t, rdb, keys)
+		f := &Fleet{Client: rdb, Keys: keys}
+		for _, st := range steps {
+			got, err := st.do(f)
+			if text := describe(got, err); !strings.Contains(text, st.want) {
+				t.Errorf("colocated=%v, %s: %s, want %s", colocated, st.name, text, st.want)
+			}
+		}
+		dumps[i] = dump(t, rdb, keys.Prefix)
+	}
+	if !slices.Equal(dumps[0], dumps[1]) {
+		t.Errorf("per key left\n%q\nthe script\n%q", dumps[0], dumps[1])
+	}
+	want := []string{"list expires=false [c d]", "lock:b expires=true h"}
+	if !slices.Equal(dumps[1], want) {
+		t.Errorf("left %q, want %q", dumps[1], want)
+	}
+}
+
+// TestPauseRecordsWhoWhyAndWhen: the pause key holds the reason, who paused
+// and when, and expires with --for; without --for it stays.
+func TestPauseRecordsWhoWhyAndWhen(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	now := time.UnixMilli(1_700_000_000_000)
+	for _, colocated := range []bool{false, true} {
+		keys := schema.Keys{Prefix: fmt.Sprintf("p%v:", colocated), Colocated: colocated}
+		seedFleet(t, rdb, keys)
+		f := &Fleet{Client: rdb, Keys: keys}
+		if _, err := f.PauseItems(ctx, []string{"a"}, Pause{Reason: "why", By: "me@here", For: time.Minute}, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.PauseItems(ctx, []string{"b"}, Pause{Reason: "", By: "me@here"}, now); err != nil {
+			t.Fatal(err)
+		}
+		got := rdb.HGetAll(ctx, keys.Pause("a")).Val()
+		if got["reason"] != "why" || got["by"] != "me@here" || got["at"] != "1700000000000" {
+			t.Errorf("colocated=%v: pause hash %v", colocated, got)
+		}
+		if ttl := rdb.PTTL(ctx, keys.Pause("a")).Val(); ttl <= 0 || ttl > time.Minute {
+			t.Errorf("colocated=%v: pause --for 1m expires in %s", colocated, ttl)
+		}
+		if ttl := rdb.PTTL(ctx, keys.Pause("b")).Val(); ttl != -1 {
+			t.Errorf("colocated=%v: a pause without --for expires in %s", colocated, ttl)
+		}
+	}
+}
+
+// TestRefusedChangesNothing: a missing list, a list key of another type and
+// an item the list lacks are refused, with ErrRefused, and leave Redis as
+// it was.
+func TestRefusedChangesNothing(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	now := time.Now()
+	rdb.HSet(ctx, "hash:list", "f", "v")
+	tests := []struct {
+		prefix string
+		do     func(*Fleet) ([]Result, error)
+		want   string
+	}{
+		{"missing:", func(f *Fleet) ([]Result, error) { return f.Add(ctx, []string{"a"}, false, now) }, "Give --create"},
+		{"missing:", func(f *Fleet) ([]Result, error) { return f.RunNow(ctx, []string{"a"}, now) }, `"missing:list" does not exist`},
+		{"hash:", func(f *Fleet) ([]Result, error) { return f.Add(ctx, []string{"a"}, true, now) }, "holds a hash, not a list"},
+		{"hash:", func(f *Fleet) ([]Result, error) { return f.Remove(ctx, []string{"a"}, now) }, "holds a hash, not a list"},
+	}
+	for _, tt := range tests {
+		for _, colocated := range []bool{false, true} {
+			before := dump(t, rdb, "")
+			_, err := tt.do(&Fleet{Client: rdb, Keys: schema.Keys{Prefix: tt.prefix, Colocated: colocated}})
+			if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%s colocated=%v: %v, want ErrRefused saying %q", tt.prefix, colocated, err, tt.want)
+			}
+			if after := dump(t, rdb, ""); !slices.Equal(before, after) {
+				t.Errorf("%s colocated=%v changed Redis: %q, was %q", tt.prefix, colocated, after, before)
+			}
+		}
+	}
+	// add --create starts the list.
+	got, err := (&Fleet{Client: rdb, Keys: schema.Keys{Prefix: "new:", Colocated: true}}).Add(ctx, []string{"a", "b"}, true, now)
+	if describe(got, err) != "a:1 b:1" || !slices.Equal(rdb.LRange(ctx, "new:list", 0, -1).Val(), []string{"a", "b"}) {
+		t.Errorf("add --create: %s, list %q", describe(got, err), rdb.LRange(ctx, "new:list", 0, -1).Val())
+	}
+}
+
+// describe is results as "item:changed(holder) ...", or the error.
+func describe(results []Result, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	var parts []string
+	for _, r := range results {
+		part := fmt.Sprintf("%s:%d", r.Item, r.Changed)
+		if r.Holder != nil {
+			part += "(" + *r.Holder + ")"
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, " ")
+}

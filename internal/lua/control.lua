@@ -1,0 +1,119 @@
+-- What an operator changes with w8yctl, in one atomic call per command, so
+-- that a command that is refused changes nothing and one that is accepted
+-- is seen whole by every worker: add items to the list, remove them with
+-- everything about them, pause or resume them, or make them run now.
+--
+-- KEYS[1] the list
+-- ARGV[1] the verb: add, remove, pause, resume or run_now
+-- ARGV[2] key prefix: an item's keys are ARGV[2] .. "lock:" .. item and so on
+-- ARGV[3] options, words of the form name=value as in take.lua:
+--           now=MS     the time of the command, Unix milliseconds
+--           create=1   add: start the list when it does not exist
+--           for=MS     pause: the pause's expiry (absent: none)
+-- ARGV[4] pause: the reason, ARGV[5] pause: who paused (user@host)
+-- ARGV[6...] the items, each once
+--
+-- Returns {"ok", item1, changed1, holder1, ...}, for each item what the verb
+-- changed (add: 1 if it was appended, 0 if the list held it already;
+-- remove: how many times the list held it; pause: 1; resume: 1 if it was
+-- paused; run_now: how many of its cooldown, backoff and pause keys were
+-- deleted) and its lock's holder when it runs now, or false. Or, changing
+-- nothing: {"no_list"} when the list does not exist (and add was not told to
+-- create it), {"wrong_type", type} when KEYS[1] is not a list, {"not_in_list",
+-- item} when a verb other than add names an item that the list lacks.
+--
+-- Only add is sent where an item's keys may live on other servers than the
+-- list (Redis Cluster without a hash tag): it touches the list alone. The
+-- other verbs are sent only where they live on the list's server, which
+-- the client checks; elsewhere it sends one command per key instead.
+local list = KEYS[1]
+local verb, prefix = ARGV[1], ARGV[2]
+local opt = {}
+for name, value in string.gmatch(ARGV[3] or "", "([%w_]+)=(%S*)") do
+  opt[name] = value
+end
+local now = tonumber(opt.now or 0)
+
+local kind = redis.call("TYPE", list).ok
+if kind == "none" and not (verb == "add" and opt.create == "1") then
+  return {"no_list"}
+end
+if kind ~= "list" and kind ~= "none" then
+  return {"wrong_type", kind}
+end
+local items = {}
+for i = 6, #ARGV do
+  items[#items + 1] = ARGV[i]
+end
+if verb ~= "add" then
+  for _, item in ipairs(items) do
+    if not redis.call("LPOS", list, item) then
+      return {"not_in_list", item}
+    end
+  end
+end
+
+-- holder is the token in item's lock, or false when no run holds it. A lock
+-- key of another type is nobody's lock: pcall keeps it from failing the call.
+local function holder(item)
+  local value = redis.pcall("GET", prefix .. "lock:" .. item)
+  if type(value) == "string" then
+    return value
+  end
+  return false
+end
+
+local due = prefix .. "due"
+local reply = {"ok"}
+for _, item in ipairs(items) do
+  local changed = 0
+  if verb == "add" then
+    if not redis.call("LPOS", list, item) then
+      redis.call("RPUSH", list, item)
+      changed = 1
+    end
+  elseif verb == "remove" then
+    changed = redis.call("LREM", list, 0, item)
+    redis.call("DEL", prefix .. "cooldown:" .. item, prefix .. "backoff:" .. item,
+      prefix .. "pause:" .. item, prefix .. "state:" .. item)
+    redis.call("ZREM", due, item)
+  elseif verb == "pause" then
+    local key = prefix .. "pause:" .. item
+    redis.call("DEL", key)
+    redis.call("HSET", key, "reason", ARGV[4], "by", ARGV[5], "at", now)
+    local ms = tonumber(opt["for"] or 0)
+    if ms > 0 then
+      redis.call("PEXPIRE", key, ms)
+      -- An idle worker looks at the item when the pause ends. An entry
+      -- already there is left: one due sooner is moved to the pause's end
+      -- by the look that finds the item paused (due.lua), and one due later
+      -- waits for a blocker that lasts longer.
+      if not redis.call("ZSCORE", due, item) then
+        redis.call("ZADD", due, now + ms, item)
+      end
+    end
+    changed = 1
+  elseif verb == "resume" then
+    changed = redis.call("DEL", prefix .. "pause:" .. item)
+    -- An idle worker looks at it within a second, and passes it by again
+    -- if a cooldown or backoff still holds it.
+    redis.call("ZADD", due, 0, item)
+  elseif verb == "run_now" then
+    changed = redis.call("DEL", prefix .. "cooldown:" .. item, prefix .. "backoff:" .. item, prefix .. "pause:" .. item)
+    -- Due now: an idle worker takes it within a second, unless its lock is
+    -- held, which keeps it from running twice at once.
+    redis.call("ZADD", due, 0, item)
+  else
+    return redis.error_reply("unknown verb " .. verb)
+  end
+  reply[#reply + 1] = item
+  reply[#reply + 1] = changed
+  -- add touches the list alone (see above): whether the item runs is not
+  -- its business.
+  if verb == "add" then
+    reply[#reply + 1] = false
+  else
+    reply[#reply + 1] = holder(item)
+  end
+end
+return reply
