@@ -28,6 +28,8 @@ var (
 	pauseSource string
 	//go:embed due.lua
 	dueSource string
+	//go:embed cancel.lua
+	cancelSource string
 )
 
 var (
@@ -38,7 +40,8 @@ var (
 	// TryLock takes one lock as SET NX PX does, and names a lock key of
 	// another type: the take of one candidate, for where they do not.
 	TryLock = redis.NewScript(tryLockSource)
-	// Refresh extends a lock while it holds our token.
+	// Refresh extends a lock while it holds our token, and reports a
+	// cancel request aimed at that token.
 	Refresh = redis.NewScript(refreshSource)
 	// Finish releases a lock while it holds our token and writes what the
 	// run's end changes; given the lock's key alone, it only releases.
@@ -52,4 +55,7 @@ var (
 	// were appended since its last look and those whose due entry has
 	// passed, and says when to pass over the whole list for the fleet.
 	Due = redis.NewScript(dueSource)
+	// Cancel asks the holder of an item's lock, whoever it is now, to stop
+	// the item's child.
+	Cancel = redis.NewScript(cancelSource)
 )

@@ -30,4 +30,13 @@ type End struct {
 	// when the child ended by itself.
 	Err error
 	At  time.Time
+	// Cancel is the request that cancelled the run, when its Result is
+	// schema.ResultCancelled.
+	Cancel *schema.CancelRequest
+}
+
+// Failed reports whether the run counts against its item: its result does
+// (see schema.Result.Failed), or its cancel request asked to count it so.
+func (e End) Failed() bool {
+	return e.Result.Failed() || e.Result == schema.ResultCancelled && e.Cancel != nil && e.Cancel.AsFailure
 }

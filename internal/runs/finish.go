@@ -65,12 +65,15 @@ func (f *Finisher) Finish(ctx context.Context, lockKey, token string, end End) (
 		return f.finishEach(ctx, lockKey, token, end, factor)
 	}
 	rec, item := f.Record, end.Item
-	keys := []string{lockKey, rec.Keys.State(item), rec.Keys.Cooldown(item), rec.Keys.Backoff(item), rec.Keys.Due()}
+	keys := []string{lockKey, rec.Keys.State(item), rec.Keys.Cooldown(item), rec.Keys.Backoff(item), rec.Keys.Due(), rec.Keys.Cancel(item)}
 	if rec.EventsMaxLen > 0 {
 		keys = append(keys, rec.Keys.Events())
 	}
-	words := rec.finishWords(end) + f.scheduleWords(factor)
-	reply, err := lua.Finish.Run(ctx, f.Client, keys, token, item, words).Slice()
+	args := []any{token, item, rec.finishWords(end) + f.scheduleWords(factor)}
+	if end.Cancel != nil {
+		args = append(args, end.Cancel.Reason, end.Cancel.By)
+	}
+	reply, err := lua.Finish.Run(ctx, f.Client, keys, args...).Slice()
 	if err != nil && redisconn.SlotMoving(err) {
 		// While the slot moves to another Cluster node, a command that
 		// names several of its keys is refused (TRYAGAIN) until all of them
@@ -130,14 +133,14 @@ func (f *Finisher) finishEach(ctx context.Context, lockKey, token string, end En
 	s, rec, item, res := f.Schedule, f.Record, end.Item, end.Result
 	out := Reply{Failures: -1}
 	cooling := res == schema.ResultSuccess && s.Cooldown > 0
-	backingOff := res.Failed() && s.Backoff != (Backoff{})
+	backingOff := end.Failed() && s.Backoff != (Backoff{})
 
 	pipe := f.Client.Pipeline()
 	var count, cooldown, release *redis.Cmd
 	switch {
 	case res == schema.ResultSuccess:
 		count = lua.Count.Eval(ctx, pipe, []string{rec.Keys.State(item)}, "success", rec.StateTTL.Milliseconds())
-	case res.Failed():
+	case end.Failed():
 		count = lua.Count.Eval(ctx, pipe, []string{rec.Keys.State(item)}, "failure", rec.StateTTL.Milliseconds())
 	}
 	if cooling {
@@ -161,7 +164,7 @@ func (f *Finisher) finishEach(ctx context.Context, lockKey, token string, end En
 			return out, redisconn.Wrap("count the runs of "+quoteItem(item), err)
 		}
 		out.Problem = problem
-		if res.Failed() {
+		if end.Failed() {
 			if problem == "" {
 				out.Failures = n
 			} else {

@@ -79,7 +79,7 @@ func (rec *Recorder) finishWords(end End) string {
 	var b strings.Builder
 	b.WriteString("now=" + millis(end.At))
 	b.WriteString(" result=" + string(end.Result))
-	if end.Result.Failed() {
+	if end.Failed() {
 		b.WriteString(" failed=1")
 	}
 	if end.Exited {
@@ -105,8 +105,14 @@ func (rec *Recorder) queueFinish(ctx context.Context, pipe redis.Pipeliner, item
 		pipe.HSet(ctx, state, schema.FieldLastExitCode, code, schema.FieldLastDuration, ms)
 		event = append(event, "exit_code", code, "duration_ms", ms)
 	}
+	if end.Cancel != nil {
+		pipe.HSet(ctx, state, schema.FieldLastReason, end.Cancel.Reason)
+		event = append(event, "reason", end.Cancel.Reason, "cancelled_by", end.Cancel.By)
+	} else {
+		pipe.HDel(ctx, state, schema.FieldLastReason)
+	}
 	pipe.HIncrBy(ctx, state, schema.FieldRuns, 1)
-	if end.Result.Failed() {
+	if end.Failed() {
 		pipe.HIncrBy(ctx, state, schema.FieldFailures, 1)
 	}
 	pipe.PExpire(ctx, state, rec.StateTTL)

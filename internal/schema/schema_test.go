@@ -15,6 +15,7 @@ func TestKeyNames(t *testing.T) {
 		k.Events():        "work:events",
 		k.Due():           "work:due",
 		k.Sweep():         "work:sweep",
+		k.Cancel("a:1"):   "work:cancel:a:1",
 	} {
 		if got != want {
 			t.Errorf("got %q, want %q", got, want)
@@ -44,6 +45,7 @@ func TestResults(t *testing.T) {
 		{ResultTimeout, true, "timeout"},
 		{ResultLockLost, true, "lock_lost"},
 		{ResultInterrupted, false, "finish"},
+		{ResultCancelled, false, "cancelled"},
 	}
 	if len(tests) != len(Results) {
 		t.Fatalf("%d results listed, %d tested", len(Results), len(tests))
