@@ -91,7 +91,7 @@ func BenchmarkRefresh(b *testing.B) {
 	lock := &Lock{Key: "bench:lock:x", Token: testToken, TTL: time.Minute, client: rdb}
 	rdb.Set(ctx, lock.Key, lock.Token, lock.TTL)
 	for b.Loop() {
-		if err := lock.Refresh(ctx); err != nil {
+		if _, err := lock.Refresh(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}

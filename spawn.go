@@ -144,6 +144,20 @@ func (c Command) maxItemLen(lockPrefix string, room int) int {
 // ErrTimeout is reported when a child ran past --timeout and was stopped.
 var ErrTimeout = errors.New("timed out")
 
+// ErrCancelled is reported when a cancel request stopped a child (see
+// schema.Keys.Cancel); the error that wraps it is a *cancelledError.
+var ErrCancelled = errors.New("cancelled")
+
+// cancelledError is a run that its cancel request stopped: the request says
+// why, who asked, and whether the run counts as a failure.
+type cancelledError struct{ req schema.CancelRequest }
+
+func (e *cancelledError) Error() string {
+	return fmt.Sprintf("cancelled by %s: %q; the child was stopped", e.req.By, e.req.Reason)
+}
+
+func (e *cancelledError) Is(target error) bool { return target == ErrCancelled }
+
 // childRunner runs an item's child while keeping its lock alive, and stops
 // the child's process group when the lock is lost or --timeout passes.
 type childRunner struct {
@@ -170,7 +184,9 @@ func (c *childRunner) run(ctx context.Context, item string, lock *Lock) runs.End
 // runChild runs the child for item while keeping its lock alive. If the
 // lock is lost, the child's group is stopped before the lease could run out,
 // and the error wraps ErrLockLost; if --timeout passes first, the group is
-// stopped and the error wraps ErrTimeout. stopped reports whether a stop
+// stopped and the error wraps ErrTimeout; if a refresh finds a cancel
+// request aimed at the lock, the group is stopped the same way and the
+// error is a *cancelledError. stopped reports whether a stop
 // signal had reached w8y by the time the child ended.
 func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (exit proc.Exit, stopped bool, err error) {
 	log := c.log.With().Str("item", clip(item)).Str("lock_key", clip(lock.Key)).Logger()
@@ -222,6 +238,13 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 			c.stops.childStopped(child, sig)
 		case failed = <-lease.Lost():
 			log.Error().Err(failed).Int("pid", child.PID).Msg("lock lost: stopping the child")
+			child.Stop(grace)
+			ended = true
+		case req := <-lease.Cancelled():
+			failed = &cancelledError{req: req}
+			log.Warn().Str("reason", req.Reason).Str("by", req.By).Int("pid", child.PID).Msg("cancelled: stopping the child")
+			// As for a timeout, the lease goes on while the child stops,
+			// and finish.lua then deletes the request with the lock.
 			child.Stop(grace)
 			ended = true
 		case <-timeout:
