@@ -32,7 +32,8 @@ func TestRecordBothPaths(t *testing.T) {
 		{Result: schema.ResultInterrupted},
 		{Result: schema.ResultCancelled, Exit: proc.Exit{Code: 143, Duration: time.Second}, Exited: true,
 			Cancel: &schema.CancelRequest{Holder: testToken, Reason: "the disk is full", By: "ops@desk"}},
-		{Result: schema.ResultSuccess, Exit: proc.Exit{Code: 0, Duration: 5 * time.Millisecond}, Exited: true},
+		{Result: schema.ResultSuccess, Exit: proc.Exit{Code: 0, Duration: 5 * time.Millisecond}, Exited: true,
+			Output: &runs.Output{Stdout: []byte("out\x00\xff"), Stderr: []byte{}}},
 	}
 	type outcome struct {
 		state  map[string]string
@@ -90,6 +91,7 @@ func TestRecordBothPaths(t *testing.T) {
 	want := map[string]string{
 		"last_holder": testToken, "last_end": "8000", "last_result": "success", "last_exit_code": "0",
 		"last_duration_ms": "5", "runs": "8", "failures": "3", "consecutive_failures": "0",
+		"last_stdout": "out\x00\xff", "last_stderr": "",
 	}
 	for name, got := range map[string]outcome{"scan": scan, "each": each} {
 		if !maps.Equal(got.state, want) {

@@ -28,9 +28,12 @@
 --           jitter=F        factor for the failure delay, in [0.75, 1], drawn
 --                           by the client: a script must not depend on
 --                           randomness
--- ARGV[4] for a cancelled run, the reason its request gave (may hold
---         spaces, so it is not one of the words); absent otherwise
--- ARGV[5] for a cancelled run, who asked for it
+--           reason=1        the run was cancelled: ARGV[4] and ARGV[5] say why
+--           output=1        the child's output was kept (--keep-output):
+--                           ARGV[6] and ARGV[7] hold its tails
+-- ARGV[4] the reason that a cancelled run's request gave, and ARGV[5] who
+--         asked: free text, so not among the words
+-- ARGV[6] the last bytes of the child's stdout, and ARGV[7] of its stderr
 --
 -- As a plain release, returns 1 when our lock was deleted, 0 when it was gone
 -- or someone else's. Otherwise returns {released, failures, delay, problem}:
@@ -56,12 +59,15 @@ end
 -- lost lock is a failed run.
 
 local token, item = ARGV[1], ARGV[2]
-local reason, by = ARGV[4], ARGV[5]
 local opt = {}
 for name, value in string.gmatch(ARGV[3] or "", "([%w_]+)=(%S*)") do
   opt[name] = value
 end
 local state = KEYS[2]
+local reason, by
+if opt.reason == "1" then
+  reason, by = ARGV[4], ARGV[5]
+end
 local failures, delay, problem = -1, -1, ""
 
 -- Schedule: the count of consecutive failures, which this block alone
@@ -141,11 +147,20 @@ end
 -- Record: the state hash and the end event. pcall: a key of another type in
 -- their place must not hide whether the lock was released.
 redis.pcall("HSET", state, "last_end", opt.now, "last_result", opt.result)
+-- What this run has not to say, an earlier one's must not seem to.
+local drop = {}
 if reason then
   redis.pcall("HSET", state, "last_reason", reason)
 else
-  redis.pcall("HDEL", state, "last_reason")
+  drop[#drop + 1] = "last_reason"
 end
+if opt.output == "1" then
+  redis.pcall("HSET", state, "last_stdout", ARGV[6], "last_stderr", ARGV[7])
+else
+  drop[#drop + 1] = "last_stdout"
+  drop[#drop + 1] = "last_stderr"
+end
+redis.pcall("HDEL", state, unpack(drop))
 if opt.exit_code then
   redis.pcall("HSET", state, "last_exit_code", opt.exit_code, "last_duration_ms", opt.duration_ms)
 end
@@ -166,7 +181,7 @@ if KEYS[7] then
     fields[#fields + 1] = "reason"
     fields[#fields + 1] = reason
     fields[#fields + 1] = "cancelled_by"
-    fields[#fields + 1] = by or ""
+    fields[#fields + 1] = by
   end
   redis.pcall("XADD", KEYS[7], "MAXLEN", "~", opt.events, "*", unpack(fields))
   redis.pcall("PEXPIRE", KEYS[7], opt.state_ttl)

@@ -33,6 +33,14 @@ type End struct {
 	// Cancel is the request that cancelled the run, when its Result is
 	// schema.ResultCancelled.
 	Cancel *schema.CancelRequest
+	// Output is the end of what the child wrote, with --keep-output; nil
+	// without it, or when no child ran.
+	Output *Output
+}
+
+// Output is the last bytes of a child's stdout and stderr.
+type Output struct {
+	Stdout, Stderr []byte
 }
 
 // Failed reports whether the run counts against its item: its result does

@@ -69,11 +69,18 @@ func (f *Finisher) Finish(ctx context.Context, lockKey, token string, end End) (
 	if rec.EventsMaxLen > 0 {
 		keys = append(keys, rec.Keys.Events())
 	}
-	args := []any{token, item, rec.finishWords(end) + f.scheduleWords(factor)}
+	// The free text and the output follow the words, which say whether
+	// they count (reason=1, output=1).
+	var reason, by string
 	if end.Cancel != nil {
-		args = append(args, end.Cancel.Reason, end.Cancel.By)
+		reason, by = end.Cancel.Reason, end.Cancel.By
 	}
-	reply, err := lua.Finish.Run(ctx, f.Client, keys, args...).Slice()
+	var stdout, stderr []byte
+	if end.Output != nil {
+		stdout, stderr = end.Output.Stdout, end.Output.Stderr
+	}
+	words := rec.finishWords(end) + f.scheduleWords(factor)
+	reply, err := lua.Finish.Run(ctx, f.Client, keys, token, item, words, reason, by, stdout, stderr).Slice()
 	if err != nil && redisconn.SlotMoving(err) {
 		// While the slot moves to another Cluster node, a command that
 		// names several of its keys is refused (TRYAGAIN) until all of them

@@ -116,6 +116,11 @@ const (
 	// FieldLastReason is the reason given for the last run's cancel; it is
 	// deleted at the end of any run that was not cancelled.
 	FieldLastReason = "last_reason"
+	// FieldLastStdout and FieldLastStderr are the last bytes of the last
+	// run's stdout and stderr, with --keep-output; deleted at the end of a
+	// run that kept none.
+	FieldLastStdout = "last_stdout"
+	FieldLastStderr = "last_stderr"
 )
 
 // Result is how one run of an item ended, as the state hash's last_result,
