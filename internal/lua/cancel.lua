@@ -22,10 +22,13 @@ if type(token) ~= "string" then
   return false
 end
 local left = redis.call("PTTL", KEYS[1])
-if left <= 0 then
+if left <= 1 then
   return false
 end
 redis.call("DEL", KEYS[2])
 redis.call("HSET", KEYS[2], "holder", token, "reason", ARGV[1], "by", ARGV[2], "at", ARGV[3], "as_failure", ARGV[4])
-redis.call("PEXPIRE", KEYS[2], left)
+-- A millisecond less: PTTL rounds the lock's expiry to one, and the
+-- request must not outlive the lock by it. A holder whose refresh comes
+-- so late has lost the lock anyway.
+redis.call("PEXPIRE", KEYS[2], left - 1)
 return {token, left}
