@@ -239,3 +239,40 @@ func TestCancelOneShot(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelOneOfParallel: with --parallel, a cancel stops only the child
+// of its item; the other runs on under its own lock.
+func TestCancelOneOfParallel(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "cp:list", "a", "b")
+	dir := t.TempDir()
+	p := startW8y(t, append(portEnv(s), "DIR="+dir), "-u", s.URL, "-k", "cp", "-c", "--parallel", "2", "-x", "1.5", "--kill-after", "300ms",
+		"--cooldown", "1h", "sh", "-c", `echo $$ > "$DIR/$W8Y_ITEM"; `+started+`; while [ ! -e "$DIR/gate.$W8Y_ITEM" ]; do sleep 0.01; done`)
+	s.popStarted(t)
+	s.popStarted(t)
+	a, b := readPID(t, filepath.Join(dir, "a")), readPID(t, filepath.Join(dir, "b"))
+	if _, err := ops.Cancel(ctx(t), s.Client, keysOf("cp"), "a", "only a", false); err != nil {
+		t.Fatal(err)
+	}
+	processGone(t, a)
+	redistest.WaitFor(t, "a's end", func() bool { return s.Client.HGet(ctx(t), "cp:state:a", "last_result").Val() == "cancelled" })
+	// b outlives refreshes of its own lock that read its cancel key.
+	waitRefresh(t, s, "cp:lock:b")
+	if !stillRuns(b) || s.Client.HGet(ctx(t), "cp:state:b", "runs").Val() != "" {
+		t.Fatalf("b's child was stopped too")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "gate.b"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	redistest.WaitFor(t, "b's end", func() bool { return s.Client.HGet(ctx(t), "cp:state:b", "last_result").Val() == "success" })
+	// a, cancelled, has no cooldown: the worker takes it again.
+	if item := s.popStarted(t); item != "a" {
+		t.Errorf("took %q after the cancel, want a", item)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "gate.a"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, []*proc{p})
+	s.noLocks(t, "cp")
+}
