@@ -86,14 +86,29 @@ func BenchmarkTake(b *testing.B) {
 	}
 }
 
+// BenchmarkRefresh: a refresh of the lock alone (keys not colocated), and
+// one that also reads the item's cancel request, absent or aimed at
+// another holder: what cancel costs every refresh.
 func BenchmarkRefresh(b *testing.B) {
 	rdb := redistest.Start(b).Client
 	ctx := context.Background()
-	lock := &Lock{Key: "bench:lock:x", Token: testToken, TTL: time.Minute, client: rdb}
-	rdb.Set(ctx, lock.Key, lock.Token, lock.TTL)
-	for b.Loop() {
-		if err := lock.Refresh(ctx); err != nil {
-			b.Fatal(err)
-		}
+	for _, bm := range []struct {
+		name      string
+		cancelKey string
+		request   bool
+	}{{"lock", "", false}, {"with-cancel-key", "bench:cancel:x", false}, {"with-other-request", "bench:cancel:x", true}} {
+		b.Run(bm.name, func(b *testing.B) {
+			lock := &Lock{Key: "bench:lock:x", Token: testToken, TTL: time.Minute, CancelKey: bm.cancelKey, client: rdb}
+			rdb.Set(ctx, lock.Key, lock.Token, lock.TTL)
+			rdb.Del(ctx, "bench:cancel:x")
+			if bm.request {
+				rdb.HSet(ctx, "bench:cancel:x", "holder", "another", "reason", "r", "by", "b", "at", "0", "as_failure", "0")
+			}
+			for b.Loop() {
+				if req, err := lock.Refresh(ctx); err != nil || req != nil {
+					b.Fatal(req, err)
+				}
+			}
+		})
 	}
 }

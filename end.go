@@ -19,6 +19,10 @@ import (
 // success (--exit-codes).
 func newRunEnd(item string, exit proc.Exit, err error, stopped bool, exitCodes []int) runs.End {
 	end := runs.End{Item: item, Result: classify(exit, err, stopped, exitCodes), Exit: exit, Err: err, At: time.Now()}
+	var cancelled *cancelledError
+	if errors.As(err, &cancelled) {
+		end.Cancel = &cancelled.req
+	}
 	switch {
 	case errors.Is(err, errStopped):
 		// No child was started.
@@ -33,8 +37,8 @@ func newRunEnd(item string, exit proc.Exit, err error, stopped bool, exitCodes [
 }
 
 // reportedFailure says, for a run that failed as a run (its child's exit
-// code, a timeout, a lost lock), what one line on stderr tells of it: the
-// item, the cause and the code. It returns "" for a success, an
+// code, a timeout, a lost lock) or was cancelled, what one line on stderr
+// tells of it: the item, the cause and the code. It returns "" for a success, an
 // interruption, and a child that could not be started at all, which w8y
 // explains as its own failure when it exits.
 func reportedFailure(end runs.End) string {
@@ -44,6 +48,9 @@ func reportedFailure(end runs.End) string {
 		return fmt.Sprintf("item %s failed: %v (exit code %d)", item, end.Err, exitTimeout)
 	case end.Result == schema.ResultLockLost:
 		return fmt.Sprintf("item %s failed: %v; the child was stopped (exit code %d)", item, end.Err, exitLockLost)
+	case end.Result == schema.ResultCancelled:
+		// No exit code: a --continuous worker goes on after a cancel.
+		return fmt.Sprintf("item %s was %v", item, end.Err)
 	case end.Result != schema.ResultFailure || end.Err != nil:
 		return ""
 	case end.Exit.Signal != 0:
@@ -62,6 +69,8 @@ func classify(exit proc.Exit, err error, stopped bool, exitCodes []int) schema.R
 		return schema.ResultLockLost
 	case errors.Is(err, ErrTimeout):
 		return schema.ResultTimeout
+	case errors.Is(err, ErrCancelled):
+		return schema.ResultCancelled
 	case errors.Is(err, errStopped):
 		// The stop came between taking the item and starting its child.
 		return schema.ResultInterrupted

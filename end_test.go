@@ -41,13 +41,20 @@ func TestNewRunEnd(t *testing.T) {
 		{"timeout during a stop", proc.Exit{Code: 143}, fmt.Errorf("%w: x", ErrTimeout), true, schema.ResultTimeout, true, "timeout", 143},
 		{"lock lost though the child exited 0", proc.Exit{Code: 0}, fmt.Errorf("x: %w", ErrLockLost), false, schema.ResultLockLost, true, "lock_lost", 0},
 		{"executable not found", proc.Exit{}, fmt.Errorf("%w: gone", proc.ErrNotFound), false, schema.ResultFailure, true, "finish", 127},
+		{"cancelled", proc.Exit{Code: 143}, &cancelledError{}, false, schema.ResultCancelled, false, "cancelled", 143},
+		{"cancelled as a failure", proc.Exit{Code: 143}, &cancelledError{req: schema.CancelRequest{AsFailure: true}}, false, schema.ResultCancelled, true, "cancelled", 143},
+		{"cancelled though the child exited 0", proc.Exit{Code: 0}, &cancelledError{}, false, schema.ResultCancelled, false, "cancelled", 0},
+		{"cancelled during a stop", proc.Exit{Code: 143}, &cancelledError{}, true, schema.ResultCancelled, false, "cancelled", 143},
 	}
 	for _, tt := range tests {
 		end := newRunEnd("a", tt.exit, tt.err, tt.stopped, codes)
 		got := end.Result
-		if got != tt.want || got.Failed() != tt.failed || got.Event() != tt.event {
+		if got != tt.want || end.Failed() != tt.failed || got.Event() != tt.event {
 			t.Errorf("%s: %q (failed %v, event %q), want %q (failed %v, event %q)",
-				tt.name, got, got.Failed(), got.Event(), tt.want, tt.failed, tt.event)
+				tt.name, got, end.Failed(), got.Event(), tt.want, tt.failed, tt.event)
+		}
+		if want := tt.want == schema.ResultCancelled; (end.Cancel != nil) != want {
+			t.Errorf("%s: the end's cancel request is %v", tt.name, end.Cancel)
 		}
 		code := none
 		if end.Exited {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/w8y/w8y/internal/lua"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/runs"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 // ErrLockLost is reported when a held lock no longer carries our token, or
@@ -36,6 +38,10 @@ type Lock struct {
 	// Fence is the list's fencing token that this take got (see
 	// schema.Keys.Fence), which the child gets as W8Y_FENCE.
 	Fence int64
+	// CancelKey is the item's cancel request, which each refresh reads in
+	// the same call; "" where one script may not name it with the lock
+	// (see schema.Keys.Colocated), and no cancel can be asked for.
+	CancelKey string
 
 	client lockClient
 	// acks is --replica-acks: how many replicas must confirm a refresh for
@@ -71,23 +77,44 @@ func newToken() (string, error) {
 }
 
 // Refresh extends the lock to TTL from now if it still holds our token. It
-// returns ErrLockLost if the key is gone or holds another value.
-func (l *Lock) Refresh(ctx context.Context) error {
+// returns ErrLockLost if the key is gone or holds another value. In the
+// same call it reads the item's cancel request, and returns it when it is
+// aimed at our token.
+func (l *Lock) Refresh(ctx context.Context) (*schema.CancelRequest, error) {
 	sent := time.Now()
-	reply, err := redisconn.RunConfirmed(ctx, l.client, lua.Refresh, l.acks, l.TTL, []string{l.Key}, l.Token, l.TTL.Milliseconds())
+	keys := []string{l.Key}
+	if l.CancelKey != "" {
+		keys = append(keys, l.CancelKey)
+	}
+	reply, err := redisconn.RunConfirmed(ctx, l.client, lua.Refresh, l.acks, l.TTL, keys, l.Token, l.TTL.Milliseconds())
 	if reply == int64(0) {
-		return fmt.Errorf("%w: %s no longer holds our token", ErrLockLost, quoteKey(l.Key))
+		return nil, fmt.Errorf("%w: %s no longer holds our token", ErrLockLost, quoteKey(l.Key))
 	}
 	if err != nil {
 		// Not confirmed by the replicas, the extension does not count: a
 		// failover now would bring back the lock as it was before it.
-		return redisconn.Wrap("refresh lock "+quoteKey(l.Key), err)
+		return nil, redisconn.Wrap("refresh lock "+quoteKey(l.Key), err)
+	}
+	var cancel *schema.CancelRequest
+	if fields, ok := reply.([]any); ok && len(fields) == 5 {
+		reply, cancel = fields[0], l.cancelRequest(fields[1:])
 	}
 	if reply != int64(1) {
-		return redisconn.Wrap("refresh lock "+quoteKey(l.Key), fmt.Errorf("unexpected reply %v", reply))
+		return nil, redisconn.Wrap("refresh lock "+quoteKey(l.Key), fmt.Errorf("unexpected reply %v", reply))
 	}
 	l.expires = sent.Add(l.TTL)
-	return nil
+	return cancel, nil
+}
+
+// cancelRequest reads the request that lua.Refresh reports: reason, by,
+// at and as_failure, as schema.Keys.Cancel's hash holds them.
+func (l *Lock) cancelRequest(fields []any) *schema.CancelRequest {
+	text := func(i int) string { s, _ := fields[i].(string); return s }
+	req := &schema.CancelRequest{Holder: l.Token, Reason: text(0), By: text(1), AsFailure: text(3) == "1"}
+	if ms, err := strconv.ParseInt(text(2), 10, 64); err == nil {
+		req.At = time.UnixMilli(ms)
+	}
+	return req
 }
 
 // Release deletes the lock if it still holds our token, and reports whether
@@ -104,8 +131,12 @@ type lease struct {
 	lost chan error
 	// report sends a loss on lost, once.
 	report func(error)
-	cancel context.CancelFunc
-	done   chan struct{}
+	// cancelled delivers the first cancel request that a refresh found;
+	// noticed is set once it was sent, by the refreshing goroutine alone.
+	cancelled chan schema.CancelRequest
+	noticed   bool
+	cancel    context.CancelFunc
+	done      chan struct{}
 	// pause and resume carry Pause's and Resume's requests to the
 	// refresher.
 	pause  chan chan struct{}
@@ -126,7 +157,7 @@ type resumeRequest struct {
 func (l *Lock) keepAlive(ctx context.Context, giveUp time.Duration, log zerolog.Logger) *lease {
 	ctx, cancel := context.WithCancel(ctx)
 	k := &lease{
-		lost: make(chan error, 1), cancel: cancel, done: make(chan struct{}),
+		lost: make(chan error, 1), cancelled: make(chan schema.CancelRequest, 1), cancel: cancel, done: make(chan struct{}),
 		pause: make(chan chan struct{}), resume: make(chan resumeRequest),
 	}
 	var once sync.Once
@@ -142,6 +173,21 @@ func (l *Lock) keepAlive(ctx context.Context, giveUp time.Duration, log zerolog.
 
 // Lost delivers at most one error, ErrLockLost wrapped with its cause.
 func (k *lease) Lost() <-chan error { return k.lost }
+
+// Cancelled delivers at most one request: the first cancel request aimed at
+// this lock's token that a refresh found. The lease goes on refreshing
+// after it, so that the lock stays ours while the child is stopped.
+func (k *lease) Cancelled() <-chan schema.CancelRequest { return k.cancelled }
+
+// noteCancel passes req on to Cancelled, unless it is nil or one was
+// passed on already.
+func (k *lease) noteCancel(req *schema.CancelRequest) {
+	if req == nil || k.noticed {
+		return
+	}
+	k.noticed = true
+	k.cancelled <- *req
+}
 
 // Stop ends the refreshing and waits for it to finish.
 func (k *lease) Stop() {
@@ -201,7 +247,8 @@ func (l *Lock) hold(ctx context.Context, giveUp time.Duration, k *lease, log zer
 				return ctx.Err()
 			case req = <-k.resume:
 			}
-			err := l.verify(ctx, giveUp)
+			found, err := l.verify(ctx, giveUp)
+			k.noteCancel(found)
 			if err != nil && ctx.Err() == nil {
 				// Reported before the kill, so that whoever sees the child
 				// end knows why.
@@ -222,8 +269,9 @@ func (l *Lock) hold(ctx context.Context, giveUp time.Duration, k *lease, log zer
 		}
 		// No refresh may run past the moment the child must be stopped.
 		callCtx, cancel := context.WithDeadline(ctx, deadline)
-		err := l.Refresh(callCtx)
+		req, err := l.Refresh(callCtx)
 		cancel()
+		k.noteCancel(req)
 		switch {
 		case err == nil:
 			timer.Reset(period)
@@ -243,15 +291,16 @@ func (l *Lock) hold(ctx context.Context, giveUp time.Duration, k *lease, log zer
 // that, it may have expired, and only a refresh that finds our token tells.
 // Any other answer, an unreachable Redis included, counts as lost: what ran
 // under the lock must not run again on a guess.
-func (l *Lock) verify(ctx context.Context, giveUp time.Duration) error {
+// A refresh that it makes also returns the cancel request it found, if any.
+func (l *Lock) verify(ctx context.Context, giveUp time.Duration) (*schema.CancelRequest, error) {
 	if time.Now().Before(l.expires.Add(-giveUp)) {
-		return nil
+		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, verifyTimeout)
 	defer cancel()
-	err := l.Refresh(ctx)
+	req, err := l.Refresh(ctx)
 	if err == nil || errors.Is(err, ErrLockLost) {
-		return err
+		return req, err
 	}
-	return fmt.Errorf("%w: could not check %s after w8y was stopped: %w", ErrLockLost, quoteKey(l.Key), err)
+	return nil, fmt.Errorf("%w: could not check %s after w8y was stopped: %w", ErrLockLost, quoteKey(l.Key), err)
 }

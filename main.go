@@ -21,6 +21,9 @@ const (
 	exitOK = 0
 	// exitLockLost is 122, which shells and timeout(1) leave unused.
 	exitLockLost = 122
+	// exitCancelled is 123, between the two other codes of a child that
+	// w8y stopped itself; only xargs(1) gives it a meaning of its own.
+	exitCancelled = 123
 	// exitTimeout is timeout(1)'s.
 	exitTimeout = 124
 	// exitFailure is what env(1) and timeout(1) use for their own failures.
@@ -44,6 +47,7 @@ var exitStatuses = []exitStatus{
 	{"128+N", "the child was killed by signal N; in one-shot mode also: w8y got stop signal N before any child started"},
 	{strconv.Itoa(exitOK), "no item could be taken (see --no-work-exit-code), --continuous drained after a stop signal or ended after --max-items/--max-runtime/--until-idle, or every --parallel child exited 0"},
 	{strconv.Itoa(exitLockLost), "the lock was lost while the child ran; the child was stopped"},
+	{strconv.Itoa(exitCancelled), "a cancel request (w8yctl cancel) stopped the child (one-shot mode)"},
 	{strconv.Itoa(exitTimeout), "the child ran past --timeout; it was stopped"},
 	{strconv.Itoa(exitFailure), "w8y itself failed: bad option, bad URL, Redis unreachable or erroring, wrong password or certificate, lock not confirmed by --replica-acks replicas, wrong key type"},
 	{strconv.Itoa(exitNotExecutable), "the executable was found but cannot be run (nor can its #! interpreter)"},
@@ -147,12 +151,14 @@ func exitCode(err error, noWork int) (code int, explain bool) {
 		return 128 + int(stop.Signal), false
 	case errors.Is(err, ErrNoWork):
 		return noWork, false
-	// A run that timed out or lost its lock was told of when it ended (see
-	// reportedFailure), as every failed run is.
+	// A run that timed out, lost its lock or was cancelled was told of
+	// when it ended (see reportedFailure), as every failed run is.
 	case errors.Is(err, ErrLockLost):
 		return exitLockLost, false
 	case errors.Is(err, ErrTimeout):
 		return exitTimeout, false
+	case errors.Is(err, ErrCancelled):
+		return exitCancelled, false
 	case errors.Is(err, proc.ErrNotExecutable):
 		return exitNotExecutable, true
 	case errors.Is(err, proc.ErrNotFound):

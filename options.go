@@ -11,6 +11,7 @@ import (
 
 	flags "github.com/jessevdk/go-flags"
 	"github.com/w8y/w8y/internal/duration"
+	"github.com/w8y/w8y/internal/output"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
@@ -43,16 +44,17 @@ type RedisOptions struct {
 
 type ItemOptions struct {
 	KeyPrefix      string        `short:"k" long:"key-prefix" env:"W8Y_KEY_PREFIX" value-name:"PREFIX" description:"Prefix of all keys: <prefix>list, <prefix>lock:<item>" details:"Prefix of all keys, forced to end in ':'. The list is <prefix>list, the locks <prefix>lock:<item>. Without it the keys are list and lock:<item> at the top of the database, and w8y warns."`
-	KeyExpiry      duration.Flag `short:"x" long:"key-expiry" env:"W8Y_KEY_EXPIRY" default:"5" value-name:"DURATION" description:"Lock expiry, refreshed every third of it" details:"How long a lock lives unless refreshed; at least 100ms. The lock is refreshed about every third of it while the child runs, and expires by itself this long after w8y dies."`
+	KeyExpiry      duration.Flag `short:"x" long:"key-expiry" env:"W8Y_KEY_EXPIRY" default:"5" value-name:"DURATION" description:"Lock expiry, refreshed every third of it" details:"How long a lock lives unless refreshed; at least 100ms. The lock is refreshed about every third of it while the child runs (so a cancel request is noticed within a third of it), and expires by itself this long after w8y dies."`
 	Parallel       int           `long:"parallel" env:"W8Y_PARALLEL" default:"1" value-name:"N" description:"Run up to N children at once" details:"Run up to N children at once, each on its own item under its own lock. In one-shot mode, take up to N items from one pass over the list."`
 	NoWorkExitCode int           `long:"no-work-exit-code" env:"W8Y_NO_WORK_EXIT_CODE" default:"0" value-name:"CODE" description:"Exit code when no item could be taken"`
 }
 
 type ChildOptions struct {
-	EnvVar    string        `short:"e" long:"env-var" env:"W8Y_ENV_VAR" value-name:"NAME" description:"Also set the variable NAME to the item" details:"Also set the environment variable NAME to the item in the child's environment, besides W8Y_ITEM."`
-	Timeout   duration.Flag `long:"timeout" env:"W8Y_TIMEOUT" value-name:"DURATION" description:"Stop a child still running after DURATION; exit 124" details:"Stop a child still running after DURATION: SIGTERM to its process group, SIGKILL after --kill-after. w8y releases the lock and exits 124, as timeout(1) does. 0 means never."`
-	KillAfter killAfterFlag `long:"kill-after" env:"W8Y_KILL_AFTER" value-name:"DURATION" default-mask:"10s, or a third of --key-expiry if less" description:"Grace between SIGTERM and SIGKILL" details:"Grace between SIGTERM and SIGKILL when w8y stops a child's process group itself (a timeout, a lost lock, processes left behind). At most a third of --key-expiry, so that a group whose lock is being lost is gone before the lock could expire; a larger value is refused. A forwarded stop signal is not limited by it."`
-	Subreaper bool          `long:"subreaper" env:"W8Y_SUBREAPER" description:"Reap the processes that children orphan" details:"Make w8y a child subreaper: processes that a child orphans are re-parented to w8y, which reaps them. Always on when w8y is PID 1, as in a container."`
+	EnvVar     string        `short:"e" long:"env-var" env:"W8Y_ENV_VAR" value-name:"NAME" description:"Also set the variable NAME to the item" details:"Also set the environment variable NAME to the item in the child's environment, besides W8Y_ITEM."`
+	Timeout    duration.Flag `long:"timeout" env:"W8Y_TIMEOUT" value-name:"DURATION" description:"Stop a child still running after DURATION; exit 124" details:"Stop a child still running after DURATION: SIGTERM to its process group, SIGKILL after --kill-after. w8y releases the lock and exits 124, as timeout(1) does. 0 means never."`
+	KillAfter  killAfterFlag `long:"kill-after" env:"W8Y_KILL_AFTER" value-name:"DURATION" default-mask:"10s, or a third of --key-expiry if less" description:"Grace between SIGTERM and SIGKILL" details:"Grace between SIGTERM and SIGKILL when w8y stops a child's process group itself (a timeout, a lost lock, processes left behind). At most a third of --key-expiry, so that a group whose lock is being lost is gone before the lock could expire; a larger value is refused. A forwarded stop signal is not limited by it."`
+	KeepOutput int           `long:"keep-output" env:"W8Y_KEEP_OUTPUT" default:"0" value-name:"BYTES" description:"Keep the last BYTES of the child's output (it then writes to pipes)" details:"Pass the child's stdout and stderr on to w8y's own, byte for byte and unbuffered, and keep the last BYTES of each in the item's state hash (last_stdout, last_stderr) at the end of the run; at most 1048576 (1 MiB). The child then writes to pipes, not to w8y's own stdout and stderr: a child that asks whether its output is a terminal is told it is not. 0 (the default) leaves them untouched."`
+	Subreaper  bool          `long:"subreaper" env:"W8Y_SUBREAPER" description:"Reap the processes that children orphan" details:"Make w8y a child subreaper: processes that a child orphans are re-parented to w8y, which reaps them. Always on when w8y is PID 1, as in a container."`
 }
 
 type ContinuousOptions struct {
@@ -295,6 +297,9 @@ func (o *Options) validate() error {
 		if b.Max > time.Duration(o.StateTTL) {
 			return usageError("--failure-backoff MAX %s is longer than --state-ttl %s, which would forget the consecutive failures that the delay doubles with", duration.Format(b.Max), o.StateTTL)
 		}
+	}
+	if o.KeepOutput < 0 || o.KeepOutput > output.Max {
+		return usageError("--keep-output must be from 0 to %d bytes (1 MiB), got %d", output.Max, o.KeepOutput)
 	}
 	if o.Parallel < 1 {
 		return usageError("--parallel must be at least 1, got %d", o.Parallel)

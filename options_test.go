@@ -322,6 +322,8 @@ func TestParseOptions(t *testing.T) {
 		{name: "backoff garbage", args: []string{"--failure-backoff", "soon", "true"}, wantErr: "neither seconds"},
 		{name: "backoff garbage MAX", args: []string{"--failure-backoff", "1s,later", "true"}, wantErr: "neither seconds"},
 		{name: "zero parallel", args: []string{"--parallel", "0", "true"}, wantErr: "--parallel must be at least 1"},
+		{name: "negative keep-output", args: []string{"--keep-output", "-1", "true"}, wantErr: "--keep-output must be from 0 to 1048576 bytes (1 MiB), got -1"},
+		{name: "keep-output past its bound", args: []string{"--keep-output", "1048577", "true"}, wantErr: "--keep-output must be from 0 to 1048576 bytes (1 MiB), got 1048577"},
 		{name: "negative max items", args: []string{"-c", "--max-items", "-1", "true"}, wantErr: "--max-items must not be negative"},
 		{name: "negative max runtime", args: []string{"-c", "--max-runtime", "-1s", "true"}, wantErr: "--max-runtime must not be negative"},
 		{name: "max items without --continuous", args: []string{"--max-items", "3", "true"}, wantErr: "bound a --continuous worker"},
@@ -512,7 +514,7 @@ func TestManPage(t *testing.T) {
 	}
 	page := out.String()
 	for _, want := range []string{".TH w8y 1", ".SH SYNOPSIS", ".SH DESCRIPTION", ".SH OPTIONS", ".SS Continuous mode",
-		`\-\-state\-ttl`, `\-\-metrics\-addr`, `\-\-cooldown`, `\-\-parallel`, `\-\-redis\-cluster`, `\-\-replica\-acks`,
+		`\-\-state\-ttl`, `\-\-metrics\-addr`, `\-\-cooldown`, `\-\-parallel`, `\-\-keep\-output`, `\fB123\fP`, `\-\-redis\-cluster`, `\-\-replica\-acks`,
 		`\fB\-\-log\-format\fP=\fIconsole|json\fP`, "Choices: console, json.", ".SH ENVIRONMENT", ".SH EXIT STATUS", `\fB125\fP`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the man page lacks %q", want)

@@ -30,7 +30,10 @@ func TestRecordBothPaths(t *testing.T) {
 		{Result: schema.ResultTimeout, Exit: proc.Exit{Code: 137, Duration: 2 * time.Second}, Exited: true},
 		{Result: schema.ResultInterrupted, Exit: proc.Exit{Code: 130, Duration: time.Millisecond}, Exited: true},
 		{Result: schema.ResultInterrupted},
-		{Result: schema.ResultSuccess, Exit: proc.Exit{Code: 0, Duration: 5 * time.Millisecond}, Exited: true},
+		{Result: schema.ResultCancelled, Exit: proc.Exit{Code: 143, Duration: time.Second}, Exited: true,
+			Cancel: &schema.CancelRequest{Holder: testToken, Reason: "the disk is full", By: "ops@desk"}},
+		{Result: schema.ResultSuccess, Exit: proc.Exit{Code: 0, Duration: 5 * time.Millisecond}, Exited: true,
+			Output: &runs.Output{Stdout: []byte("out\x00\xff"), Stderr: []byte{}}},
 	}
 	type outcome struct {
 		state  map[string]string
@@ -86,10 +89,11 @@ func TestRecordBothPaths(t *testing.T) {
 	scan, each := run("scan:", true), run("each:", false)
 
 	want := map[string]string{
-		"last_holder": testToken, "last_end": "7000", "last_result": "success", "last_exit_code": "0",
-		"last_duration_ms": "5", "runs": "7", "failures": "3", "consecutive_failures": "0",
-		// Each take increments the fence: the seventh's is 7.
-		"last_fence": "7",
+		"last_holder": testToken, "last_end": "8000", "last_result": "success", "last_exit_code": "0",
+		"last_duration_ms": "5", "runs": "8", "failures": "3", "consecutive_failures": "0",
+		"last_stdout": "out\x00\xff", "last_stderr": "",
+		// Each take increments the fence: the eighth's is 8.
+		"last_fence": "8",
 	}
 	for name, got := range map[string]outcome{"scan": scan, "each": each} {
 		if !maps.Equal(got.state, want) {
@@ -110,6 +114,9 @@ func TestRecordBothPaths(t *testing.T) {
 			if end.Exited {
 				wantEnd["exit_code"] = strconv.Itoa(end.Exit.Code)
 				wantEnd["duration_ms"] = strconv.FormatInt(end.Exit.Duration.Milliseconds(), 10)
+			}
+			if end.Cancel != nil {
+				wantEnd["reason"], wantEnd["cancelled_by"] = end.Cancel.Reason, end.Cancel.By
 			}
 			if !maps.Equal(fin, wantEnd) {
 				t.Errorf("%s: end event %d: %v, want %v", name, i, fin, wantEnd)

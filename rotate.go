@@ -294,7 +294,11 @@ func (r *Rotator) rotate(ctx context.Context, list string) (string, error) {
 // newLock is the lock of item as this Rotator takes it, for this Rotator's
 // runs.
 func (r *Rotator) newLock(item string) *Lock {
-	return &Lock{Key: r.Keys.Lock(item), Token: r.Token, TTL: r.TTL, Item: item, client: r.Client, acks: r.ReplicaAcks}
+	lock := &Lock{Key: r.Keys.Lock(item), Token: r.Token, TTL: r.TTL, Item: item, client: r.Client, acks: r.ReplicaAcks}
+	if r.Keys.Colocated {
+		lock.CancelKey = r.Keys.Cancel(item)
+	}
+	return lock
 }
 
 // takeFence increments the list's fencing token for lock, as lua.Take does

@@ -117,7 +117,7 @@ func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog
 		},
 		children: &childRunner{
 			command: command, spawn: spawn, stops: stops, exitCodes: opts.ExitCodes,
-			killAfter: time.Duration(opts.KillAfter.Flag), timeout: time.Duration(opts.Timeout),
+			killAfter: time.Duration(opts.KillAfter.Flag), timeout: time.Duration(opts.Timeout), keepOutput: opts.KeepOutput,
 			metrics: counts, health: beat, log: log,
 		},
 		stops: stops,

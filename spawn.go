@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/items"
+	"github.com/w8y/w8y/internal/output"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
@@ -154,6 +155,20 @@ func (c Command) maxItemLen(lockPrefix string, room int) int {
 // ErrTimeout is reported when a child ran past --timeout and was stopped.
 var ErrTimeout = errors.New("timed out")
 
+// ErrCancelled is reported when a cancel request stopped a child (see
+// schema.Keys.Cancel); the error that wraps it is a *cancelledError.
+var ErrCancelled = errors.New("cancelled")
+
+// cancelledError is a run that its cancel request stopped: the request says
+// why, who asked, and whether the run counts as a failure.
+type cancelledError struct{ req schema.CancelRequest }
+
+func (e *cancelledError) Error() string {
+	return fmt.Sprintf("cancelled by %s: %q; the child was stopped", e.req.By, e.req.Reason)
+}
+
+func (e *cancelledError) Is(target error) bool { return target == ErrCancelled }
+
 // childRunner runs an item's child while keeping its lock alive, and stops
 // the child's process group when the lock is lost or --timeout passes.
 type childRunner struct {
@@ -164,7 +179,10 @@ type childRunner struct {
 	exitCodes []int
 	// killAfter is --kill-after; timeout is --timeout, 0 for none.
 	killAfter, timeout time.Duration
-	metrics            observer
+	// keepOutput is --keep-output: how many of the last bytes of the
+	// child's stdout and stderr to keep, 0 to leave them untouched.
+	keepOutput int
+	metrics    observer
 	// health is nil unless --metrics-addr is given.
 	health *health.Heartbeat
 	log    zerolog.Logger
@@ -173,27 +191,52 @@ type childRunner struct {
 // run runs the child for item, whose lock is ours, and says how the run
 // ended.
 func (c *childRunner) run(ctx context.Context, item string, lock *Lock) runs.End {
-	exit, stopped, err := c.runChild(ctx, item, lock)
-	return newRunEnd(item, exit, err, stopped, c.exitCodes)
+	exit, stopped, kept, err := c.runChild(ctx, item, lock)
+	end := newRunEnd(item, exit, err, stopped, c.exitCodes)
+	end.Output = kept
+	return end
 }
+
+// outputGrace is how long w8y waits, once the child's group has ended, for
+// the pipes of --keep-output to empty and close: long enough to drain what
+// the group wrote last, short enough that a process that left the group
+// with the pipe open (a daemon) holds the run up little. Its later writes
+// fail (EPIPE).
+const outputGrace = time.Second
 
 // runChild runs the child for item while keeping its lock alive. If the
 // lock is lost, the child's group is stopped before the lease could run out,
 // and the error wraps ErrLockLost; if --timeout passes first, the group is
-// stopped and the error wraps ErrTimeout. stopped reports whether a stop
-// signal had reached w8y by the time the child ended.
-func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (exit proc.Exit, stopped bool, err error) {
+// stopped and the error wraps ErrTimeout; if a refresh finds a cancel
+// request aimed at the lock, the group is stopped the same way and the
+// error is a *cancelledError. stopped reports whether a stop
+// signal had reached w8y by the time the child ended. With --keep-output,
+// kept is the end of the child's output.
+func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (exit proc.Exit, stopped bool, kept *runs.Output, err error) {
 	log := c.log.With().Str("item", items.Clip(item)).Str("lock_key", items.Clip(lock.Key)).Logger()
 	grace := killGrace(c.killAfter, lock.TTL)
 	// The lease starts with the child, so that job control finds every
 	// child with its lease (see signalRouter.startChild).
 	lease := lock.keepAlive(ctx, grace+stopMargin(lock.TTL), log)
 	defer lease.Stop()
-	child, err := c.stops.startChild(func() (*proc.Child, error) {
-		return c.spawn.Start(c.command.build(item, lock.Key, lock.Fence))
-	}, lease)
+	cmd := c.command.build(item, lock.Key, lock.Fence)
+	var capture *output.Capture
+	if c.keepOutput > 0 {
+		capture, err = output.Start(cmd.Stdout, cmd.Stderr, c.keepOutput)
+		if err != nil {
+			return proc.Exit{}, c.stops.stopping(), nil, err
+		}
+		cmd.Stdout, cmd.Stderr = capture.Stdout, capture.Stderr
+	}
+	child, err := c.stops.startChild(func() (*proc.Child, error) { return c.spawn.Start(cmd) }, lease)
+	if capture != nil {
+		capture.Started()
+	}
 	if err != nil {
-		return proc.Exit{}, c.stops.stopping(), err
+		if capture != nil {
+			capture.Finish(time.Now())
+		}
+		return proc.Exit{}, c.stops.stopping(), nil, err
 	}
 	defer c.stops.childDone(child)
 	defer child.Close()
@@ -234,6 +277,13 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 			log.Error().Err(failed).Int("pid", child.PID).Msg("lock lost: stopping the child")
 			child.Stop(grace)
 			ended = true
+		case req := <-lease.Cancelled():
+			failed = &cancelledError{req: req}
+			log.Warn().Str("reason", req.Reason).Str("by", req.By).Int("pid", child.PID).Msg("cancelled: stopping the child")
+			// As for a timeout, the lease goes on while the child stops,
+			// and finish.lua then deletes the request with the lock.
+			child.Stop(grace)
+			ended = true
 		case <-timeout:
 			failed = fmt.Errorf("%w after %s (--timeout); it was stopped", ErrTimeout, c.timeout)
 			log.Error().Int("pid", child.PID).Msg("timed out: stopping the child")
@@ -243,6 +293,11 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 			child.Stop(grace)
 			ended = true
 		}
+	}
+	if capture != nil {
+		// While the lease still holds the lock.
+		stdout, stderr := capture.Finish(time.Now().Add(outputGrace))
+		kept = &runs.Output{Stdout: stdout, Stderr: stderr}
 	}
 	stopped = c.stops.stopping()
 	stopBeating()
@@ -261,7 +316,7 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 	}
 	event.Int("pid", child.PID).Int("exit_code", exit.Code).Str("status", exit.String()).Str("result", string(result)).
 		Float64("duration_s", exit.Duration.Seconds()).Msg("item finished")
-	return exit, stopped, failed
+	return exit, stopped, kept, failed
 }
 
 // killGrace is the time a child gets between SIGTERM and SIGKILL when w8y

@@ -299,6 +299,10 @@ func (l *continuous) ended(end runs.End) {
 		// Draining: however the child ended, w8y exits 0.
 		l.close("")
 	case end.Result == schema.ResultSuccess, errors.Is(end.Err, errStopped):
+	case end.Result == schema.ResultCancelled:
+		// An operator stopped the run, not the item: the worker goes on,
+		// even when the request counts the run as the item's failure.
+		w.log.Info().Str("item", items.Clip(end.Item)).Msg("going on: the run was cancelled")
 	case errors.Is(end.Err, ErrLockLost):
 		l.retry(end.Err)
 	case errors.Is(end.Err, ErrTimeout) && slices.Contains(w.opts.ExitCodes, exitTimeout):

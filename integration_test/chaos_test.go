@@ -158,7 +158,7 @@ func TestChaos(t *testing.T) {
 	}
 
 	kinds := []string{"SIGKILL a worker", "SIGTERM a worker", "RPUSH an item", "restart redis-server", "LREM an item", "CLIENT PAUSE past the expiry", "run an item now",
-		"w8yctl pause", "w8yctl resume", "w8yctl run-now"}
+		"w8yctl pause", "w8yctl resume", "w8yctl run-now", "w8yctl cancel"}
 	interval := time.Duration(seconds) * time.Second / time.Duration(3*len(kinds))
 	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
 	added := 0
@@ -231,6 +231,17 @@ func TestChaos(t *testing.T) {
 		case "w8yctl run-now":
 			present := present()
 			ctl("run-now", present[rand.N(len(present))])
+		case "w8yctl cancel":
+			// A running item where there is one (a long one the likeliest),
+			// else any: a cancel of an item nobody runs changes nothing.
+			item := present()[0]
+			for _, key := range s.keys(t, "chaos:lock:*") {
+				item = strings.TrimPrefix(key, "chaos:lock:")
+				if strings.HasSuffix(item, "0") || strings.HasSuffix(item, "5") {
+					break
+				}
+			}
+			ctl("cancel", item, "--reason", "chaos")
 		case "restart redis-server":
 			s.Restart(t)
 		case "CLIENT PAUSE past the expiry":
@@ -287,13 +298,19 @@ func TestChaos(t *testing.T) {
 		}
 	}
 
+	cancelled := 0
+	for _, e := range s.Client.XRange(ctx(t), "chaos:events", "-", "+").Val() {
+		if e.Values["type"] == "cancelled" {
+			cancelled++
+		}
+	}
 	runs, overlaps := lines(t, filepath.Join(dir, "runs")), lines(t, filepath.Join(dir, "overlaps"))
 	for _, item := range overlaps {
 		violations = append(violations, fmt.Sprintf("item %q ran twice at once", item))
 	}
 	t.Logf("chaos: %d workers (%d started in all), %d items at the start, %d added and %d removed from outside, %d in the list at the end",
 		m, generation, k, added, faults["LREM an item"], len(s.list(t, "chaos:list")))
-	t.Logf("chaos: %d runs in %ds; children stopped on a lost lock: %d; overlaps found: %d", len(runs), seconds, lockLost, len(overlaps))
+	t.Logf("chaos: %d runs in %ds; children stopped on a lost lock: %d; runs cancelled: %d; overlaps found: %d", len(runs), seconds, lockLost, cancelled, len(overlaps))
 	for _, kind := range kinds {
 		t.Logf("chaos: fault %-30s x%d", kind, faults[kind])
 	}

@@ -346,7 +346,7 @@ func TestCtlBadInput(t *testing.T) {
 		{"item given twice", nil, append(at, "run-now", "a", "b", "a"), `item "a" is given twice`},
 		{"--for that does not parse", nil, append(at, "pause", "a", "--for", "a while"), `--for "a while"`},
 		{"--for negative", nil, append(at, "pause", "a", "--for=-1h"), "a pause cannot last a negative time"},
-		{"option of another verb", nil, append(at, "resume", "a", "--reason", "x"), "--reason goes with pause, not resume"},
+		{"option of another verb", nil, append(at, "resume", "a", "--reason", "x"), "--reason goes with pause or cancel, not resume"},
 		{"missing list", nil, []string{"-u", s.URL, "-k", "typo", "pause", "a"}, `the list "typo:list" does not exist`},
 		{"list of another type", nil, []string{"-u", s.URL, "-k", "hash", "remove", "a"}, `"hash:list" holds a hash, not a list`},
 		{"item not in the list", nil, append(at, "pause", "a", "zz"), `"zz" is not in the list "bad:list"`},
@@ -431,16 +431,21 @@ func TestCtlACL(t *testing.T) {
 	}
 	s.seed(t, "ops:list", "a", "b")
 	s.Client.XAdd(ctx(t), &redis.XAddArgs{Stream: "ops:events", Values: []string{"type", "start", "item", "a", "holder", "h"}})
+	// b runs somewhere, for cancel to ask its holder.
+	s.Client.Set(ctx(t), "ops:lock:b", "elsewhere:1:abc", time.Minute)
 	env := []string{"W8Y_REDIS_URL=redis://operator@127.0.0.1:" + itoa(s.Port), "W8Y_REDIS_PASSWORD=" + password, "W8Y_KEY_PREFIX=ops"}
 	for _, verb := range [][]string{
 		{"add", "c"}, {"pause", "a", "--for", "1h", "--reason", "r"}, {"status"}, {"resume", "a"}, {"run-now", "b"}, {"remove", "c"},
-		{"events", "--item", "a"}, {"events", "--since", "1h"},
+		{"events", "--item", "a"}, {"events", "--since", "1h"}, {"cancel", "--reason", "r", "b"},
 	} {
 		r := runCtl(t, env, verb...)
 		r.wantExit(t, 0)
 		if r.Stderr != "" {
 			t.Errorf("as the README's ACL user: %s", r)
 		}
+	}
+	if got := s.Client.HGet(ctx(t), "ops:cancel:b", "holder").Val(); got != "elsewhere:1:abc" {
+		t.Errorf("the cancel request of b is aimed at %q, want its lock's holder", got)
 	}
 	r := runCtl(t, env, "-k", "other", "pause", "a")
 	r.wantExit(t, 125)

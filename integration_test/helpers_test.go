@@ -348,21 +348,23 @@ func oneLineOf(t *testing.T, name, stderr, want string) {
 // a parent that is not this test) and fails the test if it still runs.
 func processGone(t *testing.T, pid int) {
 	t.Helper()
-	stat := func() ([]byte, error) { return os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)) }
-	gone := redistest.Poll(redistest.Timeout, func() bool {
-		stat, err := stat()
-		// The state follows the command name in parentheses.
-		i := bytes.LastIndexByte(stat, ')')
-		return errors.Is(err, os.ErrNotExist) || err == nil && i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
-	})
+	gone := redistest.Poll(redistest.Timeout, func() bool { return !stillRuns(pid) })
 	if !gone {
 		// The state, parent and process group say who should have ended
 		// it: the guard kills by group and by W8Y_HOLDER.
-		last, _ := stat()
+		last, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 		t.Fatalf("process %d still runs after %s: stat %q; W8Y_HOLDER in its environment: %v",
 			pid, redistest.Timeout, last, bytes.Contains(environ, []byte("W8Y_HOLDER=")))
 	}
+}
+
+// stillRuns reports whether pid runs: it exists and is not a zombie.
+func stillRuns(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	// The state follows the command name in parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	return !(errors.Is(err, os.ErrNotExist) || err == nil && i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z')
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/control"
 	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 // TestTLS runs w8y against a redis-server that speaks only TLS, with
@@ -99,13 +101,14 @@ func TestTLS(t *testing.T) {
 // grants them: those it sends, those its scripts call, and those of the
 // schedule (EXISTS on the cooldown and backoff keys in every take; PTTL,
 // TYPE and SET to set them, HSET and HINCRBY to count failures), INCR for the
-// fencing token, the record,
-// --status and /healthz. The scripts call the record's with pcall, so a
+// fencing token, the record (HDEL of a cancelled run's reason), the cancel
+// request (HMGET at each refresh, HGET and DEL at the finish), the due
+// index, --status and /healthz. The scripts call the record's with pcall, so a
 // missing one would only show as a missing record: the tests check it, and
 // the cooldown and backoff (checkSchedule).
 const aclCommands = "+evalsha +eval +llen +lmove +rpoplpush +wait " +
 	"+lrange +exists +mget +set +rpush +ltrim +type +get +pexpire +del " +
-	"+hset +hincrby +xadd +lindex +lpos +pttl +hmget +ping +incr " +
+	"+hset +hincrby +hdel +hget +xadd +lindex +lpos +pttl +hmget +ping +incr " +
 	"+zadd +zrem +zrangebyscore +lrem"
 
 // checkRecord fails the test unless each of items ran once, as its state
@@ -249,6 +252,44 @@ func TestACL(t *testing.T) {
 	// d ran last: a and b are next.
 	checkSchedule(t, s.Client, "acl:", []string{"W8Y_REDIS_PASSWORD=" + password}, []string{"-u", url, "-k", "acl"}, "a", "b")
 	checkLook(t, s.Client, []string{"W8Y_REDIS_PASSWORD=" + password}, []string{"-u", url, "-k", "acl"}, "acl:", "a")
+	checkCancel(t, s, []string{"W8Y_REDIS_PASSWORD=" + password}, []string{"-u", url, "-k", "acl"}, "c")
+}
+
+// checkCancel fails the test unless a one-shot run as the ACL user (env,
+// args) notices a cancel request, stops its child and finishes as cancelled
+// with the reason, spending the request, and the item's next run drops the
+// reason: the rule must let the refresh read the request (HMGET) and the
+// finish delete it (HGET, DEL) and the reason (HDEL).
+func checkCancel(t *testing.T, s *server, env, args []string, item string) {
+	t.Helper()
+	prefix := args[len(args)-1] + ":"
+	// item is the only one free to run.
+	if err := s.Client.Del(ctx(t), prefix+"cooldown:"+item, prefix+"backoff:"+item).Err(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	p := startW8y(t, append(slices.Clone(env), "DIR="+dir), append(slices.Clone(args), "-x", "1.5", "--kill-after", "300ms", "-q",
+		"sh", "-c", `echo "$W8Y_ITEM" > "$DIR/item.tmp" && mv "$DIR/item.tmp" "$DIR/item"; exec sleep 1000`)...)
+	redistest.WaitFor(t, "the child to start", func() bool { return len(lines(t, filepath.Join(dir, "item"))) == 1 })
+	if got := lines(t, filepath.Join(dir, "item"))[0]; got != item {
+		t.Fatalf("took %q, want %q", got, item)
+	}
+	if _, err := control.Cancel(ctx(t), s.Client, schema.Keys{Prefix: prefix, Colocated: true}, item, "by the rule", false); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(t).wantExit(t, 123)
+	state := s.Client.HGetAll(ctx(t), prefix+"state:"+item).Val()
+	if state["last_result"] != "cancelled" || state["last_reason"] != "by the rule" {
+		t.Errorf("state of the cancelled %q: %v", item, state)
+	}
+	if n := s.Client.Exists(ctx(t), prefix+"cancel:"+item).Val(); n != 0 {
+		t.Errorf("the finish left the cancel request")
+	}
+	// The cancelled item may run again at once.
+	runW8y(t, env, append(slices.Clone(args), "-q", "true")...).wantExit(t, 0)
+	if state := s.Client.HGetAll(ctx(t), prefix+"state:"+item).Val(); state["last_result"] != "success" || state["last_reason"] != "" {
+		t.Errorf("state of %q after its next run: %v", item, state)
+	}
 }
 
 // checkLook fails the test unless an idle continuous worker, run with args

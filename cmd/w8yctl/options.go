@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -37,7 +38,10 @@ type VerbOptions struct {
 	JSON   bool   `long:"json" description:"Print JSON instead of lines (events: one object a line)"`
 	Create bool   `long:"create" description:"add: start the list if it does not exist"`
 	For    string `long:"for" value-name:"DURATION" description:"pause: end the pause by itself after DURATION (default: until resumed)"`
-	Reason string `long:"reason" value-name:"TEXT" description:"pause: why, kept with the pause"`
+	Reason string `long:"reason" value-name:"TEXT" description:"pause, cancel: why, kept with the pause or the cancelled run"`
+	// AsFailure and Cancel are cancel's and remove's.
+	AsFailure bool `long:"as-failure" description:"cancel: count the cancelled run as a failure of its item (backoff, consecutive failures)"`
+	Cancel    bool `long:"cancel" description:"remove: also cancel the run of an item that runs now, instead of letting it finish"`
 	Follow bool   `long:"follow" description:"events: then print each new event as it comes, until Ctrl-C"`
 	Item   string `long:"item" value-name:"ITEM" description:"events: only this item's events"`
 	Count  string `short:"n" long:"count" value-name:"N" default:"10" description:"events: how many of the latest events to print (with --since: all, unless given)"`
@@ -122,10 +126,12 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 // check refuses what the verb cannot take: options of other verbs, missing
 // or repeated items, and values that do not parse.
 func (c *command) check(parser *flags.Parser, args []string) error {
-	for _, name := range []string{"create", "for", "reason", "follow", "item", "count", "watch", "since"} {
+	for _, name := range []string{"create", "for", "reason", "as-failure", "cancel", "follow", "item", "count", "watch", "since"} {
 		opt := parser.FindOptionByLongName(name)
-		if opt.IsSet() && !opt.IsSetDefault() && !strings.HasPrefix(opt.Description, c.verb.name+":") {
-			return fmt.Errorf("--%s goes with %s, not %s", name, strings.SplitN(opt.Description, ":", 2)[0], c.verb.name)
+		// The description starts with the verbs that take the option.
+		takers := strings.SplitN(opt.Description, ":", 2)[0]
+		if opt.IsSet() && !opt.IsSetDefault() && !slices.Contains(strings.Split(takers, ", "), c.verb.name) {
+			return fmt.Errorf("--%s goes with %s, not %s", name, strings.ReplaceAll(takers, ", ", " or "), c.verb.name)
 		}
 	}
 	if c.verb.takesItems {

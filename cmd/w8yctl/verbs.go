@@ -23,10 +23,11 @@ type verb struct {
 // a file of its own.
 var verbs = []*verb{
 	{"add", "add [--create] ITEM...", "Append the items that the list does not hold yet; print how many were added", true, runAdd},
-	{"remove", "remove ITEM...", "Remove every occurrence of the items, and their cooldown, backoff, pause and state keys; a running item finishes its run", true, runRemove},
+	{"remove", "remove [--cancel] ITEM...", "Remove every occurrence of the items, and their cooldown, backoff, pause and state keys; a running item finishes its run, unless --cancel cancels it", true, runRemove},
 	{"pause", "pause [--for DURATION] [--reason TEXT] ITEM...", "Keep every worker from taking the items, until resumed or for DURATION; a running item finishes its run", true, runPause},
 	{"resume", "resume ITEM...", "End the items' pauses", true, runResume},
 	{"run-now", "run-now ITEM...", "Clear the items' cooldown, backoff and pause: an idle worker takes each within a second, unless it runs now", true, runRunNow},
+	{"cancel", "cancel [--reason TEXT] [--as-failure] ITEM...", "Stop the items' running children wherever they run, within a third of the lock's expiry; the runs are recorded as cancelled, not as failures unless --as-failure", true, runCancel},
 	{"status", "status [--watch[=INTERVAL]]", "Show every item: its lock, pause, cooldown or backoff, and last run, as w8y --status does", false, runStatus},
 	{"events", "events [--follow] [--since TIME|ID] [--item ITEM] [-n N]", "Print the latest events (starts and ends of runs), or those since TIME, and with --follow each new one until Ctrl-C", false, runEvents},
 }

@@ -5,20 +5,21 @@
 --
 -- KEYS[1] the item's lock
 -- KEYS[2] its state hash, KEYS[3] its cooldown key, KEYS[4] its backoff key
--- KEYS[5] the due index (see schema.Keys.Due), KEYS[6] the events stream
---         (optional: without it, no event is added)
+-- KEYS[5] the due index (see schema.Keys.Due), KEYS[6] its cancel request
+--         (see schema.Keys.Cancel), KEYS[7] the events stream (optional:
+--         without it, no event is added)
 -- ARGV[1] our token
 -- ARGV[2] the item
 -- ARGV[3] options: words of the form name=value, separated by spaces, as in
 --         take.lua; a name the script does not know is ignored. Known:
 --           now=MS          the end of the run, Unix milliseconds
---           result=NAME     success, failure, timeout, lock_lost or
---                           interrupted (see internal/schema)
---           failed=1        the result counts as a failure (internal/schema says
---                           which do)
+--           result=NAME     success, failure, timeout, lock_lost,
+--                           interrupted or cancelled (see internal/schema)
+--           failed=1        the result counts as a failure (runs.End.Failed
+--                           says which do)
 --           exit_code=N     the child's exit code (absent: no child ran)
 --           duration_ms=N   how long the child ran
---           event=TYPE      finish, timeout or lock_lost
+--           event=TYPE      finish, timeout, lock_lost or cancelled
 --           state_ttl=MS    expiry of the state hash and the stream
 --           events=N        the stream's approximate cap (MAXLEN ~ N)
 --           cooldown=MS     cooldown after a success (absent or 0: none)
@@ -27,6 +28,12 @@
 --           jitter=F        factor for the failure delay, in [0.75, 1], drawn
 --                           by the client: a script must not depend on
 --                           randomness
+--           reason=1        the run was cancelled: ARGV[4] and ARGV[5] say why
+--           output=1        the child's output was kept (--keep-output):
+--                           ARGV[6] and ARGV[7] hold its tails
+-- ARGV[4] the reason that a cancelled run's request gave, and ARGV[5] who
+--         asked: free text, so not among the words
+-- ARGV[6] the last bytes of the child's stdout, and ARGV[7] of its stderr
 --
 -- As a plain release, returns 1 when our lock was deleted, 0 when it was gone
 -- or someone else's. Otherwise returns {released, failures, delay, problem}:
@@ -57,6 +64,10 @@ for name, value in string.gmatch(ARGV[3] or "", "([%w_]+)=(%S*)") do
   opt[name] = value
 end
 local state = KEYS[2]
+local reason, by
+if opt.reason == "1" then
+  reason, by = ARGV[4], ARGV[5]
+end
 local failures, delay, problem = -1, -1, ""
 
 -- Schedule: the count of consecutive failures, which this block alone
@@ -126,9 +137,30 @@ else
   redis.pcall("ZREM", KEYS[5], item)
 end
 
+-- Cancel: a request aimed at our token is spent, whether or not it stopped
+-- this run (one made as the child ended by itself did not): left, it would
+-- stop this worker's next run of the item, which has the same token.
+if redis.pcall("HGET", KEYS[6], "holder") == token then
+  redis.call("DEL", KEYS[6])
+end
+
 -- Record: the state hash and the end event. pcall: a key of another type in
 -- their place must not hide whether the lock was released.
 redis.pcall("HSET", state, "last_end", opt.now, "last_result", opt.result)
+-- What this run has not to say, an earlier one's must not seem to.
+local drop = {}
+if reason then
+  redis.pcall("HSET", state, "last_reason", reason)
+else
+  drop[#drop + 1] = "last_reason"
+end
+if opt.output == "1" then
+  redis.pcall("HSET", state, "last_stdout", ARGV[6], "last_stderr", ARGV[7])
+else
+  drop[#drop + 1] = "last_stdout"
+  drop[#drop + 1] = "last_stderr"
+end
+redis.pcall("HDEL", state, unpack(drop))
 if opt.exit_code then
   redis.pcall("HSET", state, "last_exit_code", opt.exit_code, "last_duration_ms", opt.duration_ms)
 end
@@ -137,7 +169,7 @@ if opt.failed == "1" then
   redis.pcall("HINCRBY", state, "failures", 1)
 end
 redis.pcall("PEXPIRE", state, opt.state_ttl)
-if KEYS[6] then
+if KEYS[7] then
   local fields = {"type", opt.event, "item", item, "holder", token, "result", opt.result}
   if opt.exit_code then
     fields[#fields + 1] = "exit_code"
@@ -145,8 +177,14 @@ if KEYS[6] then
     fields[#fields + 1] = "duration_ms"
     fields[#fields + 1] = opt.duration_ms
   end
-  redis.pcall("XADD", KEYS[6], "MAXLEN", "~", opt.events, "*", unpack(fields))
-  redis.pcall("PEXPIRE", KEYS[6], opt.state_ttl)
+  if reason then
+    fields[#fields + 1] = "reason"
+    fields[#fields + 1] = reason
+    fields[#fields + 1] = "cancelled_by"
+    fields[#fields + 1] = by
+  end
+  redis.pcall("XADD", KEYS[7], "MAXLEN", "~", opt.events, "*", unpack(fields))
+  redis.pcall("PEXPIRE", KEYS[7], opt.state_ttl)
 end
 
 return {released, failures, delay, problem}

@@ -30,6 +30,8 @@ var (
 	dueSource string
 	//go:embed control.lua
 	controlSource string
+	//go:embed cancel.lua
+	cancelSource string
 )
 
 var (
@@ -40,7 +42,8 @@ var (
 	// TryLock takes one lock as SET NX PX does, and names a lock key of
 	// another type: the take of one candidate, for where they do not.
 	TryLock = redis.NewScript(tryLockSource)
-	// Refresh extends a lock while it holds our token.
+	// Refresh extends a lock while it holds our token, and reports a
+	// cancel request aimed at that token.
 	Refresh = redis.NewScript(refreshSource)
 	// Finish releases a lock while it holds our token and writes what the
 	// run's end changes; given the lock's key alone, it only releases.
@@ -57,4 +60,7 @@ var (
 	// Control is what an operator changes with w8yctl (add, remove, pause,
 	// resume, run now), one atomic call per command.
 	Control = redis.NewScript(controlSource)
+	// Cancel asks the holder of an item's lock, whoever it is now, to stop
+	// the item's child.
+	Cancel = redis.NewScript(cancelSource)
 )

@@ -14,7 +14,7 @@ func TestScriptsLoad(t *testing.T) {
 	rdb := redistest.Start(t).Client
 	ctx := context.Background()
 	for name, script := range map[string]*redis.Script{
-		"take": Take, "trylock": TryLock, "refresh": Refresh, "finish": Finish, "count": Count, "pause": Pause, "due": Due, "control": Control,
+		"take": Take, "trylock": TryLock, "refresh": Refresh, "finish": Finish, "count": Count, "pause": Pause, "due": Due, "control": Control, "cancel": Cancel,
 	} {
 		sha, err := script.Load(ctx, rdb).Result()
 		if err != nil {

@@ -30,4 +30,21 @@ type End struct {
 	// when the child ended by itself.
 	Err error
 	At  time.Time
+	// Cancel is the request that cancelled the run, when its Result is
+	// schema.ResultCancelled.
+	Cancel *schema.CancelRequest
+	// Output is the end of what the child wrote, with --keep-output; nil
+	// without it, or when no child ran.
+	Output *Output
+}
+
+// Output is the last bytes of a child's stdout and stderr.
+type Output struct {
+	Stdout, Stderr []byte
+}
+
+// Failed reports whether the run counts against its item: its result does
+// (see schema.Result.Failed), or its cancel request asked to count it so.
+func (e End) Failed() bool {
+	return e.Result.Failed() || e.Result == schema.ResultCancelled && e.Cancel != nil && e.Cancel.AsFailure
 }

@@ -65,12 +65,22 @@ func (f *Finisher) Finish(ctx context.Context, lockKey, token string, end End) (
 		return f.finishEach(ctx, lockKey, token, end, factor)
 	}
 	rec, item := f.Record, end.Item
-	keys := []string{lockKey, rec.Keys.State(item), rec.Keys.Cooldown(item), rec.Keys.Backoff(item), rec.Keys.Due()}
+	keys := []string{lockKey, rec.Keys.State(item), rec.Keys.Cooldown(item), rec.Keys.Backoff(item), rec.Keys.Due(), rec.Keys.Cancel(item)}
 	if rec.EventsMaxLen > 0 {
 		keys = append(keys, rec.Keys.Events())
 	}
+	// The free text and the output follow the words, which say whether
+	// they count (reason=1, output=1).
+	var reason, by string
+	if end.Cancel != nil {
+		reason, by = end.Cancel.Reason, end.Cancel.By
+	}
+	var stdout, stderr []byte
+	if end.Output != nil {
+		stdout, stderr = end.Output.Stdout, end.Output.Stderr
+	}
 	words := rec.finishWords(end) + f.scheduleWords(factor)
-	reply, err := lua.Finish.Run(ctx, f.Client, keys, token, item, words).Slice()
+	reply, err := lua.Finish.Run(ctx, f.Client, keys, token, item, words, reason, by, stdout, stderr).Slice()
 	if err != nil && redisconn.SlotMoving(err) {
 		// While the slot moves to another Cluster node, a command that
 		// names several of its keys is refused (TRYAGAIN) until all of them
@@ -130,14 +140,14 @@ func (f *Finisher) finishEach(ctx context.Context, lockKey, token string, end En
 	s, rec, item, res := f.Schedule, f.Record, end.Item, end.Result
 	out := Reply{Failures: -1}
 	cooling := res == schema.ResultSuccess && s.Cooldown > 0
-	backingOff := res.Failed() && s.Backoff != (Backoff{})
+	backingOff := end.Failed() && s.Backoff != (Backoff{})
 
 	pipe := f.Client.Pipeline()
 	var count, cooldown, release *redis.Cmd
 	switch {
 	case res == schema.ResultSuccess:
 		count = lua.Count.Eval(ctx, pipe, []string{rec.Keys.State(item)}, "success", rec.StateTTL.Milliseconds())
-	case res.Failed():
+	case end.Failed():
 		count = lua.Count.Eval(ctx, pipe, []string{rec.Keys.State(item)}, "failure", rec.StateTTL.Milliseconds())
 	}
 	if cooling {
@@ -161,7 +171,7 @@ func (f *Finisher) finishEach(ctx context.Context, lockKey, token string, end En
 			return out, redisconn.Wrap("count the runs of "+quoteItem(item), err)
 		}
 		out.Problem = problem
-		if res.Failed() {
+		if end.Failed() {
 			if problem == "" {
 				out.Failures = n
 			} else {

@@ -19,6 +19,8 @@ import (
 type finishStep struct {
 	res  schema.Result
 	lost bool
+	// cancel is the request that cancelled the run, if one did.
+	cancel *schema.CancelRequest
 }
 
 // finishCase is a series of finished runs of one item from a given state.
@@ -87,7 +89,27 @@ func TestFinishBothWaysAlike(t *testing.T) {
 		return "hash " + strings.Join(fields, ",") + " (1h0m0s)"
 	}
 	ok, fail, stopped := finishStep{res: schema.ResultSuccess}, finishStep{res: schema.ResultFailure}, finishStep{res: schema.ResultInterrupted}
+	cancelled := finishStep{res: schema.ResultCancelled, cancel: &schema.CancelRequest{Holder: testToken, Reason: "a deploy, say", By: "ops@desk"}}
+	charged := finishStep{res: schema.ResultCancelled, cancel: &schema.CancelRequest{Holder: testToken, Reason: "stuck", By: "ops@desk", AsFailure: true}}
 	tests := []finishCase{
+		{
+			name: "a cancelled run sets no pause, leaves the count and records the reason", due: "0s",
+			setup: func(ctx context.Context, rdb *redis.Client, keys schema.Keys) {
+				rdb.HSet(ctx, keys.State("x"), "consecutive_failures", 2)
+			},
+			steps: []finishStep{cancelled}, want: []string{"true -1 0s"},
+			keys: map[string]string{"state:x": "hash consecutive_failures=2,last_end=1000,last_reason=a deploy, say,last_result=cancelled,runs=1 (1h0m0s)"},
+		},
+		{
+			name: "a cancelled run that asked to count as a failure backs off", due: "2s",
+			steps: []finishStep{fail, charged}, want: []string{"true 1 1s", "true 2 2s"},
+			keys: map[string]string{"backoff:x": testToken + " (2s)", "state:x": "hash consecutive_failures=2,failures=2,last_end=1000,last_reason=stuck,last_result=cancelled,runs=2 (1h0m0s)"},
+		},
+		{
+			name: "the next run's end drops the reason", due: "0s",
+			steps: []finishStep{cancelled, stopped}, want: []string{"true -1 0s", "true -1 0s"},
+			keys: map[string]string{"state:x": state(-1, 2, 0, schema.ResultInterrupted)},
+		},
 		{
 			name: "success cools down", due: "1m0s", steps: []finishStep{ok}, want: []string{"true -1 0s"},
 			keys: map[string]string{"cooldown:x": testToken + " (1m0s)", "state:x": state(0, 1, 0, schema.ResultSuccess)},
@@ -188,7 +210,7 @@ func TestFinishBothWaysAlike(t *testing.T) {
 						value = "someone-else"
 					}
 					rdb.Set(ctx, lockKey, value, time.Hour)
-					done, err := f.Finish(ctx, lockKey, testToken, End{Item: "x", Result: step.res, At: time.UnixMilli(1000)})
+					done, err := f.Finish(ctx, lockKey, testToken, End{Item: "x", Result: step.res, At: time.UnixMilli(1000), Cancel: step.cancel})
 					if err != nil {
 						t.Fatalf("finish: %v", err)
 					}
@@ -256,3 +278,26 @@ func TestFinishJitter(t *testing.T) {
 }
 
 const testToken = "host:1:token"
+
+// TestFinishSpendsCancel: the finish deletes a cancel request aimed at its
+// run's token, which would otherwise stop the same worker's next run of the
+// item (its token is the same), and leaves one aimed at another holder.
+func TestFinishSpendsCancel(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	for _, tt := range []struct {
+		holder string
+		left   int64
+	}{{testToken, 0}, {"someone-else", 1}} {
+		keys := schema.Keys{Prefix: "c:" + tt.holder + ":", Colocated: true}
+		f := &Finisher{Client: rdb, Record: &Recorder{Keys: keys, StateTTL: time.Hour}}
+		rdb.Set(ctx, keys.Lock("x"), testToken, time.Hour)
+		rdb.HSet(ctx, keys.Cancel("x"), schema.CancelHolder, tt.holder, schema.CancelReason, "r")
+		if _, err := f.Finish(ctx, keys.Lock("x"), testToken, End{Item: "x", Result: schema.ResultSuccess, At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if n := rdb.Exists(ctx, keys.Cancel("x")).Val(); n != tt.left {
+			t.Errorf("a request aimed at %q: %d left after the finish, want %d", tt.holder, n, tt.left)
+		}
+	}
+}

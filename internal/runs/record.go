@@ -79,12 +79,18 @@ func (rec *Recorder) finishWords(end End) string {
 	var b strings.Builder
 	b.WriteString("now=" + millis(end.At))
 	b.WriteString(" result=" + string(end.Result))
-	if end.Result.Failed() {
+	if end.Failed() {
 		b.WriteString(" failed=1")
 	}
 	if end.Exited {
 		b.WriteString(" exit_code=" + strconv.Itoa(end.Exit.Code))
 		b.WriteString(" duration_ms=" + strconv.FormatInt(end.Exit.Duration.Milliseconds(), 10))
+	}
+	if end.Cancel != nil {
+		b.WriteString(" reason=1")
+	}
+	if end.Output != nil {
+		b.WriteString(" output=1")
 	}
 	b.WriteString(" event=" + end.Result.Event())
 	b.WriteString(" state_ttl=" + strconv.FormatInt(rec.StateTTL.Milliseconds(), 10))
@@ -105,8 +111,21 @@ func (rec *Recorder) queueFinish(ctx context.Context, pipe redis.Pipeliner, item
 		pipe.HSet(ctx, state, schema.FieldLastExitCode, code, schema.FieldLastDuration, ms)
 		event = append(event, "exit_code", code, "duration_ms", ms)
 	}
+	var drop []string
+	if end.Cancel != nil {
+		pipe.HSet(ctx, state, schema.FieldLastReason, end.Cancel.Reason)
+		event = append(event, "reason", end.Cancel.Reason, "cancelled_by", end.Cancel.By)
+	} else {
+		drop = append(drop, schema.FieldLastReason)
+	}
+	if end.Output != nil {
+		pipe.HSet(ctx, state, schema.FieldLastStdout, end.Output.Stdout, schema.FieldLastStderr, end.Output.Stderr)
+	} else {
+		drop = append(drop, schema.FieldLastStdout, schema.FieldLastStderr)
+	}
+	pipe.HDel(ctx, state, drop...)
 	pipe.HIncrBy(ctx, state, schema.FieldRuns, 1)
-	if end.Result.Failed() {
+	if end.Failed() {
 		pipe.HIncrBy(ctx, state, schema.FieldFailures, 1)
 	}
 	pipe.PExpire(ctx, state, rec.StateTTL)

@@ -5,7 +5,10 @@
 // in one place, and changes only with care.
 package schema
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Keys names the Redis keys under one prefix.
 type Keys struct {
@@ -75,6 +78,43 @@ func (k Keys) Fence() string { return k.Prefix + "fence" }
 // worker does.
 func (k Keys) Sweep() string { return k.Prefix + "sweep" }
 
+// Cancel is item's cancel request: a hash, with an expiry, that asks the
+// worker holding item's lock to stop its child (see CancelRequest). The
+// holder reads it in the round trip that refreshes the lock, and deletes it
+// in the one that finishes the run.
+func (k Keys) Cancel(item string) string { return k.Prefix + "cancel:" + item }
+
+// Fields of a cancel request's hash.
+const (
+	// CancelHolder is the lock token that the request is aimed at: the
+	// value the lock held when the request was made. Only a run under that
+	// token heeds it.
+	CancelHolder = "holder"
+	// CancelReason is why it was asked for, as the operator wrote it.
+	CancelReason = "reason"
+	// CancelBy is who asked, as user@host.
+	CancelBy = "by"
+	// CancelAt is when it was asked for, in Unix milliseconds.
+	CancelAt = "at"
+	// CancelAsFailure is "1" when the cancelled run counts as a failure of
+	// its item, "0" when it does not.
+	CancelAsFailure = "as_failure"
+)
+
+// CancelRequest is what a cancel request asks (see Keys.Cancel).
+type CancelRequest struct {
+	// Holder is the lock token the request is aimed at.
+	Holder string
+	Reason string
+	By     string
+	At     time.Time
+	// AsFailure makes the cancelled run count as a failure of its item:
+	// with --failure-backoff it backs off, and its consecutive failures go
+	// up. Otherwise a cancelled run counts as neither a success nor a
+	// failure.
+	AsFailure bool
+}
+
 // Fields of the state hash.
 const (
 	FieldLastStart           = "last_start"
@@ -87,6 +127,14 @@ const (
 	FieldRuns                = "runs"
 	FieldFailures            = "failures"
 	FieldConsecutiveFailures = "consecutive_failures"
+	// FieldLastReason is the reason given for the last run's cancel; it is
+	// deleted at the end of any run that was not cancelled.
+	FieldLastReason = "last_reason"
+	// FieldLastStdout and FieldLastStderr are the last bytes of the last
+	// run's stdout and stderr, with --keep-output; deleted at the end of a
+	// run that kept none.
+	FieldLastStdout = "last_stdout"
+	FieldLastStderr = "last_stderr"
 )
 
 // Fields of a pause key's hash (see Pause): why, who (user@host) and when
@@ -118,13 +166,19 @@ const (
 	// count of consecutive failures stays as it was, and the item runs again
 	// soon, elsewhere.
 	ResultInterrupted Result = "interrupted"
+	// ResultCancelled: an operator's cancel request stopped the child. Like
+	// an interruption it says nothing about the item, unless the request
+	// asked to count it as a failure (see runs.End.Failed).
+	ResultCancelled Result = "cancelled"
 )
 
 // Results lists every Result, for metrics that show each from the start.
-var Results = []Result{ResultSuccess, ResultFailure, ResultTimeout, ResultLockLost, ResultInterrupted}
+var Results = []Result{ResultSuccess, ResultFailure, ResultTimeout, ResultLockLost, ResultInterrupted, ResultCancelled}
 
 // Failed reports whether r counts against the item: it backs off (with
-// --failure-backoff), and its failures and consecutive failures go up.
+// --failure-backoff), and its failures and consecutive failures go up. A
+// cancelled run may count so too, when its request asks (see
+// runs.End.Failed).
 func (r Result) Failed() bool {
 	return r == ResultFailure || r == ResultTimeout || r == ResultLockLost
 }
@@ -135,6 +189,9 @@ const (
 	EventFinish   = "finish"
 	EventTimeout  = "timeout"
 	EventLockLost = "lock_lost"
+	// EventCancelled ends a cancelled run; it carries the request's reason
+	// and who made it.
+	EventCancelled = "cancelled"
 )
 
 // Event is the type of the events stream entry that ends a run with r.
@@ -144,6 +201,8 @@ func (r Result) Event() string {
 		return EventTimeout
 	case ResultLockLost:
 		return EventLockLost
+	case ResultCancelled:
+		return EventCancelled
 	}
 	return EventFinish
 }

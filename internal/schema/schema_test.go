@@ -17,6 +17,7 @@ func TestKeyNames(t *testing.T) {
 		k.Due():           "work:due",
 		k.Sweep():         "work:sweep",
 		k.Fence():         "work:fence",
+		k.Cancel("a:1"):   "work:cancel:a:1",
 	} {
 		if got != want {
 			t.Errorf("got %q, want %q", got, want)
@@ -46,6 +47,7 @@ func TestResults(t *testing.T) {
 		{ResultTimeout, true, "timeout"},
 		{ResultLockLost, true, "lock_lost"},
 		{ResultInterrupted, false, "finish"},
+		{ResultCancelled, false, "cancelled"},
 	}
 	if len(tests) != len(Results) {
 		t.Fatalf("%d results listed, %d tested", len(Results), len(tests))

@@ -1,0 +1,85 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/lua"
+	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/schema"
+)
+
+var (
+	// ErrNotRunning is a cancel of an item that no run holds: its lock is
+	// free (or was set by hand, without an expiry). Nothing was changed.
+	ErrNotRunning = errors.New("not running")
+	// ErrNotColocated is a cancel under a prefix whose keys may live on
+	// different servers, where one script cannot read an item's lock and
+	// write its request together.
+	ErrNotColocated = errors.New("cancel needs all of an item's keys on one server: on Redis Cluster, give the prefix a hash tag, such as -k '{work}'")
+	// ErrReasonTooLong is a reason over MaxReason bytes.
+	ErrReasonTooLong = fmt.Errorf("the reason is longer than %d bytes", MaxReason)
+)
+
+// MaxReason bounds a cancel's reason: a sentence for the state hash, the
+// events and the logs, which the holder's refresh carries back, not a
+// document.
+const MaxReason = 1000
+
+// Cancel asks whichever worker holds item's lock to stop its child, for
+// reason: it writes item's cancel request (see schema.Keys.Cancel), aimed
+// at the token the lock holds now, read in the same round trip, so that it
+// can reach only the run under way. The holder notices at its next lock
+// refresh, within a third of its --key-expiry, stops the child's process
+// group as for a timeout, and records the run as cancelled; asFailure
+// counts the run as a failure of the item too.
+//
+// It returns the request written, or ErrNotRunning when no run holds the
+// lock, and then changes nothing.
+func Cancel(ctx context.Context, client redis.Scripter, keys schema.Keys, item, reason string, asFailure bool) (schema.CancelRequest, error) {
+	if !keys.Colocated {
+		return schema.CancelRequest{}, ErrNotColocated
+	}
+	if len(reason) > MaxReason {
+		return schema.CancelRequest{}, ErrReasonTooLong
+	}
+	// At as the request stores it: in whole milliseconds.
+	req := schema.CancelRequest{Reason: reason, By: asker(), At: time.UnixMilli(time.Now().UnixMilli()), AsFailure: asFailure}
+	failure := "0"
+	if asFailure {
+		failure = "1"
+	}
+	reply, err := lua.Cancel.Run(ctx, client, []string{keys.Lock(item), keys.Cancel(item)},
+		req.Reason, req.By, strconv.FormatInt(req.At.UnixMilli(), 10), failure).Slice()
+	if errors.Is(err, redis.Nil) {
+		return schema.CancelRequest{}, fmt.Errorf("item %q: %w", item, ErrNotRunning)
+	}
+	if err != nil {
+		return schema.CancelRequest{}, redisconn.Wrap("cancel item "+strconv.Quote(item), err)
+	}
+	holder, ok := reply[0].(string)
+	if !ok || len(reply) != 2 {
+		return schema.CancelRequest{}, redisconn.Wrap("cancel item "+strconv.Quote(item), fmt.Errorf("unexpected reply %v", reply))
+	}
+	req.Holder = holder
+	return req, nil
+}
+
+// asker names who asks for a cancel, as user@host, for the request's record.
+func asker() string {
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	return name + "@" + host
+}
