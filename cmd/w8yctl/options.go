@@ -40,13 +40,13 @@ type VerbOptions struct {
 	For    string `long:"for" value-name:"DURATION" description:"pause: end the pause by itself after DURATION (default: until resumed)"`
 	Reason string `long:"reason" value-name:"TEXT" description:"pause, cancel: why, kept with the pause or the cancelled run"`
 	// AsFailure and Cancel are cancel's and remove's.
-	AsFailure bool `long:"as-failure" description:"cancel: count the cancelled run as a failure of its item (backoff, consecutive failures)"`
-	Cancel    bool `long:"cancel" description:"remove: also cancel the run of an item that runs now, instead of letting it finish"`
-	Follow bool   `long:"follow" description:"events: then print each new event as it comes, until Ctrl-C"`
-	Item   string `long:"item" value-name:"ITEM" description:"events: only this item's events"`
-	Count  string `short:"n" long:"count" value-name:"N" default:"10" description:"events: how many of the latest events to print (with --since: all, unless given)"`
-	Since  string `long:"since" value-name:"TIME|ID" description:"events: those from TIME on (2026-11-25T10:00:00Z, or a DURATION ago such as 1h) or from the stream ID on"`
-	Watch  string `long:"watch" optional:"true" optional-value:"2s" value-name:"INTERVAL" description:"status: show it again every INTERVAL (2s), until Ctrl-C"`
+	AsFailure bool   `long:"as-failure" description:"cancel: count the cancelled run as a failure of its item (backoff, consecutive failures)"`
+	Cancel    bool   `long:"cancel" description:"remove: also cancel the run of an item that runs now, instead of letting it finish"`
+	Follow    bool   `long:"follow" description:"events: then print each new event as it comes, until Ctrl-C"`
+	Item      string `long:"item" value-name:"ITEM" description:"events: only this item's events"`
+	Count     string `short:"n" long:"count" value-name:"N" default:"10" description:"events: how many of the latest events to print (with --since: all, unless given)"`
+	Since     string `long:"since" value-name:"TIME|ID" description:"events: those from TIME on (2026-11-25T10:00:00Z, or a DURATION ago such as 1h) or from the stream ID on"`
+	Watch     string `long:"watch" optional:"true" optional-value:"2s" value-name:"INTERVAL" description:"status: show it again every INTERVAL (2s), until Ctrl-C"`
 }
 
 // command is a parsed command line: the verb, its items and the options.
