@@ -28,7 +28,7 @@ const helpFlagWidth = 28
 // internal/duration), in --help and the man page.
 const durationsHelp = "A DURATION is a number of seconds (5, 0.5, 1e-3) or numbers with units, as in 1500ms, 2h45m or 30d; the units are " +
 	duration.Units + ". inf, or anything longer than about 292 years, is forever: no limit at all for --timeout and --max-runtime. " +
-	"A duration shorter than a nanosecond but not zero is a nanosecond."
+	"Above 0, it is at least 1ns."
 
 // helpIntro follows the usage line in --help.
 const helpIntro = `w8y takes the first item of the circular Redis list <prefix>list whose lock
