@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -510,28 +509,12 @@ func TestCtlBashCompletion(t *testing.T) {
 	if err := os.Symlink(ctlBinary, filepath.Join(dir, "w8yctl")); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		line string // what is typed, up to the cursor at its end
-		want string // COMPREPLY, one per line
-	}{
+	checkBashCompletion(t, dir, "w8yctl", []completion{
 		{"w8yctl -k work re", "remove\nresume"},
 		{"w8yctl ru", "run-now"},
+		{"w8yctl can", "cancel"},
 		{"w8yctl pause a --f", "--follow\n--for"},
 		{"w8yctl pause --for ", ""},
 		{"w8yctl pause a ", ""},
-	}
-	for _, tt := range tests {
-		script := fmt.Sprintf(`source ../scripts/w8yctl.bash-completion
-read -ra COMP_WORDS <<< %q
-[[ %q == *" " ]] && COMP_WORDS+=("")
-COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
-_w8yctl
-printf '%%s\n' "${COMPREPLY[@]}"`, tt.line, tt.line)
-		cmd := exec.Command("bash", "--norc", "--noprofile", "-c", script)
-		cmd.Env = []string{"PATH=" + dir + ":" + os.Getenv("PATH"), "GORACE=atexit_sleep_ms=0"}
-		out, err := cmd.CombinedOutput()
-		if got := strings.TrimSpace(string(out)); err != nil || got != tt.want {
-			t.Errorf("%q completes to %q (%v), want %q", tt.line, got, err, tt.want)
-		}
-	}
+	})
 }

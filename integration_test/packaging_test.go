@@ -93,30 +93,13 @@ func TestBashCompletion(t *testing.T) {
 	if err := os.Symlink(binary, filepath.Join(dir, "w8y")); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		line string // what is typed, up to the cursor at its end
-		want string // COMPREPLY, one per line
-	}{
+	checkBashCompletion(t, dir, "w8y", []completion{
 		{"w8y --conti", "--continuous"},
 		{"w8y -k work --log-format ", "console\njson"},
 		{"w8y -k work --log-level=w", "--log-level=warn"},
 		{"w8y -k x sh --con", ""},
 		{"w8y -k x -- --con", ""},
-	}
-	for _, tt := range tests {
-		script := fmt.Sprintf(`source ../scripts/w8y.bash-completion
-read -ra COMP_WORDS <<< %q
-[[ %q == *" " ]] && COMP_WORDS+=("")
-COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
-_w8y
-printf '%%s\n' "${COMPREPLY[@]}"`, tt.line, tt.line)
-		cmd := exec.Command("bash", "--norc", "--noprofile", "-c", script)
-		cmd.Env = []string{"PATH=" + dir + ":" + os.Getenv("PATH"), "GORACE=atexit_sleep_ms=0"}
-		out, err := cmd.CombinedOutput()
-		if got := strings.TrimSpace(string(out)); err != nil || got != tt.want {
-			t.Errorf("%q completes to %q (%v), want %q", tt.line, got, err, tt.want)
-		}
-	}
+	})
 }
 
 // checkPlainBuild builds w8y as go install does, without make's stamps,
@@ -186,5 +169,30 @@ func TestMakeDemo(t *testing.T) {
 		t.Error("the demo made bin/w8y")
 	case errBefore == nil && (errAfter != nil || !after.ModTime().Equal(before.ModTime())):
 		t.Error("the demo replaced bin/w8y")
+	}
+}
+
+// completion is a command line typed up to the cursor at its end, and what
+// Tab completes it to (COMPREPLY, one a line).
+type completion struct{ line, want string }
+
+// checkBashCompletion sources scripts/<command>.bash-completion in bash,
+// with dir (which links command to the binary under test) first in PATH,
+// and checks what each line completes to, as a user's Tab would.
+func checkBashCompletion(t *testing.T, dir, command string, tests []completion) {
+	t.Helper()
+	for _, tt := range tests {
+		script := fmt.Sprintf(`source ../scripts/%s.bash-completion
+read -ra COMP_WORDS <<< %q
+[[ %q == *" " ]] && COMP_WORDS+=("")
+COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+_%s
+printf '%%s\n' "${COMPREPLY[@]}"`, command, tt.line, tt.line, command)
+		cmd := exec.Command("bash", "--norc", "--noprofile", "-c", script)
+		cmd.Env = []string{"PATH=" + dir + ":" + os.Getenv("PATH"), "GORACE=atexit_sleep_ms=0"}
+		out, err := cmd.CombinedOutput()
+		if got := strings.TrimSpace(string(out)); err != nil || got != tt.want {
+			t.Errorf("%q completes to %q (%v), want %q", tt.line, got, err, tt.want)
+		}
 	}
 }
