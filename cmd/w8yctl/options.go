@@ -42,6 +42,7 @@ type VerbOptions struct {
 	Item   string `long:"item" value-name:"ITEM" description:"events: only this item's events"`
 	Count  string `short:"n" long:"count" value-name:"N" default:"10" description:"events: how many of the latest events to print (with --since: all, unless given)"`
 	Since  string `long:"since" value-name:"TIME|ID" description:"events: those from TIME on (2026-11-25T10:00:00Z, or a DURATION ago such as 1h) or from the stream ID on"`
+	Fix    bool   `long:"fix" description:"check: repair what is safe to repair (never a lock), and say what was done"`
 	Watch  string `long:"watch" optional:"true" optional-value:"2s" value-name:"INTERVAL" description:"status: show it again every INTERVAL (2s), until Ctrl-C"`
 }
 
@@ -77,7 +78,7 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 	parser := flags.NewParser(&opts, flags.HelpFlag|flags.PassDoubleDash)
 	parser.Name = "w8yctl"
 	parser.Usage = "[OPTIONS] VERB [ITEM...]"
-	parser.ShortDescription = "operate a fleet of w8y workers: add, remove, pause, resume, run now, events"
+	parser.ShortDescription = "operate a fleet of w8y workers: add, remove, pause, resume, run now, status, events, check"
 	parser.LongDescription = manDescription()
 	if len(args) > 0 && args[0] == completeArg {
 		complete(parser, args[1:], stdout)
@@ -122,7 +123,7 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 // check refuses what the verb cannot take: options of other verbs, missing
 // or repeated items, and values that do not parse.
 func (c *command) check(parser *flags.Parser, args []string) error {
-	for _, name := range []string{"create", "for", "reason", "follow", "item", "count", "watch", "since"} {
+	for _, name := range []string{"create", "for", "reason", "follow", "item", "count", "watch", "since", "fix"} {
 		opt := parser.FindOptionByLongName(name)
 		if opt.IsSet() && !opt.IsSetDefault() && !strings.HasPrefix(opt.Description, c.verb.name+":") {
 			return fmt.Errorf("--%s goes with %s, not %s", name, strings.SplitN(opt.Description, ":", 2)[0], c.verb.name)

@@ -28,6 +28,7 @@ var verbs = []*verb{
 	{"resume", "resume ITEM...", "End the items' pauses", true, runResume},
 	{"run-now", "run-now ITEM...", "Clear the items' cooldown, backoff and pause: an idle worker takes each within a second, unless it runs now", true, runRunNow},
 	{"status", "status [--watch[=INTERVAL]]", "Show every item: its lock, pause, cooldown or backoff, and last run, as w8y --status does", false, runStatus},
+	{"check", "check [--fix]", "Find what is wrong under the prefix (keys of the wrong type, locks without expiry, items held twice or that can never run, keys of items gone from the list); --fix repairs what is safe and says what it did", false, runCheck},
 	{"events", "events [--follow] [--since TIME|ID] [--item ITEM] [-n N]", "Print the latest events (starts and ends of runs), or those since TIME, and with --follow each new one until Ctrl-C", false, runEvents},
 }
 

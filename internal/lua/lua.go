@@ -30,6 +30,8 @@ var (
 	dueSource string
 	//go:embed control.lua
 	controlSource string
+	//go:embed dedupe.lua
+	dedupeSource string
 )
 
 var (
@@ -57,4 +59,7 @@ var (
 	// Control is what an operator changes with w8yctl (add, remove, pause,
 	// resume, run now), one atomic call per command.
 	Control = redis.NewScript(controlSource)
+	// Dedupe removes an item's extra occurrences from the list, keeping
+	// one: w8yctl check --fix.
+	Dedupe = redis.NewScript(dedupeSource)
 )
