@@ -353,6 +353,9 @@ func TestCtlBadInput(t *testing.T) {
 		{"unreachable Redis", nil, []string{"-u", fmt.Sprintf("redis://127.0.0.1:%d", redistest.FreePort(t)), "-k", "bad", "pause", "a"}, "connect to Redis"},
 		{"refused password", []string{"W8Y_REDIS_PASSWORD=wrong"}, []string{"-u", secured.URL, "-k", "bad", "pause", "a"}, "WRONGPASS"},
 		{"no password", nil, []string{"-u", secured.URL, "-k", "bad", "pause", "a"}, "NOAUTH"},
+		{"status of an item given twice", nil, append(at, "status", "a", "a"), `item "a" is given twice`},
+		{"status --watch of items", nil, append(at, "status", "--watch", "a"), "--watch shows the table of every item: give it without ITEMs"},
+		{"status of items on a missing list", nil, []string{"-u", s.URL, "-k", "typo", "status", "a"}, `the list "typo:list" does not exist`},
 		{"check on a missing list", nil, []string{"-u", s.URL, "-k", "typo", "check", "--fix"}, `the list "typo:list" does not exist`},
 		{"check on a list of another type", nil, []string{"-u", s.URL, "-k", "hash", "check", "--fix"}, `"hash:list" holds a hash, not a list`},
 		{"unknown option", nil, append(at, "check", "--frobnicate"), "unknown flag frobnicate"},
@@ -440,7 +443,7 @@ func TestCtlACL(t *testing.T) {
 	env := []string{"W8Y_REDIS_URL=redis://operator@127.0.0.1:" + itoa(s.Port), "W8Y_REDIS_PASSWORD=" + password, "W8Y_KEY_PREFIX=ops"}
 	for _, verb := range [][]string{
 		{"add", "c"}, {"pause", "a", "--for", "1h", "--reason", "r"}, {"status"}, {"resume", "a"}, {"run-now", "b"}, {"remove", "c"},
-		{"events", "--item", "a"}, {"events", "--since", "1h"}, {"check"}, {"check", "--fix"},
+		{"events", "--item", "a"}, {"events", "--since", "1h"}, {"check"}, {"check", "--fix"}, {"status", "a", "b"},
 	} {
 		r := runCtl(t, env, verb...)
 		r.wantExit(t, 0)

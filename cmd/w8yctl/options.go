@@ -129,7 +129,7 @@ func (c *command) check(parser *flags.Parser, args []string) error {
 			return fmt.Errorf("--%s goes with %s, not %s", name, strings.SplitN(opt.Description, ":", 2)[0], c.verb.name)
 		}
 	}
-	if c.verb.takesItems {
+	if c.verb.takesItems || (c.verb.mayTakeItems && len(c.items) > 0) {
 		if len(c.items) == 0 {
 			return fmt.Errorf("%s needs at least one ITEM (usage: w8yctl %s)", c.verb.name, c.verb.usage)
 		}
@@ -157,6 +157,9 @@ func (c *command) check(parser *flags.Parser, args []string) error {
 			d = 0
 		}
 		c.pauseFor = d
+	}
+	if c.opts.Watch != "" && len(c.items) > 0 {
+		return fmt.Errorf("--watch shows the table of every item: give it without ITEMs")
 	}
 	if c.opts.Watch != "" {
 		d, err := duration.Parse(c.opts.Watch)

@@ -35,7 +35,7 @@ type Client interface {
 	XRevRangeN(ctx context.Context, stream, start, stop string, count int64) *redis.XMessageSliceCmd
 	XRangeN(ctx context.Context, stream, start, stop string, count int64) *redis.XMessageSliceCmd
 	XRead(ctx context.Context, a *redis.XReadArgs) *redis.XStreamSliceCmd
-	// What Check reads and repairs.
+	// What Check and Detail read and repair.
 	Scan(ctx context.Context, cursor uint64, match string, count int64) *redis.ScanCmd
 	ZScan(ctx context.Context, key string, cursor uint64, match string, count int64) *redis.ScanCmd
 	LLen(ctx context.Context, key string) *redis.IntCmd

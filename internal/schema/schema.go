@@ -87,6 +87,11 @@ const (
 	FieldRuns                = "runs"
 	FieldFailures            = "failures"
 	FieldConsecutiveFailures = "consecutive_failures"
+	// FieldLastStdout and FieldLastStderr hold the last bytes of the last
+	// run's stdout and stderr, where w8y runs with --keep-output; w8yctl
+	// status ITEM shows them where they exist.
+	FieldLastStdout = "last_stdout"
+	FieldLastStderr = "last_stderr"
 )
 
 // Fields of a pause key's hash (see Pause): why, who (user@host) and when
