@@ -45,7 +45,7 @@ type exitStatus struct {
 var exitStatuses = []exitStatus{
 	{exitOK, "done, as the lines printed say (an item already in the list, one that was not paused, or one that runs now and is not started twice is no failure)"},
 	{exitFound, "check found problems, each printed on a line (with --fix: problems that it left for an operator; 0 if it repaired all it found)"},
-	{exitFailure, "w8yctl itself failed and changed nothing: bad verb, option or item, an item given twice, a list that is missing or of another type, an item that the list lacks, Redis unreachable or refusing (a wrong password, say)"},
+	{exitFailure, "w8yctl itself failed and changed nothing: bad verb, option or item, an item given twice, a list that is missing or of another type, an item that the list lacks, Redis unreachable or refusing (a wrong password, say); check --fix keeps what it repaired before it failed, and can be run again"},
 }
 
 func main() {
