@@ -499,6 +499,11 @@ func TestCtlCluster(t *testing.T) {
 			if !strings.Contains(r.Stdout, `"paused"`) {
 				t.Errorf("events of paused: %s", r)
 			}
+			r = ctl("status", "busy", "gone")
+			if !regexp.MustCompile(`(?m)^"busy": in the list "`+regexp.QuoteMeta(prefix)+`list" once, .*\n(.*\n)*  latest events:\n    .* "busy" `).MatchString(r.Stdout) ||
+				!strings.Contains(r.Stdout, `"gone": not in the list`) {
+				t.Errorf("status busy gone on the Cluster: %s", r)
+			}
 			w.signal(t, syscall.SIGTERM)
 			w.wait(t).wantExit(t, 0)
 		})
