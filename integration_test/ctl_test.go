@@ -352,6 +352,15 @@ func TestCtlBadInput(t *testing.T) {
 		{"unreachable Redis", nil, []string{"-u", fmt.Sprintf("redis://127.0.0.1:%d", redistest.FreePort(t)), "-k", "bad", "pause", "a"}, "connect to Redis"},
 		{"refused password", []string{"W8Y_REDIS_PASSWORD=wrong"}, []string{"-u", secured.URL, "-k", "bad", "pause", "a"}, "WRONGPASS"},
 		{"no password", nil, []string{"-u", secured.URL, "-k", "bad", "pause", "a"}, "NOAUTH"},
+		{"status of an item given twice", nil, append(at, "status", "a", "a"), `item "a" is given twice`},
+		{"status --watch of items", nil, append(at, "status", "--watch", "a"), "--watch shows the table of every item: give it without ITEMs"},
+		{"status of items on a missing list", nil, []string{"-u", s.URL, "-k", "typo", "status", "a"}, `the list "typo:list" does not exist`},
+		{"check on a missing list", nil, []string{"-u", s.URL, "-k", "typo", "check", "--fix"}, `the list "typo:list" does not exist`},
+		{"check on a list of another type", nil, []string{"-u", s.URL, "-k", "hash", "check", "--fix"}, `"hash:list" holds a hash, not a list`},
+		{"unknown option", nil, append(at, "check", "--frobnicate"), "unknown flag frobnicate"},
+		{"check given an item", nil, append(at, "check", "a"), "check takes no items"},
+		{"--fix with another verb", nil, append(at, "resume", "a", "--fix"), "--fix goes with check, not resume"},
+		{"check on an unreachable Redis", nil, []string{"-u", fmt.Sprintf("redis://127.0.0.1:%d", redistest.FreePort(t)), "-k", "bad", "check"}, "connect to Redis"},
 		{"bad variable", []string{"W8Y_REDIS_CLUSTER=perhaps"}, append(at, "pause", "a"), `W8Y_REDIS_CLUSTER="perhaps": not true or false`},
 	}
 	before, securedBefore := s.snapshot(t), secured.snapshot(t)
@@ -435,7 +444,7 @@ func TestCtlACL(t *testing.T) {
 	env := []string{"W8Y_REDIS_URL=redis://operator@127.0.0.1:" + itoa(s.Port), "W8Y_REDIS_PASSWORD=" + password, "W8Y_KEY_PREFIX=ops"}
 	for _, verb := range [][]string{
 		{"add", "c"}, {"pause", "a", "--for", "1h", "--reason", "r"}, {"status"}, {"resume", "a"}, {"run-now", "b"}, {"remove", "c"},
-		{"events", "--item", "a"}, {"events", "--since", "1h"}, {"cancel", "--reason", "r", "b"},
+		{"events", "--item", "a"}, {"events", "--since", "1h"}, {"check"}, {"check", "--fix"}, {"status", "a", "b"}, {"cancel", "--reason", "r", "b"},
 	} {
 		r := runCtl(t, env, verb...)
 		r.wantExit(t, 0)
@@ -494,6 +503,11 @@ func TestCtlCluster(t *testing.T) {
 			if !strings.Contains(r.Stdout, `"paused"`) {
 				t.Errorf("events of paused: %s", r)
 			}
+			r = ctl("status", "busy", "gone")
+			if !regexp.MustCompile(`(?m)^"busy": in the list "`+regexp.QuoteMeta(prefix)+`list" once, .*\n(.*\n)*  latest events:\n    .* "busy" `).MatchString(r.Stdout) ||
+				!strings.Contains(r.Stdout, `"gone": not in the list`) {
+				t.Errorf("status busy gone on the Cluster: %s", r)
+			}
 			w.signal(t, syscall.SIGTERM)
 			w.wait(t).wantExit(t, 0)
 		})
@@ -513,7 +527,7 @@ func TestCtlBashCompletion(t *testing.T) {
 		{"w8yctl -k work re", "remove\nresume"},
 		{"w8yctl ru", "run-now"},
 		{"w8yctl can", "cancel"},
-		{"w8yctl pause a --f", "--follow\n--for"},
+		{"w8yctl pause a --f", "--fix\n--follow\n--for"},
 		{"w8yctl pause --for ", ""},
 		{"w8yctl pause a ", ""},
 	})

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/w8y/w8y/internal/control"
 )
@@ -32,21 +31,25 @@ func runEvents(ctx context.Context, c *command, fleet *control.Fleet, out *print
 // or with --json one object of its ID, time and fields.
 func (p *printer) event(e control.Event) error {
 	if p.json {
-		doc := map[string]string{"id": e.ID, "time": e.Time().UTC().Format(time.RFC3339Nano)}
-		for _, f := range e.Fields {
-			doc[f.Name] = f.Value
-		}
-		return p.document(doc)
+		return p.document(e)
 	}
-	line := []string{e.Time().UTC().Format("2006-01-02T15:04:05.000Z"), e.Get("type"), quote(e.Get("item"))}
+	_, err := fmt.Fprintln(p.w, eventLine(e))
+	return err
+}
+
+// eventLine is an event as a line: its time, type, item and other fields.
+func eventLine(e control.Event) string {
+	line := []string{e.Time().UTC().Format(timeLayout), e.Get("type"), quote(e.Get("item"))}
 	for _, f := range e.Fields {
 		if f.Name != "type" && f.Name != "item" {
 			line = append(line, f.Name+"="+shown(f.Value))
 		}
 	}
-	_, err := fmt.Fprintln(p.w, strings.Join(line, " "))
-	return err
+	return strings.Join(line, " ")
 }
+
+// timeLayout is how w8yctl's lines show a time: UTC, to the millisecond.
+const timeLayout = "2006-01-02T15:04:05.000Z"
 
 // shown is a field's value as a line shows it: quoted only when it would
 // not read as one word.

@@ -1,6 +1,7 @@
 // Command w8yctl changes what a fleet of w8y workers does, through the
 // Redis they share: it adds and removes items, pauses and resumes them,
-// makes them run now, and shows the events stream. It connects as w8y does,
+// makes them run now, shows the status and the events stream, and finds and
+// repairs what is inconsistent (check). It connects as w8y does,
 // with the same options and W8Y_* variables.
 package main
 
@@ -25,6 +26,9 @@ import (
 // Exit codes: w8yctl's are w8y's own, so that scripts read both alike.
 const (
 	exitOK = 0
+	// exitFound is check's when it finds problems, as fsck(8) and diff(1)
+	// say "found" with a code of their own below the failures.
+	exitFound = 1
 	// exitFailure is what env(1), timeout(1) and w8y use for their own
 	// failures.
 	exitFailure = 125
@@ -40,7 +44,8 @@ type exitStatus struct {
 // (checked by a test) the README show.
 var exitStatuses = []exitStatus{
 	{exitOK, "done, as the lines printed say (an item already in the list, one that was not paused, or one that runs now and is not started twice is no failure)"},
-	{exitFailure, "w8yctl itself failed and changed nothing: bad verb, option or item, an item given twice, a list that is missing or of another type, an item that the list lacks, Redis unreachable or refusing (a wrong password, say)"},
+	{exitFound, "check found problems, each printed on a line (with --fix: problems that it left for an operator; 0 if it repaired all it found)"},
+	{exitFailure, "w8yctl itself failed and changed nothing: bad verb, option or item, an item given twice, a list that is missing or of another type, an item that the list lacks, Redis unreachable or refusing (a wrong password, say); check --fix keeps what it repaired before it failed, and can be run again"},
 }
 
 func main() {
@@ -57,7 +62,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	if err == nil {
 		err = cmd.run(stdout, stderr)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, errFound):
+		return exitFound
+	case err != nil:
 		printLine(stderr, err)
 		return exitFailure
 	}

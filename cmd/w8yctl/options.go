@@ -45,6 +45,7 @@ type VerbOptions struct {
 	Follow    bool   `long:"follow" description:"events: then print each new event as it comes, until Ctrl-C"`
 	Item      string `long:"item" value-name:"ITEM" description:"events: only this item's events"`
 	Count     string `short:"n" long:"count" value-name:"N" default:"10" description:"events: how many of the latest events to print (with --since: all, unless given)"`
+	Fix       bool   `long:"fix" description:"check: repair what is safe to repair (never a lock), and say what was done"`
 	Since     string `long:"since" value-name:"TIME|ID" description:"events: those from TIME on (2026-11-25T10:00:00Z, or a DURATION ago such as 1h) or from the stream ID on"`
 	Watch     string `long:"watch" optional:"true" optional-value:"2s" value-name:"INTERVAL" description:"status: show it again every INTERVAL (2s), until Ctrl-C"`
 }
@@ -81,7 +82,7 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 	parser := flags.NewParser(&opts, flags.HelpFlag|flags.PassDoubleDash)
 	parser.Name = "w8yctl"
 	parser.Usage = "[OPTIONS] VERB [ITEM...]"
-	parser.ShortDescription = "operate a fleet of w8y workers: add, remove, pause, resume, run now, events"
+	parser.ShortDescription = "operate a fleet of w8y workers: add, remove, pause, resume, run now, status, events, check"
 	parser.LongDescription = manDescription()
 	if len(args) > 0 && args[0] == completeArg {
 		complete(parser, args[1:], stdout)
@@ -126,7 +127,7 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 // check refuses what the verb cannot take: options of other verbs, missing
 // or repeated items, and values that do not parse.
 func (c *command) check(parser *flags.Parser, args []string) error {
-	for _, name := range []string{"create", "for", "reason", "as-failure", "cancel", "follow", "item", "count", "watch", "since"} {
+	for _, name := range []string{"create", "for", "reason", "as-failure", "cancel", "follow", "item", "count", "watch", "since", "fix"} {
 		opt := parser.FindOptionByLongName(name)
 		// The description starts with the verbs that take the option.
 		takers := strings.SplitN(opt.Description, ":", 2)[0]
@@ -134,7 +135,7 @@ func (c *command) check(parser *flags.Parser, args []string) error {
 			return fmt.Errorf("--%s goes with %s, not %s", name, strings.ReplaceAll(takers, ", ", " or "), c.verb.name)
 		}
 	}
-	if c.verb.takesItems {
+	if c.verb.takesItems || (c.verb.mayTakeItems && len(c.items) > 0) {
 		if len(c.items) == 0 {
 			return fmt.Errorf("%s needs at least one ITEM (usage: w8yctl %s)", c.verb.name, c.verb.usage)
 		}
@@ -162,6 +163,9 @@ func (c *command) check(parser *flags.Parser, args []string) error {
 			d = 0
 		}
 		c.pauseFor = d
+	}
+	if c.opts.Watch != "" && len(c.items) > 0 {
+		return fmt.Errorf("--watch shows the table of every item: give it without ITEMs")
 	}
 	if c.opts.Watch != "" {
 		d, err := duration.Parse(c.opts.Watch)

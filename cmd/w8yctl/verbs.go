@@ -14,22 +14,24 @@ type verb struct {
 	usage string
 	// about says what the verb does, for --help.
 	about string
-	// takesItems says that the verb needs at least one ITEM.
-	takesItems bool
-	run        func(ctx context.Context, c *command, fleet *control.Fleet, out *printer) error
+	// takesItems says that the verb needs at least one ITEM, and
+	// mayTakeItems that it takes ITEMs or none.
+	takesItems, mayTakeItems bool
+	run                      func(ctx context.Context, c *command, fleet *control.Fleet, out *printer) error
 }
 
 // verbs are w8yctl's verbs, in the order --help shows them. Each runs in
 // a file of its own.
 var verbs = []*verb{
-	{"add", "add [--create] ITEM...", "Append the items that the list does not hold yet; print how many were added", true, runAdd},
-	{"remove", "remove [--cancel] ITEM...", "Remove every occurrence of the items, and their cooldown, backoff, pause and state keys; a running item finishes its run, unless --cancel cancels it", true, runRemove},
-	{"pause", "pause [--for DURATION] [--reason TEXT] ITEM...", "Keep every worker from taking the items, until resumed or for DURATION; a running item finishes its run", true, runPause},
-	{"resume", "resume ITEM...", "End the items' pauses", true, runResume},
-	{"run-now", "run-now ITEM...", "Clear the items' cooldown, backoff and pause: an idle worker takes each within a second, unless it runs now", true, runRunNow},
-	{"cancel", "cancel [--reason TEXT] [--as-failure] ITEM...", "Stop the items' running children wherever they run, within a third of the lock's expiry; the runs are recorded as cancelled, not as failures unless --as-failure", true, runCancel},
-	{"status", "status [--watch[=INTERVAL]]", "Show every item: its lock, pause, cooldown or backoff, and last run, as w8y --status does", false, runStatus},
-	{"events", "events [--follow] [--since TIME|ID] [--item ITEM] [-n N]", "Print the latest events (starts and ends of runs), or those since TIME, and with --follow each new one until Ctrl-C", false, runEvents},
+	{"add", "add [--create] ITEM...", "Append the items that the list does not hold yet; print how many were added", true, false, runAdd},
+	{"remove", "remove [--cancel] ITEM...", "Remove every occurrence of the items, and their cooldown, backoff, pause and state keys; a running item finishes its run, unless --cancel cancels it", true, false, runRemove},
+	{"pause", "pause [--for DURATION] [--reason TEXT] ITEM...", "Keep every worker from taking the items, until resumed or for DURATION; a running item finishes its run", true, false, runPause},
+	{"resume", "resume ITEM...", "End the items' pauses", true, false, runResume},
+	{"run-now", "run-now ITEM...", "Clear the items' cooldown, backoff and pause: an idle worker takes each within a second, unless it runs now", true, false, runRunNow},
+	{"cancel", "cancel [--reason TEXT] [--as-failure] ITEM...", "Stop the items' running children wherever they run, within a third of the lock's expiry; the runs are recorded as cancelled, not as failures unless --as-failure", true, false, runCancel},
+	{"status", "status [--watch[=INTERVAL]] [ITEM...]", "Show every item: its lock, pause, cooldown or backoff, and last run, as w8y --status does; or, for each ITEM, all there is to know: how often the list holds it, its lock, cooldown, backoff and pause, its fence, last run and counts, its latest events and its kept output", false, true, runStatus},
+	{"check", "check [--fix]", "Find what is wrong under the prefix (keys of the wrong type, locks without expiry, items held twice or that can never run, keys of items gone from the list); --fix repairs what is safe and says what it did", false, false, runCheck},
+	{"events", "events [--follow] [--since TIME|ID] [--item ITEM] [-n N]", "Print the latest events (starts and ends of runs), or those since TIME, and with --follow each new one until Ctrl-C", false, false, runEvents},
 }
 
 // findVerb returns the verb called name, or nil.

@@ -4,7 +4,7 @@
 // (lua.Control) where an item's keys live on the list's server. Where they
 // may not (Redis Cluster without a hash tag in the prefix), it checks first
 // and then sends one command per key. It also reads and follows the events
-// stream (events.go).
+// stream (events.go), and finds and repairs what is inconsistent (check.go).
 //
 // A command that is refused (a missing list, a key of the wrong type, an
 // item the list lacks) changes nothing.
@@ -35,6 +35,15 @@ type Client interface {
 	XRevRangeN(ctx context.Context, stream, start, stop string, count int64) *redis.XMessageSliceCmd
 	XRangeN(ctx context.Context, stream, start, stop string, count int64) *redis.XMessageSliceCmd
 	XRead(ctx context.Context, a *redis.XReadArgs) *redis.XStreamSliceCmd
+	// What Check and Detail read and repair.
+	Scan(ctx context.Context, cursor uint64, match string, count int64) *redis.ScanCmd
+	ZScan(ctx context.Context, key string, cursor uint64, match string, count int64) *redis.ScanCmd
+	LLen(ctx context.Context, key string) *redis.IntCmd
+	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
+	LPosCount(ctx context.Context, key string, value string, count int64, args redis.LPosArgs) *redis.IntSliceCmd
+	Get(ctx context.Context, key string) *redis.StringCmd
+	Del(ctx context.Context, keys ...string) *redis.IntCmd
+	ZRem(ctx context.Context, key string, members ...any) *redis.IntCmd
 }
 
 // Fleet changes what the workers under one prefix do.

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -30,6 +31,16 @@ type Field struct{ Name, Value string }
 func (e Event) Time() time.Time {
 	ms, _ := strconv.ParseInt(strings.SplitN(e.ID, "-", 2)[0], 10, 64)
 	return time.UnixMilli(ms)
+}
+
+// MarshalJSON is the event as w8yctl's --json prints it: one object of its
+// ID, its time and its fields.
+func (e Event) MarshalJSON() ([]byte, error) {
+	doc := map[string]string{"id": e.ID, "time": e.Time().UTC().Format(time.RFC3339Nano)}
+	for _, f := range e.Fields {
+		doc[f.Name] = f.Value
+	}
+	return json.Marshal(doc)
 }
 
 // Get is the value of the field name, or "".
@@ -82,6 +93,10 @@ type EventFilter struct {
 	// Since, if not "", is the stream ID of the oldest entry to return: a
 	// Unix millisecond time alone stands for that time's first entry.
 	Since string
+	// Within, if not 0, is how many of the latest entries Events looks
+	// at, without Since: what bounds the look for the events of an item
+	// that has not run for long.
+	Within int64
 }
 
 // eventsPage is how many entries one XREVRANGE reads while Events looks
@@ -113,7 +128,8 @@ func (f *Fleet) Events(ctx context.Context, filter EventFilter) ([]Event, string
 	var out []Event
 	newest := "0"
 	end := "+"
-	for int64(len(out)) < filter.Last {
+	var looked int64
+	for int64(len(out)) < filter.Last && (filter.Within == 0 || looked < filter.Within) {
 		page, err := f.Client.XRevRangeN(ctx, stream, end, "-", eventsPage).Result()
 		if err != nil {
 			return nil, "", redisconn.Wrap("read "+strconv.Quote(stream), err)
@@ -125,9 +141,10 @@ func (f *Fleet) Events(ctx context.Context, filter EventFilter) ([]Event, string
 			newest = page[0].ID
 		}
 		for _, m := range page {
-			if int64(len(out)) == filter.Last {
+			if int64(len(out)) == filter.Last || (filter.Within > 0 && looked == filter.Within) {
 				break
 			}
+			looked++
 			e := newEvent(m)
 			if filter.Item == "" || e.Get("item") == filter.Item {
 				out = append(out, e)

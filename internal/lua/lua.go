@@ -32,6 +32,8 @@ var (
 	controlSource string
 	//go:embed cancel.lua
 	cancelSource string
+	//go:embed dedupe.lua
+	dedupeSource string
 )
 
 var (
@@ -63,4 +65,7 @@ var (
 	// Cancel asks the holder of an item's lock, whoever it is now, to stop
 	// the item's child.
 	Cancel = redis.NewScript(cancelSource)
+	// Dedupe removes an item's extra occurrences from the list, keeping
+	// one: w8yctl check --fix.
+	Dedupe = redis.NewScript(dedupeSource)
 )

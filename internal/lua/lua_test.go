@@ -14,7 +14,7 @@ func TestScriptsLoad(t *testing.T) {
 	rdb := redistest.Start(t).Client
 	ctx := context.Background()
 	for name, script := range map[string]*redis.Script{
-		"take": Take, "trylock": TryLock, "refresh": Refresh, "finish": Finish, "count": Count, "pause": Pause, "due": Due, "control": Control, "cancel": Cancel,
+		"take": Take, "trylock": TryLock, "refresh": Refresh, "finish": Finish, "count": Count, "pause": Pause, "due": Due, "control": Control, "cancel": Cancel, "dedupe": Dedupe,
 	} {
 		sha, err := script.Load(ctx, rdb).Result()
 		if err != nil {
@@ -58,5 +58,24 @@ func TestTryLockAndRefresh(t *testing.T) {
 	rdb.HSet(ctx, "w:lock:y", "f", "v")
 	if got, err := TryLock.Run(ctx, rdb, []string{"w:lock:y"}, "me", 60000).Result(); err != nil || got != "hash" {
 		t.Errorf("TryLock on a hash: %v, %v; want the type's name", got, err)
+	}
+}
+
+// TestDedupe: the extra occurrences go, the first stays where it was, and an
+// item held once or not at all is left as it is.
+func TestDedupe(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	rdb.RPush(ctx, "l", "a", "b", "a", "c", "a")
+	for _, tt := range []struct {
+		item string
+		want int64
+	}{{"a", 3}, {"a", 1}, {"b", 1}, {"zz", 0}} {
+		if got, err := Dedupe.Run(ctx, rdb, []string{"l"}, tt.item).Int64(); err != nil || got != tt.want {
+			t.Errorf("Dedupe %q: %d, %v; want %d", tt.item, got, err, tt.want)
+		}
+	}
+	if got := rdb.LRange(ctx, "l", 0, -1).Val(); len(got) != 3 || got[0] != "a" || got[1] != "b" || got[2] != "c" {
+		t.Errorf("list after Dedupe: %q, want [a b c]", got)
 	}
 }

@@ -128,7 +128,7 @@ func (s *Reader) Read(ctx context.Context, each func([]Item) error) error {
 		anchor, _ = reply[len(reply)-1].(string)
 		at = (from + int64(len(reply)-3)) % n
 		started = true
-		statuses, err := s.details(ctx, batch)
+		statuses, err := s.Items(ctx, batch)
 		if err != nil {
 			return err
 		}
@@ -139,9 +139,10 @@ func (s *Reader) Read(ctx context.Context, each func([]Item) error) error {
 	return nil
 }
 
-// details reads the lock, cooldown, backoff, pause and state of items in
-// one pipeline.
-func (s *Reader) details(ctx context.Context, items []string) ([]Item, error) {
+// Items reads the lock, cooldown, backoff, pause and state of items in one
+// pipeline, whether the list holds them or not: Read's batches, and
+// w8yctl status ITEM.
+func (s *Reader) Items(ctx context.Context, items []string) ([]Item, error) {
 	if len(items) == 0 {
 		return nil, nil
 	}

@@ -1,0 +1,441 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/items"
+	"github.com/w8y/w8y/internal/lua"
+	"github.com/w8y/w8y/internal/redisconn"
+)
+
+// Kinds of what Check finds: the JSON names are part of w8yctl's interface
+// (see README).
+const (
+	// FindingWrongType: a lock, cooldown, backoff or pause key of a type
+	// that w8y never writes there. A lock of another type blocks its item
+	// for good; a cooldown, backoff or pause of another type pauses it
+	// until it expires, if ever.
+	FindingWrongType = "wrong_type"
+	// FindingLockWithoutExpiry: a lock that no worker's death will ever
+	// free: w8y always sets one with an expiry.
+	FindingLockWithoutExpiry = "lock_without_expiry"
+	// FindingDuplicate: an item that the list holds more than once, and so
+	// runs more often than the others.
+	FindingDuplicate = "duplicate"
+	// FindingOrphanKey: a cooldown, backoff, pause or state key of an item
+	// that the list does not hold.
+	FindingOrphanKey = "orphan_key"
+	// FindingOrphanDue: an entry of the due index for an item that the list
+	// does not hold.
+	FindingOrphanDue = "orphan_due"
+	// FindingCannotRun: an item that no worker can hand to a child (empty,
+	// a NUL byte, too long), which every worker skips.
+	FindingCannotRun = "cannot_run"
+)
+
+// Finding is one thing that Check found wrong.
+type Finding struct {
+	Kind string `json:"kind"`
+	Item string `json:"item"`
+	// Key is the key at fault: the list for a duplicate or an item that
+	// cannot run, the due index for an orphan entry.
+	Key string `json:"key"`
+	// Problem says what is wrong, in a sentence.
+	Problem string `json:"problem"`
+	// Fixed says what Check did about it with fix; nil where it did
+	// nothing.
+	Fixed *string `json:"fixed"`
+	// Remedy is the command an operator would run, where Check leaves it
+	// to one; nil where there is none to type.
+	Remedy *string `json:"remedy"`
+}
+
+// CheckBatch is how many list entries one LRANGE reads, and how many keys
+// one SCAN step and one pipeline of TYPE and PTTL look at: Redis serves
+// other clients between the round trips, each of which costs it well under
+// a millisecond at this size, as --status's batches do.
+const CheckBatch = 500
+
+// keyKinds are the per-item keys that Check looks at, each with the type
+// that w8y writes there ("" for the state hash, whose type Check leaves to
+// the workers, which log a WRONGTYPE each time they write it).
+var keyKinds = []struct{ infix, want string }{
+	{"lock:", "string"},
+	{"cooldown:", "string"},
+	{"backoff:", "string"},
+	{"pause:", "hash"},
+	{"state:", ""},
+}
+
+// Check is the maintenance pass: it reads the list in batches and the keys
+// under the prefix with SCAN (never KEYS), and returns what is wrong, in a
+// stable order. With fix it repairs what is safe to repair: it removes the
+// extra occurrences of duplicated items (never the last one, in one atomic
+// step per item), and deletes the cooldown, backoff, pause and state keys
+// and due entries of items that the list does not hold, and the cooldown,
+// backoff and pause keys of a wrong type. It never touches a lock: a lock
+// without expiry, or of another type, is reported with the command that an
+// operator would run once sure that no run holds it.
+//
+// Workers rotate the list while Check reads it, so that a batch may miss
+// an item or see one twice: every item that the pass finds duplicated or
+// missing is looked up again, one LPOS each, before it is reported.
+// maxLen is the longest item that a child can be given (items.MaxLen).
+func (f *Fleet) Check(ctx context.Context, maxLen int, fix bool) ([]Finding, error) {
+	if err := f.checkList(ctx, nil); err != nil {
+		return nil, err
+	}
+	counts, err := f.readList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Finding
+	var dups []string
+	for item, n := range counts {
+		if why := items.Problem(item, maxLen); why != "" {
+			out = append(out, f.cannotRun(item, why))
+		}
+		if n > 1 {
+			dups = append(dups, item)
+		}
+	}
+	found, err := f.duplicates(ctx, dups, fix)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, found...)
+	found, err = f.checkKeys(ctx, counts, fix)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, found...)
+	slices.SortFunc(out, func(a, b Finding) int {
+		return strings.Compare(a.Kind+"\x00"+a.Key+"\x00"+a.Item, b.Kind+"\x00"+b.Key+"\x00"+b.Item)
+	})
+	return out, nil
+}
+
+// readList counts each item of the list, CheckBatch entries a round trip.
+func (f *Fleet) readList(ctx context.Context) (map[string]int, error) {
+	list := f.Keys.List()
+	length, err := f.Client.LLen(ctx, list).Result()
+	if err != nil {
+		return nil, redisconn.Wrap("read "+strconv.Quote(list), err)
+	}
+	counts := make(map[string]int)
+	for at := int64(0); at < length; at += CheckBatch {
+		batch, err := f.Client.LRange(ctx, list, at, at+CheckBatch-1).Result()
+		if err != nil {
+			return nil, redisconn.Wrap("read "+strconv.Quote(list), err)
+		}
+		for _, item := range batch {
+			counts[item]++
+		}
+	}
+	return counts, nil
+}
+
+// duplicates reports the items of dups that the list holds more than once
+// when looked up again, and with fix removes their extra occurrences.
+func (f *Fleet) duplicates(ctx context.Context, dups []string, fix bool) ([]Finding, error) {
+	list := f.Keys.List()
+	var out []Finding
+	for _, item := range dups {
+		var n int64
+		if fix {
+			var err error
+			if n, err = lua.Dedupe.Run(ctx, f.Client, []string{list}, item).Int64(); err != nil {
+				return nil, redisconn.Wrap("remove the extra occurrences of "+quote(item), err)
+			}
+		} else {
+			at, err := f.Client.LPosCount(ctx, list, item, 0, redis.LPosArgs{}).Result()
+			if err != nil {
+				return nil, redisconn.Wrap("read "+strconv.Quote(list), err)
+			}
+			n = int64(len(at))
+		}
+		if n < 2 {
+			continue // a rotation showed it twice
+		}
+		d := Finding{Kind: FindingDuplicate, Item: item, Key: list,
+			Problem: fmt.Sprintf("%s is in the list %d times, and runs %d times as often as the others", quote(item), n, n)}
+		if fix {
+			extra := "occurrence"
+			if n > 2 {
+				extra += "s"
+			}
+			d.Fixed = ptr(fmt.Sprintf("removed %d extra %s, kept the first", n-1, extra))
+		} else {
+			d.Remedy = ptr("w8yctl check --fix")
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// scanned is one key under the prefix that names an item's key, with its
+// type and expiry.
+type scanned struct {
+	key, infix, item, want string
+	kind                   *redis.StatusCmd
+	ttl                    *redis.DurationCmd
+}
+
+// checkKeys looks at each lock, cooldown, backoff, pause and state key
+// under the prefix, and at each entry of the due index.
+func (f *Fleet) checkKeys(ctx context.Context, inList map[string]int, fix bool) ([]Finding, error) {
+	var keys []scanned
+	err := f.scan(ctx, func(batch []string) error {
+		pipe := f.Client.Pipeline()
+		var some []scanned
+		for _, key := range batch {
+			rest := strings.TrimPrefix(key, f.Keys.Prefix)
+			for _, k := range keyKinds {
+				if item, ok := strings.CutPrefix(rest, k.infix); ok {
+					some = append(some, scanned{key: key, infix: k.infix, item: item, want: k.want,
+						kind: pipe.Type(ctx, key), ttl: pipe.PTTL(ctx, key)})
+					break
+				}
+			}
+		}
+		if len(some) == 0 {
+			return nil
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return redisconn.Wrap("read the keys under "+strconv.Quote(f.Keys.Prefix), err)
+		}
+		keys = append(keys, some...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	due, err := f.scanDue(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The items that the pass did not see in the list, looked up again.
+	var missing []string
+	for _, k := range keys {
+		if inList[k.item] == 0 {
+			missing = append(missing, k.item)
+		}
+	}
+	for _, item := range due {
+		if inList[item] == 0 {
+			missing = append(missing, item)
+		}
+	}
+	gone, err := f.absent(ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	var out []Finding
+	for _, k := range keys {
+		kind, ttl := k.kind.Val(), k.ttl.Val()
+		if kind == "none" {
+			continue // expired or deleted since the scan
+		}
+		var d *Finding
+		switch {
+		case k.infix == "lock:" && kind != k.want:
+			d = &Finding{Kind: FindingWrongType, Problem: fmt.Sprintf("the lock %s is a %s, not a string: no worker can take %s until it is deleted", quote(k.key), kind, quote(k.item)),
+				Remedy: ptr("redis-cli DEL " + shellQuote(k.key))}
+		case k.infix == "lock:" && ttl == -1:
+			holder, _ := f.Client.Get(ctx, k.key).Result()
+			d = &Finding{Kind: FindingLockWithoutExpiry, Problem: fmt.Sprintf("the lock %s, held by %q, has no expiry: if its holder is gone, no worker will take %s again", quote(k.key), holder, quote(k.item)),
+				Remedy: ptr("redis-cli DEL " + shellQuote(k.key) + "  # once no run holds it")}
+		case k.infix == "lock:":
+			// A lock with an expiry is a run's, even of an item removed
+			// while it ran: it ends by itself.
+		case gone[k.item]:
+			d = &Finding{Kind: FindingOrphanKey, Problem: fmt.Sprintf("%s belongs to %s, which the list does not hold", quote(k.key), quote(k.item))}
+			if fix {
+				d.Fixed = f.del(ctx, k.key)
+			}
+		case k.want != "" && kind != k.want:
+			d = &Finding{Kind: FindingWrongType, Problem: fmt.Sprintf("%s is a %s, not a %s (w8y writes a %s there), and holds %s up %s", quote(k.key), kind, k.want, k.want, quote(k.item), untilWhen(ttl))}
+			if fix {
+				d.Fixed = f.del(ctx, k.key)
+			}
+		}
+		if d != nil {
+			d.Item, d.Key = k.item, k.key
+			if d.Fixed == nil && d.Remedy == nil && !fix {
+				d.Remedy = ptr("w8yctl check --fix")
+			}
+			out = append(out, *d)
+		}
+	}
+	for _, item := range due {
+		if !gone[item] {
+			continue
+		}
+		d := Finding{Kind: FindingOrphanDue, Item: item, Key: f.Keys.Due(), Problem: fmt.Sprintf("the due index holds %s, which the list does not", quote(item))}
+		if fix {
+			if err := f.Client.ZRem(ctx, f.Keys.Due(), item).Err(); err != nil {
+				return nil, redisconn.Wrap("ZREM "+strconv.Quote(f.Keys.Due()), err)
+			}
+			d.Fixed = ptr("removed the entry")
+		} else {
+			d.Remedy = ptr("w8yctl check --fix")
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// del deletes key, and says so for Finding.Fixed; a failure is a line of
+// its own instead, so that one refused DEL does not hide the other fixes.
+func (f *Fleet) del(ctx context.Context, key string) *string {
+	if err := f.Client.Del(ctx, key).Err(); err != nil {
+		return ptr("could not delete it: " + redisconn.Wrap("DEL", err).Error())
+	}
+	return ptr("deleted it")
+}
+
+// untilWhen says how long a key with PTTL ttl holds its item up.
+func untilWhen(ttl time.Duration) string {
+	if ttl >= 0 {
+		return "for " + strconv.FormatInt(ttl.Milliseconds(), 10) + "ms more"
+	}
+	return "for good (it has no expiry)"
+}
+
+// absentBatch is how many LPOS one round trip of absent sends. An LPOS of
+// an item that the list lacks reads the whole list, about 1ms on a list of
+// 100,000 items, and Redis runs a pipeline's commands back to back: a
+// thousand of them in one pipeline held other clients up for half a
+// second (see README), eight for some 10ms.
+const absentBatch = 8
+
+// absent returns which of list the list does not hold, one LPOS each.
+func (f *Fleet) absent(ctx context.Context, list []string) (map[string]bool, error) {
+	gone := make(map[string]bool)
+	asked := make(map[string]bool)
+	for len(list) > 0 {
+		pipe := f.Client.Pipeline()
+		at := make(map[string]*redis.IntCmd)
+		for len(list) > 0 && len(at) < absentBatch {
+			item := list[0]
+			list = list[1:]
+			if !asked[item] {
+				asked[item] = true
+				at[item] = pipe.LPos(ctx, f.Keys.List(), item, redis.LPosArgs{})
+			}
+		}
+		if len(at) == 0 {
+			break
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, redisconn.Wrap("read "+strconv.Quote(f.Keys.List()), err)
+		}
+		for item, cmd := range at {
+			if errors.Is(cmd.Err(), redis.Nil) {
+				gone[item] = true
+			}
+		}
+	}
+	return gone, nil
+}
+
+// scanner is a client that SCAN can be sent to: a server, or one master
+// of a Cluster.
+type scanner interface {
+	Scan(ctx context.Context, cursor uint64, match string, count int64) *redis.ScanCmd
+}
+
+// scan calls each with the keys under the prefix, CheckBatch at a time,
+// with SCAN MATCH on every master of a Cluster (whose keys, without a hash
+// tag, are spread over them all).
+func (f *Fleet) scan(ctx context.Context, each func([]string) error) error {
+	cluster, ok := f.Client.(interface {
+		ForEachMaster(context.Context, func(context.Context, *redis.Client) error) error
+	})
+	if !ok {
+		return f.scanNode(ctx, f.Client, each)
+	}
+	// ForEachMaster calls fn on every master at once.
+	var mu sync.Mutex
+	return cluster.ForEachMaster(ctx, func(ctx context.Context, master *redis.Client) error {
+		return f.scanNode(ctx, master, func(keys []string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return each(keys)
+		})
+	})
+}
+
+// scanNode is scan on one server.
+func (f *Fleet) scanNode(ctx context.Context, node scanner, each func([]string) error) error {
+	match := globEscape(f.Keys.Prefix) + "*"
+	var cursor uint64
+	for {
+		keys, next, err := node.Scan(ctx, cursor, match, CheckBatch).Result()
+		if err != nil {
+			return redisconn.Wrap("SCAN the keys under "+strconv.Quote(f.Keys.Prefix), err)
+		}
+		if err := each(keys); err != nil {
+			return err
+		}
+		if cursor = next; cursor == 0 {
+			return nil
+		}
+	}
+}
+
+// scanDue returns the members of the due index, CheckBatch a step.
+func (f *Fleet) scanDue(ctx context.Context) ([]string, error) {
+	var members []string
+	var cursor uint64
+	for {
+		pairs, next, err := f.Client.ZScan(ctx, f.Keys.Due(), cursor, "", CheckBatch).Result()
+		if err != nil {
+			return nil, redisconn.Wrap("ZSCAN "+strconv.Quote(f.Keys.Due()), err)
+		}
+		for i := 0; i < len(pairs); i += 2 {
+			members = append(members, pairs[i])
+		}
+		if cursor = next; cursor == 0 {
+			return members, nil
+		}
+	}
+}
+
+// cannotRun is the finding of an item that no child can be given.
+func (f *Fleet) cannotRun(item, why string) Finding {
+	d := Finding{Kind: FindingCannotRun, Item: item, Key: f.Keys.List(),
+		Problem: fmt.Sprintf("%s can never run: %s, and every worker skips it", quote(item), why)}
+	if !strings.ContainsRune(item, 0) && len(item) <= items.ClipLen {
+		d.Remedy = ptr("redis-cli LREM " + shellQuote(f.Keys.List()) + " 0 " + shellQuote(item))
+	}
+	return d
+}
+
+// globEscape escapes what SCAN's MATCH would read as a pattern in s.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// shellQuote quotes s for a POSIX shell, for a remedy to paste.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// quote quotes an item or key for a message, clipped (see items.Clip).
+func quote(s string) string { return strconv.Quote(items.Clip(s)) }
+
+func ptr[T any](v T) *T { return &v }

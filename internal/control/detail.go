@@ -1,0 +1,113 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/status"
+)
+
+// Detail is everything w8yctl status ITEM shows of one item: what w8y
+// --status shows (status.Item), and what its table has no room for. The
+// JSON names are part of w8yctl's interface (see README).
+type Detail struct {
+	status.Item
+	// Occurrences is how many times the list holds the item: 0 for one
+	// that it does not hold.
+	Occurrences int64 `json:"occurrences"`
+	// PausedAt is when the pause was set, in Unix milliseconds.
+	PausedAt *int64 `json:"paused_at"`
+	// LastFence is the fencing token of the item's last run.
+	LastFence *int64 `json:"last_fence"`
+	// LastStdout and LastStderr are the kept tails of the last run's
+	// output, where w8y ran it with --keep-output.
+	LastStdout *string `json:"last_stdout"`
+	LastStderr *string `json:"last_stderr"`
+	// Recent are the item's latest events, oldest first.
+	Recent []Event `json:"recent_events"`
+}
+
+// DetailRuns is how many of an item's latest events Detail returns: the
+// starts and ends of its last three runs.
+const DetailRuns = 6
+
+// DetailLookBack bounds how many of the stream's latest entries Detail
+// looks through for an item's events (a few pages of XREVRANGE): an item
+// that has not run for long shows none rather than costing a read of the
+// whole stream.
+const DetailLookBack = 10 * eventsPage
+
+// Detail reads what there is to know of each item, in two pipelines and a
+// bounded look at the events. An item that the list does not hold is
+// shown too (its keys may outlive it); a list that is missing or of
+// another type is refused.
+func (f *Fleet) Detail(ctx context.Context, list []string) ([]Detail, error) {
+	if err := f.checkList(ctx, nil); err != nil {
+		return nil, err
+	}
+	reader := &status.Reader{Client: f.Client, Keys: f.Keys}
+	known, err := reader.Items(ctx, list)
+	if err != nil {
+		return nil, err
+	}
+	pipe := f.Client.Pipeline()
+	at := make([]*redis.IntSliceCmd, len(list))
+	pausedAt := make([]*redis.SliceCmd, len(list))
+	state := make([]*redis.SliceCmd, len(list))
+	for i, item := range list {
+		at[i] = pipe.LPosCount(ctx, f.Keys.List(), item, 0, redis.LPosArgs{})
+		pausedAt[i] = pipe.HMGet(ctx, f.Keys.Pause(item), schema.PauseFieldAt)
+		state[i] = pipe.HMGet(ctx, f.Keys.State(item), schema.FieldLastFence, schema.FieldLastStdout, schema.FieldLastStderr)
+	}
+	// A pause or state key of another type spoils only its own fields.
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) && !redisconn.IsReply(err) {
+		return nil, redisconn.Wrap("read the items' keys", err)
+	}
+	out := make([]Detail, len(list))
+	for i, item := range list {
+		d := Detail{Item: known[i]}
+		if positions, err := at[i].Result(); err == nil {
+			d.Occurrences = int64(len(positions))
+		}
+		if values, err := pausedAt[i].Result(); err == nil && d.Pause != nil {
+			d.PausedAt = number(values[0])
+		}
+		if values, err := state[i].Result(); err == nil {
+			d.LastFence = number(values[0])
+			d.LastStdout, d.LastStderr = text(values[1]), text(values[2])
+		}
+		recent, _, err := f.Events(ctx, EventFilter{Item: item, Last: DetailRuns, Within: DetailLookBack})
+		if err != nil && !errors.Is(err, ErrRefused) {
+			return nil, err
+		}
+		d.Recent = recent
+		out[i] = d
+	}
+	return out, nil
+}
+
+// number is a hash field's value read as a whole number, or nil.
+func number(v any) *int64 {
+	s, ok := v.(string)
+	if !ok {
+		return nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return nil
+	}
+	return &n
+}
+
+// text is a hash field's value, or nil where it is missing.
+func text(v any) *string {
+	s, ok := v.(string)
+	if !ok {
+		return nil
+	}
+	return &s
+}
