@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -307,6 +308,12 @@ func TestCtlCancel(t *testing.T) {
 	w.wait(t).wantExit(t, 123)
 	if state := s.Client.HGetAll(ctx(t), "cc:state:a").Val(); state["last_result"] != "cancelled" || state["last_reason"] != "the disk is full" {
 		t.Errorf("state of the cancelled a: %v", state)
+	}
+	// status ITEM tells why the last run ended.
+	r = runCtl(t, nil, "-u", s.URL, "-k", "cc", "status", "a")
+	r.mustExit(t, 0)
+	if !regexp.MustCompile(`last run: result=cancelled .*reason="the disk is full"`).MatchString(r.Stdout) {
+		t.Errorf("status a does not show the cancelled run's reason:\n%s", r.Stdout)
 	}
 
 	// remove --cancel: b runs, and is removed and stopped.

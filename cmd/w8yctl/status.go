@@ -98,6 +98,9 @@ func writeDetail(b *strings.Builder, d control.Detail, list string) {
 		if d.LastFence != nil {
 			add("fence", strconv.FormatInt(*d.LastFence, 10))
 		}
+		if d.LastReason != nil {
+			add("reason", strconv.Quote(terminalSafe(*d.LastReason)))
+		}
 		fmt.Fprintf(b, "  last run: %s\n", strings.Join(run, " "))
 	}
 	fmt.Fprintf(b, "  runs=%d failures=%d consecutive_failures=%d\n", d.Runs, d.Failures, d.ConsecutiveFailures)

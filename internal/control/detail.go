@@ -23,6 +23,9 @@ type Detail struct {
 	PausedAt *int64 `json:"paused_at"`
 	// LastFence is the fencing token of the item's last run.
 	LastFence *int64 `json:"last_fence"`
+	// LastReason is the reason that the cancel of the last run gave, if an
+	// operator cancelled it.
+	LastReason *string `json:"last_reason"`
 	// LastStdout and LastStderr are the kept tails of the last run's
 	// output, where w8y ran it with --keep-output.
 	LastStdout *string `json:"last_stdout"`
@@ -61,7 +64,7 @@ func (f *Fleet) Detail(ctx context.Context, list []string) ([]Detail, error) {
 	for i, item := range list {
 		at[i] = pipe.LPosCount(ctx, f.Keys.List(), item, 0, redis.LPosArgs{})
 		pausedAt[i] = pipe.HMGet(ctx, f.Keys.Pause(item), schema.PauseFieldAt)
-		state[i] = pipe.HMGet(ctx, f.Keys.State(item), schema.FieldLastFence, schema.FieldLastStdout, schema.FieldLastStderr)
+		state[i] = pipe.HMGet(ctx, f.Keys.State(item), schema.FieldLastFence, schema.FieldLastStdout, schema.FieldLastStderr, schema.FieldLastReason)
 	}
 	// A pause or state key of another type spoils only its own fields.
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) && !redisconn.IsReply(err) {
@@ -78,7 +81,7 @@ func (f *Fleet) Detail(ctx context.Context, list []string) ([]Detail, error) {
 		}
 		if values, err := state[i].Result(); err == nil {
 			d.LastFence = number(values[0])
-			d.LastStdout, d.LastStderr = text(values[1]), text(values[2])
+			d.LastStdout, d.LastStderr, d.LastReason = text(values[1]), text(values[2]), text(values[3])
 		}
 		recent, _, err := f.Events(ctx, EventFilter{Item: item, Last: DetailRuns, Within: DetailLookBack})
 		if err != nil && !errors.Is(err, ErrRefused) {
