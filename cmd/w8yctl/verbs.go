@@ -30,6 +30,7 @@ var verbs = []*verb{
 	{"cancel", "cancel [--reason TEXT] [--as-failure] ITEM...", "Stop the items' running children wherever they run, within a third of the lock's expiry; the runs are recorded as cancelled, not as failures unless --as-failure", true, runCancel},
 	{"status", "status [--watch[=INTERVAL]]", "Show every item: its lock, pause, cooldown or backoff, and last run, as w8y --status does", false, runStatus},
 	{"events", "events [--follow] [--since TIME|ID] [--item ITEM] [-n N]", "Print the latest events (starts and ends of runs), or those since TIME, and with --follow each new one until Ctrl-C", false, runEvents},
+	{"serve", "serve --addr HOST:PORT [--token-file FILE]", "Serve a live dashboard of the list in a browser until Ctrl-C; its pause, resume, run-now and cancel buttons work only with the token of W8Y_DASHBOARD_TOKEN or --token-file", false, runServe},
 }
 
 // findVerb returns the verb called name, or nil.
