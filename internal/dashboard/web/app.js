@@ -109,7 +109,11 @@ function row(st) {
   const stateCell = el("td", stateText, "state-" + st.state);
   if (st.problem) stateCell.title = st.problem;
   tr.append(stateCell);
-  tr.append(el("td", st.holder || ""));
+  // The holder's host and process, as w8y --status shows it; the whole
+  // token on hover.
+  const holder = el("td", st.holder ? st.holder.replace(/:[^:]*$/, "") : "");
+  if (st.holder) holder.title = st.holder;
+  tr.append(holder);
   const since = el("td");
   if (st.state === "locked") since.append(ago(st.last_start));
   tr.append(since);
