@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/w8y/w8y/internal/redistest"
 )
@@ -113,6 +115,25 @@ func screenshot(t *testing.T, tab context.Context, dir, name string) {
 	}
 }
 
+// colorScheme makes the page see the system's theme as scheme, light or
+// dark.
+func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+		})
+		return err
+	})
+}
+
+// filter sets the filter box to text, as typing would, and waits for the
+// table to show only the items that hold it.
+func filter(t *testing.T, tab context.Context, text string) {
+	t.Helper()
+	eval[bool](t, tab, fmt.Sprintf(`(() => { const f = document.getElementById("filter"); f.value = %q; f.dispatchEvent(new Event("input")); return true; })()`, text))
+	shows(t, tab, fmt.Sprintf("only items with %q", text), fmt.Sprintf(`(() => { const n = %s; return n.length > 0 && n.every(i => i.includes(%q)); })()`, itemNames, text))
+}
+
 // itemNames is the JavaScript for the items that the table shows.
 const itemNames = `Array.from(document.querySelectorAll("#items tbody td.item")).map(td => td.textContent)`
 
@@ -183,9 +204,39 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Error("an item name ran script")
 	}
 	screenshot(t, tab, dir, "dashboard")
+
+	// Times are relative, with the absolute time on hover.
+	shows(t, tab, "a relative time with the absolute one as its title",
+		`Array.from(document.querySelectorAll("#items time")).some(e => /^(just now|\d+ (s|min|h|d) ago)$/.test(e.textContent) && e.title !== "" && e.dateTime.endsWith("Z"))`)
+
+	// The system's theme, light or dark.
+	background := `getComputedStyle(document.body).backgroundColor`
+	for _, theme := range []struct{ scheme, background string }{{"dark", "rgb(15, 20, 25)"}, {"light", "rgb(255, 255, 255)"}} {
+		act(t, tab, theme.scheme+" theme", colorScheme(theme.scheme))
+		if got := eval[string](t, tab, background); got != theme.background {
+			t.Errorf("in the %s theme the page's background is %s, want %s", theme.scheme, got, theme.background)
+		}
+		if theme.scheme == "dark" {
+			screenshot(t, tab, dir, "dashboard-dark")
+		}
+	}
+
 	act(t, tab, "look as a phone", chromedp.EmulateViewport(390, 844))
 	screenshot(t, tab, dir, "dashboard-phone")
 	act(t, tab, "look as a laptop", chromedp.EmulateViewport(1280, 800))
+
+	// An item's view: its events alone, from its name's link (filtered
+	// down to its row, so that the click lands on it while the list
+	// rotates).
+	filter(t, tab, "broken")
+	act(t, tab, "open broken's view", chromedp.Click(`#items tbody tr[data-item="broken"] td.item a`))
+	shows(t, tab, "broken's events alone in its view",
+		`(() => { const evs = Array.from(document.querySelectorAll("#detail-events .ev-item"));
+		  return !document.getElementById("detail").hidden && document.getElementById("detail-name").textContent === "broken" &&
+		    evs.length > 0 && evs.every(e => e.textContent === "broken"); })()`)
+	screenshot(t, tab, dir, "item")
+	act(t, tab, "close broken's view", chromedp.Click(`#detail-close`))
+	filter(t, tab, "")
 
 	// A new event shows without a reload: the page keeps a mark that a
 	// reload would lose.
@@ -228,7 +279,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 
 	// Failing first: the whole page again, broken on top.
-	eval[bool](t, tab, `(() => { const f = document.getElementById("filter"); f.value = ""; f.dispatchEvent(new Event("input")); return true; })()`)
+	filter(t, tab, "")
 	act(t, tab, "put failing items first", chromedp.Click(`#failing-first`))
 	shows(t, tab, "broken first, and every item", `(() => { const n = `+itemNames+`; return n.length === 6 && n[0] === "broken"; })()`)
 	screenshot(t, tab, dir, "failing-first")
