@@ -147,10 +147,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	s.seed(t, "work:list", items...)
 	// broken fails, the others take a moment, so that the page has runs,
 	// failures and holders to show.
-	child := `case "$W8Y_ITEM" in broken) exit 3;; esac; sleep 0.3`
+	child := `echo "out of $W8Y_ITEM"; case "$W8Y_ITEM" in broken) exit 3;; esac; sleep 0.3`
 	for range 3 {
 		startW8y(t, portEnv(s), "-u", s.URL, "-k", "work", "-c", "-q", "--cooldown", "1s", "--failure-backoff", "1s",
-			"--idle-wait", "50ms", "sh", "-c", child)
+			"--idle-wait", "50ms", "--keep-output", "1000", "sh", "-c", child)
 	}
 
 	// The recipe, as written, but on a free port.
@@ -225,7 +225,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	screenshot(t, tab, dir, "dashboard-phone")
 	act(t, tab, "look as a laptop", chromedp.EmulateViewport(1280, 800))
 
-	// An item's view: its events alone, from its name's link (filtered
+	// An item's view: its last run's kept output and its events alone,
+	// from its name's link (filtered
 	// down to its row, so that the click lands on it while the list
 	// rotates).
 	filter(t, tab, "broken")
@@ -234,6 +235,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		`(() => { const evs = Array.from(document.querySelectorAll("#detail-events .ev-item"));
 		  return !document.getElementById("detail").hidden && document.getElementById("detail-name").textContent === "broken" &&
 		    evs.length > 0 && evs.every(e => e.textContent === "broken"); })()`)
+	shows(t, tab, "broken's kept output and exit code in its view",
+		`(() => { const f = (n) => document.querySelector('#detail-state dd[data-field="' + n + '"]');
+		  return f("last_stdout") && f("last_stdout").textContent === "out of broken\n" && f("last_exit_code").textContent === "3"; })()`)
 	screenshot(t, tab, dir, "item")
 	act(t, tab, "close broken's view", chromedp.Click(`#detail-close`))
 	filter(t, tab, "")

@@ -26,6 +26,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/control"
 	"github.com/w8y/w8y/internal/duration"
+	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/status"
 )
 
@@ -68,6 +69,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/", readOnly(http.FileServerFS(files)))
 	mux.HandleFunc("GET /api/config", s.config)
 	mux.HandleFunc("GET /api/items", s.items)
+	mux.HandleFunc("GET /api/item", s.item)
 	mux.HandleFunc("GET /api/events", s.events)
 	mux.HandleFunc("GET /api/events/stream", s.stream)
 	for name, act := range map[string]func(context.Context, action) (any, error){
@@ -142,6 +144,24 @@ func (s *Server) items(w http.ResponseWriter, r *http.Request) {
 		page = []status.Item{}
 	}
 	writeJSON(w, http.StatusOK, itemsPage{Length: length, Offset: offset, Now: s.Now().UnixMilli(), Items: page})
+}
+
+// item is GET /api/item?item=ITEM: what the item's state hash keeps of its
+// last run, with its fence, its reason and, under --keep-output, the tail
+// of its output, which an item's view shows.
+func (s *Server) item(w http.ResponseWriter, r *http.Request) {
+	item := r.URL.Query().Get("item")
+	if item == "" {
+		writeError(w, http.StatusBadRequest, errors.New("give the item"))
+		return
+	}
+	pipe := s.Fleet.Client.Pipeline()
+	state := pipe.HGetAll(r.Context(), s.Fleet.Keys.State(item))
+	if _, err := pipe.Exec(r.Context()); err != nil {
+		s.fail(w, redisconn.Wrap("read "+strconv.Quote(s.Fleet.Keys.State(item)), err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"item": item, "state": state.Val()})
 }
 
 // event is an event as the page reads it.

@@ -93,6 +93,33 @@ func TestItemsJSON(t *testing.T) {
 	}
 }
 
+// TestItemJSON: GET /api/item is the item's state hash, kept output and
+// all, escaped; an item that never ran has an empty one.
+func TestItemJSON(t *testing.T) {
+	srv, rdb, keys := start(t, "", "a")
+	rdb.HSet(context.Background(), keys.State("a"), "last_fence", "7", "last_stdout", hostile[0]+"\n")
+	code, body, _ := get(t, srv.URL+"/api/item?item=a")
+	if code != http.StatusOK || strings.ContainsAny(body, "<>") {
+		t.Fatalf("GET /api/item: %d %s", code, body)
+	}
+	var got struct {
+		Item  string            `json:"item"`
+		State map[string]string `json:"state"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Item != "a" || got.State["last_fence"] != "7" || got.State["last_stdout"] != hostile[0]+"\n" {
+		t.Errorf("item = %+v", got)
+	}
+	if _, body, _ := get(t, srv.URL+"/api/item?item=never"); body != `{"item":"never","state":{}}`+"\n" {
+		t.Errorf("an item that never ran: %s", body)
+	}
+	if code, _, _ := get(t, srv.URL+"/api/item"); code != http.StatusBadRequest {
+		t.Errorf("GET /api/item without an item: %d, want 400", code)
+	}
+}
+
 // TestPageHoldsNoSecrets: the page and its config carry no token, and the
 // headers forbid any script but the page's own.
 func TestPageHoldsNoSecrets(t *testing.T) {

@@ -202,22 +202,51 @@ async function follow() {
   src.onmessage = (m) => {
     const e = JSON.parse(m.data);
     addEvent($("events"), e);
-    if (state.detail !== null && e.fields && e.fields.item === state.detail) addEvent($("detail-events"), e);
+    if (state.detail !== null && e.fields && e.fields.item === state.detail) {
+      addEvent($("detail-events"), e);
+      // A run's end rewrites the state hash: show the new one.
+      if (e.fields.type === "finish") {
+        getJSON("api/item?item=" + encodeURIComponent(state.detail))
+          .then((s) => { if (s.item === state.detail) showState(s.state); })
+          .catch(() => {});
+      }
+    }
   };
+}
+
+// showState lists what the item's state hash keeps: times as times, the
+// kept output as preformatted text.
+function showState(fields) {
+  const dl = $("detail-state");
+  dl.replaceChildren();
+  for (const name of Object.keys(fields).sort()) {
+    const value = fields[name];
+    const dd = el("dd");
+    if (name === "last_start" || name === "last_end") dd.append(ago(Number(value)));
+    else if (name === "last_stdout" || name === "last_stderr") dd.append(el("pre", value));
+    else dd.textContent = value;
+    dd.dataset.field = name;
+    dl.append(el("dt", name), dd);
+  }
+  if (Object.keys(fields).length === 0) dl.append(el("dt", "never ran"), el("dd"));
 }
 
 async function openDetail(item) {
   state.detail = item;
   $("detail").hidden = false;
   $("detail-name").textContent = item;
+  $("detail-state").replaceChildren();
   $("detail-events").replaceChildren();
   try {
+    const s = await getJSON("api/item?item=" + encodeURIComponent(item));
+    if (state.detail !== item) return;
+    showState(s.state);
     const r = await getJSON("api/events?n=20&item=" + encodeURIComponent(item));
     if (state.detail !== item) return;
     for (const e of r.events) addEvent($("detail-events"), e);
     if (r.events.length === 0) $("detail-events").append(el("li", "no events of this item in the stream"));
   } catch (e) {
-    showError("cannot read the item's events: " + e.message);
+    showError("cannot read the item: " + e.message);
   }
 }
 
