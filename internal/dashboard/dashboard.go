@@ -10,6 +10,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"embed"
@@ -226,11 +227,19 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	if after == "" {
 		after = r.URL.Query().Get("after")
 	}
-	if after == "" {
-		after = "$"
-	} else if !validStreamID(after) {
+	if after != "" && !validStreamID(after) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("after %q: give a stream ID such as 1795600800000-0", after))
 		return
+	}
+	if after == "" {
+		// From the newest entry now, not XREAD's "$", which each call of
+		// Follow's loop would read anew, missing what came in between.
+		_, newest, err := s.Fleet.Events(r.Context(), control.EventFilter{Last: 1})
+		if err != nil && !errors.Is(err, control.ErrRefused) {
+			s.fail(w, err)
+			return
+		}
+		after = cmp.Or(newest, "0")
 	}
 	select {
 	case s.streams <- struct{}{}:

@@ -261,8 +261,15 @@ func TestActionsOffWithoutToken(t *testing.T) {
 }
 
 // TestEventsAndStream: GET /api/events gives the latest events and the
-// newest ID; the stream then sends each new event as it is added, escaped.
+// newest ID; the stream then sends each new event as it is added, escaped,
+// from that ID or, without one, from when it opened.
 func TestEventsAndStream(t *testing.T) {
+	for _, query := range []string{"?after=", ""} {
+		t.Run("stream"+query, func(t *testing.T) { testEventsAndStream(t, query) })
+	}
+}
+
+func testEventsAndStream(t *testing.T, query string) {
 	srv, rdb, keys := start(t, "", "a")
 	ctx := context.Background()
 	rdb.XAdd(ctx, &redis.XAddArgs{Stream: keys.Events(), Values: []string{"type", "start", "item", "a", "holder", "h:1:x"}})
@@ -281,7 +288,13 @@ func TestEventsAndStream(t *testing.T) {
 		t.Errorf("stream after x: %d, want 400", code)
 	}
 
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/api/events/stream?after="+latest.Newest, nil)
+	if query != "" {
+		query += latest.Newest
+	}
+	// A stream that misses an event would wait for it forever.
+	streamCtx, cancel := context.WithTimeout(ctx, redistest.Timeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(streamCtx, http.MethodGet, srv.URL+"/api/events/stream"+query, nil)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -296,22 +309,28 @@ func TestEventsAndStream(t *testing.T) {
 	if !lines.Scan() || !strings.HasPrefix(lines.Text(), ":") {
 		t.Fatalf("stream starts with %q", lines.Text())
 	}
-	id := rdb.XAdd(ctx, &redis.XAddArgs{Stream: keys.Events(), Values: []string{"type", "end", "item", hostile[1], "result", "success"}}).Val()
-	var data string
-	for lines.Scan() {
-		if d, ok := strings.CutPrefix(lines.Text(), "data: "); ok {
-			data = d
-			break
-		}
-		if line := lines.Text(); line != "" && line != "id: "+id {
-			t.Errorf("stream line %q", line)
-		}
+	// Two events, the second while the stream may be between two reads.
+	var ids []string
+	for _, item := range hostile[:2] {
+		ids = append(ids, rdb.XAdd(ctx, &redis.XAddArgs{Stream: keys.Events(), Values: []string{"type", "finish", "item", item, "result", "success"}}).Val())
 	}
-	var e event
-	if err := json.Unmarshal([]byte(data), &e); err != nil || e.ID != id || e.Fields["item"] != hostile[1] {
-		t.Fatalf("streamed %q (%v), want the event %s of %q", data, err, id, hostile[1])
-	}
-	if strings.ContainsAny(data, "<>") {
-		t.Errorf("streamed data holds markup: %s", data)
+	for i, id := range ids {
+		var data string
+		for lines.Scan() {
+			if d, ok := strings.CutPrefix(lines.Text(), "data: "); ok {
+				data = d
+				break
+			}
+			if line := lines.Text(); line != "" && line != "id: "+id {
+				t.Errorf("stream line %q", line)
+			}
+		}
+		var e event
+		if err := json.Unmarshal([]byte(data), &e); err != nil || e.ID != id || e.Fields["item"] != hostile[i] {
+			t.Fatalf("streamed %q (%v), want the event %s of %q", data, err, id, hostile[i])
+		}
+		if strings.ContainsAny(data, "<>") {
+			t.Errorf("streamed data holds markup: %s", data)
+		}
 	}
 }
