@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -332,5 +334,36 @@ func testEventsAndStream(t *testing.T, query string) {
 		if strings.ContainsAny(data, "<>") {
 			t.Errorf("streamed data holds markup: %s", data)
 		}
+	}
+}
+
+// BenchmarkItemsPage is one refresh of the page, GET /api/items of 100
+// items, on lists of 100 and of 100,000 items: the long list should cost
+// about what the short one does.
+func BenchmarkItemsPage(b *testing.B) {
+	for _, n := range []int{100, 100_000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			rdb := redistest.Start(b).Client
+			keys := schema.Keys{Prefix: "bench:", Colocated: true}
+			items := redistest.Items(n)
+			for i := 0; i < n; i += 10_000 {
+				rdb.RPush(context.Background(), keys.List(), redistest.Values(items[i:min(i+10_000, n)])...)
+			}
+			s := &Server{Fleet: &control.Fleet{Client: rdb, Keys: keys}, Status: &status.Reader{Client: rdb, Keys: keys}, Log: zerolog.Nop(), Now: time.Now}
+			srv := httptest.NewServer(s.Handler())
+			b.Cleanup(srv.Close)
+			url := fmt.Sprintf("%s/api/items?offset=%d&limit=100", srv.URL, n/2-50)
+			for b.Loop() {
+				res, err := http.Get(url)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				if res.StatusCode != http.StatusOK {
+					b.Fatalf("GET /api/items: %d", res.StatusCode)
+				}
+			}
+		})
 	}
 }
