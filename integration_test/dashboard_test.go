@@ -308,3 +308,15 @@ func sameItems(got, want []string) bool {
 	slices.Sort(want)
 	return slices.Equal(got, want)
 }
+
+// TestServeRefusesABusyAddr: an address that cannot be listened on is
+// w8yctl's own failure, said in one line.
+func TestServeRefusesABusyAddr(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	s.seed(t, "work:list", "a")
+	// The Redis server holds its own port.
+	r := runCtl(t, []string{"W8Y_REDIS_URL=" + s.URL}, "-k", "work", "serve", "--addr", fmt.Sprintf("127.0.0.1:%d", s.Port))
+	r.wantExit(t, 125)
+	oneLineOf(t, "w8yctl", r.Stderr, fmt.Sprintf("cannot listen on --addr 127.0.0.1:%d", s.Port))
+}

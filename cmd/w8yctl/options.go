@@ -86,7 +86,7 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 	parser := flags.NewParser(&opts, flags.HelpFlag|flags.PassDoubleDash)
 	parser.Name = "w8yctl"
 	parser.Usage = "[OPTIONS] VERB [ITEM...]"
-	parser.ShortDescription = "operate a fleet of w8y workers: add, remove, pause, resume, run now, events"
+	parser.ShortDescription = "operate a fleet of w8y workers: add, remove, pause, resume, run now, events, dashboard"
 	parser.LongDescription = manDescription()
 	if len(args) > 0 && args[0] == completeArg {
 		complete(parser, args[1:], stdout)
