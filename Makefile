@@ -56,13 +56,15 @@ image: build
 	bash scripts/podman.sh build --quiet -t $(IMAGE) -f Containerfile $(BIN)/image
 
 # The integration tests start their own redis-server on a free loopback port,
-# so they need redis-server and redis-cli installed, not running.
+# so they need redis-server and redis-cli installed, not running; the
+# dashboard's browser test needs Debian's chromium.
 # The chaos test runs on its own, with -v so that its figures (runs, faults
 # of each kind, overlaps found) are printed, and without the other tests
 # competing for the CPU.
 test:
 	bash scripts/ensure-redis.sh
 	bash scripts/ensure-podman.sh
+	bash scripts/ensure-chromium.sh
 	go test -race -count=1 -skip '^TestChaos$$' ./...
 	go test -race -count=1 -run '^TestChaos$$' -v ./integration_test/
 

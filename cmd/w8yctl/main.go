@@ -91,7 +91,13 @@ func (c *command) run(stdout, stderr io.Writer) error {
 	// verifies nothing, go to stderr; w8yctl has no other log.
 	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true, PartsExclude: []string{zerolog.TimestampFieldName}}).Level(zerolog.WarnLevel)
 	redisconn.SetLogger(log)
-	client, err := redisconn.Connect(&c.opts.Options, 1, log)
+	conns := 1
+	if c.verb.name == "serve" {
+		// The dashboard logs each action it takes, for the record.
+		log = log.Level(zerolog.InfoLevel)
+		conns = serveConns
+	}
+	client, err := redisconn.Connect(&c.opts.Options, conns, log)
 	if err != nil {
 		return err
 	}

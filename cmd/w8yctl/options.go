@@ -47,6 +47,8 @@ type VerbOptions struct {
 	Count     string `short:"n" long:"count" value-name:"N" default:"10" description:"events: how many of the latest events to print (with --since: all, unless given)"`
 	Fix       bool   `long:"fix" description:"check: repair what is safe to repair (never a lock), and say what was done"`
 	Since     string `long:"since" value-name:"TIME|ID" description:"events: those from TIME on (2026-11-25T10:00:00Z, or a DURATION ago such as 1h) or from the stream ID on"`
+	Addr      string `long:"addr" value-name:"HOST:PORT" description:"serve: where the dashboard listens, such as 127.0.0.1:8080 (port 0: any free port, printed)"`
+	TokenFile string `long:"token-file" value-name:"FILE" description:"serve: turn the dashboard's actions on with the token that FILE holds (or W8Y_DASHBOARD_TOKEN)"`
 	Watch     string `long:"watch" optional:"true" optional-value:"2s" value-name:"INTERVAL" description:"status: show it again every INTERVAL (2s), until Ctrl-C"`
 }
 
@@ -63,6 +65,9 @@ type command struct {
 	since    string
 	// by is who gives the command, user@host, for a pause.
 	by string
+	// token is the dashboard's token, from W8Y_DASHBOARD_TOKEN or
+	// --token-file: "" leaves its actions off.
+	token string
 	// now is when the command was given, which --since counts back from.
 	now time.Time
 }
@@ -82,7 +87,7 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 	parser := flags.NewParser(&opts, flags.HelpFlag|flags.PassDoubleDash)
 	parser.Name = "w8yctl"
 	parser.Usage = "[OPTIONS] VERB [ITEM...]"
-	parser.ShortDescription = "operate a fleet of w8y workers: add, remove, pause, resume, run now, status, events, check"
+	parser.ShortDescription = "operate a fleet of w8y workers: add, remove, pause, resume, run now, cancel, status, events, check, dashboard"
 	parser.LongDescription = manDescription()
 	if len(args) > 0 && args[0] == completeArg {
 		complete(parser, args[1:], stdout)
@@ -114,7 +119,7 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 	if len(rest) == 0 {
 		return nil, fmt.Errorf("missing verb: give one of %s (see w8yctl --help)", verbNames())
 	}
-	c := &command{verb: findVerb(rest[0]), items: rest[1:], opts: &opts, by: whoAmI(getenv), now: time.Now()}
+	c := &command{verb: findVerb(rest[0]), items: rest[1:], opts: &opts, by: whoAmI(getenv), now: time.Now(), token: getenv(tokenVar)}
 	if c.verb == nil {
 		return nil, fmt.Errorf("unknown verb %q: give one of %s (see w8yctl --help)", rest[0], verbNames())
 	}
@@ -127,7 +132,7 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 // check refuses what the verb cannot take: options of other verbs, missing
 // or repeated items, and values that do not parse.
 func (c *command) check(parser *flags.Parser, args []string) error {
-	for _, name := range []string{"create", "for", "reason", "as-failure", "cancel", "follow", "item", "count", "watch", "since", "fix"} {
+	for _, name := range []string{"create", "for", "reason", "as-failure", "cancel", "follow", "item", "count", "watch", "since", "fix", "addr", "token-file"} {
 		opt := parser.FindOptionByLongName(name)
 		// The description starts with the verbs that take the option.
 		takers := strings.SplitN(opt.Description, ":", 2)[0]
@@ -173,6 +178,9 @@ func (c *command) check(parser *flags.Parser, args []string) error {
 			return fmt.Errorf("--watch %q: give an interval of at least %s, such as 2s", c.opts.Watch, minWatch)
 		}
 		c.watch = d
+	}
+	if err := c.checkServe(); err != nil {
+		return err
 	}
 	n, err := strconv.ParseInt(c.opts.Count, 10, 64)
 	if err != nil || n < 1 {

@@ -54,6 +54,12 @@ func TestParseCommand(t *testing.T) {
 		{[]string{"add", "a"}, map[string]string{"W8Y_REDIS_CLUSTER": "maybe"}, `W8Y_REDIS_CLUSTER="maybe": not true or false`},
 		{[]string{"add", "--json=yes", "a"}, nil, "cannot have an argument"},
 		{[]string{"add", "-u", "http://x", "a"}, nil, "--redis-url"},
+		{[]string{"serve", "--addr", "127.0.0.1:0"}, nil, "serve []"},
+		{[]string{"serve"}, nil, "serve needs --addr HOST:PORT"},
+		{[]string{"serve", "--addr", ":8080", "a"}, nil, "serve takes no items"},
+		{[]string{"status", "--addr", ":8080"}, nil, "--addr goes with serve, not status"},
+		{[]string{"serve", "--addr", ":8080", "--token-file", "/nonexistent/token"}, nil, "--token-file: open /nonexistent/token"},
+		{[]string{"serve", "--addr", ":8080", "--token-file", "/dev/null"}, nil, `--token-file "/dev/null" is empty`},
 	}
 	for _, tt := range tests {
 		// go-flags reads the variables from the process' environment.

@@ -289,3 +289,23 @@ func (st *Item) classify(holderErr error) {
 		st.Problem = &problem
 	}
 }
+
+// Page is the status of the items at indexes offset to offset+limit-1 of
+// the list, as it stands at one moment, and the list's length: what one
+// refresh of a dashboard reads, however long the list. Workers rotate the
+// list, so the window moves between two calls; an item that the list holds
+// more than once shows as often as it is held.
+func (s *Reader) Page(ctx context.Context, offset, limit int64) (int64, []Item, error) {
+	list := s.Keys.List()
+	pipe := s.Client.Pipeline()
+	length := pipe.LLen(ctx, list)
+	window := pipe.LRange(ctx, list, offset, offset+limit-1)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, nil, redisconn.Wrap("read "+strconv.Quote(list), err)
+	}
+	items, err := s.Items(ctx, window.Val())
+	if err != nil {
+		return 0, nil, err
+	}
+	return length.Val(), items, nil
+}

@@ -127,3 +127,41 @@ func TestStatusLongList(t *testing.T) {
 		t.Errorf("%d EVALSHA calls, want %d: %v", stats["evalsha"], want, stats)
 	}
 }
+
+// TestPageReadsOnlyItsWindow: a page of a long list is the items at its
+// indexes, each with its status, and the list's length; LRANGE is the one
+// read of the list, so a refresh costs the same at any length.
+func TestPageReadsOnlyItsWindow(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	items := redistest.Items(100_000)
+	keys := schema.Keys{Prefix: "pg:"}
+	srv.Client.RPush(ctx, keys.List(), redistest.Values(items)...)
+	srv.Client.Set(ctx, keys.Lock(items[50_001]), "host:1:tok", time.Minute)
+	r := &Reader{Client: srv.Client, Keys: keys}
+
+	length, page, err := r.Page(ctx, 50_000, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if length != 100_000 || len(page) != 3 {
+		t.Fatalf("Page(50000, 3) = %d, %d items; want 100000, 3", length, len(page))
+	}
+	for i, st := range page {
+		if st.Item != items[50_000+i] {
+			t.Errorf("item %d = %q, want %q", i, st.Item, items[50_000+i])
+		}
+	}
+	if page[1].State != StateLocked || page[1].Holder == nil || *page[1].Holder != "host:1:tok" {
+		t.Errorf("locked item shows %+v", page[1])
+	}
+
+	length, page, err = r.Page(ctx, 200_000, 100)
+	if err != nil || length != 100_000 || len(page) != 0 {
+		t.Errorf("Page past the end = %d, %d items, %v; want 100000, none, nil", length, len(page), err)
+	}
+	length, page, err = (&Reader{Client: srv.Client, Keys: schema.Keys{Prefix: "none:"}}).Page(ctx, 0, 100)
+	if err != nil || length != 0 || len(page) != 0 {
+		t.Errorf("Page of a missing list = %d, %d items, %v; want 0, none, nil", length, len(page), err)
+	}
+}
