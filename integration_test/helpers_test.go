@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -180,27 +179,9 @@ func (r result) wantStdout(t *testing.T, want string) {
 type proc struct {
 	cmd    *exec.Cmd
 	run    string // as result.run
-	stdout syncBuffer
-	stderr syncBuffer
+	stdout redistest.SyncBuffer
+	stderr redistest.SyncBuffer
 	done   chan struct{}
-}
-
-// syncBuffer is a bytes.Buffer that a test may read while w8y writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // stderrSoFar is what w8y has written to stderr until now.

@@ -97,7 +97,7 @@ func TestTerminalCtrlCReachesTheChild(t *testing.T) {
 type shell struct {
 	cmd      *exec.Cmd
 	keyboard io.WriteCloser
-	screen   syncBuffer
+	screen   redistest.SyncBuffer
 	// read is how much of the screen waitScreen has gone past.
 	read int
 	done chan struct{}

@@ -7,9 +7,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // TestTail: whatever the writes' sizes, a Tail holds the last bytes of
@@ -40,7 +41,7 @@ func TestTail(t *testing.T) {
 // last bytes of each, and each write is passed on before the next.
 func TestCapture(t *testing.T) {
 	var stdout bytes.Buffer
-	var stderr syncBuffer
+	var stderr redistest.SyncBuffer
 	c, err := Start(&stdout, &stderr, 1000)
 	if err != nil {
 		t.Fatal(err)
@@ -105,24 +106,6 @@ func TestCaptureHeldOpen(t *testing.T) {
 	if string(out) != "kept" {
 		t.Errorf("tail %q", out)
 	}
-}
-
-// syncBuffer is a bytes.Buffer that the test reads while a copy writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // poll reports whether cond holds within five seconds.
