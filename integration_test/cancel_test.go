@@ -294,8 +294,13 @@ func TestCtlCancel(t *testing.T) {
 	}
 	holder := s.Client.Get(ctx(t), "cc:lock:a").Val()
 
+	// A mistyped prefix is refused, not taken for an item nobody runs.
 	before := s.snapshot(t)
-	r := runCtl(t, nil, "-u", s.URL, "-k", "cc", "cancel", "b")
+	r := runCtl(t, nil, "-u", s.URL, "-k", "ccc", "cancel", "a")
+	r.wantExit(t, 125)
+	oneLineOf(t, "w8yctl", r.Stderr, `the list "ccc:list" does not exist`)
+
+	r = runCtl(t, nil, "-u", s.URL, "-k", "cc", "cancel", "b")
 	r.mustExit(t, 0)
 	r.wantStdout(t, `"b" is not running: nothing to cancel`+"\n")
 	if after := s.snapshot(t); !slices.Equal(after, before) {

@@ -83,3 +83,32 @@ func asker() string {
 	}
 	return name + "@" + host
 }
+
+// CancelRuns is w8yctl cancel: Cancel for each of items, once the list
+// has been found to exist and to be a list, so that a mistyped prefix is
+// refused rather than reported as "not running". Items that the list no
+// longer holds are not refused: a removed item may still run. Each
+// Result's Holder is the run asked to stop, or nil where none held the
+// item's lock and nothing was changed; Changed is 1 where a request was
+// written.
+func (f *Fleet) CancelRuns(ctx context.Context, items []string, reason string, asFailure bool) ([]Result, error) {
+	if len(reason) > MaxReason {
+		return nil, ErrReasonTooLong
+	}
+	if err := f.checkList(ctx, nil); err != nil {
+		return nil, err
+	}
+	var out []Result
+	for _, item := range items {
+		req, err := Cancel(ctx, f.Client, f.Keys, item, reason, asFailure)
+		switch {
+		case errors.Is(err, ErrNotRunning):
+			out = append(out, Result{Item: item})
+		case err != nil:
+			return out, err
+		default:
+			out = append(out, Result{Item: item, Changed: 1, Holder: &req.Holder})
+		}
+	}
+	return out, nil
+}
