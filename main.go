@@ -4,14 +4,13 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 
+	"github.com/w8y/w8y/internal/cli"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redisconn"
 )
@@ -33,25 +32,19 @@ const (
 	exitNotFound      = 127
 )
 
-// exitStatus is one row of the table of exit codes.
-type exitStatus struct {
-	// Code is the code, or the form of a family of codes ("N", "128+N").
-	Code    string
-	Meaning string
-}
-
 // exitStatuses is the one table of w8y's exit codes, which --help, the man
-// page and (checked by a test) the README show.
-var exitStatuses = []exitStatus{
-	{"N", "the child's exit code (with --parallel, the first child to end with a code other than 0)"},
-	{"128+N", "the child was killed by signal N; in one-shot mode also: w8y got stop signal N before any child started"},
-	{strconv.Itoa(exitOK), "no item could be taken (see --no-work-exit-code), --continuous drained after a stop signal or ended after --max-items/--max-runtime/--until-idle, or every --parallel child exited 0"},
-	{strconv.Itoa(exitLockLost), "the lock was lost while the child ran; the child was stopped"},
-	{strconv.Itoa(exitCancelled), "a cancel request (w8yctl cancel) stopped the child (one-shot mode)"},
-	{strconv.Itoa(exitTimeout), "the child ran past --timeout; it was stopped"},
-	{strconv.Itoa(exitFailure), "w8y itself failed: bad option, bad URL, Redis unreachable or erroring, wrong password or certificate, lock not confirmed by --replica-acks replicas, wrong key type"},
-	{strconv.Itoa(exitNotExecutable), "the executable was found but cannot be run (nor can its #! interpreter)"},
-	{strconv.Itoa(exitNotFound), "the executable was not found (or its #! interpreter was not)"},
+// page and (checked by a test) the docs show. A code is the code, or the
+// form of a family of codes ("N", "128+N").
+var exitStatuses = []cli.ExitStatus[string]{
+	{Code: "N", Meaning: "the child's exit code (with --parallel, the first child to end with a code other than 0)"},
+	{Code: "128+N", Meaning: "the child was killed by signal N; in one-shot mode also: w8y got stop signal N before any child started"},
+	{Code: strconv.Itoa(exitOK), Meaning: "no item could be taken (see --no-work-exit-code), --continuous drained after a stop signal or ended after --max-items/--max-runtime/--until-idle, or every --parallel child exited 0"},
+	{Code: strconv.Itoa(exitLockLost), Meaning: "the lock was lost while the child ran; the child was stopped"},
+	{Code: strconv.Itoa(exitCancelled), Meaning: "a cancel request (w8yctl cancel) stopped the child (one-shot mode)"},
+	{Code: strconv.Itoa(exitTimeout), Meaning: "the child ran past --timeout; it was stopped"},
+	{Code: strconv.Itoa(exitFailure), Meaning: "w8y itself failed: bad option, bad URL, Redis unreachable or erroring, wrong password or certificate, lock not confirmed by --replica-acks replicas, wrong key type"},
+	{Code: strconv.Itoa(exitNotExecutable), Meaning: "the executable was found but cannot be run (nor can its #! interpreter)"},
+	{Code: strconv.Itoa(exitNotFound), Meaning: "the executable was not found (or its #! interpreter was not)"},
 }
 
 // statusExitNote follows the table: --status has codes of its own.
@@ -65,15 +58,19 @@ func main() {
 // the only place that turns how w8y ended into an exit code (see exitCode)
 // and into the one line on stderr that explains a failure.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fail := func(err error) int {
+		code, _ := exitCode(err, 0)
+		return cli.Fail(stderr, "w8y", err, code)
+	}
 	if len(args) == 2 && args[0] == proc.GuardArg {
 		if err := proc.RunGuard(args[1]); err != nil {
-			return fail(stderr, err)
+			return fail(err)
 		}
 		return exitOK
 	}
 	if len(args) == 1 && args[0] == proc.RelayArg {
 		if err := proc.RunRelay(); err != nil {
-			return fail(stderr, err)
+			return fail(err)
 		}
 		return exitOK
 	}
@@ -94,16 +91,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if err != nil {
-		return fail(stderr, err)
+		return fail(err)
 	}
 	// A lean build hands a run with --metrics-addr over to the build that
 	// has metrics; it returns only if it could not.
 	if err := handOffMetrics(opts, args); err != nil {
-		return fail(stderr, err)
+		return fail(err)
 	}
 	log, closeLog, err := newLogger(opts, stderr)
 	if err != nil {
-		return fail(stderr, err)
+		return fail(err)
 	}
 	defer closeLog()
 	redisconn.SetLogger(log)
@@ -118,21 +115,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if opts.LogFile != "" {
 			log.Error().Err(err).Msg("w8y failed")
 		}
-		printLine(stderr, err)
+		cli.PrintLine(stderr, "w8y", err)
 	}
 	return code
-}
-
-// fail prints err as one line on stderr and returns its exit code.
-func fail(stderr io.Writer, err error) int {
-	printLine(stderr, err)
-	code, _ := exitCode(err, 0)
-	return code
-}
-
-// printLine prints err as the one line on stderr that explains a failure.
-func printLine(stderr io.Writer, err error) {
-	fmt.Fprintf(stderr, "w8y: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
 }
 
 // exitCode maps how w8y ended to its exit code (see exitStatuses), and says

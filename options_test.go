@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/w8y/w8y/internal/cli"
 	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/runs"
 )
@@ -470,7 +471,7 @@ func TestHelpAndVersion(t *testing.T) {
 // variable is named after it (W8Y_ and the long name in capitals), which
 // holds for every option that has a variable.
 func TestVariablesAreNamedAfterOptions(t *testing.T) {
-	for _, opt := range allOptions(newParser(&Options{})) {
+	for _, opt := range cli.AllOptions(newParser(&Options{})) {
 		if opt.EnvDefaultKey == "" {
 			continue
 		}
@@ -522,8 +523,8 @@ func TestManPage(t *testing.T) {
 	}
 	// Each option names its variable; none shows a variable as a default,
 	// as go-flags' own page did.
-	for _, opt := range allOptions(newParser(&Options{})) {
-		if opt.EnvDefaultKey != "" && !opt.Hidden && !strings.Contains(page, "Variable: "+troff(opt.EnvDefaultKey)+".") {
+	for _, opt := range cli.AllOptions(newParser(&Options{})) {
+		if opt.EnvDefaultKey != "" && !opt.Hidden && !strings.Contains(page, "Variable: "+cli.Troff(opt.EnvDefaultKey)+".") {
 			t.Errorf("the man page does not name %s", opt.EnvDefaultKey)
 		}
 	}
