@@ -54,7 +54,7 @@ func TestMakeBuild(t *testing.T) {
 		t.Errorf("man page: %v\n%.300s", err, page)
 	}
 	page, err = os.ReadFile(filepath.Join(dir, "w8yctl.1"))
-	if err != nil || !strings.HasPrefix(string(page), ".TH w8yctl 1 ") || !strings.Contains(string(page), "run-now ITEM") {
+	if err != nil || !strings.HasPrefix(string(page), ".TH w8yctl 1 ") || !strings.Contains(string(page), `run\-now ITEM`) {
 		t.Errorf("w8yctl's man page: %v\n%.300s", err, page)
 	}
 

@@ -42,6 +42,10 @@ type badItems []string
 
 func (b badItems) Error() string { return strings.Join(b, "\n") }
 
+// Lines gives each item its line in the message that explains the failure
+// (see cli.PrintLine).
+func (b badItems) Lines() []string { return b }
+
 // checkItems refuses items that no child can be given (empty, holding a
 // NUL byte, longer than maxLen), naming each.
 func checkItems(list []string, maxLen int) error {

@@ -8,15 +8,14 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/cli"
 	"github.com/w8y/w8y/internal/control"
 	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/redisconn"
@@ -34,18 +33,12 @@ const (
 	exitFailure = 125
 )
 
-// exitStatus is one row of the table of exit codes.
-type exitStatus struct {
-	Code    int
-	Meaning string
-}
-
-// exitStatuses is the one table of w8yctl's exit codes, which --help and
-// (checked by a test) the README show.
-var exitStatuses = []exitStatus{
-	{exitOK, "done, as the lines printed say (an item already in the list, one that was not paused, or one that runs now and is not started twice is no failure)"},
-	{exitFound, "check found problems, each printed on a line (with --fix: problems that it left for an operator; 0 if it repaired all it found)"},
-	{exitFailure, "w8yctl itself failed and changed nothing: bad verb, option or item, an item given twice, a list that is missing or of another type, an item that the list lacks, Redis unreachable or refusing (a wrong password, say); check --fix keeps what it repaired before it failed, and can be run again"},
+// exitStatuses is the one table of w8yctl's exit codes, which --help, the
+// man page and (checked by a test) the docs show.
+var exitStatuses = []cli.ExitStatus[int]{
+	{Code: exitOK, Meaning: "done, as the lines printed say (an item already in the list, one that was not paused, or one that runs now and is not started twice is no failure)"},
+	{Code: exitFound, Meaning: "check found problems, each printed on a line (with --fix: problems that it left for an operator; 0 if it repaired all it found)"},
+	{Code: exitFailure, Meaning: "w8yctl itself failed and changed nothing: bad verb, option or item, an item given twice, a list that is missing or of another type, an item that the list lacks, Redis unreachable or refusing (a wrong password, say); check --fix keeps what it repaired before it failed, and can be run again"},
 }
 
 func main() {
@@ -66,23 +59,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	case errors.Is(err, errFound):
 		return exitFound
 	case err != nil:
-		printLine(stderr, err)
+		cli.PrintLine(stderr, "w8yctl", err)
 		return exitFailure
 	}
 	return exitOK
-}
-
-// printLine prints err as the one line on stderr that explains a failure;
-// items that add refuses get a line each.
-func printLine(stderr io.Writer, err error) {
-	var bad badItems
-	if errors.As(err, &bad) {
-		for _, line := range bad {
-			fmt.Fprintf(stderr, "w8yctl: %s\n", line)
-		}
-		return
-	}
-	fmt.Fprintf(stderr, "w8yctl: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
 }
 
 // run connects to Redis and runs the verb.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	flags "github.com/jessevdk/go-flags"
+	"github.com/w8y/w8y/internal/cli"
 	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
@@ -23,8 +24,16 @@ import (
 type Options struct {
 	ConnectionOptions `group:"Redis"`
 	VerbOptions       `group:"Options of the verbs"`
-	Version           bool `long:"version" description:"Print the version and commit, and exit"`
-	ManPage           bool `long:"man-page" hidden:"true" description:"Print w8yctl's man page in troff and exit"`
+	OtherOptions      `group:"Other"`
+}
+
+// verbGroup is the name of the group of VerbOptions, which a verb's --help
+// lists.
+const verbGroup = "Options of the verbs"
+
+type OtherOptions struct {
+	Version bool `long:"version" description:"Print the version and commit, and exit"`
+	ManPage bool `long:"man-page" hidden:"true" description:"Print w8yctl's man page in troff and exit"`
 }
 
 type ConnectionOptions struct {
@@ -88,16 +97,15 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 	parser.Name = "w8yctl"
 	parser.Usage = "[OPTIONS] VERB [ITEM...]"
 	parser.ShortDescription = "operate a fleet of w8y workers: add, remove, pause, resume, run now, cancel, status, events, check, dashboard"
-	parser.LongDescription = manDescription()
-	if len(args) > 0 && args[0] == completeArg {
-		complete(parser, args[1:], stdout)
+	if len(args) > 0 && args[0] == cli.CompleteArg {
+		cli.Complete(parser, verbNames(), args[1:], stdout)
 		return nil, errHelp
 	}
 	rest, err := parser.ParseArgs(args)
 	if err != nil {
 		var ferr *flags.Error
 		if errors.As(err, &ferr) && ferr.Type == flags.ErrHelp {
-			writeHelp(parser, stdout)
+			writeHelp(parser, args, stdout)
 			return nil, errHelp
 		}
 		return nil, explain(parser, err, getenv)
@@ -108,7 +116,7 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 		return nil, errHelp
 	}
 	if opts.ManPage {
-		parser.WriteManPage(stdout)
+		writeManPage(parser, stdout)
 		return nil, errHelp
 	}
 	opts.ReadSecrets(getenv)
@@ -117,11 +125,11 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 	}
 	opts.KeyPrefix = schema.NormalizePrefix(opts.KeyPrefix)
 	if len(rest) == 0 {
-		return nil, fmt.Errorf("missing verb: give one of %s (see w8yctl --help)", verbNames())
+		return nil, fmt.Errorf("missing verb: give one of %s (see w8yctl --help)", strings.Join(verbNames(), ", "))
 	}
 	c := &command{verb: findVerb(rest[0]), items: rest[1:], opts: &opts, by: whoAmI(getenv), now: time.Now(), token: getenv(tokenVar)}
 	if c.verb == nil {
-		return nil, fmt.Errorf("unknown verb %q: give one of %s (see w8yctl --help)", rest[0], verbNames())
+		return nil, fmt.Errorf("unknown verb %q: give one of %s (see w8yctl --help)", rest[0], strings.Join(verbNames(), ", "))
 	}
 	if err := c.check(parser, args); err != nil {
 		return nil, err
@@ -129,15 +137,18 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 	return c, nil
 }
 
+// verbSpecific are the options that some verbs take and others refuse:
+// each one's description starts with the verbs that take it.
+var verbSpecific = []string{"create", "for", "reason", "as-failure", "cancel", "follow", "item", "count", "watch", "since", "fix", "addr", "token-file"}
+
 // check refuses what the verb cannot take: options of other verbs, missing
 // or repeated items, and values that do not parse.
 func (c *command) check(parser *flags.Parser, args []string) error {
-	for _, name := range []string{"create", "for", "reason", "as-failure", "cancel", "follow", "item", "count", "watch", "since", "fix", "addr", "token-file"} {
+	for _, name := range verbSpecific {
 		opt := parser.FindOptionByLongName(name)
-		// The description starts with the verbs that take the option.
-		takers := strings.SplitN(opt.Description, ":", 2)[0]
-		if opt.IsSet() && !opt.IsSetDefault() && !slices.Contains(strings.Split(takers, ", "), c.verb.name) {
-			return fmt.Errorf("--%s goes with %s, not %s", name, strings.ReplaceAll(takers, ", ", " or "), c.verb.name)
+		takers, _ := optionTakers(opt)
+		if opt.IsSet() && !opt.IsSetDefault() && !slices.Contains(takers, c.verb.name) {
+			return fmt.Errorf("--%s goes with %s, not %s", name, strings.Join(takers, " or "), c.verb.name)
 		}
 	}
 	if c.verb.takesItems || (c.verb.mayTakeItems && len(c.items) > 0) {
@@ -229,7 +240,7 @@ func explain(parser *flags.Parser, err error, getenv func(string) string) error 
 		// Only the switches can fail to parse (the other values are
 		// strings), and go-flags reads their variables after the
 		// command line.
-		for _, opt := range allOptions(parser.Command.Group) {
+		for _, opt := range cli.AllOptions(parser) {
 			if value := getenv(opt.EnvDefaultKey); opt.EnvDefaultKey != "" && value != "" {
 				if _, err := strconv.ParseBool(value); err != nil {
 					return fmt.Errorf("%s=%q: not true or false (nor 1 or 0)", opt.EnvDefaultKey, value)
@@ -244,15 +255,6 @@ func explain(parser *flags.Parser, err error, getenv func(string) string) error 
 		return fmt.Errorf("%s %s: a value that starts with - reads as an option; a negative value is not accepted anyway (see w8yctl --help)", flag, value)
 	}
 	return fmt.Errorf("%s (see w8yctl --help)", msg)
-}
-
-// allOptions lists every option of group and of its groups.
-func allOptions(group *flags.Group) []*flags.Option {
-	out := group.Options()
-	for _, sub := range group.Groups() {
-		out = append(out, allOptions(sub)...)
-	}
-	return out
 }
 
 // whoAmI is who gives this command, as a pause records it: the user (from

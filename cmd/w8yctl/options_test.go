@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	flags "github.com/jessevdk/go-flags"
 )
 
 // goSpeak is what go-flags and strconv say in Go's words, which mean
@@ -114,6 +116,70 @@ func TestHelpShowsEveryVerbAndExitCode(t *testing.T) {
 			t.Errorf("--help lacks exit code %d", st.Code)
 		}
 	}
+}
+
+// TestHelpPrintsOnce: --help says each thing once (go-flags' own help
+// used to repeat the introduction, the verbs and the exit codes).
+func TestHelpPrintsOnce(t *testing.T) {
+	var out strings.Builder
+	if code := run([]string{"--help"}, func(string) string { return "" }, &out, io.Discard); code != 0 {
+		t.Fatalf("--help exited %d", code)
+	}
+	for _, once := range []string{"w8yctl changes", "Verbs:", "Exit codes:", "--key-prefix"} {
+		if n := strings.Count(out.String(), once); n != 1 {
+			t.Errorf("--help says %q %d times, want once", once, n)
+		}
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if len(line) > 80 {
+			t.Errorf("a %d-column line: %q", len(line), line)
+		}
+	}
+}
+
+// TestVerbHelp: w8yctl VERB --help prints the verb's own usage, its
+// options and its example, not the whole help; its example is a command
+// line that w8yctl takes.
+func TestVerbHelp(t *testing.T) {
+	for _, v := range verbs {
+		for _, args := range [][]string{{v.name, "--help"}, {"-k", "work", v.name, "a", "-h"}} {
+			var out strings.Builder
+			if code := run(args, func(string) string { return "" }, &out, io.Discard); code != 0 {
+				t.Fatalf("%q exited %d", args, code)
+			}
+			help := out.String()
+			if !strings.HasPrefix(help, "Usage: w8yctl [OPTIONS] "+v.usage+"\n") {
+				t.Errorf("%q does not start with the verb's usage:\n%s", args, help)
+			}
+			if !strings.Contains(help, "\nExample:\n  "+v.example+"\n") {
+				t.Errorf("%q lacks the verb's example:\n%s", args, help)
+			}
+			if strings.Contains(help, "Verbs:") || strings.Contains(help, "w8yctl changes") {
+				t.Errorf("%q prints the whole help:\n%s", args, help)
+			}
+			for _, name := range verbSpecific {
+				takers, _ := optionTakers(parserOf(t).FindOptionByLongName(name))
+				if got, want := strings.Contains(help, "--"+name), slices.Contains(takers, v.name); got != want {
+					t.Errorf("%q shows --%s: %v, want %v", args, name, got, want)
+				}
+			}
+		}
+		words := strings.Fields(v.example)
+		if words[0] != "w8yctl" {
+			t.Errorf("%s's example %q is not a w8yctl command", v.name, v.example)
+			continue
+		}
+		c, err := parseCommand(words[1:], func(string) string { return "" }, io.Discard)
+		if err != nil || c.verb != v {
+			t.Errorf("%s's example %q: %v", v.name, v.example, err)
+		}
+	}
+}
+
+// parserOf is the parser of w8yctl's options, for reading them.
+func parserOf(t *testing.T) *flags.Parser {
+	t.Helper()
+	return flags.NewParser(&Options{}, flags.None)
 }
 
 // TestREADMEExitCodes: the README's table of w8yctl's exit codes lists the
