@@ -215,5 +215,8 @@ func (e Explainer) SetBy(args []string, msg string) (variable, value string, ok 
 		}
 	}
 	value, set := e.LookupEnv(opt.EnvDefaultKey)
-	return opt.EnvDefaultKey, value, set
+	if !set {
+		return "", "", false
+	}
+	return opt.EnvDefaultKey, value, true
 }
