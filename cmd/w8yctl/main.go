@@ -11,13 +11,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/cli"
 	"github.com/w8y/w8y/internal/control"
-	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -94,7 +92,3 @@ func (c *command) run(stdout, stderr io.Writer) error {
 	out := &printer{w: stdout, json: c.opts.JSON, list: keys.List(), log: log}
 	return c.verb.run(ctx, c, fleet, out)
 }
-
-// quote quotes an item for a line of output, so that odd bytes stay
-// visible, and clips a long one (see items.Clip).
-func quote(item string) string { return strconv.Quote(items.Clip(item)) }

@@ -110,12 +110,11 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 		}
 		return nil, explain(parser, err, getenv)
 	}
-	if opts.Version {
-		v, c := buildVersion()
-		fmt.Fprintf(stdout, "w8yctl %s (commit %s)\n", v, c)
+	switch {
+	case opts.Version:
+		cli.PrintVersion(stdout, parser.Name, buildVersion)
 		return nil, errHelp
-	}
-	if opts.ManPage {
+	case opts.ManPage:
 		writeManPage(parser, stdout)
 		return nil, errHelp
 	}

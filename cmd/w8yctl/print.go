@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/control"
+	"github.com/w8y/w8y/internal/items"
 )
 
 // printer prints what a verb did: lines for a person, or with --json one
@@ -57,3 +59,7 @@ func plural(n int64, noun string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
+
+// quote quotes an item for a line of output, so that odd bytes stay
+// visible, and clips a long one (see items.Clip).
+func quote(item string) string { return strconv.Quote(items.Clip(item)) }

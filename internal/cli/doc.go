@@ -13,7 +13,8 @@
 //   - complete.go is the one completion engine behind both commands' bash
 //     completion scripts, over each command's grammar;
 //   - explain.go turns go-flags' errors into one line in the user's words;
-//   - fail.go prints the one line on stderr that explains a failure.
+//   - fail.go prints the one line on stderr that explains a failure;
+//   - version.go prints --version.
 //
 // What is a command's own (its options, its texts, its table's values,
 // w8yctl's verbs) stays with the command.
