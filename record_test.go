@@ -16,8 +16,8 @@ import (
 	"github.com/w8y/w8y/internal/schema"
 )
 
-// TestRecordBothPaths runs the same takes and ends through scan.lua and
-// release.lua, and through the per-candidate path with its plain commands
+// TestRecordBothPaths runs the same takes and ends through take.lua and
+// finish.lua, and through the per-candidate path with its plain commands
 // (Redis Cluster without a hash tag): both leave the same state hashes and
 // the same events.
 func TestRecordBothPaths(t *testing.T) {
@@ -47,7 +47,7 @@ func TestRecordBothPaths(t *testing.T) {
 		f := &runs.Finisher{Client: rdb, Record: r.Record}
 		rdb.RPush(ctx, r.Keys.List(), "a")
 		for i, end := range ends {
-			item, lock, err := r.Take(ctx, nil)
+			item, lock, err := r.Pass().Take(ctx, nil)
 			if err != nil || item != "a" {
 				t.Fatalf("%s: Take = %q, %v", prefix, item, err)
 			}
@@ -134,7 +134,7 @@ func TestRecordConsecutiveFailures(t *testing.T) {
 		r, f := recordingRotator(t, rdb, colocated, 0)
 		var streaks []string
 		for _, res := range []schema.Result{schema.ResultFailure, schema.ResultTimeout, schema.ResultInterrupted, schema.ResultLockLost, schema.ResultSuccess, schema.ResultFailure} {
-			_, lock, err := r.Take(ctx, nil)
+			_, lock, err := r.Pass().Take(ctx, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +161,7 @@ func TestRecordNeverFailsARun(t *testing.T) {
 	for _, colocated := range []bool{true, false} {
 		r, f := recordingRotator(t, rdb, colocated, 10)
 		rdb.Set(ctx, r.Keys.State("a"), "not a hash", 0)
-		item, lock, err := r.Take(ctx, nil)
+		item, lock, err := r.Pass().Take(ctx, nil)
 		if err != nil || item != "a" {
 			t.Fatalf("colocated %v: Take = %q, %v", colocated, item, err)
 		}

@@ -3,69 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
-	"github.com/w8y/w8y/internal/lua"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 )
 
-// takeOutcome is everything a series of Takes leaves behind: what each
-// returned, the list, every lock key with its value, and the warnings.
-type takeOutcome struct {
-	Taken    []string
-	List     []string
-	Locks    map[string]string
-	Warnings []string
-}
-
-// takeSetup is the state of Redis before a series of Takes, under a prefix.
-type takeSetup struct {
-	items    []string
-	locked   []string // items whose lock someone else holds
-	hashLock []string // items whose lock key is a hash
-	ours     []string // items whose lock already holds our token
-	cooling  []string // items with a cooldown key
-	backing  []string // items with a backoff key
-	paused   []string // items with an operator's pause key
-}
-
-func (s takeSetup) seed(t *testing.T, rdb *redis.Client, keys schema.Keys) {
-	t.Helper()
-	ctx := context.Background()
-	if len(s.items) > 0 {
-		if err := rdb.RPush(ctx, keys.List(), redistest.Values(s.items)...).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, item := range s.locked {
-		rdb.Set(ctx, keys.Lock(item), "someone-else", time.Hour)
-	}
-	for _, item := range s.hashLock {
-		rdb.HSet(ctx, keys.Lock(item), "f", "v")
-	}
-	for _, item := range s.ours {
-		rdb.Set(ctx, keys.Lock(item), testToken, time.Hour)
-	}
-	for _, item := range s.cooling {
-		rdb.Set(ctx, keys.Cooldown(item), "someone", time.Hour)
-	}
-	for _, item := range s.paused {
-		rdb.HSet(ctx, keys.Pause(item), schema.PauseFieldReason, "broken")
-	}
-	for _, item := range s.backing {
-		rdb.Set(ctx, keys.Backoff(item), "someone", time.Hour)
-	}
-}
+// The ways an item is taken are tested in internal/take; these tests pin
+// what the loop gets from a take: the Lock it runs under.
 
 const testToken = "host:1:token"
 
@@ -78,492 +28,84 @@ func testRotator(client listClient, prefix string, colocated bool, batch int, lo
 	}
 }
 
-// takeAll calls Take takes times, releasing each lock taken, and describes
-// what it left.
-func takeAll(t *testing.T, rdb *redis.Client, r *Rotator, takes int, logs *bytes.Buffer) takeOutcome {
-	t.Helper()
-	ctx := context.Background()
-	var out takeOutcome
-	for range takes {
-		item, lock, err := r.Take(ctx, nil)
-		switch {
-		case errors.Is(err, ErrNoWork):
-			out.Taken = append(out.Taken, "(no work)")
-		case err != nil:
-			t.Fatalf("Take: %v", err)
-		default:
-			if lock.Key != r.Keys.Lock(item) || lock.Token != testToken || lock.TTL != time.Minute {
-				t.Errorf("Take(%q) returned lock %+v", item, lock)
-			}
-			out.Taken = append(out.Taken, item)
-			// As the worker does: the next Take comes after the release.
-			if _, err := lock.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	out.List = rdb.LRange(ctx, r.Keys.List(), 0, -1).Val()
-	out.Locks = map[string]string{}
-	for _, key := range rdb.Keys(ctx, r.Keys.Lock("*")).Val() {
-		value, err := rdb.Get(ctx, key).Result()
-		if err != nil {
-			value = "(" + rdb.Type(ctx, key).Val() + ")"
-		}
-		out.Locks[strings.TrimPrefix(key, r.Keys.Prefix)] = value
-	}
-	for line := range strings.Lines(logs.String()) {
-		var entry struct{ Level, Item, Message string }
-		if err := json.Unmarshal([]byte(line), &entry); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		out.Warnings = append(out.Warnings, entry.Level+" "+entry.Message+": "+entry.Item)
-	}
-	return out
-}
-
-// TestBatchedTakeLeavesRedisAsPerCandidate runs the same Takes with both paths on
-// the same data: they must take the same items and leave the same list,
-// locks and warnings. Small batches make the scan cross several calls.
-func TestBatchedTakeLeavesRedisAsPerCandidate(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	long := strings.Repeat("x", 101)
-	tests := []struct {
-		name  string
-		setup takeSetup
-		batch int
-		takes int
-		want  []string // what the Takes return, to check the reference too
-	}{
-		{"missing list", takeSetup{}, 3, 1, []string{"(no work)"}},
-		{"all free", takeSetup{items: redistest.Items(5)}, 3, 6, []string{"i0", "i1", "i2", "i3", "i4", "i0"}},
-		{"all locked", takeSetup{items: redistest.Items(7), locked: redistest.Items(7)}, 3, 2, []string{"(no work)", "(no work)"}},
-		{"free in the third batch", takeSetup{items: redistest.Items(8), locked: redistest.Items(7)}, 3, 2, []string{"i7", "i7"}},
-		{"free at a batch's end", takeSetup{items: redistest.Items(8), locked: slices.Delete(redistest.Items(8), 5, 6)}, 3, 2, []string{"i5", "i5"}},
-		{"every other free", takeSetup{items: redistest.Items(9), locked: []string{"i0", "i2", "i4", "i6", "i8"}}, 2, 5, []string{"i1", "i3", "i5", "i7", "i1"}},
-		{"one batch exactly", takeSetup{items: redistest.Items(4), locked: redistest.Items(4)[:3]}, 4, 2, []string{"i3", "i3"}},
-		{"lock key of another type", takeSetup{items: []string{"h", "g"}, hashLock: []string{"h"}}, 3, 2, []string{"g", "g"}},
-		// A lock that holds our token can only be left from a call whose
-		// reply was lost; both paths pass it by until it expires.
-		{"lock holding our token", takeSetup{items: []string{"a", "b", "c"}, locked: []string{"a"}, ours: []string{"b"}}, 2, 2, []string{"c", "c"}},
-		{
-			"bad items skipped and rotated",
-			takeSetup{items: []string{"", "a\x00b", "p", long, "q", "r"}, locked: []string{"p"}},
-			2, 3, []string{"q", "r", "q"},
-		},
-		{"only bad items", takeSetup{items: []string{"", long, "\x00"}}, 2, 1, []string{"(no work)"}},
-		{"duplicates", takeSetup{items: []string{"d", "d", "e", "d"}}, 2, 3, []string{"d", "d", "e"}},
-		// Cooldown and backoff keys make an item wait, whoever set them.
-		{"cooling and backing off passed by", takeSetup{items: redistest.Items(6), cooling: []string{"i0", "i3"}, backing: []string{"i1", "i4"}}, 2, 3, []string{"i2", "i5", "i2"}},
-		{"every item waits", takeSetup{items: redistest.Items(4), cooling: []string{"i0", "i2"}, backing: []string{"i1", "i3"}}, 3, 1, []string{"(no work)"}},
-		// So do pause keys, of any type, without an expiry.
-		{"paused passed by", takeSetup{items: redistest.Items(4), paused: []string{"i0", "i2"}}, 2, 3, []string{"i1", "i3", "i1"}},
-		{"every item paused or waits", takeSetup{items: redistest.Items(3), cooling: []string{"i0"}, paused: []string{"i1", "i2"}}, 2, 1, []string{"(no work)"}},
-		{"waiting and locked", takeSetup{items: redistest.Items(5), locked: []string{"i0", "i1"}, cooling: []string{"i1", "i2"}, backing: []string{"i3"}}, 2, 2, []string{"i4", "i4"}},
-		// A cooldown key of any type pauses the item: no warning about a lock
-		// key of another type that the item would not get to anyway.
-		{"waiting item with a lock key of another type", takeSetup{items: []string{"h", "g"}, hashLock: []string{"h"}, cooling: []string{"h"}}, 3, 1, []string{"g"}},
-	}
-	for n, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var outcomes [2]takeOutcome
-			for i, colocated := range []bool{false, true} {
-				keys := schema.Keys{Prefix: fmt.Sprintf("t%d:%v:", n, colocated)}
-				tt.setup.seed(t, rdb, keys)
-				var logs bytes.Buffer
-				outcomes[i] = takeAll(t, rdb, testRotator(rdb, keys.Prefix, colocated, tt.batch, &logs), tt.takes, &logs)
-			}
-			each, scan := outcomes[0], outcomes[1]
-			if !slices.Equal(each.Taken, tt.want) {
-				t.Errorf("per candidate took %q, want %q", each.Taken, tt.want)
-			}
-			compareOutcomes(t, each, scan)
-		})
-	}
-}
-
-func compareOutcomes(t *testing.T, each, scan takeOutcome) {
-	t.Helper()
-	if !slices.Equal(scan.Taken, each.Taken) {
-		t.Errorf("scan took %q, per candidate %q", scan.Taken, each.Taken)
-	}
-	if !slices.Equal(scan.List, each.List) {
-		t.Errorf("scan left the list\n%q\nper candidate\n%q", scan.List, each.List)
-	}
-	if fmt.Sprint(scan.Locks) != fmt.Sprint(each.Locks) {
-		t.Errorf("scan left the locks %q, per candidate %q", scan.Locks, each.Locks)
-	}
-	if !slices.Equal(scan.Warnings, each.Warnings) {
-		t.Errorf("scan warned\n%q\nper candidate\n%q", scan.Warnings, each.Warnings)
-	}
-}
-
-// interruptingClient runs write once, just before the call that starts the
-// second batch: the (batch+1)th LMOVE of the per-candidate path, or the
-// second EVALSHA of the scan. It stands for another program that changes
-// the list between two of Take's round trips.
-type interruptingClient struct {
-	listClient
-	batch int
-	calls int
-	write func()
-	wrote bool
-}
-
-func (c *interruptingClient) tick(before int) {
-	c.calls++
-	if c.calls == before {
-		c.write()
-		c.wrote = true
-	}
-}
-
-func (c *interruptingClient) LMove(ctx context.Context, src, dst, srcpos, dstpos string) *redis.StringCmd {
-	c.tick(c.batch + 1)
-	return c.listClient.LMove(ctx, src, dst, srcpos, dstpos)
-}
-
-func (c *interruptingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	// The per-candidate path's trylock.lua is not a batch.
-	if sha == lua.Take.Hash() {
-		c.tick(2)
-	}
-	return c.listClient.EvalSha(ctx, sha, keys, args...)
-}
-
-// TestBatchedTakeSeesWritesBetweenBatches: another program that changes the list
-// between two batches affects the scan as it does the per-candidate path,
-// and the pass still looks at no more candidates than the list held at its
-// start.
-func TestBatchedTakeSeesWritesBetweenBatches(t *testing.T) {
-	r := redistest.Start(t)
-	rdb := r.Client
-	// The scan's EVALSHA must not fail with NOSCRIPT, which would count a
-	// batch twice.
-	if err := lua.Take.Load(context.Background(), rdb).Err(); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	tests := []struct {
-		name  string
-		write func(list string)
-		takes int
-		want  []string
-	}{
-		{"free item pushed at the head", func(list string) { rdb.LPush(ctx, list, "new") }, 1, []string{"new"}},
-		{"free item pushed at the tail is past the pass", func(list string) { rdb.RPush(ctx, list, "late") }, 2, []string{"(no work)", "late"}},
-		{"list shrinks below the candidates left", func(list string) {
-			for _, item := range []string{"i3", "i4", "i5", "i6", "i0"} {
-				rdb.LRem(ctx, list, 0, item)
-			}
-		}, 1, []string{"(no work)"}},
-		{"list deleted", func(list string) { rdb.Del(ctx, list) }, 1, []string{"(no work)"}},
-		{"list replaced by free items", func(list string) {
-			rdb.Del(ctx, list)
-			rdb.RPush(ctx, list, "x", "y")
-		}, 2, []string{"x", "y"}},
-	}
-	for n, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var outcomes [2]takeOutcome
-			for i, colocated := range []bool{false, true} {
-				keys := schema.Keys{Prefix: fmt.Sprintf("w%d:%v:", n, colocated)}
-				takeSetup{items: redistest.Items(7), locked: redistest.Items(7)}.seed(t, rdb, keys)
-				client := &interruptingClient{listClient: rdb, batch: 3, write: func() { tt.write(keys.List()) }}
-				var logs bytes.Buffer
-				outcomes[i] = takeAll(t, rdb, testRotator(client, keys.Prefix, colocated, 3, &logs), tt.takes, &logs)
-				if !client.wrote {
-					t.Fatalf("the write never ran (%d calls)", client.calls)
-				}
-			}
-			if !slices.Equal(outcomes[0].Taken, tt.want) {
-				t.Errorf("per candidate took %q, want %q", outcomes[0].Taken, tt.want)
-			}
-			compareOutcomes(t, outcomes[0], outcomes[1])
-		})
-	}
-}
-
-// TestBatchedTakeSurvivesScriptFlush: SCRIPT FLUSH (or a restarted server) empties
-// the script cache; the next Take loads the script again without an error.
-func TestBatchedTakeSurvivesScriptFlush(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
-	keys := schema.Keys{Prefix: "flush:"}
-	takeSetup{items: []string{"a", "b", "c"}}.seed(t, rdb, keys)
-	var logs bytes.Buffer
-	r := testRotator(rdb, keys.Prefix, true, 0, &logs)
-	for _, want := range []string{"a", "b", "c"} {
-		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
-			t.Fatal(err)
-		}
-		item, _, err := r.Take(ctx, nil)
-		if err != nil || item != want {
-			t.Fatalf("Take after SCRIPT FLUSH = %q, %v; want %q", item, err, want)
-		}
-	}
-}
-
-// TestBatchedTakeStopsBetweenBatches: a closed stop channel ends Take before it
-// sends anything.
-func TestBatchedTakeStopsBetweenBatches(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
-	keys := schema.Keys{Prefix: "stop:"}
-	takeSetup{items: redistest.Items(3)}.seed(t, rdb, keys)
-	stop := make(chan struct{})
-	close(stop)
-	var logs bytes.Buffer
-	if _, _, err := testRotator(rdb, keys.Prefix, true, 0, &logs).Take(ctx, stop); !errors.Is(err, errStopped) {
-		t.Fatalf("Take with stop closed = %v, want errStopped", err)
-	}
-	if got := rdb.LRange(ctx, keys.List(), 0, -1).Val(); !slices.Equal(got, redistest.Items(3)) {
-		t.Errorf("list %q after a stopped Take, want it untouched", got)
-	}
-}
-
-// TestBatchedTakeErrors: a list key of the wrong type is the same fatal error as
-// without the script, and a lost server is a retryable one.
-func TestBatchedTakeErrors(t *testing.T) {
-	r := redistest.Start(t)
-	ctx := context.Background()
-	r.Client.HSet(ctx, "wrong:list", "f", "v")
-	var logs bytes.Buffer
-	_, _, err := testRotator(r.Client, "wrong:", true, 0, &logs).Take(ctx, nil)
-	if !errors.Is(err, redisconn.ErrRefused) || !strings.Contains(err.Error(), "WRONGTYPE") {
-		t.Errorf("Take on a hash = %v, want redisconn.ErrRefused with WRONGTYPE", err)
-	}
-
-	gone := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
-	defer gone.Close()
-	_, _, err = testRotator(gone, "gone:", true, 0, &logs).Take(ctx, nil)
-	if !errors.Is(err, redisconn.ErrUnavailable) {
-		t.Errorf("Take without a server = %v, want redisconn.ErrUnavailable", err)
-	}
-}
-
-// timingClient records when each scan call was sent.
-type timingClient struct {
-	listClient
-	sent []time.Time
-}
-
-func (c *timingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	c.sent = append(c.sent, time.Now())
-	return c.listClient.EvalSha(ctx, sha, keys, args...)
-}
-
-// TestBatchedTakeLockExpiry: the lock's expires is counted from when the call that
-// took it was sent: not later, when the server may already have counted
-// down, and not from an earlier batch, which would give up the lock early.
-func TestBatchedTakeLockExpiry(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
-	if err := lua.Take.Load(ctx, rdb).Err(); err != nil {
-		t.Fatal(err)
-	}
-	keys := schema.Keys{Prefix: "exp:"}
-	takeSetup{items: redistest.Items(5), locked: redistest.Items(4)}.seed(t, rdb, keys)
-	client := &timingClient{listClient: rdb}
-	var logs bytes.Buffer
-	r := testRotator(client, keys.Prefix, true, 2, &logs)
-	_, lock, err := r.Take(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(client.sent) != 3 {
-		t.Fatalf("%d calls, want 3 batches of 2", len(client.sent))
-	}
-	earliest, latest := client.sent[1].Add(r.TTL), client.sent[2].Add(r.TTL)
-	if !lock.expires.After(earliest) || lock.expires.After(latest) {
-		t.Errorf("expires %s, want after the second call's %s and by the third's %s", lock.expires, earliest, latest)
-	}
-}
-
-// TestBatchedTakeIdlePassWritesNothing: a pass over a short list whose locks are
-// all taken goes round it whole, which leaves it as it was: the script must
-// not rewrite it, since idle workers make such passes all day.
-func TestBatchedTakeIdlePassWritesNothing(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
-	keys := schema.Keys{Prefix: "idle:"}
-	takeSetup{items: redistest.Items(5), locked: redistest.Items(5)}.seed(t, rdb, keys)
-	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	if _, _, err := testRotator(rdb, keys.Prefix, true, 0, &logs).Take(ctx, nil); !errors.Is(err, ErrNoWork) {
-		t.Fatalf("Take = %v, want ErrNoWork", err)
-	}
-	stats := redistest.CommandStats(t, rdb)
-	for _, cmd := range []string{"rpush", "ltrim", "set"} {
-		if stats[cmd] != 0 {
-			t.Errorf("an idle pass ran %s: %v", cmd, stats)
-		}
-	}
-}
-
-// TestPassTakesSeveral: a pass that goes on after each item it takes (as
-// --parallel does) looks at each candidate at most once, takes each free
-// item once, and leaves the list as a pass that took nothing would: rotated
-// by exactly its length. Both paths alike.
-func TestPassTakesSeveral(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
-	tests := []struct {
-		name  string
-		setup takeSetup
-		batch int
-		want  []string
-	}{
-		{"more free items than takes", takeSetup{items: redistest.Items(5)}, 2, []string{"i0", "i1", "i2", "i3", "i4"}},
-		{"some locked or waiting", takeSetup{items: redistest.Items(7), locked: []string{"i1"}, cooling: []string{"i3"}, backing: []string{"i4"}}, 3, []string{"i0", "i2", "i5", "i6"}},
-		{"duplicates taken once", takeSetup{items: []string{"d", "e", "d", "d", "f"}}, 2, []string{"d", "e", "f"}},
-	}
-	for n, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var lists [2][]string
-			for i, colocated := range []bool{false, true} {
-				keys := schema.Keys{Prefix: fmt.Sprintf("p%d:%v:", n, colocated)}
-				tt.setup.seed(t, rdb, keys)
-				var logs bytes.Buffer
-				pass := testRotator(rdb, keys.Prefix, colocated, tt.batch, &logs).Pass()
-				var taken []string
-				for {
-					item, lock, err := pass.Take(ctx, nil)
-					if errors.Is(err, ErrNoWork) {
-						break
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-					if len(taken) > len(tt.setup.items) {
-						t.Fatalf("the pass took %q and goes on", taken)
-					}
-					// The locks stay held, as children run meanwhile.
-					if v := rdb.Get(ctx, lock.Key).Val(); v != testToken {
-						t.Errorf("lock of %q holds %q", item, v)
-					}
-					taken = append(taken, item)
-				}
-				if !slices.Equal(taken, tt.want) {
-					t.Errorf("colocated %v: the pass took %q, want %q", colocated, taken, tt.want)
-				}
-				lists[i] = rdb.LRange(ctx, keys.List(), 0, -1).Val()
-				if !slices.Equal(lists[i], tt.setup.items) {
-					t.Errorf("colocated %v: the list is %q after a whole pass, want %q", colocated, lists[i], tt.setup.items)
-				}
-			}
-		})
-	}
-}
-
-// finishingClient stands for a run of the candidate that finishes on
-// another host between takeEach's check of the candidate's cooldown and its
-// lock attempt: as finishEach does, it writes the cooldown before the lock
-// is free, which here it always is.
-type finishingClient struct {
-	listClient
-	cooldown string
-}
-
-func (c *finishingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	if sha == lua.TryLock.Hash() && keys[0] == "race:lock:a" {
-		c.listClient.(*redis.Client).Set(ctx, c.cooldown, "other-host", time.Hour)
-	}
-	return c.listClient.EvalSha(ctx, sha, keys, args...)
-}
-
-// TestTakeEachChecksAgainAfterTheLock: on the per-candidate path, where the
-// cooldown check and the lock attempt are two round trips, a cooldown that
-// lands between them is seen by the check after the lock, which lets the
-// lock go and passes the item by.
-func TestTakeEachChecksAgainAfterTheLock(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
-	if err := lua.TryLock.Load(ctx, rdb).Err(); err != nil {
-		t.Fatal(err)
-	}
-	keys := schema.Keys{Prefix: "race:"}
-	takeSetup{items: []string{"a", "b"}}.seed(t, rdb, keys)
-	var logs bytes.Buffer
-	r := testRotator(&finishingClient{listClient: rdb, cooldown: keys.Cooldown("a")}, keys.Prefix, false, 0, &logs)
-	item, _, err := r.Take(ctx, nil)
-	if err != nil || item != "b" {
-		t.Fatalf("Take = %q, %v; want b, a having cooled down meanwhile", item, err)
-	}
-	if n := rdb.Exists(ctx, keys.Lock("a")).Val(); n != 0 {
-		t.Errorf("the lock of a, which cools down, was kept")
-	}
-}
-
-// TestLookHoldsPausedItems: an idle worker's look (lua.Due) passes by a due
-// item that an operator paused, as a take does, and looks at it again when
-// the pause ends: at its expiry, or (for a pause without one) at the
-// fleet's next sweep, which the index then leaves it to.
-func TestLookHoldsPausedItems(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
-	keys := schema.Keys{Prefix: "look:", Colocated: true}
-	redistest.Seed(t, rdb, keys.List(), "for-an-hour", "until-resumed")
-	rdb.HSet(ctx, keys.Pause("for-an-hour"), schema.PauseFieldReason, "flaky")
-	rdb.PExpire(ctx, keys.Pause("for-an-hour"), time.Hour)
-	rdb.HSet(ctx, keys.Pause("until-resumed"), schema.PauseFieldReason, "broken")
-	rdb.ZAdd(ctx, keys.Due(), redis.Z{Score: 0, Member: "for-an-hour"}, redis.Z{Score: 0, Member: "until-resumed"})
-
-	var logs bytes.Buffer
-	r := testRotator(rdb, keys.Prefix, true, 0, &logs)
-	before := time.Now()
-	if item, _, err := r.IdlePass().Take(ctx, nil); !errors.Is(err, ErrNoWork) {
-		t.Fatalf("a look took %q (%v), want nothing: both items are paused", item, err)
-	}
-	due, err := rdb.ZRangeWithScores(ctx, keys.Due(), 0, -1).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(due) != 1 || due[0].Member != "for-an-hour" || due[0].Score < float64(before.Add(time.Hour-time.Minute).UnixMilli()) {
-		t.Errorf("due index after the look: %v, want only for-an-hour, due when its pause ends in an hour", due)
-	}
-
-	rdb.Del(ctx, keys.Pause("for-an-hour"))
-	rdb.ZAdd(ctx, keys.Due(), redis.Z{Score: 0, Member: "for-an-hour"})
-	item, lock, err := r.IdlePass().Take(ctx, nil)
-	if err != nil || item != "for-an-hour" {
-		t.Fatalf("a look after the pause was deleted took %q (%v), want for-an-hour", item, err)
-	}
-	if lock.Fence != 1 || rdb.Get(ctx, keys.Fence()).Val() != "1" {
-		t.Errorf("the look's take has the fence %d, and the key %q; want 1", lock.Fence, rdb.Get(ctx, keys.Fence()).Val())
-	}
-}
-
-// TestTakeFence: each take increments the list's fencing token, on both
-// paths; a fence key of another type costs the token (0, with a warning),
-// never the take.
-func TestTakeFence(t *testing.T) {
+// TestPassTakeGivesTheLock: on both paths, the Lock of an item taken is the
+// item's lock key with our token and the Rotator's TTL, the take's fence,
+// the cancel key where a refresh may read it, and a client that refreshes
+// and releases it; its expiry counts from the take.
+func TestPassTakeGivesTheLock(t *testing.T) {
 	rdb := redistest.Start(t).Client
 	ctx := context.Background()
 	for _, colocated := range []bool{false, true} {
-		keys := schema.Keys{Prefix: fmt.Sprintf("fence%v:", colocated)}
-		takeSetup{items: redistest.Items(3)}.seed(t, rdb, keys)
 		var logs bytes.Buffer
-		r := testRotator(rdb, keys.Prefix, colocated, 0, &logs)
-		for want := int64(1); want <= 3; want++ {
-			_, lock, err := r.Take(ctx, nil)
-			if err != nil {
-				t.Fatalf("colocated=%v: take %d: %v", colocated, want, err)
-			}
-			if lock.Fence != want {
-				t.Errorf("colocated=%v: take %d has the fence %d", colocated, want, lock.Fence)
-			}
+		r := testRotator(rdb, fmt.Sprintf("lock-%v:", colocated), colocated, 0, &logs)
+		redistest.Seed(t, rdb, r.Keys.List(), "a", "b")
+		before := time.Now()
+		pass := r.Pass()
+		item, lock, err := pass.Take(ctx, nil)
+		if err != nil || item != "a" {
+			t.Fatalf("colocated %v: Take = %q, %v; want a", colocated, item, err)
 		}
-		rdb.Del(ctx, keys.Fence())
-		rdb.HSet(ctx, keys.Fence(), "f", "v")
-		rdb.Del(ctx, keys.Lock("i0"))
-		_, lock, err := r.Take(ctx, nil)
-		if err != nil {
-			t.Fatalf("colocated=%v: a take with a hash at the fence key: %v", colocated, err)
+		wantCancel := ""
+		if colocated {
+			wantCancel = r.Keys.Cancel("a")
 		}
-		if lock.Fence != 0 || !strings.Contains(logs.String(), "could not increment the fencing token") {
-			t.Errorf("colocated=%v: a take with a hash at the fence key has the fence %d, and logs %s", colocated, lock.Fence, logs.String())
+		if lock.Key != r.Keys.Lock("a") || lock.Token != testToken || lock.TTL != time.Minute || lock.Item != "a" ||
+			lock.Fence != 1 || lock.CancelKey != wantCancel || lock.client == nil {
+			t.Errorf("colocated %v: Take gave the lock %+v", colocated, lock)
+		}
+		if lock.expires.Before(before.Add(time.Minute)) || lock.expires.After(time.Now().Add(time.Minute)) {
+			t.Errorf("colocated %v: the lock expires at %s, want a minute after the take", colocated, lock.expires)
+		}
+		if req, err := lock.Refresh(ctx); err != nil || req != nil {
+			t.Errorf("colocated %v: Refresh = %v, %v", colocated, req, err)
+		}
+		if released, err := lock.Release(ctx); !released || err != nil {
+			t.Errorf("colocated %v: Release = %v, %v", colocated, released, err)
+		}
+		if item, _, err := pass.Take(ctx, nil); err != nil || item != "b" {
+			t.Errorf("colocated %v: the pass's second Take = %q, %v; want b", colocated, item, err)
+		}
+		if _, _, err := pass.Take(ctx, nil); !errors.Is(err, ErrNoWork) {
+			t.Errorf("colocated %v: the pass's third Take = %v, want ErrNoWork", colocated, err)
+		}
+	}
+}
+
+// TestPassTakeStopped: a stop before the take is errStopped, the loop's
+// own stop error, on both paths.
+func TestPassTakeStopped(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	stop := make(chan struct{})
+	close(stop)
+	for _, colocated := range []bool{false, true} {
+		var logs bytes.Buffer
+		r := testRotator(rdb, fmt.Sprintf("stop-%v:", colocated), colocated, 0, &logs)
+		redistest.Seed(t, rdb, r.Keys.List(), "a")
+		if _, _, err := r.Pass().Take(context.Background(), stop); !errors.Is(err, errStopped) {
+			t.Errorf("colocated %v: Take with stop closed = %v, want errStopped", colocated, err)
+		}
+	}
+}
+
+// TestPassTakeUnconfirmed: a take that too few replicas confirm (here: a
+// server without replicas, asked for one) is an unconfirmedError holding
+// the Lock to give back, which is ours meanwhile.
+func TestPassTakeUnconfirmed(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	for _, colocated := range []bool{false, true} {
+		var logs bytes.Buffer
+		r := testRotator(rdb, fmt.Sprintf("acks-%v:", colocated), colocated, 0, &logs)
+		r.ReplicaAcks = 1
+		r.TTL = 2 * time.Second
+		redistest.Seed(t, rdb, r.Keys.List(), "a")
+		_, lock, err := r.Pass().Take(ctx, nil)
+		var unconfirmed *unconfirmedError
+		if lock != nil || !errors.As(err, &unconfirmed) || !errors.Is(err, redisconn.ErrNotReplicated) {
+			t.Fatalf("colocated %v: Take = %v, %v; want an unconfirmedError", colocated, lock, err)
+		}
+		if l := unconfirmed.lock; l.Key != r.Keys.Lock("a") || l.Token != testToken || l.Item != "a" || rdb.Get(ctx, l.Key).Val() != testToken {
+			t.Errorf("colocated %v: the lock to give back is %+v", colocated, l)
 		}
 	}
 }

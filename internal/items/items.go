@@ -19,9 +19,9 @@ func Problem(item string, maxLen int) string {
 }
 
 // ProblemOf is Problem for an item of size bytes that holds a NUL byte or
-// not. It checks the size first, so that lua.Take, which returns only the
-// head of a skipped item, gets the same reason without sending the whole
-// item.
+// not. It checks the size first, so that internal/take's take.lua, which
+// returns only the head of a skipped item, gets the same reason without
+// sending the whole item.
 func ProblemOf(size int, hasNUL bool, maxLen int) string {
 	switch {
 	case size == 0:

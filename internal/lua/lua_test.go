@@ -3,6 +3,7 @@ package lua
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redistest"
@@ -14,7 +15,7 @@ func TestScriptsLoad(t *testing.T) {
 	rdb := redistest.Start(t).Client
 	ctx := context.Background()
 	for name, script := range map[string]*redis.Script{
-		"take": Take, "trylock": TryLock, "refresh": Refresh, "finish": Finish, "count": Count, "pause": Pause, "due": Due, "control": Control, "cancel": Cancel, "dedupe": Dedupe,
+		"refresh": Refresh, "finish": Finish, "count": Count, "pause": Pause, "control": Control, "cancel": Cancel, "dedupe": Dedupe,
 	} {
 		sha, err := script.Load(ctx, rdb).Result()
 		if err != nil {
@@ -27,18 +28,20 @@ func TestScriptsLoad(t *testing.T) {
 	}
 }
 
-// TestTryLockAndRefresh: the lock scripts keep to SET NX PX and
-// compare-and-expire, and name a lock key of another type.
-func TestTryLockAndRefresh(t *testing.T) {
+// TestRefreshAndFinish: the lock scripts keep to compare-and-expire and
+// compare-and-delete. (The take of a lock, trylock.lua, is tested in
+// internal/take.)
+func TestRefreshAndFinish(t *testing.T) {
 	rdb := redistest.Start(t).Client
 	ctx := context.Background()
+	if err := rdb.Set(ctx, "w:lock:x", "me", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
 	steps := []struct {
 		script *redis.Script
 		token  string
 		want   any
 	}{
-		{TryLock, "me", int64(1)},
-		{TryLock, "other", int64(0)},
 		{Refresh, "me", int64(1)},
 		{Refresh, "other", int64(0)},
 		{Finish, "other", int64(0)},
@@ -54,10 +57,6 @@ func TestTryLockAndRefresh(t *testing.T) {
 		if err != nil || got != st.want {
 			t.Errorf("step %d: %v, %v; want %v", i, got, err, st.want)
 		}
-	}
-	rdb.HSet(ctx, "w:lock:y", "f", "v")
-	if got, err := TryLock.Run(ctx, rdb, []string{"w:lock:y"}, "me", 60000).Result(); err != nil || got != "hash" {
-		t.Errorf("TryLock on a hash: %v, %v; want the type's name", got, err)
 	}
 }
 

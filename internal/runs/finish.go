@@ -130,12 +130,13 @@ func (f *Finisher) scheduleWords(factor string) string {
 // the record go in one pipeline; a failure's backoff depends on the count,
 // so it needs a round trip of its own. The lock is released last wherever a
 // pause is set, so that a worker that takes it afterwards finds the pause
-// (see takeEach): in a round trip of its own, since a cluster pipeline sends
-// to each node at once, in no order across nodes. That makes one round trip
-// after an interrupted run, or a run that sets no pause; two after a success
-// with --cooldown; three after a failure with --failure-backoff. Scripts in
-// a pipeline go as EVAL, with their text: a pipeline cannot fall back from
-// EVALSHA, and each script is a few hundred bytes.
+// (see internal/take's each.go): in a round trip of its own, since a
+// cluster pipeline sends to each node at once, in no order across nodes.
+// That makes one round trip after an interrupted run, or a run that sets no
+// pause; two after a success with --cooldown; three after a failure with
+// --failure-backoff. Scripts in a pipeline go as EVAL, with their text: a
+// pipeline cannot fall back from EVALSHA, and each script is a few hundred
+// bytes.
 func (f *Finisher) finishEach(ctx context.Context, lockKey, token string, end End, factor string) (Reply, error) {
 	s, rec, item, res := f.Schedule, f.Record, end.Item, end.Result
 	out := Reply{Failures: -1}

@@ -1,0 +1,196 @@
+package take
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redisconn"
+)
+
+// The busy pass in batches, server-side: where the list and every item's
+// keys live on one server, one call of take.lua rotates the list and tries
+// a batch of candidates' locks, leaving Redis as the per-candidate pass
+// (each.go) does.
+
+// maxBatch is how many candidates one call of take.lua looks at, at most.
+// Redis runs nothing else while a script runs, and a candidate costs it
+// about a microsecond, so a call blocks Redis for about a millisecond: like
+// one slow command, far below the 10 ms at which Redis' slowlog starts to
+// complain. A pass over 10,000 items then takes 10 round trips instead of
+// 20,000. It must also stay well below the ~8,000 values that Lua's unpack
+// can return, which the script uses to pass a batch to MGET and RPUSH.
+const maxBatch = 1000
+
+// firstBatch is how many candidates the first call of a pass looks at; each
+// call that takes nothing doubles it, up to maxBatch. A busy list's first
+// candidate is usually free, and a call costs Redis in proportion to its
+// batch (the LRANGE, the EXISTS and MGET of every lock, and the rotation),
+// so a take that finds its item early reads a handful of keys, not a
+// thousand; a pass over a list where everything is taken needs only about
+// seven more round trips than with whole batches from the start.
+const firstBatch = 8
+
+//go:embed take.lua
+var batchSource string
+
+// batchScript rotates the list and tries a batch of candidates' locks in
+// one call (take.lua says how, at its top).
+//
+//	KEYS[1] -> the list
+//	ARGV[1] -> the key prefix, under which each candidate's lock, cooldown,
+//	           backoff, pause and state keys are (same server as the list)
+//	ARGV[2] -> our token
+//	ARGV[3] -> the lock's TTL in milliseconds
+//	ARGV[4] -> candidates left in this pass, or -1 to start a pass
+//	ARGV[5] -> the longest item the child can be given
+//	ARGV[6] -> options: "batch=N now=MS [state_ttl=MS events=N] [sweep=MS]"
+//
+// Returns {left, item or false, length or -1, fence, head1, size-or-type1,
+// ...}, which decodeBatchReply reads.
+var batchScript = redis.NewScript(batchSource)
+
+// batchCall is one call of batchScript.
+type batchCall struct {
+	Prefix, Token string
+	TTL           time.Duration
+	// Left is how many candidates the pass has yet to look at, or -1 to
+	// start a pass from the list's length, which the script reads.
+	Left       int64
+	MaxItemLen int
+	Batch      int
+	// Now is when the call is sent.
+	Now time.Time
+	// Sweep, if set, is how long the fleet's next sweep may wait when this
+	// call ends the pass without a take (see look.go).
+	Sweep time.Duration
+	// Record holds the words that ask the script to record a take (see
+	// runs.Recorder.TakeWords).
+	Record string
+}
+
+// batchReply is what one call of batchScript did.
+type batchReply struct {
+	// Left is how many candidates the pass has yet to look at.
+	Left int64
+	// Length is the list's length when the call started a pass, or -1.
+	Length int64
+	// Item is the item whose lock is now ours, if Taken, and Fence the
+	// take's fencing token (0 if the fence key could not be incremented).
+	Item  string
+	Taken bool
+	Fence int64
+	// Skipped are the items passed over that an operator should hear of.
+	Skipped []skippedItem
+}
+
+// takeInBatches is Pass.Take with batchScript: one round trip per batch of
+// candidates (firstBatch, doubling up to maxBatch), and none for LLEN,
+// which the first call of a pass reads. stop is checked between calls.
+func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, error) {
+	t := p.t
+	list := t.Keys.List()
+	most := t.Batch
+	if most <= 0 {
+		most = maxBatch
+	}
+	call := batchCall{Prefix: t.Keys.Prefix, Token: t.Token, TTL: t.TTL, MaxItemLen: t.MaxItemLen, Batch: min(firstBatch, most)}
+	look := &t.Memory.look
+	// -1 asks the first call to start the pass from the list's length.
+	for p.left != 0 {
+		if stopped(stop) {
+			return Taken{}, ErrStopped
+		}
+		sent := time.Now()
+		call.Left, call.Now, call.Record = p.left, sent, t.Record.TakeWords()
+		if t.Looks() {
+			// Should this call end the pass without a take, the pass swept
+			// the list, and the fleet's next sweep may wait (see look.go):
+			// the pass's time so far, or the last one's, stands for its cost.
+			elapsed := look.passTime
+			if p.left >= 0 {
+				elapsed = max(elapsed, time.Since(p.started))
+			}
+			call.Sweep = sweepEvery(elapsed, t.IdleWait)
+		}
+		reply, err := call.run(ctx, t.Client, t.ReplicaAcks, list)
+		if err != nil && !errors.Is(err, redisconn.ErrNotReplicated) {
+			return Taken{}, redisconn.Wrap("take a batch from "+quote(list), err)
+		}
+		if p.left < 0 {
+			p.started = sent
+			look.length, look.known = reply.Length, reply.Length >= 0
+		}
+		p.left = reply.Left
+		call.Batch = min(2*call.Batch, most)
+		if p.left == 0 && !reply.Taken {
+			look.passTime = time.Since(p.started)
+		}
+		for _, s := range reply.Skipped {
+			t.warnSkipped(s)
+		}
+		if reply.Taken {
+			taken := t.taken(reply.Item, sent)
+			taken.Fence = reply.Fence
+			t.warnNoFence(taken)
+			if err != nil {
+				return Taken{}, unconfirmed(taken, err)
+			}
+			return taken, nil
+		}
+	}
+	return Taken{}, ErrNoWork
+}
+
+// run sends the call with client, WAIT acks replicas after it (see
+// redisconn.RunConfirmed), and decodes the reply. A take that too few
+// replicas confirmed returns what it took along with
+// redisconn.ErrNotReplicated.
+func (b batchCall) run(ctx context.Context, client redisconn.ScriptClient, acks int, list string) (batchReply, error) {
+	// No more arguments: Redis refuses commands of more than 10 parts
+	// before AUTH, and a server that wants a password we lack must say
+	// NOAUTH, not "Protocol error". New settings go into the options word.
+	options := "batch=" + strconv.Itoa(b.Batch) + " now=" + strconv.FormatInt(b.Now.UnixMilli(), 10) + b.Record
+	if b.Sweep > 0 {
+		options += " sweep=" + strconv.FormatInt(b.Sweep.Milliseconds(), 10)
+	}
+	got, err := redisconn.RunConfirmed(ctx, client, batchScript, acks, b.TTL, []string{list},
+		b.Prefix, b.Token, b.TTL.Milliseconds(), b.Left, b.MaxItemLen, options)
+	reply, ok := got.([]any)
+	if !ok {
+		if err == nil {
+			err = fmt.Errorf("unexpected reply from take.lua: %T", got)
+		}
+		return batchReply{}, err
+	}
+	decoded, decodeErr := decodeBatchReply(reply)
+	if decodeErr != nil {
+		return batchReply{}, decodeErr
+	}
+	// With a reply, the only error is redisconn.ErrNotReplicated.
+	return decoded, err
+}
+
+// decodeBatchReply reads batchScript's reply.
+func decodeBatchReply(reply []any) (batchReply, error) {
+	// Three values from a call that ended early, else the fence and pairs.
+	if len(reply) != 3 && (len(reply) < 4 || len(reply)%2 != 0) {
+		return batchReply{}, fmt.Errorf("unexpected reply from take.lua: %d values", len(reply))
+	}
+	left, ok := reply[0].(int64)
+	length, ok2 := reply[2].(int64)
+	if !ok || !ok2 {
+		return batchReply{}, fmt.Errorf("unexpected reply from take.lua: left is %T, length %T", reply[0], reply[2])
+	}
+	out := batchReply{Left: left, Length: length}
+	out.Item, out.Taken = reply[1].(string)
+	if len(reply) > 3 {
+		out.Fence, _ = reply[3].(int64)
+		out.Skipped = decodeSkipped(reply[4:])
+	}
+	return out, nil
+}

@@ -1,0 +1,158 @@
+package take
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/items"
+	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/runs"
+)
+
+// The busy pass per candidate: for where an item's keys may live on other
+// servers than the list (see schema.Keys.Colocated), each candidate costs
+// its own round trips, and each command names one key.
+
+//go:embed trylock.lua
+var tryLockSource string
+
+// tryLockScript takes one lock as SET NX PX does, and names a lock key of
+// another type, which SET NX alone would pass over without a word.
+//
+//	KEYS[1] -> the item's lock key
+//	ARGV[1] -> our token
+//	ARGV[2] -> the lock's TTL in milliseconds
+//
+// Returns 1 when taken, 0 when another holder has it, or the key's type
+// (such as "hash") when it holds something that is not a lock.
+var tryLockScript = redis.NewScript(tryLockSource)
+
+// takeEach is Pass.Take with round trips per candidate. A candidate costs
+// an LMOVE and one pipeline of EXISTS for its cooldown, backoff and pause
+// keys; a free one also the lock attempt (tryLockScript) and the same
+// EXISTS again once the lock is ours, since the two reads are not atomic: a
+// finishing run writes its cooldown before it releases its lock (see
+// runs.Finisher), so the check after taking the lock sees it. The item taken
+// costs two more round trips, for its fencing token and its start record
+// (see takeFence and runs.Recorder.RecordStart), which take.lua writes in
+// the take itself.
+func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (Taken, error) {
+	t := p.t
+	list := t.Keys.List()
+	if p.left < 0 {
+		n, err := t.Client.LLen(ctx, list).Result()
+		if err != nil {
+			return Taken{}, redisconn.Wrap("read length of "+quote(list), err)
+		}
+		p.left = n
+	}
+	for p.left > 0 {
+		if stopped(stop) {
+			return Taken{}, ErrStopped
+		}
+		p.left--
+		item, err := t.rotate(ctx, list)
+		if errors.Is(err, redis.Nil) {
+			// Another client emptied the list during the pass.
+			p.left = 0
+			break
+		}
+		if err != nil {
+			return Taken{}, redisconn.Wrap("rotate "+quote(list), err)
+		}
+		if reason := items.Problem(item, t.MaxItemLen); reason != "" {
+			t.Log.Warn().Str("item", items.Clip(item)).Msg("skipping item: " + reason)
+			continue
+		}
+		if waits, err := t.waits(ctx, item); err != nil || waits {
+			if err != nil {
+				return Taken{}, err
+			}
+			continue
+		}
+		sent := time.Now()
+		taken := t.taken(item, sent)
+		got, err := redisconn.RunConfirmed(ctx, t.Client, tryLockScript, t.ReplicaAcks, t.TTL, []string{taken.Key}, taken.Token, t.TTL.Milliseconds())
+		if got != int64(1) && err != nil {
+			return Taken{}, redisconn.Wrap("take lock "+quote(taken.Key), err)
+		}
+		switch got := got.(type) {
+		case int64:
+			if got != 1 {
+				continue
+			}
+			// With a reply, the only error is redisconn.ErrNotReplicated.
+			notReplicated := err
+			waits, err := t.waits(ctx, item)
+			if err == nil && !waits {
+				// The fencing token, in a round trip of its own: its key
+				// may live on another server than the lock's.
+				taken.Fence = t.takeFence(ctx, item)
+				// The start is recorded before a take that the replicas did
+				// not confirm is given back, as take.lua records it in the
+				// take, so that both paths leave the same record.
+				if err := t.Record.RecordStart(ctx, t.Client, item, t.Token, taken.Fence, sent); err != nil {
+					t.Log.Warn().Err(err).Str("item", items.Clip(item)).Msg("could not record the start of the run")
+				}
+				if notReplicated != nil {
+					return Taken{}, unconfirmed(taken, notReplicated)
+				}
+				return taken, nil
+			}
+			// A run that finished between the two reads. The lock is ours
+			// and must go; if Redis failed, it expires by itself.
+			_, _ = runs.Release(ctx, t.Client, taken.Key, taken.Token, item)
+			if err != nil {
+				return Taken{}, err
+			}
+		case string:
+			t.warnLockType(items.Clip(item), got)
+		}
+	}
+	return Taken{}, ErrNoWork
+}
+
+// rotate moves the head of list to its tail and returns it, with LMOVE.
+// Redis older than 6.2 has no LMOVE: the first "unknown command" says so, is
+// logged once, and from then on rotate uses RPOPLPUSH, which moves the tail
+// to the head instead. The list then turns the other way round, losing no
+// item all the same.
+func (t *Taker) rotate(ctx context.Context, list string) (string, error) {
+	if !t.Memory.noLMove {
+		item, err := t.Client.LMove(ctx, list, list, "LEFT", "RIGHT").Result()
+		if err == nil || !redisconn.UnknownCommand(err, "lmove") {
+			return item, err
+		}
+		t.Memory.noLMove = true
+		t.Log.Warn().Msg("this Redis has no LMOVE (it is older than 6.2): rotating with RPOPLPUSH instead, which takes items from the end of the list and puts them first, so the list turns the other way round")
+	}
+	return t.Client.RPopLPush(ctx, list, list).Result()
+}
+
+// waits reports whether item has a cooldown, a backoff or a pause key, with
+// one EXISTS per key in one pipeline, since they may live on different
+// servers.
+func (t *Taker) waits(ctx context.Context, item string) (bool, error) {
+	pipe := t.Client.Pipeline()
+	cooling := pipe.Exists(ctx, t.Keys.Cooldown(item))
+	backing := pipe.Exists(ctx, t.Keys.Backoff(item))
+	paused := pipe.Exists(ctx, t.Keys.Pause(item))
+	if _, err := pipe.Exec(ctx); err != nil {
+		return false, redisconn.Wrap("check the cooldown, backoff and pause of "+quote(items.Clip(item)), err)
+	}
+	return cooling.Val()+backing.Val()+paused.Val() > 0, nil
+}
+
+// takeFence increments the list's fencing token for a take of item, as
+// take.lua does in the take itself: a failure gives 0, with a warning.
+func (t *Taker) takeFence(ctx context.Context, item string) int64 {
+	fence, err := t.Client.Incr(ctx, t.Keys.Fence()).Result()
+	if err != nil {
+		t.Log.Warn().Err(err).Str("item", items.Clip(item)).Msgf("could not increment the fencing token %s: the child gets W8Y_FENCE=0", quote(t.Keys.Fence()))
+		return 0
+	}
+	return fence
+}

@@ -1,0 +1,55 @@
+package take
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redistest"
+)
+
+// TestScriptsLoad: every take script compiles in a real Redis, and each
+// keeps the hash that EVALSHA finds it by.
+func TestScriptsLoad(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	for name, script := range map[string]*redis.Script{
+		"take": batchScript, "trylock": tryLockScript, "due": dueScript,
+	} {
+		sha, err := script.Load(ctx, rdb).Result()
+		if err != nil {
+			t.Errorf("%s.lua does not load: %v", name, err)
+			continue
+		}
+		if sha != script.Hash() {
+			t.Errorf("%s.lua loaded as %s, want %s", name, sha, script.Hash())
+		}
+	}
+}
+
+// TestTryLock: trylock.lua keeps to SET NX PX, and names a lock key of
+// another type.
+func TestTryLock(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	for i, st := range []struct {
+		token string
+		want  any
+	}{{"me", int64(1)}, {"other", int64(0)}} {
+		got, err := tryLockScript.Run(ctx, rdb, []string{"w:lock:x"}, st.token, 60000).Result()
+		if err != nil || got != st.want {
+			t.Errorf("step %d: %v, %v; want %v", i, got, err, st.want)
+		}
+	}
+	if v := rdb.Get(ctx, "w:lock:x").Val(); v != "me" {
+		t.Errorf("the lock holds %q, want the first taker's token", v)
+	}
+	if ttl := rdb.PTTL(ctx, "w:lock:x").Val(); ttl <= 59*time.Second || ttl > time.Minute {
+		t.Errorf("the lock's TTL is %s, want about a minute", ttl)
+	}
+	rdb.HSet(ctx, "w:lock:y", "f", "v")
+	if got, err := tryLockScript.Run(ctx, rdb, []string{"w:lock:y"}, "me", 60000).Result(); err != nil || got != "hash" {
+		t.Errorf("trylock.lua on a hash: %v, %v; want the type's name", got, err)
+	}
+}

@@ -1,0 +1,258 @@
+package take
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/items"
+	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/runs"
+	"github.com/w8y/w8y/internal/schema"
+)
+
+// ErrNoWork is returned by Pass.Take when the pass over the list found no
+// item whose lock could be taken, or the list is empty or missing.
+var ErrNoWork = errors.New("no item could be taken")
+
+// ErrStopped is returned by Pass.Take when its stop channel was closed
+// between two candidates (or batches of them) before an item was taken.
+var ErrStopped = errors.New("take stopped")
+
+// Client is the part of the Redis client that taking an item needs: scripts
+// (pipelined with WAIT for --replica-acks), a pipeline for an item's keys
+// where one script cannot name them all, and the commands of the
+// per-candidate path.
+type Client interface {
+	redisconn.ScriptClient
+	Pipeline() redis.Pipeliner
+	LLen(ctx context.Context, key string) *redis.IntCmd
+	LMove(ctx context.Context, source, destination, srcpos, destpos string) *redis.StringCmd
+	RPopLPush(ctx context.Context, source, destination string) *redis.StringCmd
+	Incr(ctx context.Context, key string) *redis.IntCmd
+}
+
+// Taker takes items from one list: the settings of its takes, and the
+// Memory that they learn from and add to.
+type Taker struct {
+	Client Client
+	// Keys are the keys under the prefix. Where Keys.Colocated, a pass
+	// rotates the list and tries locks inside Redis, a batch of candidates
+	// per round trip (take.lua), instead of two round trips per candidate.
+	Keys  schema.Keys
+	Token string
+	TTL   time.Duration
+	// MaxItemLen is the longest item the child can be given; longer ones
+	// are skipped.
+	MaxItemLen int
+	// Batch is the most candidates one server-side call looks at; 0 means
+	// maxBatch. The first call of a pass looks at fewer (firstBatch).
+	// Tests set it low to cross batches with short lists.
+	Batch int
+	// Record, when set, records each take in the item's state hash and the
+	// events stream (see runs.Recorder).
+	Record *runs.Recorder
+	// ReplicaAcks is --replica-acks: a take that fewer replicas confirm
+	// fails with an UnconfirmedError, which holds the lock to give back.
+	ReplicaAcks int
+	// IdleWait is --idle-wait, the least time between two sweeps of the
+	// list by idle workers (see sweepEvery).
+	IdleWait time.Duration
+	Log      zerolog.Logger
+	// Memory is what earlier passes learned; a caller that makes a Taker
+	// per pass hands each the same one. Nil: a Memory of the Taker's own.
+	Memory *Memory
+}
+
+// Memory is what a Taker's passes and looks learn for the next ones.
+type Memory struct {
+	// noLMove is set once the server turned out to lack LMOVE (Redis
+	// older than 6.2), so that rotate asks only once.
+	noLMove bool
+	// look is what idle workers' looks go on from (see look.go).
+	look looking
+}
+
+// Taken is an item whose lock a take got: all that the caller needs to
+// hold, refresh and release the lock.
+type Taken struct {
+	Item string
+	// Key is the item's lock key, and Token the value it holds: ours.
+	Key, Token string
+	// Fence is the list's fencing token that this take got (see
+	// schema.Keys.Fence), or 0 if the fence key could not be incremented.
+	Fence int64
+	// CancelKey is the item's cancel request key, where one script may
+	// read it with the lock (see schema.Keys.Colocated), else "".
+	CancelKey string
+	// Expires is the earliest moment the server may expire the lock: when
+	// the call that took it was sent, plus the TTL.
+	Expires time.Time
+}
+
+// UnconfirmedError is a take whose lock too few replicas confirmed
+// (--replica-acks): the lock is ours, but a failover could lose it, so the
+// caller must give it back before any child runs. It wraps
+// redisconn.ErrNotReplicated.
+type UnconfirmedError struct {
+	Taken Taken
+	err   error
+}
+
+func (e *UnconfirmedError) Error() string { return e.err.Error() }
+func (e *UnconfirmedError) Unwrap() error { return e.err }
+
+// unconfirmed is the UnconfirmedError of taken, whose take cause reports.
+func unconfirmed(taken Taken, cause error) error {
+	return &UnconfirmedError{Taken: taken, err: redisconn.Wrap("take lock "+quote(taken.Key), cause)}
+}
+
+// Pass is one pass over the list, which Take can continue after it has
+// taken an item: --parallel takes several items from one pass, and still
+// looks at each candidate at most once.
+type Pass struct {
+	t *Taker
+	// left is how many candidates the pass has yet to look at, or -1 before
+	// it has read the list's length.
+	left int64
+	// looks is set while the pass is an idle worker's look, which turns
+	// into a whole pass when it is this worker's turn to sweep (see
+	// Taker.IdlePass).
+	looks bool
+	// swept is set once the look has turned into a sweep.
+	swept bool
+	// started is when the pass's first call was sent.
+	started time.Time
+}
+
+// Pass starts a pass over the list.
+func (t *Taker) Pass() *Pass {
+	if t.Memory == nil {
+		t.Memory = &Memory{}
+	}
+	return &Pass{t: t, left: -1}
+}
+
+// IdlePass is the take of an idle worker: a look, or when the look says it
+// is this worker's turn to sweep, a pass over the whole list. Where the
+// Taker does not look, it is Pass.
+func (t *Taker) IdlePass() *Pass {
+	p := t.Pass()
+	p.looks = t.Looks()
+	return p
+}
+
+// Take rotates the list and tries each eligible candidate's lock, looking
+// at no more candidates than the list held at the start of the pass, and
+// going on from where the pass's last Take stopped. A candidate is eligible
+// when it has no cooldown, backoff or pause key. The first lock taken wins.
+// It returns ErrNoWork once the pass has looked at every candidate, and
+// ErrStopped if stop is closed between candidates (or, where the keys are
+// colocated, between batches of them). Both paths leave Redis in the same
+// state.
+func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
+	if p.left == 0 {
+		return Taken{}, ErrNoWork
+	}
+	if p.looks {
+		p.looks = false
+		taken, ok, sweep, err := p.look(ctx)
+		if err != nil || ok || !sweep {
+			p.left = 0
+			if err == nil && !ok {
+				err = ErrNoWork
+			}
+			return taken, err
+		}
+		p.swept = true
+	}
+	if p.t.Keys.Colocated {
+		return p.takeInBatches(ctx, stop)
+	}
+	return p.takeEach(ctx, stop)
+}
+
+// Swept reports whether this pass was an idle worker's sweep of the whole
+// list for the fleet. A sweep that takes an item found work that the due
+// index did not know of (a cooldown deleted by hand, say), of which there
+// may be more: the worker goes back to passes.
+func (p *Pass) Swept() bool { return p.swept }
+
+// stopped reports whether stop is closed.
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// taken is the Taken of item's lock as this Taker takes it, by a call sent
+// at sent.
+func (t *Taker) taken(item string, sent time.Time) Taken {
+	taken := Taken{Item: item, Key: t.Keys.Lock(item), Token: t.Token, Expires: sent.Add(t.TTL)}
+	if t.Keys.Colocated {
+		taken.CancelKey = t.Keys.Cancel(item)
+	}
+	return taken
+}
+
+// warnNoFence warns when a take that take.lua or due.lua made could not
+// increment the fencing token (its key holds another type, or an ACL rule
+// lacks INCR): the child gets W8Y_FENCE=0, which no storage system that
+// checks fences accepts.
+func (t *Taker) warnNoFence(taken Taken) {
+	if taken.Fence == 0 {
+		t.Log.Warn().Str("item", items.Clip(taken.Item)).Msgf("could not increment the fencing token %s: the child gets W8Y_FENCE=0", quote(t.Keys.Fence()))
+	}
+}
+
+// skippedItem is an item that a take passed over for good: the child cannot
+// be given it (Size is its size) or its lock key holds a value of another
+// type (LockType names it). Head is its first items.ClipLen bytes.
+type skippedItem struct {
+	Head     string
+	Size     int
+	LockType string
+}
+
+// decodeSkipped reads the pairs that end take.lua's and due.lua's replies:
+// the items passed over that an operator should hear of.
+func decodeSkipped(pairs []any) []skippedItem {
+	var out []skippedItem
+	for i := 0; i+1 < len(pairs); i += 2 {
+		head, _ := pairs[i].(string)
+		skipped := skippedItem{Head: head[:min(len(head), items.ClipLen)]}
+		switch v := pairs[i+1].(type) {
+		case int64:
+			skipped.Size = int(v)
+		case string:
+			skipped.LockType = v
+		}
+		out = append(out, skipped)
+	}
+	return out
+}
+
+// warnSkipped warns of an item that a take passed over for good.
+func (t *Taker) warnSkipped(s skippedItem) {
+	if s.LockType != "" {
+		t.warnLockType(s.Head, s.LockType)
+		return
+	}
+	t.Log.Warn().Str("item", items.ClipHead(s.Head, s.Size)).Msg("skipping item: " + items.ProblemOf(s.Size, true, t.MaxItemLen))
+}
+
+// warnLockType warns that the lock key of item (shown clipped) holds a value
+// of type kind instead of a lock. The item counts as locked: w8y can neither
+// take nor wait out such a key, and must not delete what it does not own.
+func (t *Taker) warnLockType(item, kind string) {
+	t.Log.Warn().Str("item", item).Msgf("skipping item: its lock key holds a %s, not a lock; an operator must delete it before the item can run", kind)
+}
+
+// quote quotes key for messages, its head only when it is long.
+func quote(key string) string { return fmt.Sprintf("%q", items.Clip(key)) }
