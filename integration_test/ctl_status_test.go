@@ -14,24 +14,23 @@ import (
 // that the list does not hold, as such.
 func TestCtlStatusItems(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
+	s := setup(t, "st")
 	c := s.Client
-	s.seed(t, "st:list", "a", "b")
-	at := []string{"-u", s.URL, "-k", "st"}
-	runW8y(t, nil, append(at, "-q", "--failure-backoff", "1h", "sh", "-c", `exit 3`)...).wantExit(t, 3)
-	w := startW8y(t, portEnv(s), append(append([]string{}, at...), append([]string{"-q"}, gated...)...)...)
+	s.items("a", "b")
+	s.run("-q", "--failure-backoff", "1h", "sh", "-c", `exit 3`).wantExit(t, 3)
+	w := s.start(append([]string{"-q"}, gated...)...)
 	if got := s.popStarted(t); got != "b" {
 		t.Fatalf("the worker took %q, want b", got)
 	}
 	holder := c.Get(ctx(t), "st:lock:b").Val()
-	runCtl(t, nil, append(at, "pause", "a", "--reason", "disk full")...).mustExit(t, 0)
+	s.ctl("pause", "a", "--reason", "disk full").mustExit(t, 0)
 	// What --keep-output would keep: longer than status shows, and with
 	// bytes that a terminal would act on.
 	stdout := strings.Repeat("x", 2991) + "\nthe end\n"
 	c.HSet(ctx(t), "st:state:a", "last_stdout", stdout, "last_stderr", "\x1b[31mred\x1b[0m\n")
 	fence := c.HGet(ctx(t), "st:state:a", "last_fence").Val()
 
-	r := runCtl(t, nil, append(at, "status", "a", "b", "zz")...)
+	r := s.ctl("status", "a", "b", "zz")
 	r.mustExit(t, 0)
 	for _, want := range []string{
 		`(?m)^"a": in the list "st:list" once, paused$`,
@@ -54,7 +53,7 @@ func TestCtlStatusItems(t *testing.T) {
 		t.Errorf("status printed an escape byte as it is")
 	}
 
-	r = runCtl(t, nil, append(at, "status", "--json", "a")...)
+	r = s.ctl("status", "--json", "a")
 	r.mustExit(t, 0)
 	var details []map[string]any
 	if err := json.Unmarshal([]byte(r.Stdout), &details); err != nil || len(details) != 1 {

@@ -15,13 +15,12 @@ import (
 // keeps its last run's.
 func TestFence(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "fc:list", redistest.Items(6)...)
+	s := setup(t, "fc")
+	s.items(redistest.Items(6)...)
 	child := `redis-cli -p "$REDIS_PORT" rpush fences "$W8Y_ITEM $W8Y_FENCE $W8Y_HOLDER" >/dev/null`
 	var workers []*proc
 	for range 3 {
-		workers = append(workers, startW8y(t, portEnv(s), "-u", s.URL, "-k", "fc", "-c", "-q", "--cooldown", "100ms",
-			"--idle-wait", "50ms", "sh", "-c", child))
+		workers = append(workers, s.start("-c", "-q", "--cooldown", "100ms", "--idle-wait", "50ms", "sh", "-c", child))
 	}
 	redistest.WaitFor(t, "30 runs", func() bool { return s.Client.LLen(ctx(t), "fences").Val() >= 30 })
 	drain(t, workers)
@@ -31,7 +30,7 @@ func TestFence(t *testing.T) {
 	started := map[int64]run{}
 	last := map[string]int64{}
 	var fences []int64
-	for _, m := range s.Client.XRange(ctx(t), "fc:events", "-", "+").Val() {
+	for _, m := range s.Client.XRange(ctx(t), s.key("events"), "-", "+").Val() {
 		if m.Values["type"] != "start" {
 			continue
 		}
@@ -46,7 +45,7 @@ func TestFence(t *testing.T) {
 	}
 	// Each child got its take's fence. The drain may stop a child before it
 	// records its own: at most one per worker.
-	children := s.list(t, "fences")
+	children := s.server.list(t, "fences")
 	holders := map[string]bool{}
 	for _, record := range children {
 		f := strings.Fields(record)
@@ -63,11 +62,11 @@ func TestFence(t *testing.T) {
 		t.Errorf("the runs came from %d workers, want several", len(holders))
 	}
 	for item, fence := range last {
-		if got := s.Client.HGet(ctx(t), "fc:state:"+item, "last_fence").Val(); got != strconv.FormatInt(fence, 10) {
+		if got := s.Client.HGet(ctx(t), s.key("state:"+item), "last_fence").Val(); got != strconv.FormatInt(fence, 10) {
 			t.Errorf("state of %s: last_fence %q, want its last take's %d", item, got, fence)
 		}
 	}
-	if got := s.Client.Get(ctx(t), "fc:fence").Val(); got != strconv.FormatInt(slices.Max(fences), 10) {
+	if got := s.Client.Get(ctx(t), s.key("fence")).Val(); got != strconv.FormatInt(slices.Max(fences), 10) {
 		t.Errorf("fc:fence is %q, want the last take's %d", got, slices.Max(fences))
 	}
 }

@@ -16,8 +16,8 @@ import (
 // hash keeps the last BYTES of each.
 func TestKeepOutput(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "ko:list", "a")
+	s := setup(t, "ko")
+	s.items("a")
 	dir := t.TempDir()
 	blob := make([]byte, 5<<19)
 	if _, err := rand.Read(blob); err != nil {
@@ -27,8 +27,8 @@ func TestKeepOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	const errBytes = "warn\x00\xff\ntail"
-	r := runW8y(t, []string{"DIR=" + dir}, "-u", s.URL, "-k", "ko", "-q", "--keep-output", "1000",
-		"sh", "-c", `cat "$DIR/blob"; printf 'warn\000\377\ntail' >&2`)
+	s.env = append(s.env, "DIR="+dir)
+	r := s.run("-q", "--keep-output", "1000", "sh", "-c", `cat "$DIR/blob"; printf 'warn\000\377\ntail' >&2`)
 	r.mustExit(t, 0)
 	if !bytes.Equal([]byte(r.Stdout), blob) {
 		t.Errorf("stdout: %d bytes, not the child's %d", len(r.Stdout), len(blob))
@@ -36,7 +36,7 @@ func TestKeepOutput(t *testing.T) {
 	if r.Stderr != errBytes {
 		t.Errorf("stderr %q, want the child's %q", r.Stderr, errBytes)
 	}
-	state := s.Client.HGetAll(ctx(t), "ko:state:a").Val()
+	state := s.Client.HGetAll(ctx(t), s.key("state:a")).Val()
 	if !bytes.Equal([]byte(state["last_stdout"]), blob[len(blob)-1000:]) {
 		t.Errorf("last_stdout holds %d bytes, not the last 1000 of stdout", len(state["last_stdout"]))
 	}
@@ -49,11 +49,11 @@ func TestKeepOutput(t *testing.T) {
 // the child still runs, without waiting for a newline or its end.
 func TestKeepOutputUnbuffered(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "ku:list", "a")
+	s := setup(t, "ku")
+	s.items("a")
 	dir := t.TempDir()
-	p := startW8y(t, append(portEnv(s), "DIR="+dir), "-u", s.URL, "-k", "ku", "-q", "--keep-output", "10",
-		"sh", "-c", `printf partial; `+started+`; while [ ! -e "$DIR/gate" ]; do sleep 0.01; done; printf ' and more'`)
+	s.env = append(s.env, "DIR="+dir)
+	p := s.start("-q", "--keep-output", "10", "sh", "-c", `printf partial; `+started+`; while [ ! -e "$DIR/gate" ]; do sleep 0.01; done; printf ' and more'`)
 	s.popStarted(t)
 	redistest.WaitFor(t, "the child's first bytes", func() bool { return p.stdoutSoFar() == "partial" })
 	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o600); err != nil {
@@ -62,7 +62,7 @@ func TestKeepOutputUnbuffered(t *testing.T) {
 	r := p.wait(t)
 	r.wantExit(t, 0)
 	r.wantStdout(t, "partial and more")
-	if got := s.Client.HGet(ctx(t), "ku:state:a", "last_stdout").Val(); got != "l and more" {
+	if got := s.Client.HGet(ctx(t), s.key("state:a"), "last_stdout").Val(); got != "l and more" {
 		t.Errorf("last_stdout %q, want the last 10 bytes", got)
 	}
 }
@@ -72,8 +72,8 @@ func TestKeepOutputUnbuffered(t *testing.T) {
 // is a pipe.
 func TestKeepOutputOff(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "kf:list", "a")
+	s := setup(t, "kf")
+	s.items("a")
 	for _, tt := range []struct {
 		args []string
 		// want is how the child's stdout shows in /proc: the file itself,
@@ -89,7 +89,7 @@ func TestKeepOutputOff(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer out.Close()
-		args := append(append([]string{"-u", s.URL, "-k", "kf", "-q"}, tt.args...), "sh", "-c", `readlink /proc/$$/fd/1`)
+		args := s.at(append(append([]string{"-q"}, tt.args...), "sh", "-c", `readlink /proc/$$/fd/1`)...)
 		startWith(t, []*os.File{out}, nil, binary, args...).wait(t).mustExit(t, 0)
 		data, err := os.ReadFile(out.Name())
 		if err != nil {
@@ -99,7 +99,7 @@ func TestKeepOutputOff(t *testing.T) {
 		if want := map[string]string{"file": out.Name(), "pipe:": "pipe:"}[tt.want]; !strings.HasPrefix(got, want) {
 			t.Errorf("with %q the child's stdout is %q, want %q", tt.args, got, want)
 		}
-		if _, ok := s.Client.HGetAll(ctx(t), "kf:state:a").Val()["last_stdout"]; ok != tt.kept {
+		if _, ok := s.Client.HGetAll(ctx(t), s.key("state:a")).Val()["last_stdout"]; ok != tt.kept {
 			t.Errorf("with %q last_stdout is kept: %v", tt.args, ok)
 		}
 	}

@@ -15,9 +15,9 @@ import (
 // event for the start and the end of the item.
 func TestJSONLogs(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "json:list", "a")
-	r := runW8y(t, nil, "-u", s.URL, "-k", "json", "--log-format", "json", "sh", "-c", "exit 3")
+	s := setup(t, "json")
+	s.items("a")
+	r := s.run("--log-format", "json", "sh", "-c", "exit 3")
 	r.mustExit(t, 3)
 	events := map[string]map[string]any{}
 	for _, line := range strings.Split(strings.TrimSpace(r.Stderr), "\n") {
@@ -48,9 +48,9 @@ func TestJSONLogs(t *testing.T) {
 // --log-file appends w8y's logs to the file across runs.
 func TestQuietAndLogFile(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "quiet:list", "a", "b")
-	r := runW8y(t, nil, "-u", s.URL, "-k", "quiet", "-q", "sh", "-c", "echo child-out; echo child-err >&2")
+	s := setup(t, "quiet")
+	s.items("a", "b")
+	r := s.run("-q", "sh", "-c", "echo child-out; echo child-err >&2")
 	r.wantExit(t, 0)
 	r.wantStdout(t, "child-out\n")
 	if r.Stderr != "child-err\n" {
@@ -59,7 +59,7 @@ func TestQuietAndLogFile(t *testing.T) {
 
 	logFile := filepath.Join(t.TempDir(), "w8y.log")
 	for range 2 {
-		r = runW8y(t, nil, "-u", s.URL, "-k", "quiet", "-f", logFile, "-t", "true")
+		r = s.run("-f", logFile, "-t", "true")
 		r.wantExit(t, 0)
 		if r.Stderr != "" {
 			t.Errorf("-f: want nothing on stderr, got %s", r)
@@ -78,8 +78,8 @@ func TestQuietAndLogFile(t *testing.T) {
 // 125 and a line that names the cause but never the password.
 func TestPasswords(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t, redistest.Password("right-horse-battery"))
-	s.seed(t, "auth:list", "a")
+	s := setup(t, "auth", redistest.Password("right-horse-battery"))
+	s.items("a")
 
 	r := runW8y(t, nil, "-u", "redis://:right-horse-battery@127.0.0.1:"+itoa(s.Port), "-k", "auth", "-q", "echo", "{}")
 	r.wantExit(t, 0)
@@ -98,7 +98,7 @@ func TestPasswords(t *testing.T) {
 			t.Errorf("a password leaked:\n%s", r.Stderr)
 		}
 	}
-	if got := s.list(t, "auth:list"); len(got) != 1 {
+	if got := s.list(); len(got) != 1 {
 		t.Errorf("list %q", got)
 	}
 }
@@ -108,12 +108,11 @@ func TestPasswords(t *testing.T) {
 // the line that explains a timeout, and reaches the child whole.
 func TestLongItemsAreClippedInLogs(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
+	s := setup(t, "clip")
 	long := strings.Repeat("x", 10_000)
 	for _, format := range []string{"console", "json"} {
-		s.seed(t, "clip:list", long)
-		r := runW8y(t, nil, "-u", s.URL, "-k", "clip", "--log-format", format, "--timeout", "200ms",
-			"sh", "-c", `echo "${#W8Y_ITEM} ${#1}"; exec sleep 1000`, "sh", "{}")
+		s.items(long)
+		r := s.run("--log-format", format, "--timeout", "200ms", "sh", "-c", `echo "${#W8Y_ITEM} ${#1}"; exec sleep 1000`, "sh", "{}")
 		r.wantExit(t, 124)
 		r.wantStdout(t, "10000 10000\n")
 		for _, line := range strings.Split(strings.TrimSpace(r.Stderr), "\n") {
