@@ -39,14 +39,14 @@ func (s *server) snapshot(t *testing.T) []string {
 // nothing; a missing list is started only with --create.
 func TestCtlAdd(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "ad:list", "a", "b")
+	s := setup(t, "ad")
+	s.items("a", "b")
 	at := []string{"-u", s.URL, "-k", "ad"}
 
 	r := runCtl(t, nil, append(at, "add", "b", "c", "d")...)
 	r.mustExit(t, 0)
 	r.wantStdout(t, "added 2 items to \"ad:list\"\n\"b\" is in the list already\nadded \"c\"\nadded \"d\"\n")
-	if got := s.list(t, "ad:list"); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+	if got := s.list(); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
 		t.Errorf("list after add: %q", got)
 	}
 
@@ -79,7 +79,7 @@ func TestCtlAdd(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.Stdout), &results); err != nil || len(results) != 1 || results[0]["item"] != "a" || results[0]["changed"] != 1.0 {
 		t.Errorf("add --json: %v %s", err, r)
 	}
-	if got := s.list(t, "adx:list"); !slices.Equal(got, []string{"a"}) {
+	if got := s.server.list(t, "adx:list"); !slices.Equal(got, []string{"a"}) {
 		t.Errorf("list after add --create: %q", got)
 	}
 }
@@ -132,15 +132,15 @@ func TestCtlRemove(t *testing.T) {
 // a pause without one. A paused item that runs finishes its run.
 func TestCtlPause(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "pz:list", "forever", "timed", "free")
+	s := setup(t, "pz")
+	s.items("forever", "timed", "free")
 	at := []string{"-u", s.URL, "-k", "pz"}
 	paused := time.Now()
 	r := runCtl(t, nil, append(at, "pause", "forever", "--reason", "broken disk")...)
 	r.mustExit(t, 0)
 	r.wantStdout(t, "paused \"forever\" until resumed (broken disk)\n")
 	runCtl(t, nil, append(at, "pause", "timed", "--for", "1500ms")...).mustExit(t, 0)
-	if h := s.Client.HGetAll(ctx(t), "pz:pause:forever").Val(); h["reason"] != "broken disk" || !strings.Contains(h["by"], "@") || h["at"] == "" {
+	if h := s.Client.HGetAll(ctx(t), s.key("pause:forever")).Val(); h["reason"] != "broken disk" || !strings.Contains(h["by"], "@") || h["at"] == "" {
 		t.Errorf("the pause's hash: %v", h)
 	}
 	// status shows both, and who paused forever and why.
@@ -154,7 +154,7 @@ func TestCtlPause(t *testing.T) {
 
 	var workers []*proc
 	for range 3 {
-		workers = append(workers, startW8y(t, portEnv(s), "-u", s.URL, "-k", "pz", "-c", "-q", "--cooldown", "200ms",
+		workers = append(workers, s.start("-c", "-q", "--cooldown", "200ms",
 			"--idle-wait", "50ms", "sh", "-c", stamp("pz")))
 	}
 	// waitFor pops runs until item's, failing on a run of forever, or
@@ -204,21 +204,21 @@ func TestCtlPause(t *testing.T) {
 // goes on to its end.
 func TestCtlPauseRunningItem(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "pr:list", "a")
-	w := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "pr", "-q"}, gated...)...)
+	s := setup(t, "pr")
+	s.items("a")
+	w := s.start(append([]string{"-q"}, gated...)...)
 	s.popStarted(t)
-	holder := s.Client.Get(ctx(t), "pr:lock:a").Val()
-	r := runCtl(t, nil, "-u", s.URL, "-k", "pr", "pause", "a")
+	holder := s.Client.Get(ctx(t), s.key("lock:a")).Val()
+	r := s.ctl("pause", "a")
 	r.mustExit(t, 0)
 	r.wantStdout(t, "paused \"a\" until resumed; it is running now (holder "+holder+"): it finishes this run\n")
 	s.Client.RPush(ctx(t), "gate:a", "0")
 	w.wait(t).wantExit(t, 0)
-	if got := s.Client.HGet(ctx(t), "pr:state:a", "last_result").Val(); got != "success" {
+	if got := s.Client.HGet(ctx(t), s.key("state:a"), "last_result").Val(); got != "success" {
 		t.Errorf("the paused run ended %q, want success", got)
 	}
 	// And no worker takes it now.
-	runW8y(t, nil, "-u", s.URL, "-k", "pr", "-q", "--no-work-exit-code", "3", "true").wantExit(t, 3)
+	s.run("-q", "--no-work-exit-code", "3", "true").wantExit(t, 3)
 }
 
 // TestCtlRunNow: an item in an hour's cooldown is taken by an idle
@@ -226,20 +226,20 @@ func TestCtlPauseRunningItem(t *testing.T) {
 // started twice.
 func TestCtlRunNow(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "rn:list", "cool", "busy")
-	s.Client.Set(ctx(t), "rn:cooldown:cool", "an earlier run", time.Hour)
+	s := setup(t, "rn")
+	s.items("cool", "busy")
+	s.Client.Set(ctx(t), s.key("cooldown:cool"), "an earlier run", time.Hour)
 	// Two slots: busy holds one at its gate, the other is idle and looks.
 	child := `if [ "$W8Y_ITEM" = busy ]; then ` + started + `; redis-cli -p "$REDIS_PORT" blpop gate:busy 30 >/dev/null; fi; ` + stamp("rn")
-	w := startW8y(t, portEnv(s), "-u", s.URL, "-k", "rn", "-c", "-q", "--parallel", "2", "--cooldown", "1h", "sh", "-c", child)
+	w := s.start("-c", "-q", "--parallel", "2", "--cooldown", "1h", "sh", "-c", child)
 	if got := s.popStarted(t); got != "busy" {
 		t.Fatalf("started %q, want busy", got)
 	}
 	redistest.WaitFor(t, "the idle slot's first look", func() bool { return s.looks(t) > 0 })
-	holder := s.Client.Get(ctx(t), "rn:lock:busy").Val()
+	holder := s.Client.Get(ctx(t), s.key("lock:busy")).Val()
 
 	asked := time.Now()
-	r := runCtl(t, nil, "-u", s.URL, "-k", "rn", "run-now", "cool", "busy")
+	r := s.ctl("run-now", "cool", "busy")
 	r.mustExit(t, 0)
 	r.wantStdout(t, "\"cool\" is due now: an idle worker takes it within a second\n\"busy\" is running now (holder "+holder+"): it is not started twice\n")
 	ran := s.popRun(t)
@@ -273,8 +273,8 @@ func TestCtlRunNow(t *testing.T) {
 // with 0.
 func TestCtlEvents(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "ev:list", "a", "b")
+	s := setup(t, "ev")
+	s.items("a", "b")
 	at := []string{"-u", s.URL, "-k", "ev"}
 	runW8y(t, nil, append(at, "-q", "true")...).mustExit(t, 0)
 	runW8y(t, nil, append(at, "-q", "false")...).mustExit(t, 1)
@@ -294,7 +294,7 @@ func TestCtlEvents(t *testing.T) {
 	}
 
 	// From the third event on, by its ID; and those of the last hour.
-	third := s.Client.XRange(ctx(t), "ev:events", "-", "+").Val()[2].ID
+	third := s.Client.XRange(ctx(t), s.key("events"), "-", "+").Val()[2].ID
 	r = runCtl(t, nil, append(at, "events", "--since", third)...)
 	r.mustExit(t, 0)
 	if got := strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n"); !slices.Equal(got, lines[2:]) {
@@ -330,11 +330,11 @@ func TestCtlEvents(t *testing.T) {
 // user's words, and changes nothing in Redis.
 func TestCtlBadInput(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "bad:list", "a", "b")
+	s := setup(t, "bad")
+	s.items("a", "b")
 	s.Client.HSet(ctx(t), "hash:list", "f", "v")
 	secured := startRedis(t, redistest.Password("right-horse-battery"))
-	secured.seed(t, "bad:list", "a")
+	secured.seed(t, s.key("list"), "a")
 	at := []string{"-u", s.URL, "-k", "bad"}
 	tests := []struct {
 		name string

@@ -53,14 +53,14 @@ func TestLockLostStopsTheChild(t *testing.T) {
 // ours throughout, and the child's exit code comes through.
 func TestLockIsRefreshed(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "long:list", "a")
+	s := setup(t, "long")
+	s.items("a")
 	// The child waits on Redis for the test, which first watches the lock
 	// outlive three expiries.
-	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "long", "-x", "1s"},
+	p := s.start(append([]string{"-x", "1s"},
 		report(":", `redis-cli -p "$REDIS_PORT" blpop gate 30 >/dev/null; exit 5`)...)...)
 	s.popStarted(t)
-	token, err := s.Client.Get(ctx(t), "long:lock:a").Result()
+	token, err := s.Client.Get(ctx(t), s.key("lock:a")).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestLockIsRefreshed(t *testing.T) {
 	// resets it to 1s, so a rise means a refresh.
 	refreshes, last := 0, int64(1<<62)
 	redistest.WaitFor(t, "three refreshes", func() bool {
-		ttl, err := s.Client.PTTL(ctx(t), "long:lock:a").Result()
+		ttl, err := s.Client.PTTL(ctx(t), s.key("lock:a")).Result()
 		if err != nil || ttl <= 0 {
 			t.Fatalf("the lock expired or vanished (TTL %s, %v) while its child ran", ttl, err)
 		}
@@ -76,14 +76,14 @@ func TestLockIsRefreshed(t *testing.T) {
 			refreshes++
 		}
 		last = ttl.Milliseconds()
-		if v, _ := s.Client.Get(ctx(t), "long:lock:a").Result(); v != token {
+		if v, _ := s.Client.Get(ctx(t), s.key("lock:a")).Result(); v != token {
 			t.Fatalf("lock value changed to %q", v)
 		}
 		return refreshes == 3
 	})
 	s.Client.RPush(ctx(t), "gate", "go")
 	p.wait(t).wantExit(t, 5)
-	s.noLocks(t, "long")
+	s.noLocks()
 }
 
 // TestLockLostWhenRedisStalls pauses Redis' writes while a child runs, so
@@ -91,10 +91,10 @@ func TestLockIsRefreshed(t *testing.T) {
 // could run out, without waiting for Redis, and exits 122.
 func TestLockLostWhenRedisStalls(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "stall:list", "a")
+	s := setup(t, "stall")
+	s.items("a")
 	const ttl = 3 * time.Second
-	p, _, grandchild := startGroupChild(t, s, "-u", s.URL, "-k", "stall", "-x", ttl.String())
+	p, _, grandchild := startGroupChild(t, s.server, "-u", s.URL, "-k", "stall", "-x", ttl.String())
 
 	// Refreshes are scripts, which a WRITE pause holds back.
 	pausedAt := time.Now()
@@ -115,7 +115,7 @@ func TestLockLostWhenRedisStalls(t *testing.T) {
 	if !strings.Contains(r.Stderr, "before its lease ran out") {
 		t.Errorf("no log of the failing refreshes:\n%s", r.Stderr)
 	}
-	s.noLocks(t, "stall")
+	s.noLocks()
 }
 
 // TestFence: every take increments the list's fencing token, across
