@@ -43,17 +43,17 @@ func (s *server) lastEvent(t *testing.T, prefix string) map[string]any {
 // and takes the item again.
 func TestCancel(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "cx:list", "a")
+	s := setup(t, "cx")
+	s.items("a")
 	dir := t.TempDir()
 	const expiry = 3 * time.Second
-	p := startW8y(t, append(portEnv(s), "DIR="+dir), "-u", s.URL, "-k", "cx", "-c", "-x", "3", "--kill-after", "300ms",
+	p := startW8y(t, append(s.env, "DIR="+dir), "-u", s.URL, "-k", "cx", "-c", "-x", "3", "--kill-after", "300ms",
 		"sh", "-c", `echo $$ > "$DIR/child"; sleep 1000 & echo $! > "$DIR/grandchild"; `+started+`; wait`)
 	if item := s.popStarted(t); item != "a" {
 		t.Fatalf("took %q", item)
 	}
 	child, grandchild := readPID(t, filepath.Join(dir, "child")), readPID(t, filepath.Join(dir, "grandchild"))
-	holder := s.Client.Get(ctx(t), "cx:lock:a").Val()
+	holder := s.Client.Get(ctx(t), s.key("lock:a")).Val()
 
 	req, err := control.Cancel(ctx(t), s.Client, keysOf("cx"), "a", "the disk is full", false)
 	asked := time.Now()
@@ -73,12 +73,12 @@ func TestCancel(t *testing.T) {
 	if item := s.popStarted(t); item != "a" {
 		t.Fatalf("took %q after the cancel, want a again", item)
 	}
-	state := s.Client.HGetAll(ctx(t), "cx:state:a").Val()
+	state := s.Client.HGetAll(ctx(t), s.key("state:a")).Val()
 	if state["last_result"] != "cancelled" || state["last_reason"] != "the disk is full" || state["runs"] != "1" ||
 		state["failures"] != "" || state["consecutive_failures"] != "" {
 		t.Errorf("state after the cancelled run: %v", state)
 	}
-	events, err := s.Client.XRange(ctx(t), "cx:events", "-", "+").Result()
+	events, err := s.Client.XRange(ctx(t), s.key("events"), "-", "+").Result()
 	if err != nil || len(events) != 3 {
 		t.Fatalf("events: %v, %v; want a start, an end and a start", events, err)
 	}
@@ -90,12 +90,12 @@ func TestCancel(t *testing.T) {
 		}
 	}
 	// No pause of any kind, and the request is spent.
-	if keys := s.keys(t, "cx:*"); strings.Contains(strings.Join(keys, " "), "cooldown:") ||
+	if keys := s.keys(t, s.key("*")); strings.Contains(strings.Join(keys, " "), "cooldown:") ||
 		strings.Contains(strings.Join(keys, " "), "backoff:") || strings.Contains(strings.Join(keys, " "), "cancel:") {
 		t.Errorf("keys after the cancelled run: %q", keys)
 	}
 	drain(t, []*proc{p})
-	s.noLocks(t, "cx")
+	s.noLocks()
 }
 
 // TestCancelMissesTheNextRun: a cancel that reaches a run only as it ends by
@@ -104,11 +104,11 @@ func TestCancel(t *testing.T) {
 // request aimed at another holder's token stop a run.
 func TestCancelMissesTheNextRun(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "cn:list", "a")
+	s := setup(t, "cn")
+	s.items("a")
 	dir := t.TempDir()
 	// Refreshes come every 2s: the first run ends long before its first.
-	p := startW8y(t, append(portEnv(s), "DIR="+dir), "-u", s.URL, "-k", "cn", "-c", "-x", "6",
+	p := startW8y(t, append(s.env, "DIR="+dir), "-u", s.URL, "-k", "cn", "-c", "-x", "6",
 		"sh", "-c", `n=$(redis-cli -p "$REDIS_PORT" incr runs); echo $$ > "$DIR/child.$n"; `+started+`; `+
 			`while [ ! -e "$DIR/gate.$n" ]; do sleep 0.01; done`)
 	s.popStarted(t)
@@ -123,26 +123,26 @@ func TestCancelMissesTheNextRun(t *testing.T) {
 	}
 	open(1)
 	s.popStarted(t)
-	if got := s.Client.HGet(ctx(t), "cn:state:a", "last_result").Val(); got != "success" {
+	if got := s.Client.HGet(ctx(t), s.key("state:a"), "last_result").Val(); got != "success" {
 		t.Fatalf("the first run ended %q, want success: it ended before any refresh", got)
 	}
-	if n := s.Client.Exists(ctx(t), "cn:cancel:a").Val(); n != 0 {
+	if n := s.Client.Exists(ctx(t), s.key("cancel:a")).Val(); n != 0 {
 		t.Errorf("the request outlived the run it was aimed at")
 	}
 	// A request aimed at another token, as if left by a holder that died.
-	s.Client.HSet(ctx(t), "cn:cancel:a", "holder", "dead-host:1:abc", "reason", "old", "by", "x", "at", "0", "as_failure", "0")
-	waitRefresh(t, s, "cn:lock:a")
+	s.Client.HSet(ctx(t), s.key("cancel:a"), "holder", "dead-host:1:abc", "reason", "old", "by", "x", "at", "0", "as_failure", "0")
+	waitRefresh(t, s.server, s.key("lock:a"))
 	second := readPID(t, filepath.Join(dir, "child.2"))
 	if !stillRuns(second) {
 		t.Fatalf("the second run's child %d was stopped", second)
 	}
 	open(2)
-	redistest.WaitFor(t, "the second run's end", func() bool { return s.Client.HGet(ctx(t), "cn:state:a", "runs").Val() == "2" })
-	if got := s.Client.HGet(ctx(t), "cn:state:a", "last_result").Val(); got != "success" {
+	redistest.WaitFor(t, "the second run's end", func() bool { return s.Client.HGet(ctx(t), s.key("state:a"), "runs").Val() == "2" })
+	if got := s.Client.HGet(ctx(t), s.key("state:a"), "last_result").Val(); got != "success" {
 		t.Errorf("the second run ended %q, want success", got)
 	}
 	drain(t, []*proc{p})
-	if n := s.Client.Exists(ctx(t), "cn:cancel:a").Val(); n != 1 {
+	if n := s.Client.Exists(ctx(t), s.key("cancel:a")).Val(); n != 1 {
 		t.Errorf("the request aimed at another holder was deleted")
 	}
 }
@@ -158,22 +158,22 @@ func waitRefresh(t *testing.T, s *server, lock string) {
 // changes nothing in Redis, and the next run of the item is not cancelled.
 func TestCancelNothingRuns(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "cz:list", "a", "b")
+	s := setup(t, "cz")
+	s.items("a", "b")
 	// b's lock was set by hand, without an expiry: no run holds it.
-	s.Client.Set(ctx(t), "cz:lock:b", "by hand", 0)
-	s.Client.HSet(ctx(t), "cz:state:a", "consecutive_failures", 1)
-	before := s.dump(t, "cz:*")
+	s.Client.Set(ctx(t), s.key("lock:b"), "by hand", 0)
+	s.Client.HSet(ctx(t), s.key("state:a"), "consecutive_failures", 1)
+	before := s.dump(t, s.key("*"))
 	for _, item := range []string{"a", "b", "c"} {
 		if _, err := control.Cancel(ctx(t), s.Client, keysOf("cz"), item, "r", true); !errors.Is(err, control.ErrNotRunning) {
 			t.Errorf("cancel of %s: %v, want ErrNotRunning", item, err)
 		}
 	}
-	if after := s.dump(t, "cz:*"); after != before {
+	if after := s.dump(t, s.key("*")); after != before {
 		t.Errorf("a cancel of nothing changed Redis from\n%s\nto\n%s", before, after)
 	}
-	runW8y(t, portEnv(s), "-u", s.URL, "-k", "cz", "-x", "0.3", "sh", "-c", "sleep 0.3").wantExit(t, 0)
-	if got := s.Client.HGet(ctx(t), "cz:state:a", "last_result").Val(); got != "success" {
+	s.run("-x", "0.3", "sh", "-c", "sleep 0.3").wantExit(t, 0)
+	if got := s.Client.HGet(ctx(t), s.key("state:a"), "last_result").Val(); got != "success" {
 		t.Errorf("the next run ended %q", got)
 	}
 }
@@ -246,10 +246,10 @@ func TestCancelOneShot(t *testing.T) {
 // of its item; the other runs on under its own lock.
 func TestCancelOneOfParallel(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "cp:list", "a", "b")
+	s := setup(t, "cp")
+	s.items("a", "b")
 	dir := t.TempDir()
-	p := startW8y(t, append(portEnv(s), "DIR="+dir), "-u", s.URL, "-k", "cp", "-c", "--parallel", "2", "-x", "1.5", "--kill-after", "300ms",
+	p := startW8y(t, append(s.env, "DIR="+dir), "-u", s.URL, "-k", "cp", "-c", "--parallel", "2", "-x", "1.5", "--kill-after", "300ms",
 		"--cooldown", "1h", "sh", "-c", `echo $$ > "$DIR/$W8Y_ITEM"; `+started+`; while [ ! -e "$DIR/gate.$W8Y_ITEM" ]; do sleep 0.01; done`)
 	s.popStarted(t)
 	s.popStarted(t)
@@ -258,16 +258,16 @@ func TestCancelOneOfParallel(t *testing.T) {
 		t.Fatal(err)
 	}
 	processGone(t, a)
-	redistest.WaitFor(t, "a's end", func() bool { return s.Client.HGet(ctx(t), "cp:state:a", "last_result").Val() == "cancelled" })
+	redistest.WaitFor(t, "a's end", func() bool { return s.Client.HGet(ctx(t), s.key("state:a"), "last_result").Val() == "cancelled" })
 	// b outlives refreshes of its own lock that read its cancel key.
-	waitRefresh(t, s, "cp:lock:b")
-	if !stillRuns(b) || s.Client.HGet(ctx(t), "cp:state:b", "runs").Val() != "" {
+	waitRefresh(t, s.server, s.key("lock:b"))
+	if !stillRuns(b) || s.Client.HGet(ctx(t), s.key("state:b"), "runs").Val() != "" {
 		t.Fatalf("b's child was stopped too")
 	}
 	if err := os.WriteFile(filepath.Join(dir, "gate.b"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	redistest.WaitFor(t, "b's end", func() bool { return s.Client.HGet(ctx(t), "cp:state:b", "last_result").Val() == "success" })
+	redistest.WaitFor(t, "b's end", func() bool { return s.Client.HGet(ctx(t), s.key("state:b"), "last_result").Val() == "success" })
 	// a, cancelled, has no cooldown: the worker takes it again.
 	if item := s.popStarted(t); item != "a" {
 		t.Errorf("took %q after the cancel, want a", item)
@@ -276,7 +276,7 @@ func TestCancelOneOfParallel(t *testing.T) {
 		t.Fatal(err)
 	}
 	drain(t, []*proc{p})
-	s.noLocks(t, "cp")
+	s.noLocks()
 }
 
 // TestCtlCancel: w8yctl cancel, as an operator types it, stops a one-shot
@@ -285,14 +285,14 @@ func TestCancelOneOfParallel(t *testing.T) {
 // --cancel removes a running item and stops its run.
 func TestCtlCancel(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "cc:list", "a", "b")
+	s := setup(t, "cc")
+	s.items("a", "b")
 	child := []string{"-u", s.URL, "-k", "cc", "-x", "1.5", "--kill-after", "300ms", "-q", "sh", "-c", started + "; exec sleep 1000"}
-	w := startW8y(t, portEnv(s), child...)
+	w := startW8y(t, s.env, child...)
 	if got := s.popStarted(t); got != "a" {
 		t.Fatalf("the worker took %q, want a", got)
 	}
-	holder := s.Client.Get(ctx(t), "cc:lock:a").Val()
+	holder := s.Client.Get(ctx(t), s.key("lock:a")).Val()
 
 	// A mistyped prefix is refused, not taken for an item nobody runs.
 	before := s.snapshot(t)
@@ -300,39 +300,39 @@ func TestCtlCancel(t *testing.T) {
 	r.wantExit(t, 125)
 	oneLineOf(t, "w8yctl", r.Stderr, `the list "ccc:list" does not exist`)
 
-	r = runCtl(t, nil, "-u", s.URL, "-k", "cc", "cancel", "b")
+	r = s.ctl("cancel", "b")
 	r.mustExit(t, 0)
 	r.wantStdout(t, `"b" is not running: nothing to cancel`+"\n")
 	if after := s.snapshot(t); !slices.Equal(after, before) {
 		t.Errorf("a cancel of an item nobody runs changed Redis")
 	}
 
-	r = runCtl(t, nil, "-u", s.URL, "-k", "cc", "cancel", "--reason", "the disk is full", "a")
+	r = s.ctl("cancel", "--reason", "the disk is full", "a")
 	r.mustExit(t, 0)
 	r.wantStdout(t, "asked "+holder+` to stop "a": its child stops at the holder's next lock refresh`+"\n")
 	w.wait(t).wantExit(t, 123)
-	if state := s.Client.HGetAll(ctx(t), "cc:state:a").Val(); state["last_result"] != "cancelled" || state["last_reason"] != "the disk is full" {
+	if state := s.Client.HGetAll(ctx(t), s.key("state:a")).Val(); state["last_result"] != "cancelled" || state["last_reason"] != "the disk is full" {
 		t.Errorf("state of the cancelled a: %v", state)
 	}
 	// status ITEM tells why the last run ended.
-	r = runCtl(t, nil, "-u", s.URL, "-k", "cc", "status", "a")
+	r = s.ctl("status", "a")
 	r.mustExit(t, 0)
 	if !regexp.MustCompile(`last run: result=cancelled .*reason="the disk is full"`).MatchString(r.Stdout) {
 		t.Errorf("status a does not show the cancelled run's reason:\n%s", r.Stdout)
 	}
 
 	// remove --cancel: b runs, and is removed and stopped.
-	w = startW8y(t, portEnv(s), child...)
+	w = startW8y(t, s.env, child...)
 	if got := s.popStarted(t); got != "b" {
 		t.Fatalf("the worker took %q, want b", got)
 	}
-	holder = s.Client.Get(ctx(t), "cc:lock:b").Val()
-	r = runCtl(t, nil, "-u", s.URL, "-k", "cc", "remove", "--cancel", "b")
+	holder = s.Client.Get(ctx(t), s.key("lock:b")).Val()
+	r = s.ctl("remove", "--cancel", "b")
 	r.mustExit(t, 0)
 	r.wantStdout(t, `removed "b" (1 occurrence) and its cooldown, backoff, pause and state; it is running now (holder `+holder+"): its run is cancelled\n")
 	w.wait(t).wantExit(t, 123)
-	if got := s.list(t, "cc:list"); !slices.Equal(got, []string{"a"}) {
+	if got := s.list(); !slices.Equal(got, []string{"a"}) {
 		t.Errorf("list after remove --cancel: %q", got)
 	}
-	s.noLocks(t, "cc")
+	s.noLocks()
 }

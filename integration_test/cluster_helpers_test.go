@@ -3,6 +3,7 @@ package integration_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redistest"
@@ -164,7 +165,10 @@ func (m *slotMove) migrate(t *testing.T, keys ...string) {
 // two that moved it first.
 func (m *slotMove) finish(t *testing.T) {
 	t.Helper()
-	for {
+	for deadline := time.Now().Add(redistest.Timeout); ; {
+		if time.Now().After(deadline) {
+			t.Fatalf("slot %d still held keys after %s of moving them", m.slot, redistest.Timeout)
+		}
 		keys, err := m.from.Client.ClusterGetKeysInSlot(ctx(t), int(m.slot), 2).Result()
 		if err != nil {
 			t.Fatal(err)

@@ -17,17 +17,15 @@ import (
 // first code that is not listed.
 func TestContinuousRunsItemsInTurn(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "turn:list", "a", "b", "c", "d")
+	b := setup(t, "turn")
+	b.items("a", "b", "c", "d")
 	// a and b succeed, c exits 3 (listed), d exits 4 (not listed).
-	r := runW8y(t, portEnv(s), "-u", s.URL, "-k", "turn", "-c", "-i", "0", "-i", "3", "-q", "sh", "-c",
-		started+`; case "$W8Y_ITEM" in c) exit 3;; d) exit 4;; esac`)
+	r := b.run("-c", "-i", "0", "-i", "3", "-q", "sh", "-c", started+`; case "$W8Y_ITEM" in c) exit 3;; d) exit 4;; esac`)
 	r.wantExit(t, 4)
-	got, _ := s.Client.LRange(ctx(t), "started", 0, -1).Result()
-	if !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+	if got := b.server.list(t, "started"); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
 		t.Errorf("items run %q, want a b c d", got)
 	}
-	s.noLocks(t, "turn")
+	b.noLocks()
 }
 
 // commandsProcessed reads Redis' count of the commands it has served, each
@@ -43,13 +41,13 @@ func (s *server) commandsProcessed(t *testing.T) int {
 // often, not a busy loop.
 func TestContinuousIdleIsQuiet(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
+	s := setup(t, "idle")
 	items := []string{"a", "b", "c"}
-	s.seed(t, "idle:list", items...)
+	s.items(items...)
 	for _, item := range items {
-		s.Client.Set(ctx(t), "idle:lock:"+item, "someone-else", time.Hour)
+		s.Client.Set(ctx(t), s.key("lock:"+item), "someone-else", time.Hour)
 	}
-	p := startW8y(t, nil, "-u", s.URL, "-k", "idle", "-c", "true")
+	p := s.start("-c", "true")
 
 	// Wait until the first look has been made, then count script calls and
 	// commands over a window of several idle waits.
@@ -78,14 +76,12 @@ func TestContinuousIdleIsQuiet(t *testing.T) {
 	p.signal(t, syscall.SIGTERM)
 	p.wait(t).wantExit(t, 0)
 	// SIGTERM may land mid-pass, so the list may be rotated, but it holds
-	// the same items.
-	got := s.list(t, "idle:list")
-	slices.Sort(got)
-	if !slices.Equal(got, items) {
-		t.Errorf("list holds %q, want %q", got, items)
+	// the same items in the same circular order.
+	if got := s.list(); !isRotation(got, items) {
+		t.Errorf("list holds %q, want a rotation of %q", got, items)
 	}
 	for _, item := range items {
-		if v, _ := s.Client.Get(ctx(t), "idle:lock:"+item).Result(); v != "someone-else" {
+		if v, _ := s.Client.Get(ctx(t), s.key("lock:"+item)).Result(); v != "someone-else" {
 			t.Errorf("someone else's lock on %q is now %q", item, v)
 		}
 	}
@@ -135,9 +131,9 @@ func TestContinuousRidesOutRedisOutage(t *testing.T) {
 // even a continuous worker exits 125 at once.
 func TestContinuousStopsOnWrongKeyType(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.Client.HSet(ctx(t), "typed:list", "field", "value")
-	r := runW8y(t, nil, "-u", s.URL, "-k", "typed", "-c", "-q", "true")
+	s := setup(t, "typed")
+	s.Client.HSet(ctx(t), s.key("list"), "field", "value")
+	r := s.run("-c", "-q", "true")
 	r.wantExit(t, 125)
 	oneLine(t, r.Stderr, "WRONGTYPE")
 }
@@ -147,8 +143,8 @@ func TestContinuousStopsOnWrongKeyType(t *testing.T) {
 // once items arrive.
 func TestContinuousWarnsOfAMissingList(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	p := startW8y(t, portEnv(s), "-u", s.URL, "-k", "typo", "-c", "-t", "--idle-wait", "10ms", "sh", "-c", started)
+	s := setup(t, "typo")
+	p := s.start("-c", "-t", "--idle-wait", "10ms", "sh", "-c", started)
 	const warning = `WRN the list "typo:list" does not exist or is empty`
 	redistest.WaitFor(t, "the warning", func() bool { return strings.Contains(p.stderrSoFar(), warning) })
 	// Many idle passes later, it has said so once.
@@ -156,7 +152,7 @@ func TestContinuousWarnsOfAMissingList(t *testing.T) {
 	if n := strings.Count(p.stderrSoFar(), warning); n != 1 {
 		t.Errorf("the warning came %d times:\n%s", n, p.stderrSoFar())
 	}
-	s.seed(t, "typo:list", "a")
+	s.items("a")
 	if got := s.popStarted(t); got != "a" {
 		t.Errorf("started %q", got)
 	}

@@ -213,9 +213,9 @@ func TestArgumentsAfterTheExecutable(t *testing.T) {
 
 func TestChildEnvironment(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "env:list", "item one")
-	r := runW8y(t, append(portEnv(s), "W8Y_ENV_VAR=JOB", "W8Y_KEY_PREFIX=env", "W8Y_QUIET=true", "W8Y_REDIS_URL="+s.URL),
+	s := setup(t, "env")
+	s.items("item one")
+	r := runW8y(t, append(s.env, "W8Y_ENV_VAR=JOB", "W8Y_KEY_PREFIX=env", "W8Y_QUIET=true", "W8Y_REDIS_URL="+s.URL),
 		"sh", "-c", `printf '%s|%s|%s|' "$JOB" "$W8Y_ITEM" "$W8Y_LOCK_KEY"; redis-cli -p "$REDIS_PORT" get "$W8Y_LOCK_KEY" | tr -d '\n'; printf '|%s' "$W8Y_HOLDER"`)
 	// W8Y_HOLDER is the lock's value while the child runs.
 	prefix := "item one|item one|env:lock:item one|"

@@ -204,10 +204,10 @@ func TestCtlCheckCluster(t *testing.T) {
 // README shows and ends each command as the README says: 1, 0, 0.
 func TestREADMECtlCheck(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "work:list", "report:alpha", "report:beta", "report:alpha")
-	s.Client.HSet(ctx(t), "work:state:report:old", "runs", 3)
-	s.Client.HSet(ctx(t), "work:cooldown:report:beta", "by", "hand")
+	s := setup(t, "work")
+	s.items("report:alpha", "report:beta", "report:alpha")
+	s.Client.HSet(ctx(t), s.key("state:report:old"), "runs", 3)
+	s.Client.HSet(ctx(t), s.key("cooldown:report:beta"), "by", "hand")
 	session := readmeBlock(t, "sh", "w8yctl -k work check --fix")
 	bin := t.TempDir()
 	if err := os.Symlink(ctlBinary, filepath.Join(bin, "w8yctl")); err != nil {

@@ -39,14 +39,14 @@ func (s *server) snapshot(t *testing.T) []string {
 // nothing; a missing list is started only with --create.
 func TestCtlAdd(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "ad:list", "a", "b")
+	s := setup(t, "ad")
+	s.items("a", "b")
 	at := []string{"-u", s.URL, "-k", "ad"}
 
 	r := runCtl(t, nil, append(at, "add", "b", "c", "d")...)
 	r.mustExit(t, 0)
 	r.wantStdout(t, "added 2 items to \"ad:list\"\n\"b\" is in the list already\nadded \"c\"\nadded \"d\"\n")
-	if got := s.list(t, "ad:list"); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+	if got := s.list(); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
 		t.Errorf("list after add: %q", got)
 	}
 
@@ -79,7 +79,7 @@ func TestCtlAdd(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.Stdout), &results); err != nil || len(results) != 1 || results[0]["item"] != "a" || results[0]["changed"] != 1.0 {
 		t.Errorf("add --json: %v %s", err, r)
 	}
-	if got := s.list(t, "adx:list"); !slices.Equal(got, []string{"a"}) {
+	if got := s.server.list(t, "adx:list"); !slices.Equal(got, []string{"a"}) {
 		t.Errorf("list after add --create: %q", got)
 	}
 }
@@ -89,39 +89,37 @@ func TestCtlAdd(t *testing.T) {
 // finish, and its run ends as it would have.
 func TestCtlRemove(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "rm:list", "a", "b", "a", "c")
-	for _, key := range []string{"rm:cooldown:a", "rm:backoff:a", "rm:pause:a"} {
-		s.Client.Set(ctx(t), key, "x", time.Hour)
+	s := setup(t, "rm")
+	s.items("a", "b", "a", "c")
+	for _, key := range []string{"cooldown:a", "backoff:a", "pause:a"} {
+		s.Client.Set(ctx(t), s.key(key), "x", time.Hour)
 	}
-	s.Client.HSet(ctx(t), "rm:state:a", "runs", 4)
+	s.Client.HSet(ctx(t), s.key("state:a"), "runs", 4)
 	// a cools down, so the worker takes b, and holds it until the gate.
-	w := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "rm", "-q"}, gated...)...)
+	w := s.start(append([]string{"-q"}, gated...)...)
 	if got := s.popStarted(t); got != "b" {
 		t.Fatalf("the worker took %q, want b", got)
 	}
-	holder := s.Client.Get(ctx(t), "rm:lock:b").Val()
+	holder := s.Client.Get(ctx(t), s.key("lock:b")).Val()
 
-	r := runCtl(t, nil, "-u", s.URL, "-k", "rm", "remove", "a", "b")
+	r := s.ctl("remove", "a", "b")
 	r.mustExit(t, 0)
 	r.wantStdout(t, `removed "a" (2 occurrences) and its cooldown, backoff, pause and state`+"\n"+
 		`removed "b" (1 occurrence) and its cooldown, backoff, pause and state; it is running now (holder `+holder+"): its run is left to finish\n")
-	if got := s.list(t, "rm:list"); !slices.Equal(got, []string{"c"}) {
+	if got := s.list(); !slices.Equal(got, []string{"c"}) {
 		t.Errorf("list after remove: %q", got)
 	}
-	if left := s.keys(t, "rm:*:a"); len(left) > 0 {
-		t.Errorf("keys of a left: %q", left)
-	}
-	if got := s.Client.Get(ctx(t), "rm:lock:b").Val(); got != holder {
+	s.noTrace("a")
+	if got := s.Client.Get(ctx(t), s.key("lock:b")).Val(); got != holder {
 		t.Errorf("b's lock is %q while it runs, want its holder's %q", got, holder)
 	}
 	s.Client.RPush(ctx(t), "gate:b", "0")
 	w.wait(t).wantExit(t, 0)
-	s.noLocks(t, "rm")
+	s.noLocks()
 
 	// Gone: a second remove is refused and changes nothing.
 	before := s.snapshot(t)
-	r = runCtl(t, nil, "-u", s.URL, "-k", "rm", "remove", "a")
+	r = s.ctl("remove", "a")
 	r.wantExit(t, 125)
 	oneLineOf(t, "w8yctl", r.Stderr, `"a" is not in the list "rm:list" (nothing was changed)`)
 	if after := s.snapshot(t); !slices.Equal(after, before) {
@@ -134,15 +132,15 @@ func TestCtlRemove(t *testing.T) {
 // a pause without one. A paused item that runs finishes its run.
 func TestCtlPause(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "pz:list", "forever", "timed", "free")
+	s := setup(t, "pz")
+	s.items("forever", "timed", "free")
 	at := []string{"-u", s.URL, "-k", "pz"}
 	paused := time.Now()
 	r := runCtl(t, nil, append(at, "pause", "forever", "--reason", "broken disk")...)
 	r.mustExit(t, 0)
 	r.wantStdout(t, "paused \"forever\" until resumed (broken disk)\n")
 	runCtl(t, nil, append(at, "pause", "timed", "--for", "1500ms")...).mustExit(t, 0)
-	if h := s.Client.HGetAll(ctx(t), "pz:pause:forever").Val(); h["reason"] != "broken disk" || !strings.Contains(h["by"], "@") || h["at"] == "" {
+	if h := s.Client.HGetAll(ctx(t), s.key("pause:forever")).Val(); h["reason"] != "broken disk" || !strings.Contains(h["by"], "@") || h["at"] == "" {
 		t.Errorf("the pause's hash: %v", h)
 	}
 	// status shows both, and who paused forever and why.
@@ -156,13 +154,18 @@ func TestCtlPause(t *testing.T) {
 
 	var workers []*proc
 	for range 3 {
-		workers = append(workers, startW8y(t, portEnv(s), "-u", s.URL, "-k", "pz", "-c", "-q", "--cooldown", "200ms",
+		workers = append(workers, s.start("-c", "-q", "--cooldown", "200ms",
 			"--idle-wait", "50ms", "sh", "-c", stamp("pz")))
 	}
-	// waitFor pops runs until item's, failing on a run of forever.
+	// waitFor pops runs until item's, failing on a run of forever, or
+	// after redistest.Timeout: free runs meanwhile, so the pops alone would
+	// not end.
 	waitFor := func(item string) run {
 		t.Helper()
-		for {
+		for deadline := time.Now().Add(redistest.Timeout); ; {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not run within %s", item, redistest.Timeout)
+			}
 			r := s.popRun(t)
 			if r.item == "forever" && item != "forever" {
 				t.Fatalf("forever ran while paused")
@@ -201,21 +204,21 @@ func TestCtlPause(t *testing.T) {
 // goes on to its end.
 func TestCtlPauseRunningItem(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "pr:list", "a")
-	w := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "pr", "-q"}, gated...)...)
+	s := setup(t, "pr")
+	s.items("a")
+	w := s.start(append([]string{"-q"}, gated...)...)
 	s.popStarted(t)
-	holder := s.Client.Get(ctx(t), "pr:lock:a").Val()
-	r := runCtl(t, nil, "-u", s.URL, "-k", "pr", "pause", "a")
+	holder := s.Client.Get(ctx(t), s.key("lock:a")).Val()
+	r := s.ctl("pause", "a")
 	r.mustExit(t, 0)
 	r.wantStdout(t, "paused \"a\" until resumed; it is running now (holder "+holder+"): it finishes this run\n")
 	s.Client.RPush(ctx(t), "gate:a", "0")
 	w.wait(t).wantExit(t, 0)
-	if got := s.Client.HGet(ctx(t), "pr:state:a", "last_result").Val(); got != "success" {
+	if got := s.Client.HGet(ctx(t), s.key("state:a"), "last_result").Val(); got != "success" {
 		t.Errorf("the paused run ended %q, want success", got)
 	}
 	// And no worker takes it now.
-	runW8y(t, nil, "-u", s.URL, "-k", "pr", "-q", "--no-work-exit-code", "3", "true").wantExit(t, 3)
+	s.run("-q", "--no-work-exit-code", "3", "true").wantExit(t, 3)
 }
 
 // TestCtlRunNow: an item in an hour's cooldown is taken by an idle
@@ -223,20 +226,20 @@ func TestCtlPauseRunningItem(t *testing.T) {
 // started twice.
 func TestCtlRunNow(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "rn:list", "cool", "busy")
-	s.Client.Set(ctx(t), "rn:cooldown:cool", "an earlier run", time.Hour)
+	s := setup(t, "rn")
+	s.items("cool", "busy")
+	s.Client.Set(ctx(t), s.key("cooldown:cool"), "an earlier run", time.Hour)
 	// Two slots: busy holds one at its gate, the other is idle and looks.
 	child := `if [ "$W8Y_ITEM" = busy ]; then ` + started + `; redis-cli -p "$REDIS_PORT" blpop gate:busy 30 >/dev/null; fi; ` + stamp("rn")
-	w := startW8y(t, portEnv(s), "-u", s.URL, "-k", "rn", "-c", "-q", "--parallel", "2", "--cooldown", "1h", "sh", "-c", child)
+	w := s.start("-c", "-q", "--parallel", "2", "--cooldown", "1h", "sh", "-c", child)
 	if got := s.popStarted(t); got != "busy" {
 		t.Fatalf("started %q, want busy", got)
 	}
 	redistest.WaitFor(t, "the idle slot's first look", func() bool { return s.looks(t) > 0 })
-	holder := s.Client.Get(ctx(t), "rn:lock:busy").Val()
+	holder := s.Client.Get(ctx(t), s.key("lock:busy")).Val()
 
 	asked := time.Now()
-	r := runCtl(t, nil, "-u", s.URL, "-k", "rn", "run-now", "cool", "busy")
+	r := s.ctl("run-now", "cool", "busy")
 	r.mustExit(t, 0)
 	r.wantStdout(t, "\"cool\" is due now: an idle worker takes it within a second\n\"busy\" is running now (holder "+holder+"): it is not started twice\n")
 	ran := s.popRun(t)
@@ -270,8 +273,8 @@ func TestCtlRunNow(t *testing.T) {
 // with 0.
 func TestCtlEvents(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "ev:list", "a", "b")
+	s := setup(t, "ev")
+	s.items("a", "b")
 	at := []string{"-u", s.URL, "-k", "ev"}
 	runW8y(t, nil, append(at, "-q", "true")...).mustExit(t, 0)
 	runW8y(t, nil, append(at, "-q", "false")...).mustExit(t, 1)
@@ -291,7 +294,7 @@ func TestCtlEvents(t *testing.T) {
 	}
 
 	// From the third event on, by its ID; and those of the last hour.
-	third := s.Client.XRange(ctx(t), "ev:events", "-", "+").Val()[2].ID
+	third := s.Client.XRange(ctx(t), s.key("events"), "-", "+").Val()[2].ID
 	r = runCtl(t, nil, append(at, "events", "--since", third)...)
 	r.mustExit(t, 0)
 	if got := strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n"); !slices.Equal(got, lines[2:]) {
@@ -327,11 +330,11 @@ func TestCtlEvents(t *testing.T) {
 // user's words, and changes nothing in Redis.
 func TestCtlBadInput(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "bad:list", "a", "b")
+	s := setup(t, "bad")
+	s.items("a", "b")
 	s.Client.HSet(ctx(t), "hash:list", "f", "v")
 	secured := startRedis(t, redistest.Password("right-horse-battery"))
-	secured.seed(t, "bad:list", "a")
+	secured.seed(t, s.key("list"), "a")
 	at := []string{"-u", s.URL, "-k", "bad"}
 	tests := []struct {
 		name string
@@ -531,4 +534,70 @@ func TestCtlBashCompletion(t *testing.T) {
 		{"w8yctl pause --for ", ""},
 		{"w8yctl pause a ", ""},
 	})
+}
+
+// TestCtlStatusItems: status ITEM shows, for items that a real worker ran
+// and runs, how often the list holds each, the lock's holder, the backoff
+// and the pause with its reason, the last run with its fence, the counts,
+// the latest events and the kept output, bounded and escaped; and an item
+// that the list does not hold, as such.
+func TestCtlStatusItems(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "st")
+	c := s.Client
+	s.items("a", "b")
+	s.run("-q", "--failure-backoff", "1h", "sh", "-c", `exit 3`).wantExit(t, 3)
+	w := s.start(append([]string{"-q"}, gated...)...)
+	if got := s.popStarted(t); got != "b" {
+		t.Fatalf("the worker took %q, want b", got)
+	}
+	holder := c.Get(ctx(t), "st:lock:b").Val()
+	s.ctl("pause", "a", "--reason", "disk full").mustExit(t, 0)
+	// What --keep-output would keep: longer than status shows, and with
+	// bytes that a terminal would act on.
+	stdout := strings.Repeat("x", 2991) + "\nthe end\n"
+	c.HSet(ctx(t), "st:state:a", "last_stdout", stdout, "last_stderr", "\x1b[31mred\x1b[0m\n")
+	fence := c.HGet(ctx(t), "st:state:a", "last_fence").Val()
+
+	r := s.ctl("status", "a", "b", "zz")
+	r.mustExit(t, 0)
+	for _, want := range []string{
+		`(?m)^"a": in the list "st:list" once, paused$`,
+		`(?m)^  lock: free$`,
+		`(?m)^  backoff: \d+m[\d.]+s left$`,
+		`(?m)^  pause: no expiry, by .+@\S+ at \d{4}-\d\d-\d\dT[\d:.]+Z: disk full$`,
+		`(?m)^  last run: result=failure exit_code=3 start=\S+ end=\S+ duration_ms=\d+ holder=\S+ fence=` + fence + `$`,
+		`(?m)^  runs=1 failures=1 consecutive_failures=1$`,
+		`(?m)^  latest events:\n    \S+ start "a" holder=\S+ fence=` + fence + `\n    \S+ finish "a" .*result=failure`,
+		`(?m)^  last stdout \(3000 bytes, the last 2048 shown\):\n    \| x+\n    \| the end\n`,
+		`(?m)^  last stderr \(13 bytes\):\n    \| \\x1b\[31mred\\x1b\[0m\n`,
+		`(?m)^"b": in the list "st:list" once, locked\n  lock: holder=` + regexp.QuoteMeta(holder) + `, \d.*s left$`,
+		`(?m)^"zz": not in the list "st:list", idle\n  lock: free\n  cooldown: none\n  backoff: none\n  pause: none\n  last run: never\n  runs=0 failures=0 consecutive_failures=0\n\z`,
+	} {
+		if !regexp.MustCompile(want).MatchString(r.Stdout) {
+			t.Errorf("status a b zz does not match %s:\n%s", want, r.Stdout)
+		}
+	}
+	if strings.Contains(r.Stdout, "\x1b") {
+		t.Errorf("status printed an escape byte as it is")
+	}
+
+	r = s.ctl("status", "--json", "a")
+	r.mustExit(t, 0)
+	var details []map[string]any
+	if err := json.Unmarshal([]byte(r.Stdout), &details); err != nil || len(details) != 1 {
+		t.Fatalf("status --json a: %v\n%s", err, r)
+	}
+	d := details[0]
+	events, _ := d["recent_events"].([]any)
+	if d["item"] != "a" || d["occurrences"] != 1.0 || d["state"] != "paused" || d["pause_reason"] != "disk full" ||
+		d["last_fence"] == nil || d["last_stdout"] != stdout || d["last_stderr"] != "\x1b[31mred\x1b[0m\n" || len(events) != 2 {
+		t.Errorf("status --json a: %s", r.Stdout)
+	}
+	if first, _ := events[0].(map[string]any); first["type"] != "start" || first["item"] != "a" || first["id"] == nil {
+		t.Errorf("status --json a's first event: %v", events[0])
+	}
+
+	c.RPush(ctx(t), "gate:b", "0")
+	w.wait(t).wantExit(t, 0)
 }

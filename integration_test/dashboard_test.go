@@ -313,8 +313,8 @@ func sameItems(got, want []string) bool {
 // w8yctl's own failure, said in one line.
 func TestServeRefusesABusyAddr(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "work:list", "a")
+	s := setup(t, "work")
+	s.items("a")
 	// The Redis server holds its own port.
 	r := runCtl(t, []string{"W8Y_REDIS_URL=" + s.URL}, "-k", "work", "serve", "--addr", fmt.Sprintf("127.0.0.1:%d", s.Port))
 	r.wantExit(t, 125)

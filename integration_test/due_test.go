@@ -95,7 +95,11 @@ func TestIdlePickups(t *testing.T) {
 	// bound after since; other items' starts meanwhile are passed over.
 	within := func(what, item string, since time.Time, bound time.Duration) run {
 		t.Helper()
-		for {
+		// Other items' starts would keep the pops going: bound the wait.
+		for deadline := time.Now().Add(redistest.Timeout); ; {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %q did not start within %s", what, item, redistest.Timeout)
+			}
 			r := s.popRun(t)
 			if r.cooling {
 				t.Errorf("%q started while its cooldown key existed", r.item)

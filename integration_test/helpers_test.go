@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -74,6 +75,87 @@ type server struct {
 func startRedis(t *testing.T, opts ...redistest.Option) *server {
 	t.Helper()
 	return &server{redistest.Start(t, opts...)}
+}
+
+// bundle is what most tests start from, as river's tests start from their
+// testBundle: a redis-server of the test's own and the key prefix its
+// workers share, with the built binaries run against them. A test that
+// needs a second prefix, or a subtest, still has the server underneath.
+type bundle struct {
+	*server
+	t      *testing.T
+	prefix string
+	// env is the environment, beyond a minimal one, that w8y and its
+	// children get: REDIS_PORT for children that report to Redis, and what
+	// a test adds.
+	env []string
+}
+
+// setup starts a redis-server for t (see startRedis) and returns the
+// bundle for prefix.
+func setup(t *testing.T, prefix string, opts ...redistest.Option) *bundle {
+	t.Helper()
+	s := startRedis(t, opts...)
+	return &bundle{server: s, t: t, prefix: prefix, env: portEnv(s)}
+}
+
+// key is the name of one of the prefix's keys, such as key("lock:a").
+func (b *bundle) key(name string) string { return b.prefix + ":" + name }
+
+// at is args after the options that point a command at the bundle's server
+// and prefix.
+func (b *bundle) at(args ...string) []string {
+	return append([]string{"-u", b.URL, "-k", b.prefix}, args...)
+}
+
+// items replaces the prefix's list with items.
+func (b *bundle) items(items ...string) {
+	b.t.Helper()
+	b.seed(b.t, b.key("list"), items...)
+}
+
+// list returns the prefix's list, in its order (the server's list reads
+// any list).
+func (b *bundle) list() []string {
+	b.t.Helper()
+	return b.server.list(b.t, b.key("list"))
+}
+
+// start starts w8y on the bundle's list with args, in the bundle's env.
+func (b *bundle) start(args ...string) *proc {
+	b.t.Helper()
+	return startW8y(b.t, b.env, b.at(args...)...)
+}
+
+// run runs w8y on the bundle's list to completion, as start starts it.
+func (b *bundle) run(args ...string) result {
+	b.t.Helper()
+	return b.start(args...).wait(b.t)
+}
+
+// ctl runs w8yctl on the bundle's list to completion.
+func (b *bundle) ctl(args ...string) result {
+	b.t.Helper()
+	return runCtl(b.t, nil, b.at(args...)...)
+}
+
+// noLocks fails the test if any lock under the prefix is left.
+func (b *bundle) noLocks() {
+	b.t.Helper()
+	b.server.noLocks(b.t, b.prefix)
+}
+
+// noTrace fails the test if anything of item is left under the prefix: a
+// key named for it, or its entry in the due index, a sorted set's member
+// that no KEYS pattern finds.
+func (b *bundle) noTrace(item string) {
+	b.t.Helper()
+	if left := b.keys(b.t, b.key("*:"+item)); len(left) > 0 {
+		b.t.Errorf("keys of %q left: %q", item, left)
+	}
+	if err := b.Client.ZScore(ctx(b.t), b.key("due"), item).Err(); !errors.Is(err, redis.Nil) {
+		b.t.Errorf("%q is left in %s (ZSCORE: %v)", item, b.key("due"), err)
+	}
 }
 
 // ctx returns a context bounded by redistest.Timeout.
@@ -346,6 +428,23 @@ func stillRuns(pid int) bool {
 	// The state follows the command name in parentheses.
 	i := bytes.LastIndexByte(stat, ')')
 	return !(errors.Is(err, os.ErrNotExist) || err == nil && i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z')
+}
+
+// isRotation reports whether got is want turned round: the same items in
+// the same circular order, as a rotation that stopped anywhere leaves them.
+func isRotation(got, want []string) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	if len(want) == 0 {
+		return true
+	}
+	for i := range want {
+		if slices.Equal(got, append(slices.Clone(want[i:]), want[:i]...)) {
+			return true
+		}
+	}
+	return false
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

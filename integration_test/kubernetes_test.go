@@ -243,15 +243,18 @@ func TestKubernetesSidecar(t *testing.T) {
 	}))
 	t.Cleanup(app.Close)
 	// next returns what the application next did with item.
+	// The deadline is the whole wait's: events for other items must not
+	// start it again.
 	next := func(item string) string {
 		t.Helper()
+		done := ctx(t).Done()
 		for {
 			select {
 			case e := <-events:
 				if strings.HasSuffix(e, " "+item) || strings.Contains(e, " "+item+" ") {
 					return e
 				}
-			case <-ctx(t).Done():
+			case <-done:
 				t.Fatalf("the application did nothing more with %s", item)
 			}
 		}

@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,14 +53,14 @@ func TestLockLostStopsTheChild(t *testing.T) {
 // ours throughout, and the child's exit code comes through.
 func TestLockIsRefreshed(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "long:list", "a")
+	s := setup(t, "long")
+	s.items("a")
 	// The child waits on Redis for the test, which first watches the lock
 	// outlive three expiries.
-	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "long", "-x", "1s"},
+	p := s.start(append([]string{"-x", "1s"},
 		report(":", `redis-cli -p "$REDIS_PORT" blpop gate 30 >/dev/null; exit 5`)...)...)
 	s.popStarted(t)
-	token, err := s.Client.Get(ctx(t), "long:lock:a").Result()
+	token, err := s.Client.Get(ctx(t), s.key("lock:a")).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestLockIsRefreshed(t *testing.T) {
 	// resets it to 1s, so a rise means a refresh.
 	refreshes, last := 0, int64(1<<62)
 	redistest.WaitFor(t, "three refreshes", func() bool {
-		ttl, err := s.Client.PTTL(ctx(t), "long:lock:a").Result()
+		ttl, err := s.Client.PTTL(ctx(t), s.key("lock:a")).Result()
 		if err != nil || ttl <= 0 {
 			t.Fatalf("the lock expired or vanished (TTL %s, %v) while its child ran", ttl, err)
 		}
@@ -75,14 +76,14 @@ func TestLockIsRefreshed(t *testing.T) {
 			refreshes++
 		}
 		last = ttl.Milliseconds()
-		if v, _ := s.Client.Get(ctx(t), "long:lock:a").Result(); v != token {
+		if v, _ := s.Client.Get(ctx(t), s.key("lock:a")).Result(); v != token {
 			t.Fatalf("lock value changed to %q", v)
 		}
 		return refreshes == 3
 	})
 	s.Client.RPush(ctx(t), "gate", "go")
 	p.wait(t).wantExit(t, 5)
-	s.noLocks(t, "long")
+	s.noLocks()
 }
 
 // TestLockLostWhenRedisStalls pauses Redis' writes while a child runs, so
@@ -90,10 +91,10 @@ func TestLockIsRefreshed(t *testing.T) {
 // could run out, without waiting for Redis, and exits 122.
 func TestLockLostWhenRedisStalls(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "stall:list", "a")
+	s := setup(t, "stall")
+	s.items("a")
 	const ttl = 3 * time.Second
-	p, _, grandchild := startGroupChild(t, s, "-u", s.URL, "-k", "stall", "-x", ttl.String())
+	p, _, grandchild := startGroupChild(t, s.server, "-u", s.URL, "-k", "stall", "-x", ttl.String())
 
 	// Refreshes are scripts, which a WRITE pause holds back.
 	pausedAt := time.Now()
@@ -114,5 +115,67 @@ func TestLockLostWhenRedisStalls(t *testing.T) {
 	if !strings.Contains(r.Stderr, "before its lease ran out") {
 		t.Errorf("no log of the failing refreshes:\n%s", r.Stderr)
 	}
-	s.noLocks(t, "stall")
+	s.noLocks()
+}
+
+// TestFence: every take increments the list's fencing token, across
+// workers: each child gets its own in W8Y_FENCE, the start events carry them
+// strictly increasing in the order of the takes, and each item's state hash
+// keeps its last run's.
+func TestFence(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "fc")
+	s.items(redistest.Items(6)...)
+	child := `redis-cli -p "$REDIS_PORT" rpush fences "$W8Y_ITEM $W8Y_FENCE $W8Y_HOLDER" >/dev/null`
+	var workers []*proc
+	for range 3 {
+		workers = append(workers, s.start("-c", "-q", "--cooldown", "100ms", "--idle-wait", "50ms", "sh", "-c", child))
+	}
+	redistest.WaitFor(t, "30 runs", func() bool { return s.Client.LLen(ctx(t), "fences").Val() >= 30 })
+	drain(t, workers)
+
+	// The starts, in the order of the takes.
+	type run struct{ item, holder string }
+	started := map[int64]run{}
+	last := map[string]int64{}
+	var fences []int64
+	for _, m := range s.Client.XRange(ctx(t), s.key("events"), "-", "+").Val() {
+		if m.Values["type"] != "start" {
+			continue
+		}
+		fence, err := strconv.ParseInt(m.Values["fence"].(string), 10, 64)
+		if err != nil || len(fences) > 0 && fence <= fences[len(fences)-1] {
+			t.Errorf("the start event's fence %q follows %v", m.Values["fence"], fences[max(len(fences)-1, 0):])
+		}
+		fences = append(fences, fence)
+		item := m.Values["item"].(string)
+		started[fence] = run{item, m.Values["holder"].(string)}
+		last[item] = max(last[item], fence)
+	}
+	// Each child got its take's fence. The drain may stop a child before it
+	// records its own: at most one per worker.
+	children := s.server.list(t, "fences")
+	holders := map[string]bool{}
+	for _, record := range children {
+		f := strings.Fields(record)
+		fence, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil || started[fence] != (run{f[0], f[2]}) {
+			t.Errorf("a child of %s by %s got W8Y_FENCE %q, whose take was of %+v", f[0], f[2], f[1], started[fence])
+		}
+		holders[f[2]] = true
+	}
+	if len(started)-len(children) > len(workers) || len(started) < len(children) {
+		t.Errorf("%d starts, %d children that recorded their fence", len(started), len(children))
+	}
+	if len(holders) < 2 {
+		t.Errorf("the runs came from %d workers, want several", len(holders))
+	}
+	for item, fence := range last {
+		if got := s.Client.HGet(ctx(t), s.key("state:"+item), "last_fence").Val(); got != strconv.FormatInt(fence, 10) {
+			t.Errorf("state of %s: last_fence %q, want its last take's %d", item, got, fence)
+		}
+	}
+	if got := s.Client.Get(ctx(t), s.key("fence")).Val(); got != strconv.FormatInt(slices.Max(fences), 10) {
+		t.Errorf("fc:fence is %q, want the last take's %d", got, slices.Max(fences))
+	}
 }

@@ -61,8 +61,8 @@ func checkState(t *testing.T, what string, state, want map[string]string, before
 // events stream's entries in order.
 func TestStateAndEvents(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "st:list", "a")
+	s := setup(t, "st")
+	s.items("a")
 	args := []string{"-u", s.URL, "-k", "st", "-q", "--state-ttl", "90s"}
 	type run struct {
 		code   int
@@ -79,7 +79,7 @@ func TestStateAndEvents(t *testing.T) {
 	var holders []string
 	for i, r := range runs {
 		before := time.Now()
-		got := runW8y(t, append(portEnv(s), "CODE="+itoa(r.code)), append(args, holderChild...)...)
+		got := runW8y(t, append(s.env, "CODE="+itoa(r.code)), append(args, holderChild...)...)
 		after := time.Now()
 		got.mustExit(t, r.code)
 		holder := s.popHolder(t)
@@ -90,14 +90,14 @@ func TestStateAndEvents(t *testing.T) {
 		if d, err := strconv.Atoi(state["last_duration_ms"]); err != nil || d < 0 || int64(d) > after.Sub(before).Milliseconds() {
 			t.Errorf("run %d: last_duration_ms %q", i, state["last_duration_ms"])
 		}
-		if ttl := s.Client.PTTL(ctx(t), "st:state:a").Val(); ttl <= 80*time.Second || ttl > 90*time.Second {
+		if ttl := s.Client.PTTL(ctx(t), s.key("state:a")).Val(); ttl <= 80*time.Second || ttl > 90*time.Second {
 			t.Errorf("run %d: state TTL %s, want about 90s", i, ttl)
 		}
 	}
 
 	// A lost lock: the child deletes its own lock and waits to be stopped.
 	before := time.Now()
-	got := runW8y(t, portEnv(s), append(args, "-x", "600ms", "sh", "-c",
+	got := runW8y(t, s.env, append(args, "-x", "600ms", "sh", "-c",
 		`redis-cli -p "$REDIS_PORT" rpush holders "$W8Y_HOLDER" >/dev/null; redis-cli -p "$REDIS_PORT" del "$W8Y_LOCK_KEY" >/dev/null; sleep 30`)...)
 	after := time.Now()
 	got.mustExit(t, 122)
@@ -108,7 +108,7 @@ func TestStateAndEvents(t *testing.T) {
 		"last_exit_code": "143", "last_holder": holder,
 	}, before, after)
 
-	entries, err := s.Client.XRange(ctx(t), "st:events", "-", "+").Result()
+	entries, err := s.Client.XRange(ctx(t), s.key("events"), "-", "+").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,14 +134,14 @@ func TestStateAndEvents(t *testing.T) {
 			t.Errorf("event %d: %v, want %v", i, e.Values, want[i])
 		}
 	}
-	if ttl := s.Client.PTTL(ctx(t), "st:events").Val(); ttl <= 80*time.Second || ttl > 90*time.Second {
+	if ttl := s.Client.PTTL(ctx(t), s.key("events")).Val(); ttl <= 80*time.Second || ttl > 90*time.Second {
 		t.Errorf("events TTL %s, want about 90s", ttl)
 	}
 
 	// --no-events leaves the stream alone, and still records the state.
-	runW8y(t, portEnv(s), append(args, append([]string{"--no-events"}, holderChild...)...)...).mustExit(t, 0)
+	runW8y(t, s.env, append(args, append([]string{"--no-events"}, holderChild...)...)...).mustExit(t, 0)
 	s.popHolder(t)
-	if n := s.Client.XLen(ctx(t), "st:events").Val(); n != int64(len(want)) {
+	if n := s.Client.XLen(ctx(t), s.key("events")).Val(); n != int64(len(want)) {
 		t.Errorf("--no-events added events: %d, want %d", n, len(want))
 	}
 	if runs := s.stateOf(t, "st", "a")["runs"]; runs != "6" {
@@ -154,10 +154,10 @@ func TestStateAndEvents(t *testing.T) {
 // streak of them.
 func TestInterruptedRun(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "int:list", "a")
-	s.Client.HSet(ctx(t), "int:state:a", "runs", 7, "failures", 2, "consecutive_failures", 2)
-	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "int", "-c"}, report(":", "sleep 30")...)...)
+	s := setup(t, "int")
+	s.items("a")
+	s.Client.HSet(ctx(t), s.key("state:a"), "runs", 7, "failures", 2, "consecutive_failures", 2)
+	p := s.start(append([]string{"-c"}, report(":", "sleep 30")...)...)
 	s.popStarted(t)
 	p.signal(t, syscall.SIGTERM)
 	p.wait(t).mustExit(t, 0)
@@ -167,7 +167,7 @@ func TestInterruptedRun(t *testing.T) {
 			t.Errorf("%s = %q, want %q", field, state[field], want)
 		}
 	}
-	entries := s.Client.XRange(ctx(t), "int:events", "-", "+").Val()
+	entries := s.Client.XRange(ctx(t), s.key("events"), "-", "+").Val()
 	if len(entries) != 2 || entries[1].Values["type"] != "finish" || entries[1].Values["result"] != "interrupted" {
 		t.Errorf("events %v", entries)
 	}
@@ -205,21 +205,21 @@ func parseTable(t *testing.T, out string) map[string]statusRow {
 // backing off and an idle one, in list order, as a table and as JSON.
 func TestStatus(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "ss:list", "busy", "cool", "back", "new")
+	s := setup(t, "ss")
+	s.items("busy", "cool", "back", "new")
 	// A run each for busy and cool first, then one of busy that stays.
 	for _, code := range []string{"0", "5"} {
-		runW8y(t, append(portEnv(s), "CODE="+code), append([]string{"-u", s.URL, "-k", "ss", "-q"}, holderChild...)...).mustExit(t, atoi(t, code))
+		runW8y(t, append(s.env, "CODE="+code), append([]string{"-u", s.URL, "-k", "ss", "-q"}, holderChild...)...).mustExit(t, atoi(t, code))
 		s.popHolder(t)
 	}
 	// The list is back to busy first; the child reports, then waits.
-	s.seed(t, "ss:list", "busy", "cool", "back", "new")
-	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "ss", "-x", "20s"}, report(":", `redis-cli -p "$REDIS_PORT" blpop gate 30 >/dev/null`)...)...)
+	s.seed(t, s.key("list"), "busy", "cool", "back", "new")
+	p := s.start(append([]string{"-x", "20s"}, report(":", `redis-cli -p "$REDIS_PORT" blpop gate 30 >/dev/null`)...)...)
 	s.popStarted(t)
-	s.seed(t, "ss:list", "busy", "cool", "back", "new")
-	holder := s.Client.Get(ctx(t), "ss:lock:busy").Val()
-	s.Client.Set(ctx(t), "ss:cooldown:cool", "x", time.Minute)
-	s.Client.Set(ctx(t), "ss:backoff:back", "x", 30*time.Second)
+	s.seed(t, s.key("list"), "busy", "cool", "back", "new")
+	holder := s.Client.Get(ctx(t), s.key("lock:busy")).Val()
+	s.Client.Set(ctx(t), s.key("cooldown:cool"), "x", time.Minute)
+	s.Client.Set(ctx(t), s.key("backoff:back"), "x", 30*time.Second)
 	busy := s.stateOf(t, "ss", "busy")
 
 	r := runW8y(t, nil, "--status", "-u", s.URL, "-k", "ss")
@@ -384,8 +384,8 @@ func TestStatusOnA80ColumnTerminal(t *testing.T) {
 // apart from the last and says when it was read.
 func TestStatusWatchTable(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "swt:list", "a")
+	s := setup(t, "swt")
+	s.items("a")
 	p := startW8y(t, nil, "--status", "--watch=100ms", "-u", s.URL, "-k", "swt")
 	turn := regexp.MustCompile(`(?m)^swt:list at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \(every 100ms\)\nITEM +STATE`)
 	redistest.WaitFor(t, "three turns", func() bool { return len(turn.FindAllString(p.stdoutSoFar(), -1)) >= 3 })
@@ -400,12 +400,12 @@ func TestStatusWatchTable(t *testing.T) {
 // TestStatusWatch refreshes until SIGINT, then exits 0.
 func TestStatusWatch(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "sw:list", "a")
+	s := setup(t, "sw")
+	s.items("a")
 	p := startW8y(t, nil, "--status", "--json", "--watch=100ms", "-u", s.URL, "-k", "sw")
 	// Each refresh is one document; wait for a change to show up.
 	redistest.WaitFor(t, "the status", func() bool { return strings.Contains(p.stdoutSoFar(), `"item":"a"`) })
-	s.Client.RPush(ctx(t), "sw:list", "later")
+	s.Client.RPush(ctx(t), s.key("list"), "later")
 	redistest.WaitFor(t, "the watch to refresh", func() bool { return strings.Contains(p.stdoutSoFar(), `"item":"later"`) })
 	p.signal(t, syscall.SIGINT)
 	r := p.wait(t)
@@ -468,8 +468,8 @@ func health(url string) (int, string) {
 // the counters scraped over HTTP.
 func TestMetrics(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "m:list", "a", "b", "c")
+	s := setup(t, "m")
+	s.items("a", "b", "c")
 	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	// Each child takes its item off the list, reports, and exits with the
 	// code the test pushes to gate:<item>, or waits to be stopped.
@@ -477,7 +477,7 @@ func TestMetrics(t *testing.T) {
 ` + started + `
 code=$(redis-cli -p "$REDIS_PORT" blpop "gate:$W8Y_ITEM" 30 | tail -n 1)
 exit "$code"`
-	p := startW8y(t, portEnv(s), "-u", s.URL, "-k", "m", "-c", "--idle-wait", "100ms", "--timeout", "3s", "-i", "0", "-i", "124",
+	p := s.start("-c", "--idle-wait", "100ms", "--timeout", "3s", "-i", "0", "-i", "124",
 		"--metrics-addr", addr, "sh", "-c", child)
 	if got := s.popStarted(t); got != "a" {
 		t.Fatalf("started %q, want a", got)
@@ -486,7 +486,7 @@ exit "$code"`
 	if got := s.popStarted(t); got != "b" {
 		t.Fatalf("started %q, want b", got)
 	}
-	s.Client.Del(ctx(t), "m:lock:b")
+	s.Client.Del(ctx(t), s.key("lock:b"))
 	if got := s.popStarted(t); got != "c" {
 		t.Fatalf("started %q, want c", got)
 	}
@@ -558,11 +558,11 @@ func waitHealth(t *testing.T, url string, code int) string {
 // Redis errors are counted meanwhile.
 func TestHealthz(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "h:list", "a")
-	s.Client.Set(ctx(t), "h:lock:a", "someone-else", time.Hour)
+	s := setup(t, "h")
+	s.items("a")
+	s.Client.Set(ctx(t), s.key("lock:a"), "someone-else", time.Hour)
 	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
-	p := startW8y(t, nil, "-u", s.URL, "-k", "h", "-c", "--idle-wait", "100ms", "--metrics-addr", addr, "true")
+	p := s.start("-c", "--idle-wait", "100ms", "--metrics-addr", addr, "true")
 	url := "http://" + addr + "/healthz"
 	for _, probe := range []string{"/healthz", "/readyz", "/livez"} {
 		if body := waitHealth(t, "http://"+addr+probe, http.StatusOK); body != "ok\n" {
@@ -591,16 +591,16 @@ func TestHealthz(t *testing.T) {
 // one line, exit 125, and the list untouched.
 func TestMetricsAddrInUse(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "busy:list", "a", "b")
+	s := setup(t, "busy")
+	s.items("a", "b")
 	addr := fmt.Sprintf("127.0.0.1:%d", s.Port) // redis-server listens there
-	r := runW8y(t, nil, "-u", s.URL, "-k", "busy", "--metrics-addr", addr, "true")
+	r := s.run("--metrics-addr", addr, "true")
 	r.wantExit(t, 125)
 	oneLine(t, r.Stderr, "--metrics-addr")
-	if got := s.list(t, "busy:list"); !slices.Equal(got, []string{"a", "b"}) {
+	if got := s.list(); !slices.Equal(got, []string{"a", "b"}) {
 		t.Errorf("list %q", got)
 	}
-	s.noLocks(t, "busy")
+	s.noLocks()
 }
 
 // TestSystemdUnit checks scripts/w8y@.service with systemd-analyze verify,

@@ -70,18 +70,18 @@ func TestParallelOneShotTakesDistinctItems(t *testing.T) {
 // first child to fail in time, not in the list.
 func TestParallelOneShotExitsAsTheFirstFailure(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "first:list", "a", "b", "c")
-	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "first", "-q", "--parallel", "3"}, gated...)...)
+	s := setup(t, "first")
+	s.items("a", "b", "c")
+	p := s.start(append([]string{"-q", "--parallel", "3"}, gated...)...)
 	for range 3 {
 		s.popStarted(t)
 	}
 	s.Client.RPush(ctx(t), "gate:a", 0)
 	s.Client.RPush(ctx(t), "gate:c", 7)
-	redistest.WaitFor(t, "c has finished", func() bool { return s.Client.Exists(ctx(t), "first:lock:c").Val() == 0 })
+	redistest.WaitFor(t, "c has finished", func() bool { return s.Client.Exists(ctx(t), s.key("lock:c")).Val() == 0 })
 	s.Client.RPush(ctx(t), "gate:b", 5)
 	p.wait(t).wantExit(t, 7) // the code of c, which failed first in time
-	s.noLocks(t, "first")
+	s.noLocks()
 }
 
 // TestParallelContinuousNeverRunsAnItemTwice: a continuous --parallel 4
@@ -90,8 +90,8 @@ func TestParallelOneShotExitsAsTheFirstFailure(t *testing.T) {
 // exactly that many items, with exit 0.
 func TestParallelContinuousNeverRunsAnItemTwice(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "many:list", "a", "a", "b", "c", "d", "e", "f")
+	s := setup(t, "many")
+	s.items("a", "a", "b", "c", "d", "e", "f")
 	// Each run counts itself in running:<item> and running while it lasts,
 	// and records the counts it saw when it started.
 	child := `r="redis-cli -p $REDIS_PORT"
@@ -100,10 +100,10 @@ func TestParallelContinuousNeverRunsAnItemTwice(t *testing.T) {
 		sleep 0.3
 		$r decr "running:$W8Y_ITEM" >/dev/null; $r decr running >/dev/null`
 	const maxItems = 24
-	r := runW8y(t, portEnv(s), "-u", s.URL, "-k", "many", "-c", "-q", "--parallel", "4", "--max-items", strconv.Itoa(maxItems),
+	r := s.run("-c", "-q", "--parallel", "4", "--max-items", strconv.Itoa(maxItems),
 		"--idle-wait", "20ms", "sh", "-c", child)
 	r.wantExit(t, 0)
-	seen := s.list(t, "seen")
+	seen := s.server.list(t, "seen")
 	if len(seen) != maxItems {
 		t.Errorf("%d runs, want --max-items %d", len(seen), maxItems)
 	}
@@ -119,10 +119,10 @@ func TestParallelContinuousNeverRunsAnItemTwice(t *testing.T) {
 	if most != 4 {
 		t.Errorf("at most %d children ran at once, want 4", most)
 	}
-	if got := s.list(t, "many:list"); len(got) != 7 {
+	if got := s.list(); len(got) != 7 {
 		t.Errorf("list %q lost or gained items", got)
 	}
-	s.noLocks(t, "many")
+	s.noLocks()
 }
 
 // TestParallelSignalsReachEveryChild: SIGTERM reaches every child's group,
@@ -130,10 +130,10 @@ func TestParallelContinuousNeverRunsAnItemTwice(t *testing.T) {
 // children that ignore it.
 func TestParallelSignalsReachEveryChild(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "psig:list", "a", "b", "c")
+	s := setup(t, "psig")
+	s.items("a", "b", "c")
 	// a and b exit on SIGTERM; c ignores it.
-	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "psig", "-c", "--parallel", "3"},
+	p := s.start(append([]string{"-c", "--parallel", "3"},
 		report(`trap 'redis-cli -p "$REDIS_PORT" rpush termed "$W8Y_ITEM" >/dev/null; [ "$W8Y_ITEM" = c ] || exit 0' TERM`,
 			"while :; do sleep 0.05; done")...)...)
 	for range 3 {
@@ -149,7 +149,7 @@ func TestParallelSignalsReachEveryChild(t *testing.T) {
 		t.Errorf("SIGTERM reached %q, want a b c", termed)
 	}
 	redistest.WaitFor(t, "a and b have finished", func() bool {
-		return s.Client.Exists(ctx(t), "psig:lock:a", "psig:lock:b").Val() == 0
+		return s.Client.Exists(ctx(t), s.key("lock:a"), s.key("lock:b")).Val() == 0
 	})
 	p.signal(t, syscall.SIGTERM)
 	r := p.wait(t)
@@ -160,18 +160,18 @@ func TestParallelSignalsReachEveryChild(t *testing.T) {
 	if n := s.Client.LLen(ctx(t), "started").Val(); n != 0 {
 		t.Errorf("%d items started after SIGTERM", n)
 	}
-	s.noLocks(t, "psig")
+	s.noLocks()
 }
 
 // TestMaxRuntime: after --max-runtime a continuous worker takes no new
 // item, lets the running child finish under its lock and exits 0.
 func TestMaxRuntime(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "rt:list", "a", "b", "c")
+	s := setup(t, "rt")
+	s.items("a", "b", "c")
 	// a runs until the test lets it go; b and c are short.
 	began := time.Now()
-	p := startW8y(t, portEnv(s), "-u", s.URL, "-k", "rt", "-c", "--parallel", "2", "--max-runtime", "1s", "--idle-wait", "20ms",
+	p := s.start("-c", "--parallel", "2", "--max-runtime", "1s", "--idle-wait", "20ms",
 		"sh", "-c", `case "$W8Y_ITEM" in a) redis-cli -p "$REDIS_PORT" blpop gate:a 30 >/dev/null;; *) sleep 0.05;; esac`)
 	redistest.WaitFor(t, "w8y logs the end of its runtime", func() bool {
 		return strings.Contains(p.stderrSoFar(), "--max-runtime reached")
@@ -179,7 +179,7 @@ func TestMaxRuntime(t *testing.T) {
 	if took := time.Since(began); took < time.Second {
 		t.Errorf("the runtime ended after %s, want 1s", took)
 	}
-	if holder := s.Client.Get(ctx(t), "rt:lock:a").Val(); holder == "" {
+	if holder := s.Client.Get(ctx(t), s.key("lock:a")).Val(); holder == "" {
 		t.Error("a runs on without its lock")
 	}
 	select {
@@ -201,7 +201,7 @@ func TestMaxRuntime(t *testing.T) {
 	if !strings.Contains(r.Stderr, "item=b") {
 		t.Errorf("the other slot ran nothing:\n%s", r.Stderr)
 	}
-	s.noLocks(t, "rt")
+	s.noLocks()
 }
 
 // TestParallelOneShotMakesOnePass: with fewer eligible items than
@@ -209,11 +209,11 @@ func TestMaxRuntime(t *testing.T) {
 // looks at each candidate once: it warns about an item it cannot run once.
 func TestParallelOneShotMakesOnePass(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "once:list", "a", "", "c")
-	r := runW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "once", "--parallel", "4"}, report(":", "")...)...)
+	s := setup(t, "once")
+	s.items("a", "", "c")
+	r := s.run(append([]string{"--parallel", "4"}, report(":", "")...)...)
 	r.wantExit(t, 0)
-	started := s.list(t, "started")
+	started := s.server.list(t, "started")
 	slices.Sort(started)
 	if !slices.Equal(started, []string{"a", "c"}) {
 		t.Errorf("started %q, want a and c once each", started)
@@ -221,10 +221,10 @@ func TestParallelOneShotMakesOnePass(t *testing.T) {
 	if n := strings.Count(r.Stderr, "it is empty"); n != 1 {
 		t.Errorf("%d warnings about the empty item, want 1 from one pass:\n%s", n, r.Stderr)
 	}
-	if got := s.list(t, "once:list"); !slices.Equal(got, []string{"a", "", "c"}) {
+	if got := s.list(); !slices.Equal(got, []string{"a", "", "c"}) {
 		t.Errorf("list %q after one whole pass", got)
 	}
-	s.noLocks(t, "once")
+	s.noLocks()
 }
 
 // TestParallelRunsAreRecordedAndShown: with --parallel 3, each child's run
@@ -234,10 +234,10 @@ func TestParallelOneShotMakesOnePass(t *testing.T) {
 // and --status shows the cooldown and backoff that the runs' ends set.
 func TestParallelRunsAreRecordedAndShown(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "pr:list", "a", "b", "c", "d")
+	s := setup(t, "pr")
+	s.items("a", "b", "c", "d")
 	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
-	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "pr", "-c", "--parallel", "3", "--max-items", "4",
+	p := s.start(append([]string{"-c", "--parallel", "3", "--max-items", "4",
 		"--cooldown", "1h", "--failure-backoff", "1h", "--idle-wait", "100ms", "--metrics-addr", addr}, gated...)...)
 	var started []string
 	for range 3 {
@@ -314,11 +314,11 @@ func TestParallelRunsAreRecordedAndShown(t *testing.T) {
 	if !strings.Contains(r.Stderr, "done; exiting") {
 		t.Fatalf("no log of the end: %s", r)
 	}
-	s.noLocks(t, "pr")
+	s.noLocks()
 
 	// One start and one end per run, each naming its own item, all under
 	// the worker's token; every item's hash counts its one run.
-	events, err := s.Client.XRange(ctx(t), "pr:events", "-", "+").Result()
+	events, err := s.Client.XRange(ctx(t), s.key("events"), "-", "+").Result()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,13 +100,13 @@ func TestScanOnePass(t *testing.T) {
 // restarted or failed-over server) costs one EVAL, not an error.
 func TestScanSurvivesScriptFlush(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "flush:list", "a", "b", "c")
+	s := setup(t, "flush")
+	s.items("a", "b", "c")
 	for _, want := range []string{"a", "b", "c"} {
 		if err := s.Client.ScriptFlush(ctx(t)).Err(); err != nil {
 			t.Fatal(err)
 		}
-		r := runW8y(t, nil, "-u", s.URL, "-k", "flush", "echo", "{}")
+		r := s.run("echo", "{}")
 		r.wantExit(t, 0)
 		r.wantStdout(t, want+"\n")
 	}
@@ -115,7 +115,7 @@ func TestScanSurvivesScriptFlush(t *testing.T) {
 	if stats := redistest.CommandStats(t, s.Client); stats["eval"] != 6 {
 		t.Errorf("commands run: %v; want 6 EVAL", stats)
 	}
-	s.noLocks(t, "flush")
+	s.noLocks()
 }
 
 // takeCalls is how many calls of take.lua look at the first n candidates of

@@ -47,12 +47,12 @@ func (s *server) popRun(t *testing.T) run {
 // again inside its cooldown, on any worker, and each runs again after it.
 func TestCooldownAcrossWorkers(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "cd:list", "a", "b")
+	s := setup(t, "cd")
+	s.items("a", "b")
 	const cooldown = time.Second
 	var workers []*proc
 	for range 3 {
-		workers = append(workers, startW8y(t, portEnv(s), "-u", s.URL, "-k", "cd", "-c", "-q", "--cooldown", "1s",
+		workers = append(workers, s.start("-c", "-q", "--cooldown", "1s",
 			"--idle-wait", "50ms", "sh", "-c", stamp("cd")))
 	}
 	runs := map[string][]run{}
@@ -82,35 +82,35 @@ func TestCooldownAcrossWorkers(t *testing.T) {
 			}
 		}
 	}
-	if pttl := s.Client.PTTL(ctx(t), "cd:cooldown:a").Val(); pttl > cooldown {
+	if pttl := s.Client.PTTL(ctx(t), s.key("cooldown:a")).Val(); pttl > cooldown {
 		t.Errorf("cooldown key of a expires in %s, more than %s", pttl, cooldown)
 	}
-	s.noLocks(t, "cd")
+	s.noLocks()
 }
 
 // TestCooldownDeletedRunsAtOnce: an operator's DEL of the cooldown key makes
 // the item eligible at once, an hour early.
 func TestCooldownDeletedRunsAtOnce(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "now:list", "a")
-	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "now", "-c", "-q", "--cooldown", "1h", "--idle-wait", "20ms"},
+	s := setup(t, "now")
+	s.items("a")
+	p := s.start(append([]string{"-c", "-q", "--cooldown", "1h", "--idle-wait", "20ms"},
 		report(":", "")...)...)
 	if got := s.popStarted(t); got != "a" {
 		t.Fatalf("started %q, want a", got)
 	}
-	redistest.WaitFor(t, "the cooldown key is set", func() bool { return s.Client.Exists(ctx(t), "now:cooldown:a").Val() == 1 })
-	pttl := s.Client.PTTL(ctx(t), "now:cooldown:a").Val()
+	redistest.WaitFor(t, "the cooldown key is set", func() bool { return s.Client.Exists(ctx(t), s.key("cooldown:a")).Val() == 1 })
+	pttl := s.Client.PTTL(ctx(t), s.key("cooldown:a")).Val()
 	if pttl > time.Hour || pttl < 59*time.Minute {
 		t.Errorf("cooldown key expires in %s, want about 1h", pttl)
 	}
-	if holder := s.Client.Get(ctx(t), "now:cooldown:a").Val(); !strings.Contains(holder, ":") {
+	if holder := s.Client.Get(ctx(t), s.key("cooldown:a")).Val(); !strings.Contains(holder, ":") {
 		t.Errorf("cooldown key holds %q, want the run's token", holder)
 	}
 	if n := s.Client.LLen(ctx(t), "started").Val(); n != 0 {
 		t.Fatalf("a ran again inside its cooldown")
 	}
-	s.Client.Del(ctx(t), "now:cooldown:a")
+	s.Client.Del(ctx(t), s.key("cooldown:a"))
 	if got := s.popStarted(t); got != "a" {
 		t.Errorf("after DEL, started %q, want a", got)
 	}
@@ -142,15 +142,15 @@ func backedOff(t *testing.T, stderr string) (failures int, delay time.Duration) 
 // across runs of w8y, and a success resets it.
 func TestFailureBackoffGrowsAndResets(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "bo:list", "f")
+	s := setup(t, "bo")
+	s.items("f")
 	// The child fails unless the key "fix" holds yes.
 	args := []string{"-u", s.URL, "-k", "bo", "--log-format", "json", "--failure-backoff", "2s,7s", "--no-work-exit-code", "3",
 		"sh", "-c", `test "$(redis-cli -p "$REDIS_PORT" get fix)" = yes`}
-	count := func() string { return s.Client.HGet(ctx(t), "bo:state:f", "consecutive_failures").Val() }
+	count := func() string { return s.Client.HGet(ctx(t), s.key("state:f"), "consecutive_failures").Val() }
 	fail := func(n int, nominal time.Duration) {
 		t.Helper()
-		r := runW8y(t, portEnv(s), args...)
+		r := runW8y(t, s.env, args...)
 		r.mustExit(t, 1)
 		failures, delay := backedOff(t, r.Stderr)
 		if failures != n || delay > nominal || delay < nominal*3/4 {
@@ -159,14 +159,14 @@ func TestFailureBackoffGrowsAndResets(t *testing.T) {
 		if got := count(); got != strconv.Itoa(n) {
 			t.Errorf("failure %d: consecutive_failures is %q in Redis", n, got)
 		}
-		pttl := s.Client.PTTL(ctx(t), "bo:backoff:f").Val()
+		pttl := s.Client.PTTL(ctx(t), s.key("backoff:f")).Val()
 		if pttl > delay || pttl < delay-time.Second {
 			t.Errorf("failure %d: backoff key expires in %s, want %s", n, pttl, delay)
 		}
 		// While the backoff lasts, nothing is eligible.
-		runW8y(t, portEnv(s), args...).wantExit(t, 3)
+		runW8y(t, s.env, args...).wantExit(t, 3)
 		// Expire it now rather than wait.
-		s.Client.Del(ctx(t), "bo:backoff:f")
+		s.Client.Del(ctx(t), s.key("backoff:f"))
 	}
 	fail(1, 2*time.Second)
 	fail(2, 4*time.Second)
@@ -174,19 +174,19 @@ func TestFailureBackoffGrowsAndResets(t *testing.T) {
 	fail(4, 7*time.Second)
 
 	s.Client.Set(ctx(t), "fix", "yes", 0)
-	runW8y(t, portEnv(s), args...).mustExit(t, 0)
+	runW8y(t, s.env, args...).mustExit(t, 0)
 	if got := count(); got != "0" {
 		t.Errorf("after a success, consecutive_failures is %q, want 0", got)
 	}
-	if n := s.Client.Exists(ctx(t), "bo:backoff:f").Val(); n != 0 {
+	if n := s.Client.Exists(ctx(t), s.key("backoff:f")).Val(); n != 0 {
 		t.Errorf("a success set a backoff")
 	}
 	s.Client.Del(ctx(t), "fix")
 	fail(1, 2*time.Second)
-	if ttl := s.Client.PTTL(ctx(t), "bo:state:f").Val(); ttl < 6*24*time.Hour {
+	if ttl := s.Client.PTTL(ctx(t), s.key("state:f")).Val(); ttl < 6*24*time.Hour {
 		t.Errorf("state hash expires in %s, want about 7 days", ttl)
 	}
-	s.noLocks(t, "bo")
+	s.noLocks()
 }
 
 // TestFailureBackoffRetriesInTime: a continuous worker with
@@ -194,9 +194,9 @@ func TestFailureBackoffGrowsAndResets(t *testing.T) {
 // after each delay, which grows.
 func TestFailureBackoffRetriesInTime(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "retry:list", "f")
-	p := startW8y(t, portEnv(s), "-u", s.URL, "-k", "retry", "-c", "-q", "--failure-backoff", "300ms,1200ms",
+	s := setup(t, "retry")
+	s.items("f")
+	p := s.start("-c", "-q", "--failure-backoff", "300ms,1200ms",
 		"--idle-wait", "20ms", "sh", "-c", stamp("retry")+"; exit 1")
 	var starts []time.Time
 	for len(starts) < 4 {
@@ -244,10 +244,10 @@ func TestStopOnFailure(t *testing.T) {
 // forwards neither backs off nor cools down, and its count is unchanged.
 func TestInterruptedRunIsNotAFailure(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "intr:list", "a")
-	s.Client.HSet(ctx(t), "intr:state:a", "consecutive_failures", 2)
-	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "intr", "-c", "-q", "--cooldown", "1h", "--failure-backoff", "1h"},
+	s := setup(t, "intr")
+	s.items("a")
+	s.Client.HSet(ctx(t), s.key("state:a"), "consecutive_failures", 2)
+	p := s.start(append([]string{"-c", "-q", "--cooldown", "1h", "--failure-backoff", "1h"},
 		report(":", "exec sleep 1000")...)...)
 	s.popStarted(t)
 	p.signal(t, syscall.SIGTERM)
@@ -255,16 +255,16 @@ func TestInterruptedRunIsNotAFailure(t *testing.T) {
 	// No cooldown, no backoff: only the run's record, its events, the
 	// fencing token its take incremented, and a due entry that says the
 	// item may run again at once.
-	if keys := s.keys(t, "intr:*"); !slices.Equal(keys, []string{"intr:due", "intr:events", "intr:fence", "intr:list", "intr:state:a"}) {
+	if keys := s.keys(t, s.key("*")); !slices.Equal(keys, []string{s.key("due"), s.key("events"), s.key("fence"), s.key("list"), s.key("state:a")}) {
 		t.Errorf("keys after an interrupted run: %q", keys)
 	}
-	if due, err := s.Client.ZScore(ctx(t), "intr:due", "a").Result(); err != nil || due > float64(time.Now().UnixMilli()) {
+	if due, err := s.Client.ZScore(ctx(t), s.key("due"), "a").Result(); err != nil || due > float64(time.Now().UnixMilli()) {
 		t.Errorf("due entry of a: %v (%v), want a moment no later than now", due, err)
 	}
-	if got := s.Client.HGet(ctx(t), "intr:state:a", "consecutive_failures").Val(); got != "2" {
+	if got := s.Client.HGet(ctx(t), s.key("state:a"), "consecutive_failures").Val(); got != "2" {
 		t.Errorf("consecutive_failures %q, want 2 as before", got)
 	}
-	if got := s.Client.HGet(ctx(t), "intr:state:a", "last_result").Val(); got != "interrupted" {
+	if got := s.Client.HGet(ctx(t), s.key("state:a"), "last_result").Val(); got != "interrupted" {
 		t.Errorf("last_result %q, want interrupted", got)
 	}
 }
@@ -274,8 +274,8 @@ func TestInterruptedRunIsNotAFailure(t *testing.T) {
 // and the next worker honours them all.
 func TestScheduleSurvivesSIGKILL(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "kill:list", "a", "b", "c")
+	s := setup(t, "kill")
+	s.items("a", "b", "c")
 	// a succeeds, b fails, c runs until killed the first time and succeeds
 	// the second.
 	child := report(":", `case "$W8Y_ITEM" in
@@ -287,16 +287,16 @@ func TestScheduleSurvivesSIGKILL(t *testing.T) {
 	// delays by a second loses c's lock before the test reads it.
 	args := append([]string{"-u", s.URL, "-k", "kill", "-c", "-q", "-x", "3", "--idle-wait", "20ms",
 		"--cooldown", "1h", "--failure-backoff", "1h"}, child...)
-	first := startW8y(t, portEnv(s), args...)
+	first := startW8y(t, s.env, args...)
 	for _, want := range []string{"a", "b", "c"} {
 		if got := s.popStarted(t); got != want {
 			t.Fatalf("started %q, want %q", got, want)
 		}
 	}
-	redistest.WaitFor(t, "b's backoff is set", func() bool { return s.Client.Exists(ctx(t), "kill:backoff:b").Val() == 1 })
+	redistest.WaitFor(t, "b's backoff is set", func() bool { return s.Client.Exists(ctx(t), s.key("backoff:b")).Val() == 1 })
 	// c reports its start before it counts its runs.
 	redistest.WaitFor(t, "c has counted its first run", func() bool { return s.Client.Get(ctx(t), "c-runs").Val() == "1" })
-	token := s.Client.Get(ctx(t), "kill:lock:c").Val()
+	token := s.Client.Get(ctx(t), s.key("lock:c")).Val()
 	if token == "" {
 		t.Fatal("c's lock is not held while c runs")
 	}
@@ -312,16 +312,16 @@ func TestScheduleSurvivesSIGKILL(t *testing.T) {
 			t.Errorf("%s expires in %s, want about 1h", key, pttl)
 		}
 	}
-	if got := s.Client.HGet(ctx(t), "kill:state:b", "consecutive_failures").Val(); got != "1" {
+	if got := s.Client.HGet(ctx(t), s.key("state:b"), "consecutive_failures").Val(); got != "1" {
 		t.Errorf("b's consecutive_failures %q, want 1", got)
 	}
 
 	// The next worker runs only c, once the dead worker's lock has expired.
-	second := startW8y(t, portEnv(s), args...)
+	second := startW8y(t, s.env, args...)
 	if got := s.popStarted(t); got != "c" {
 		t.Errorf("the next worker started %q, want c", got)
 	}
-	redistest.WaitFor(t, "c cools down", func() bool { return s.Client.Exists(ctx(t), "kill:cooldown:c").Val() == 1 })
+	redistest.WaitFor(t, "c cools down", func() bool { return s.Client.Exists(ctx(t), s.key("cooldown:c")).Val() == 1 })
 	second.signal(t, syscall.SIGTERM)
 	second.wait(t).wantExit(t, 0)
 	if n := s.Client.LLen(ctx(t), "started").Val(); n != 0 {
@@ -329,15 +329,15 @@ func TestScheduleSurvivesSIGKILL(t *testing.T) {
 	}
 
 	// The count goes on where the killed worker left it.
-	s.Client.Del(ctx(t), "kill:backoff:b", "kill:cooldown:a", "kill:cooldown:c")
-	s.Client.Set(ctx(t), "kill:lock:a", "held", time.Hour)
-	s.Client.Set(ctx(t), "kill:lock:c", "held", time.Hour)
+	s.Client.Del(ctx(t), s.key("backoff:b"), s.key("cooldown:a"), s.key("cooldown:c"))
+	s.Client.Set(ctx(t), s.key("lock:a"), "held", time.Hour)
+	s.Client.Set(ctx(t), s.key("lock:c"), "held", time.Hour)
 	oneShot := slices.Delete(slices.Clone(args), 4, 5) // drop -c
-	runW8y(t, portEnv(s), oneShot...).wantExit(t, 1)
-	if got := s.Client.HGet(ctx(t), "kill:state:b", "consecutive_failures").Val(); got != "2" {
+	runW8y(t, s.env, oneShot...).wantExit(t, 1)
+	if got := s.Client.HGet(ctx(t), s.key("state:b"), "consecutive_failures").Val(); got != "2" {
 		t.Errorf("b's consecutive_failures %q, want 2", got)
 	}
-	if pttl := s.Client.PTTL(ctx(t), "kill:backoff:b").Val(); pttl <= time.Hour*3/2 || pttl > 2*time.Hour {
+	if pttl := s.Client.PTTL(ctx(t), s.key("backoff:b")).Val(); pttl <= time.Hour*3/2 || pttl > 2*time.Hour {
 		t.Errorf("b's second backoff expires in %s, want 2h less up to a quarter", pttl)
 	}
 }

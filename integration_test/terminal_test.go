@@ -61,34 +61,34 @@ func runInTerminal(t *testing.T, s *server, child string, typeKeys func(keyboard
 // is typed, instead of being stopped for reading from a background group.
 func TestTerminalReadsReachTheChild(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "tty:list", "a")
-	r := runInTerminal(t, s, started+`; read line; echo "got $line for $W8Y_ITEM"`, func(keyboard io.Writer) {
+	s := setup(t, "tty")
+	s.items("a")
+	r := runInTerminal(t, s.server, started+`; read line; echo "got $line for $W8Y_ITEM"`, func(keyboard io.Writer) {
 		io.WriteString(keyboard, "hello\n")
 	})
 	r.wantExit(t, 0)
 	if !strings.Contains(r.Stdout, "got hello for a") {
 		t.Errorf("the child did not read what was typed: %s", r)
 	}
-	s.noLocks(t, "tty")
+	s.noLocks()
 }
 
 // TestTerminalCtrlCReachesTheChild: Ctrl-C interrupts the child's group,
 // and w8y exits with the child's status, 130.
 func TestTerminalCtrlCReachesTheChild(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "tty:list", "a")
+	s := setup(t, "tty")
+	s.items("a")
 	// The start is reported from the background and the shell becomes the
 	// sleep, so the group's foreground process dies of SIGINT whenever the
 	// key arrives. (With "started; sleep", a Ctrl-C that lands while the shell
 	// waits on redis-cli is absorbed: dash, like bash, only dies of SIGINT if
 	// the command it waited on did, and redis-cli had already exited.)
-	r := runInTerminal(t, s, started+` & exec sleep 1000`, func(keyboard io.Writer) {
+	r := runInTerminal(t, s.server, started+` & exec sleep 1000`, func(keyboard io.Writer) {
 		io.WriteString(keyboard, "\x03")
 	})
 	r.wantExit(t, 130)
-	s.noLocks(t, "tty")
+	s.noLocks()
 }
 
 // shell is an interactive bash with job control in a pseudo-terminal that

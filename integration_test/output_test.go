@@ -1,6 +1,8 @@
 package integration_test
 
 import (
+	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,13 +13,107 @@ import (
 	"github.com/w8y/w8y/internal/redistest"
 )
 
+// TestKeepOutput: with --keep-output, the child's stdout and stderr reach
+// w8y's byte for byte (binary, and megabytes of it), and the item's state
+// hash keeps the last BYTES of each.
+func TestKeepOutput(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "ko")
+	s.items("a")
+	dir := t.TempDir()
+	blob := make([]byte, 5<<19)
+	if _, err := rand.Read(blob); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "blob"), blob, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const errBytes = "warn\x00\xff\ntail"
+	s.env = append(s.env, "DIR="+dir)
+	r := s.run("-q", "--keep-output", "1000", "sh", "-c", `cat "$DIR/blob"; printf 'warn\000\377\ntail' >&2`)
+	r.mustExit(t, 0)
+	if !bytes.Equal([]byte(r.Stdout), blob) {
+		t.Errorf("stdout: %d bytes, not the child's %d", len(r.Stdout), len(blob))
+	}
+	if r.Stderr != errBytes {
+		t.Errorf("stderr %q, want the child's %q", r.Stderr, errBytes)
+	}
+	state := s.Client.HGetAll(ctx(t), s.key("state:a")).Val()
+	if !bytes.Equal([]byte(state["last_stdout"]), blob[len(blob)-1000:]) {
+		t.Errorf("last_stdout holds %d bytes, not the last 1000 of stdout", len(state["last_stdout"]))
+	}
+	if state["last_stderr"] != errBytes {
+		t.Errorf("last_stderr %q, want %q", state["last_stderr"], errBytes)
+	}
+}
+
+// TestKeepOutputUnbuffered: what the child writes reaches w8y's stdout while
+// the child still runs, without waiting for a newline or its end.
+func TestKeepOutputUnbuffered(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "ku")
+	s.items("a")
+	dir := t.TempDir()
+	s.env = append(s.env, "DIR="+dir)
+	p := s.start("-q", "--keep-output", "10", "sh", "-c", `printf partial; `+started+`; while [ ! -e "$DIR/gate" ]; do sleep 0.01; done; printf ' and more'`)
+	s.popStarted(t)
+	redistest.WaitFor(t, "the child's first bytes", func() bool { return p.stdoutSoFar() == "partial" })
+	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := p.wait(t)
+	r.wantExit(t, 0)
+	r.wantStdout(t, "partial and more")
+	if got := s.Client.HGet(ctx(t), s.key("state:a"), "last_stdout").Val(); got != "l and more" {
+		t.Errorf("last_stdout %q, want the last 10 bytes", got)
+	}
+}
+
+// TestKeepOutputOff: by default the child's stdout is w8y's own (a file
+// here), untouched, and the state keeps none of it; with --keep-output it
+// is a pipe.
+func TestKeepOutputOff(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "kf")
+	s.items("a")
+	for _, tt := range []struct {
+		args []string
+		// want is how the child's stdout shows in /proc: the file itself,
+		// or a pipe.
+		want string
+		kept bool
+	}{
+		{nil, "file", false},
+		{[]string{"--keep-output", "100"}, "pipe:", true},
+	} {
+		out, err := os.Create(filepath.Join(t.TempDir(), "stdout"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Close()
+		args := s.at(append(append([]string{"-q"}, tt.args...), "sh", "-c", `readlink /proc/$$/fd/1`)...)
+		startWith(t, []*os.File{out}, nil, binary, args...).wait(t).mustExit(t, 0)
+		data, err := os.ReadFile(out.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.TrimSpace(string(data))
+		if want := map[string]string{"file": out.Name(), "pipe:": "pipe:"}[tt.want]; !strings.HasPrefix(got, want) {
+			t.Errorf("with %q the child's stdout is %q, want %q", tt.args, got, want)
+		}
+		if _, ok := s.Client.HGetAll(ctx(t), s.key("state:a")).Val()["last_stdout"]; ok != tt.kept {
+			t.Errorf("with %q last_stdout is kept: %v", tt.args, ok)
+		}
+	}
+}
+
 // TestJSONLogs: --log-format json writes one JSON object per line, with an
 // event for the start and the end of the item.
 func TestJSONLogs(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "json:list", "a")
-	r := runW8y(t, nil, "-u", s.URL, "-k", "json", "--log-format", "json", "sh", "-c", "exit 3")
+	s := setup(t, "json")
+	s.items("a")
+	r := s.run("--log-format", "json", "sh", "-c", "exit 3")
 	r.mustExit(t, 3)
 	events := map[string]map[string]any{}
 	for _, line := range strings.Split(strings.TrimSpace(r.Stderr), "\n") {
@@ -48,9 +144,9 @@ func TestJSONLogs(t *testing.T) {
 // --log-file appends w8y's logs to the file across runs.
 func TestQuietAndLogFile(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "quiet:list", "a", "b")
-	r := runW8y(t, nil, "-u", s.URL, "-k", "quiet", "-q", "sh", "-c", "echo child-out; echo child-err >&2")
+	s := setup(t, "quiet")
+	s.items("a", "b")
+	r := s.run("-q", "sh", "-c", "echo child-out; echo child-err >&2")
 	r.wantExit(t, 0)
 	r.wantStdout(t, "child-out\n")
 	if r.Stderr != "child-err\n" {
@@ -59,7 +155,7 @@ func TestQuietAndLogFile(t *testing.T) {
 
 	logFile := filepath.Join(t.TempDir(), "w8y.log")
 	for range 2 {
-		r = runW8y(t, nil, "-u", s.URL, "-k", "quiet", "-f", logFile, "-t", "true")
+		r = s.run("-f", logFile, "-t", "true")
 		r.wantExit(t, 0)
 		if r.Stderr != "" {
 			t.Errorf("-f: want nothing on stderr, got %s", r)
@@ -78,8 +174,8 @@ func TestQuietAndLogFile(t *testing.T) {
 // 125 and a line that names the cause but never the password.
 func TestPasswords(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t, redistest.Password("right-horse-battery"))
-	s.seed(t, "auth:list", "a")
+	s := setup(t, "auth", redistest.Password("right-horse-battery"))
+	s.items("a")
 
 	r := runW8y(t, nil, "-u", "redis://:right-horse-battery@127.0.0.1:"+itoa(s.Port), "-k", "auth", "-q", "echo", "{}")
 	r.wantExit(t, 0)
@@ -98,7 +194,7 @@ func TestPasswords(t *testing.T) {
 			t.Errorf("a password leaked:\n%s", r.Stderr)
 		}
 	}
-	if got := s.list(t, "auth:list"); len(got) != 1 {
+	if got := s.list(); len(got) != 1 {
 		t.Errorf("list %q", got)
 	}
 }
@@ -108,12 +204,11 @@ func TestPasswords(t *testing.T) {
 // the line that explains a timeout, and reaches the child whole.
 func TestLongItemsAreClippedInLogs(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
+	s := setup(t, "clip")
 	long := strings.Repeat("x", 10_000)
 	for _, format := range []string{"console", "json"} {
-		s.seed(t, "clip:list", long)
-		r := runW8y(t, nil, "-u", s.URL, "-k", "clip", "--log-format", format, "--timeout", "200ms",
-			"sh", "-c", `echo "${#W8Y_ITEM} ${#1}"; exec sleep 1000`, "sh", "{}")
+		s.items(long)
+		r := s.run("--log-format", format, "--timeout", "200ms", "sh", "-c", `echo "${#W8Y_ITEM} ${#1}"; exec sleep 1000`, "sh", "{}")
 		r.wantExit(t, 124)
 		r.wantStdout(t, "10000 10000\n")
 		for _, line := range strings.Split(strings.TrimSpace(r.Stderr), "\n") {
