@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/health"
+	"github.com/w8y/w8y/internal/jobctl"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/runs"
@@ -54,9 +55,9 @@ func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sigs, release := catchSignals(proc.IgnoredNow())
+	sigs, release := jobctl.Catch(proc.IgnoredNow())
 	defer release()
-	stops := newSignalRouter(log)
+	stops := jobctl.New(log)
 
 	stdinFile, _ := stdin.(*os.File)
 	term := proc.TerminalOf(stdinFile)
@@ -77,12 +78,11 @@ func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog
 			<-reaped
 		}()
 	}
-	spawn := proc.NewSpawner(term, reaper, holderVar+"="+token, stops.heard)
+	spawn := proc.NewSpawner(term, reaper, holderVar+"="+token, stops.Heard)
 	defer spawn.Close()
-	// Signals caught since catchSignals wait in sigs until the router,
+	// Signals caught since jobctl.Catch wait in sigs until the router,
 	// which needs the spawner to lend the terminal, starts.
-	stops.spawn = spawn
-	routed := stops.route(sigs, ctx.Done())
+	routed := stops.Route(sigs, spawn, ctx.Done())
 	defer func() {
 		cancel()
 		<-routed
@@ -120,7 +120,7 @@ func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog
 			killAfter: time.Duration(opts.KillAfter.Flag), timeout: time.Duration(opts.Timeout), keepOutput: opts.KeepOutput,
 			metrics: counts, health: beat, log: log,
 		},
-		stops: stops,
+		stops: router{stops},
 		// Only take calls it, when a stop finds nothing but a take using
 		// Redis; the deferred Close then finds it closed, which is harmless.
 		hangUp:  func() { _ = client.Close() },

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/items"
+	"github.com/w8y/w8y/internal/jobctl"
 	"github.com/w8y/w8y/internal/output"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/runs"
@@ -174,7 +175,7 @@ func (e *cancelledError) Is(target error) bool { return target == ErrCancelled }
 type childRunner struct {
 	command Command
 	spawn   *proc.Spawner
-	stops   *signalRouter
+	stops   *jobctl.Router
 	// exitCodes are the codes that count as success (--exit-codes).
 	exitCodes []int
 	// killAfter is --kill-after; timeout is --timeout, 0 for none.
@@ -216,7 +217,7 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 	log := c.log.With().Str("item", items.Clip(item)).Str("lock_key", items.Clip(lock.Key)).Logger()
 	grace := killGrace(c.killAfter, lock.TTL)
 	// The lease starts with the child, so that job control finds every
-	// child with its lease (see signalRouter.startChild).
+	// child with its lease (see jobctl.Router.StartChild).
 	lease := lock.keepAlive(ctx, grace+stopMargin(lock.TTL), log)
 	defer lease.Stop()
 	cmd := c.command.build(item, lock.Key, lock.Fence)
@@ -224,11 +225,11 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 	if c.keepOutput > 0 {
 		capture, err = output.Start(cmd.Stdout, cmd.Stderr, c.keepOutput)
 		if err != nil {
-			return proc.Exit{}, c.stops.stopping(), nil, err
+			return proc.Exit{}, c.stops.Stopping(), nil, err
 		}
 		cmd.Stdout, cmd.Stderr = capture.Stdout, capture.Stderr
 	}
-	child, err := c.stops.startChild(func() (*proc.Child, error) { return c.spawn.Start(cmd) }, lease)
+	child, err := c.stops.StartChild(func() (*proc.Child, error) { return c.spawn.Start(cmd) }, lease)
 	if capture != nil {
 		capture.Started()
 	}
@@ -236,9 +237,9 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 		if capture != nil {
 			capture.Finish(time.Now())
 		}
-		return proc.Exit{}, c.stops.stopping(), nil, err
+		return proc.Exit{}, c.stops.Stopping(), nil, err
 	}
-	defer c.stops.childDone(child)
+	defer c.stops.ChildDone(child)
 	defer child.Close()
 	c.metrics.ChildStarted()
 	defer c.metrics.ChildEnded()
@@ -264,7 +265,7 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 				log.Warn().Int("pid", child.PID).Msg("the child left processes in its group; they were stopped")
 			}
 			// A lock found lost as the child ended (killed for it, after
-			// w8y was stopped with it: see jobcontrol.go) is the run's end.
+			// w8y was stopped with it: see jobctl) is the run's end.
 			select {
 			case failed = <-lease.Lost():
 				log.Error().Err(failed).Int("pid", child.PID).Msg("lock lost: the child was stopped")
@@ -272,7 +273,7 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 			}
 			ended = true
 		case sig := <-child.Stopped():
-			c.stops.childStopped(child, sig)
+			c.stops.ChildStopped(child, sig)
 		case failed = <-lease.Lost():
 			log.Error().Err(failed).Int("pid", child.PID).Msg("lock lost: stopping the child")
 			child.Stop(grace)
@@ -299,7 +300,7 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 		stdout, stderr := capture.Finish(time.Now().Add(outputGrace))
 		kept = &runs.Output{Stdout: stdout, Stderr: stderr}
 	}
-	stopped = c.stops.stopping()
+	stopped = c.stops.Stopping()
 	stopBeating()
 	lease.Stop()
 	if err := c.spawn.Reclaim(child); err != nil {

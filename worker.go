@@ -14,6 +14,7 @@ import (
 	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/items"
+	"github.com/w8y/w8y/internal/jobctl"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
@@ -42,7 +43,7 @@ type worker struct {
 	children interface {
 		run(ctx context.Context, item string, lock *Lock) runs.End
 	}
-	stops *signalRouter
+	stops router
 	// hangUp closes the Redis client: see take.
 	hangUp  func()
 	metrics observer
@@ -57,6 +58,22 @@ type worker struct {
 	// (see failureReports); nil when it does.
 	reports io.Writer
 }
+
+// router is the signal router as the loop and the take see it.
+type router struct{ *jobctl.Router }
+
+// stopping reports whether a stop signal has arrived.
+func (r router) stopping() bool { return r.Stopping() }
+
+// stopErr is the jobctl.StopError of the first stop signal.
+func (r router) stopErr() error { return r.StopErr() }
+
+// errStopped and stopError are jobctl's: a stop signal that came before an
+// item could be taken or its child started, and the signal that asked for
+// it, which main's exit table turns into 128 plus its number.
+var errStopped = jobctl.ErrStopped
+
+type stopError = jobctl.StopError
 
 // tell writes line to reports, if any.
 func (w *worker) tell(line string) {
