@@ -196,7 +196,8 @@ func (k *lease) Stop() {
 }
 
 // Pause stops the refreshing until Resume, and returns once no refresh is
-// under way: w8y is about to stop (see jobcontrol.go), and the child with it.
+// under way: whatever runs under the lock is about to be stopped, and
+// nothing will keep the lock alive until Resume.
 func (k *lease) Pause() {
 	paused := make(chan struct{})
 	select {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/jobctl"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/runs"
@@ -84,7 +85,7 @@ func testWorker(t *testing.T, children *scriptedChildren, items []string, args .
 			Cooldown: time.Duration(opts.Cooldown), Backoff: opts.FailureBackoff,
 		}},
 		children: children,
-		stops:    newSignalRouter(log),
+		stops:    router{jobctl.New(log)},
 		metrics:  noMetrics{},
 		log:      log,
 	}
@@ -183,7 +184,7 @@ func TestLoopDrains(t *testing.T) {
 	go func() { done <- w.loop(context.Background()) }()
 	<-children.began
 	<-children.began
-	w.stops.handle(syscall.SIGTERM, nil)
+	w.stops.Handle(syscall.SIGTERM, nil)
 	close(children.hold)
 	if err := <-done; err != nil {
 		t.Errorf("a drained loop ended with %v", err)
@@ -247,7 +248,7 @@ func TestStopCutsATakeShort(t *testing.T) {
 				t.Fatal("the take never connected")
 			}
 			began := time.Now()
-			w.stops.handle(syscall.SIGINT, nil)
+			w.stops.Handle(syscall.SIGINT, nil)
 			select {
 			case err := <-done:
 				if !errors.Is(err, mode.want) && err != mode.want {

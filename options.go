@@ -220,25 +220,41 @@ func newParser(opts *Options) *flags.Parser {
 	return parser
 }
 
-// validate checks the options that go-flags cannot check by itself. It
-// normalises KeyPrefix as a side effect.
+// validate checks the options that go-flags cannot check by itself, one
+// concern at a time. It normalises KeyPrefix as a side effect.
 func (o *Options) validate() error {
 	if err := o.validateRecord(); err != nil {
 		return err
 	}
 	if o.Status {
-		if len(o.Command) > 0 {
-			return usageError("--status takes no executable, got %q", o.Command[0])
-		}
-		if o.Watch < 0 || (o.Watch > 0 && time.Duration(o.Watch) < minWatch) {
-			return usageError("--watch must be at least %s, got %s", minWatch, o.Watch)
-		}
-		if err := o.Options.Validate(); err != nil {
-			return usageError("%s", err)
-		}
-		o.KeyPrefix = schema.NormalizePrefix(o.KeyPrefix)
-		return nil
+		return o.validateStatus()
 	}
+	for _, check := range []func() error{o.validateCommand, o.validateLock, o.validateSchedule, o.validateContinuous, o.validateRedis} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	o.KeyPrefix = schema.NormalizePrefix(o.KeyPrefix)
+	return nil
+}
+
+// validateStatus checks the options of --status, which takes no executable.
+func (o *Options) validateStatus() error {
+	if len(o.Command) > 0 {
+		return usageError("--status takes no executable, got %q", o.Command[0])
+	}
+	if o.Watch < 0 || (o.Watch > 0 && time.Duration(o.Watch) < minWatch) {
+		return usageError("--watch must be at least %s, got %s", minWatch, o.Watch)
+	}
+	if err := o.Options.Validate(); err != nil {
+		return usageError("%s", err)
+	}
+	o.KeyPrefix = schema.NormalizePrefix(o.KeyPrefix)
+	return nil
+}
+
+// validateCommand checks the executable and the options of its child.
+func (o *Options) validateCommand() error {
 	if o.JSON || o.Watch != 0 {
 		return usageError("--json and --watch go with --status")
 	}
@@ -248,11 +264,23 @@ func (o *Options) validate() error {
 	if o.Command[0] == "" {
 		return usageError("the executable name is empty")
 	}
-	if time.Duration(o.KeyExpiry) < minKeyExpiry {
-		return usageError("--key-expiry must be at least %s, got %s", minKeyExpiry, o.KeyExpiry)
-	}
 	if o.Timeout < 0 {
 		return usageError("--timeout must not be negative, got %s", o.Timeout)
+	}
+	if o.KeepOutput < 0 || o.KeepOutput > output.Max {
+		return usageError("--keep-output must be from 0 to %d bytes (1 MiB), got %d", output.Max, o.KeepOutput)
+	}
+	if o.EnvVar != "" && (strings.ContainsAny(o.EnvVar, "=\x00") || o.EnvVar != strings.TrimSpace(o.EnvVar)) {
+		return usageError("--env-var %q is not a valid environment variable name", o.EnvVar)
+	}
+	return nil
+}
+
+// validateLock checks the lock's expiry and the --kill-after that must fit
+// in it, and sets --kill-after's default, which depends on the expiry.
+func (o *Options) validateLock() error {
+	if time.Duration(o.KeyExpiry) < minKeyExpiry {
+		return usageError("--key-expiry must be at least %s, got %s", minKeyExpiry, o.KeyExpiry)
 	}
 	// A child whose lock is being lost gets SIGTERM, then SIGKILL after
 	// --kill-after, and must be gone before the server could expire the lock
@@ -275,9 +303,11 @@ func (o *Options) validate() error {
 		return usageError("--kill-after %s cannot fit in --key-expiry %s: a child whose lock is lost must be killed before the lock expires, so --kill-after may be at most a third of --key-expiry (%s); %s",
 			o.KillAfter, o.KeyExpiry, maxKillAfter, fix)
 	}
-	if time.Duration(o.IdleWait) < minIdleWait {
-		return usageError("--idle-wait must be at least %s, got %s", minIdleWait, o.IdleWait)
-	}
+	return nil
+}
+
+// validateSchedule checks --cooldown and --failure-backoff.
+func (o *Options) validateSchedule() error {
 	if o.Cooldown < 0 {
 		return usageError("--cooldown must not be negative, got %s", o.Cooldown)
 	}
@@ -298,9 +328,12 @@ func (o *Options) validate() error {
 			return usageError("--failure-backoff MAX %s is longer than --state-ttl %s, which would forget the consecutive failures that the delay doubles with", duration.Format(b.Max), o.StateTTL)
 		}
 	}
-	if o.KeepOutput < 0 || o.KeepOutput > output.Max {
-		return usageError("--keep-output must be from 0 to %d bytes (1 MiB), got %d", output.Max, o.KeepOutput)
-	}
+	return nil
+}
+
+// validateContinuous checks the options that bound a run: --parallel,
+// --idle-wait and the limits of a --continuous worker.
+func (o *Options) validateContinuous() error {
 	if o.Parallel < 1 {
 		return usageError("--parallel must be at least 1, got %d", o.Parallel)
 	}
@@ -316,9 +349,14 @@ func (o *Options) validate() error {
 	if o.NoWorkExitCode < 0 || o.NoWorkExitCode > 255 {
 		return usageError("--no-work-exit-code must be 0-255, got %d", o.NoWorkExitCode)
 	}
-	if o.EnvVar != "" && (strings.ContainsAny(o.EnvVar, "=\x00") || o.EnvVar != strings.TrimSpace(o.EnvVar)) {
-		return usageError("--env-var %q is not a valid environment variable name", o.EnvVar)
+	if time.Duration(o.IdleWait) < minIdleWait {
+		return usageError("--idle-wait must be at least %s, got %s", minIdleWait, o.IdleWait)
 	}
+	return nil
+}
+
+// validateRedis checks the connection options and --replica-acks.
+func (o *Options) validateRedis() error {
 	if err := o.Options.Validate(); err != nil {
 		return usageError("%s", err)
 	}
@@ -331,7 +369,6 @@ func (o *Options) validate() error {
 	if o.ReplicaAcks > 0 && o.Cluster {
 		return usageError("--replica-acks does not work with --redis-cluster")
 	}
-	o.KeyPrefix = schema.NormalizePrefix(o.KeyPrefix)
 	return nil
 }
 

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"os/exec"
-	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/items"
+	"github.com/w8y/w8y/internal/jobctl"
 	"github.com/w8y/w8y/internal/output"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/runs"
@@ -44,56 +43,14 @@ type Command struct {
 	Stdout, Stderr io.Writer
 }
 
-// resolveCommand finds the executable as execvp(3), env(1) and the shells
-// do, so that a missing or unrunnable one is reported before any item is
-// taken: a name with a slash is a path, any other is looked up in PATH. A
-// name that PATH holds only as something that cannot be run (a file without
-// the run bit, a directory, as "." always is) cannot be run (126), as
-// execvp's EACCES says, rather than not found (127).
+// resolveCommand finds the executable argv[0] (see proc.LookPath), so that
+// one that cannot run fails before any item is taken.
 func resolveCommand(argv []string, envVar string, environ []string) (Command, error) {
-	path, err := exec.LookPath(argv[0])
-	switch {
-	case err == nil:
-	case errors.Is(err, exec.ErrNotFound) && !strings.Contains(argv[0], "/"):
-		if found := unrunnableInPath(argv[0]); found != "" {
-			return Command{}, fmt.Errorf("%w: %q: %s", proc.ErrNotExecutable, argv[0], found)
-		}
-		return Command{}, fmt.Errorf("%w: %q", proc.ErrNotFound, argv[0])
-	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
-		return Command{}, fmt.Errorf("%w: %q", proc.ErrNotFound, argv[0])
-	default:
-		// It exists, but is a directory or lacks the run bit.
-		var eerr *exec.Error
-		if errors.As(err, &eerr) {
-			err = eerr.Err
-		}
-		return Command{}, fmt.Errorf("%w: %q: %w", proc.ErrNotExecutable, argv[0], err)
-	}
-	if err := checkInterpreter(path); err != nil {
+	path, err := proc.LookPath(argv[0])
+	if err != nil {
 		return Command{}, err
 	}
 	return Command{Path: path, Args: argv[1:], EnvVar: envVar, Environ: environ}, nil
-}
-
-// unrunnableInPath says what name is in the first directory of PATH that
-// has it, as exec.LookPath searches them, or returns "". Call it once
-// LookPath found nothing it could run: whatever is there cannot be run.
-func unrunnableInPath(name string) string {
-	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
-		if dir == "" {
-			dir = "." // an empty entry is the working directory
-		}
-		path := filepath.Join(dir, name)
-		info, err := os.Stat(path)
-		switch {
-		case err != nil:
-		case info.IsDir():
-			return path + " is a directory"
-		default:
-			return path + " is not executable"
-		}
-	}
-	return ""
 }
 
 // expandArgs replaces every placeholder in args with item.
@@ -174,7 +131,7 @@ func (e *cancelledError) Is(target error) bool { return target == ErrCancelled }
 type childRunner struct {
 	command Command
 	spawn   *proc.Spawner
-	stops   *signalRouter
+	stops   *jobctl.Router
 	// exitCodes are the codes that count as success (--exit-codes).
 	exitCodes []int
 	// killAfter is --kill-after; timeout is --timeout, 0 for none.
@@ -216,107 +173,120 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 	log := c.log.With().Str("item", items.Clip(item)).Str("lock_key", items.Clip(lock.Key)).Logger()
 	grace := killGrace(c.killAfter, lock.TTL)
 	// The lease starts with the child, so that job control finds every
-	// child with its lease (see signalRouter.startChild).
+	// child with its lease (see jobctl.Router.StartChild).
 	lease := lock.keepAlive(ctx, grace+stopMargin(lock.TTL), log)
 	defer lease.Stop()
-	cmd := c.command.build(item, lock.Key, lock.Fence)
-	var capture *output.Capture
-	if c.keepOutput > 0 {
-		capture, err = output.Start(cmd.Stdout, cmd.Stderr, c.keepOutput)
-		if err != nil {
-			return proc.Exit{}, c.stops.stopping(), nil, err
-		}
-		cmd.Stdout, cmd.Stderr = capture.Stdout, capture.Stderr
-	}
-	child, err := c.stops.startChild(func() (*proc.Child, error) { return c.spawn.Start(cmd) }, lease)
-	if capture != nil {
-		capture.Started()
-	}
+	child, capture, err := c.start(c.command.build(item, lock.Key, lock.Fence), lease)
 	if err != nil {
-		if capture != nil {
-			capture.Finish(time.Now())
-		}
-		return proc.Exit{}, c.stops.stopping(), nil, err
+		return proc.Exit{}, c.stops.Stopping(), nil, err
 	}
-	defer c.stops.childDone(child)
+	defer c.stops.ChildDone(child)
 	defer child.Close()
 	c.metrics.ChildStarted()
 	defer c.metrics.ChildEnded()
 	log.Info().Int("pid", child.PID).Str("holder", lock.Token).Msg("item started")
 
+	// Waiting for the child is progress too, as far as /healthz goes: each
+	// running child beats, so the worker stays healthy while any runs.
+	stopBeating := c.health.BeatEvery(health.ChildBeat)
+	failed := c.wait(child, lease, grace, log)
+	if capture != nil {
+		// While the lease still holds the lock.
+		stdout, stderr := capture.Finish(time.Now().Add(outputGrace))
+		kept = &runs.Output{Stdout: stdout, Stderr: stderr}
+	}
+	stopped = c.stops.Stopping()
+	stopBeating()
+	lease.Stop()
+	if err := c.spawn.Reclaim(child); err != nil {
+		log.Warn().Err(err).Msg("could not take the terminal back from the child")
+	}
+	exit = child.Exit()
+	logEnd(log, child.PID, exit, classify(exit, failed, stopped, c.exitCodes), failed)
+	return exit, stopped, kept, failed
+}
+
+// start starts cmd through the signal router, with lease as what keeps its
+// lock alive, and with --keep-output captures its output (capture is nil
+// without it).
+func (c *childRunner) start(cmd *exec.Cmd, lease *lease) (child *proc.Child, capture *output.Capture, err error) {
+	if c.keepOutput > 0 {
+		capture, err = output.Start(cmd.Stdout, cmd.Stderr, c.keepOutput)
+		if err != nil {
+			return nil, nil, err
+		}
+		cmd.Stdout, cmd.Stderr = capture.Stdout, capture.Stderr
+	}
+	child, err = c.stops.StartChild(func() (*proc.Child, error) { return c.spawn.Start(cmd) }, lease)
+	if capture != nil {
+		capture.Started()
+		if err != nil {
+			capture.Finish(time.Now())
+		}
+	}
+	return child, capture, err
+}
+
+// wait waits for child to end, or stops it on a lost lock, a cancel
+// request or --timeout, giving it grace between SIGTERM and SIGKILL, and
+// returns why it was stopped (nil when it ended by itself). Job control's
+// stops of the child go to the signal router meanwhile.
+func (c *childRunner) wait(child *proc.Child, lease *lease, grace time.Duration, log zerolog.Logger) error {
 	var timeout <-chan time.Time
 	if c.timeout > 0 {
 		timer := time.NewTimer(c.timeout)
 		defer timer.Stop()
 		timeout = timer.C
 	}
-	// Waiting for the child is progress too, as far as /healthz goes: each
-	// running child beats, so the worker stays healthy while any runs.
-	stopBeating := c.health.BeatEvery(health.ChildBeat)
-	var failed error
-	for ended := false; !ended; {
+	for {
+		var failed error
 		select {
 		case <-child.Done():
 			// EndStragglers also passes on what the terminal sent the
 			// child's group before it exited (see proc.Spawner), so that
-			// stopped below knows of a Ctrl-C that ended the child.
+			// the caller's stopped knows of a Ctrl-C that ended the child.
 			if child.EndStragglers(time.Now().Add(grace)) {
 				log.Warn().Int("pid", child.PID).Msg("the child left processes in its group; they were stopped")
 			}
 			// A lock found lost as the child ended (killed for it, after
-			// w8y was stopped with it: see jobcontrol.go) is the run's end.
+			// w8y was stopped with it: see jobctl) is the run's end.
 			select {
 			case failed = <-lease.Lost():
 				log.Error().Err(failed).Int("pid", child.PID).Msg("lock lost: the child was stopped")
 			default:
 			}
-			ended = true
+			return failed
 		case sig := <-child.Stopped():
-			c.stops.childStopped(child, sig)
+			c.stops.ChildStopped(child, sig)
+			continue
 		case failed = <-lease.Lost():
 			log.Error().Err(failed).Int("pid", child.PID).Msg("lock lost: stopping the child")
-			child.Stop(grace)
-			ended = true
 		case req := <-lease.Cancelled():
 			failed = &cancelledError{req: req}
-			log.Warn().Str("reason", req.Reason).Str("by", req.By).Int("pid", child.PID).Msg("cancelled: stopping the child")
 			// As for a timeout, the lease goes on while the child stops,
 			// and finish.lua then deletes the request with the lock.
-			child.Stop(grace)
-			ended = true
+			log.Warn().Str("reason", req.Reason).Str("by", req.By).Int("pid", child.PID).Msg("cancelled: stopping the child")
 		case <-timeout:
 			failed = fmt.Errorf("%w after %s (--timeout); it was stopped", ErrTimeout, c.timeout)
+			// The lease goes on while the child stops: the lock is still
+			// ours, and the grace fits in the lease (see killGrace), so a
+			// lock lost meanwhile needs no faster kill.
 			log.Error().Int("pid", child.PID).Msg("timed out: stopping the child")
-			// The lease goes on while the child stops: the lock is still ours,
-			// and the grace fits in the lease (see killGrace), so a lock lost
-			// meanwhile needs no faster kill.
-			child.Stop(grace)
-			ended = true
 		}
+		child.Stop(grace)
+		return failed
 	}
-	if capture != nil {
-		// While the lease still holds the lock.
-		stdout, stderr := capture.Finish(time.Now().Add(outputGrace))
-		kept = &runs.Output{Stdout: stdout, Stderr: stderr}
-	}
-	stopped = c.stops.stopping()
-	stopBeating()
-	lease.Stop()
-	if err := c.spawn.Reclaim(child); err != nil {
-		log.Warn().Err(err).Msg("could not take the terminal back from the child")
-	}
+}
 
-	exit = child.Exit()
-	// A failed run is a warning, so that --log-level warn still shows it;
-	// a success is news.
-	result := classify(exit, failed, stopped, c.exitCodes)
+// logEnd logs how the child pid's run ended. A failed run is a warning, so
+// that --log-level warn still shows it; a success is news.
+func logEnd(log zerolog.Logger, pid int, exit proc.Exit, result schema.Result, failed error) {
 	event := log.Info()
 	if result != schema.ResultSuccess {
 		event = log.Warn().AnErr("cause", failed)
 	}
-	event.Int("pid", child.PID).Int("exit_code", exit.Code).Str("status", exit.String()).Str("result", string(result)).
+	event.Int("pid", pid).Int("exit_code", exit.Code).Str("status", exit.String()).Str("result", string(result)).
 		Float64("duration_s", exit.Duration.Seconds()).Msg("item finished")
-	return exit, stopped, kept, failed
 }
 
 // killGrace is the time a child gets between SIGTERM and SIGKILL when w8y
@@ -331,4 +301,76 @@ func killGrace(killAfter, ttl time.Duration) time.Duration {
 // most half a second.
 func stopMargin(ttl time.Duration) time.Duration {
 	return min(ttl/10, 500*time.Millisecond)
+}
+
+// newRunEnd describes the end of item's run from what childRunner.run saw:
+// the child's exit (zero when it never started), err, whether w8y had a stop
+// signal before the child ended, and exitCodes, the codes that count as
+// success (--exit-codes).
+func newRunEnd(item string, exit proc.Exit, err error, stopped bool, exitCodes []int) runs.End {
+	end := runs.End{Item: item, Result: classify(exit, err, stopped, exitCodes), Exit: exit, Err: err, At: time.Now()}
+	var cancelled *cancelledError
+	if errors.As(err, &cancelled) {
+		end.Cancel = &cancelled.req
+	}
+	switch {
+	case errors.Is(err, errStopped):
+		// No child was started.
+	case errors.Is(err, proc.ErrNotFound):
+		end.Exit.Code, end.Exited = exitNotFound, true
+	case errors.Is(err, proc.ErrNotExecutable):
+		end.Exit.Code, end.Exited = exitNotExecutable, true
+	default:
+		end.Exited = true
+	}
+	return end
+}
+
+// reportedFailure says, for a run that failed as a run (its child's exit
+// code, a timeout, a lost lock) or was cancelled, what one line on stderr
+// tells of it: the item, the cause and the code. It returns "" for a success, an
+// interruption, and a child that could not be started at all, which w8y
+// explains as its own failure when it exits.
+func reportedFailure(end runs.End) string {
+	item := strconv.Quote(items.Clip(end.Item))
+	switch {
+	case end.Result == schema.ResultTimeout:
+		return fmt.Sprintf("item %s failed: %v (exit code %d)", item, end.Err, exitTimeout)
+	case end.Result == schema.ResultLockLost:
+		return fmt.Sprintf("item %s failed: %v; the child was stopped (exit code %d)", item, end.Err, exitLockLost)
+	case end.Result == schema.ResultCancelled:
+		// No exit code: a --continuous worker goes on after a cancel.
+		return fmt.Sprintf("item %s was %v", item, end.Err)
+	case end.Result != schema.ResultFailure || end.Err != nil:
+		return ""
+	case end.Exit.Signal != 0:
+		return fmt.Sprintf("item %s failed: the child was %s (exit code %d)", item, end.Exit, end.Exit.Code)
+	}
+	return fmt.Sprintf("item %s failed: the child ended with %s", item, end.Exit)
+}
+
+// classify names how a run ended (see newRunEnd for its inputs). Timeouts
+// and lost locks come first, since they stopped the child whatever it would
+// have done; a child that succeeded despite a stop signal finished its work,
+// so it counts as a success.
+func classify(exit proc.Exit, err error, stopped bool, exitCodes []int) schema.Result {
+	switch {
+	case errors.Is(err, ErrLockLost):
+		return schema.ResultLockLost
+	case errors.Is(err, ErrTimeout):
+		return schema.ResultTimeout
+	case errors.Is(err, ErrCancelled):
+		return schema.ResultCancelled
+	case errors.Is(err, errStopped):
+		// The stop came between taking the item and starting its child.
+		return schema.ResultInterrupted
+	case err != nil:
+		// The child could not be run.
+		return schema.ResultFailure
+	case slices.Contains(exitCodes, exit.Code):
+		return schema.ResultSuccess
+	case stopped:
+		return schema.ResultInterrupted
+	}
+	return schema.ResultFailure
 }

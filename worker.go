@@ -14,6 +14,7 @@ import (
 	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/items"
+	"github.com/w8y/w8y/internal/jobctl"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
@@ -42,7 +43,7 @@ type worker struct {
 	children interface {
 		run(ctx context.Context, item string, lock *Lock) runs.End
 	}
-	stops *signalRouter
+	stops router
 	// hangUp closes the Redis client: see take.
 	hangUp  func()
 	metrics observer
@@ -50,13 +51,29 @@ type worker struct {
 	health *health.Heartbeat
 	log    zerolog.Logger
 	// items reads the list's items as --status does, for --until-idle
-	// (see finished); nil without it.
+	// (see nothingLeft); nil without it.
 	items *status.Reader
 	// reports is where a failed run, and a continuous worker's stop because
 	// of one, get a line of their own when the log does not reach stderr
 	// (see failureReports); nil when it does.
 	reports io.Writer
 }
+
+// router is the signal router as the loop and the take see it.
+type router struct{ *jobctl.Router }
+
+// stopping reports whether a stop signal has arrived.
+func (r router) stopping() bool { return r.Stopping() }
+
+// stopErr is the jobctl.StopError of the first stop signal.
+func (r router) stopErr() error { return r.StopErr() }
+
+// errStopped and stopError are jobctl's: a stop signal that came before an
+// item could be taken or its child started, and the signal that asked for
+// it, which main's exit table turns into 128 plus its number.
+var errStopped = jobctl.ErrStopped
+
+type stopError = jobctl.StopError
 
 // tell writes line to reports, if any.
 func (w *worker) tell(line string) {
@@ -223,7 +240,8 @@ type continuous struct {
 }
 
 // fill takes items while slots are free and nothing pauses or closes the
-// loop.
+// loop: up to --max-items, each taken item run in a slot of its own, a
+// pass that found nothing handled by idle, a Redis error retried.
 func (l *continuous) fill(ctx context.Context) {
 	w := l.w
 	for !l.closing && l.paused == nil && l.running < w.opts.Parallel {
@@ -249,35 +267,44 @@ func (l *continuous) fill(ctx context.Context) {
 			l.taken++
 			go func() { l.done <- w.runItem(ctx, item, lock) }()
 		case errors.Is(err, ErrNoWork):
-			w.metrics.IdlePass()
-			if l.listChecked.IsZero() || time.Since(l.listChecked) >= listCheckEvery {
-				w.warnIfListMissing(ctx)
-				l.listChecked = time.Now()
-			}
 			l.retries = 0
-			if w.opts.UntilIdle && l.running == 0 {
-				done, err := w.finished(ctx)
-				if err != nil {
-					l.retryOrEnd(err)
-					return
-				}
-				if done {
-					l.close("--until-idle: nothing is left to run (every item cools down or cannot run): no new items will be taken")
-					return
-				}
-			}
-			l.idle = true
-			wait := time.Duration(w.opts.IdleWait)
-			if w.rotator.Looks() && !w.opts.UntilIdle {
-				wait = min(wait, lookEvery)
-			}
-			l.pause(jitter(wait))
+			l.foundNothing(ctx)
 		case errors.Is(err, errStopped):
 			l.close("")
 		default:
 			l.retryOrEnd(err)
 		}
 	}
+}
+
+// foundNothing handles a pass that found nothing to take: it warns now and
+// then if the list is missing, ends a --until-idle worker that has nothing
+// left to run, and otherwise pauses, no longer than the next look at what
+// came due.
+func (l *continuous) foundNothing(ctx context.Context) {
+	w := l.w
+	w.metrics.IdlePass()
+	if l.listChecked.IsZero() || time.Since(l.listChecked) >= listCheckEvery {
+		w.warnIfListMissing(ctx)
+		l.listChecked = time.Now()
+	}
+	if w.opts.UntilIdle && l.running == 0 {
+		done, err := nothingLeft(ctx, w.items, w.rotator.MaxItemLen)
+		if err != nil {
+			l.retryOrEnd(err)
+			return
+		}
+		if done {
+			l.close("--until-idle: nothing is left to run (every item cools down or cannot run): no new items will be taken")
+			return
+		}
+	}
+	l.idle = true
+	wait := time.Duration(w.opts.IdleWait)
+	if w.rotator.Looks() && !w.opts.UntilIdle {
+		wait = min(wait, lookEvery)
+	}
+	l.pause(jitter(wait))
 }
 
 // retryOrEnd retries after err, a Redis error, if a retry may mend it, and
@@ -402,6 +429,26 @@ func (l *continuous) result() error {
 		l.w.log.Info().Int("items", l.taken).Msg("done; exiting")
 	}
 	return nil
+}
+
+// listCheckEvery is how often an idle --continuous worker checks again
+// that its list exists: a missing list is said at the first idle pass, and
+// again now and then while it stays missing, so that a worker with a
+// mistyped --key-prefix is not silent forever, nor noisy.
+const listCheckEvery = 10 * time.Minute
+
+// warnIfListMissing warns when the list does not exist, after a pass that
+// found nothing to take: a mistyped --key-prefix otherwise looks just like
+// a list whose items are all taken. Redis keeps no empty list, so an empty
+// one reads as missing too. A failed read says nothing: the next pass meets
+// the same failure and reports it.
+func (w *worker) warnIfListMissing(ctx context.Context) {
+	list := w.rotator.Keys.List()
+	n, err := w.rotator.Client.LLen(ctx, list).Result()
+	if err != nil || n > 0 {
+		return
+	}
+	w.log.Warn().Str("list", items.Clip(list)).Msgf("the list %s does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right? Other programs add items with RPUSH %s ...", quoteKey(list), items.Clip(list))
 }
 
 // stopsBecause says why a --continuous worker stops after end, a failed

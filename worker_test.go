@@ -1,13 +1,8 @@
 package main
 
 import (
-	"errors"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/rs/zerolog"
-	"github.com/w8y/w8y/internal/proc"
 )
 
 func TestJitterStaysWithinAQuarter(t *testing.T) {
@@ -40,33 +35,5 @@ func TestKillGraceLeavesTimeBeforeTheLeaseEnds(t *testing.T) {
 		if giveUp := grace + stopMargin(tt.ttl); giveUp >= tt.ttl-tt.ttl/3 {
 			t.Errorf("ttl %s: giving up %s before the end leaves no room for a refresh", tt.ttl, giveUp)
 		}
-	}
-}
-
-func TestSignalRouter(t *testing.T) {
-	r := newSignalRouter(zerolog.Nop())
-	r.handle(syscall.SIGUSR1, nil)
-	select {
-	case <-r.Stopped():
-		t.Fatal("SIGUSR1 stopped w8y")
-	default:
-	}
-	r.handle(syscall.SIGTERM, nil)
-	select {
-	case <-r.Stopped():
-	default:
-		t.Fatal("SIGTERM did not stop w8y")
-	}
-	r.handle(syscall.SIGINT, nil)
-	if got := r.StopSignal(); got != syscall.SIGTERM {
-		t.Errorf("stop signal %s, want the first one, SIGTERM", got)
-	}
-	started := false
-	_, err := r.startChild(func() (*proc.Child, error) {
-		started = true
-		return nil, nil
-	}, nil)
-	if !errors.Is(err, errStopped) || started {
-		t.Errorf("a child was started after a stop signal (err %v)", err)
 	}
 }

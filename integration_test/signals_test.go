@@ -7,8 +7,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // groupChild is a shell that starts a grandchild in its process group,
@@ -49,8 +53,20 @@ func TestSIGTERMEndsTheWholeGroup(t *testing.T) {
 	s := startRedis(t)
 	s.seed(t, "term:list", "a", "b")
 	p, _, grandchild := startGroupChild(t, s, "-u", s.URL, "-k", "term")
+	// A grandchild that outlives w8y (a signal sent to the child's pid, not
+	// its group) holds w8y's stdout open, and p.wait would wait for it until
+	// the test binary's timeout: this test's own deadline kills it, and fails.
+	var outlived atomic.Bool
+	deadline := time.AfterFunc(redistest.Timeout, func() {
+		outlived.Store(true)
+		_ = syscall.Kill(grandchild, syscall.SIGKILL)
+	})
+	defer deadline.Stop()
 	p.signal(t, syscall.SIGTERM)
 	r := p.wait(t)
+	if outlived.Load() {
+		t.Fatalf("the grandchild %d outlived w8y by %s: SIGTERM did not reach the whole group", grandchild, redistest.Timeout)
+	}
 	r.wantExit(t, 143)
 	processGone(t, grandchild)
 	s.noLocks(t, "term")

@@ -5,7 +5,8 @@
 // (the parent-death signal), and with everything it started killed by a
 // guard process if w8y dies without saying goodbye; lent the terminal's
 // foreground and given it back; and orphans reaped when w8y is PID 1 or a
-// subreaper. It also knows how much execve accepts and how to find
+// subreaper. It also knows how to find an executable as execvp does (and a
+// script's #! interpreter), how much execve accepts, and how to find
 // processes in /proc.
 //
 // It is Linux-only, and says so at compile time (see unsupported.go).

@@ -25,7 +25,7 @@ type Client interface {
 // Finisher ends runs: it releases the run's lock and writes what the end
 // changes, in one round trip where one script may touch all of an item's
 // keys: the item's cooldown or failure backoff and its count of consecutive
-// failures (see Schedule), and its state hash and end event (see recorder).
+// failures (see Schedule), and its state hash and end event (see Recorder).
 type Finisher struct {
 	Client Client
 	// Record says what to record of a run, and under which keys; where

@@ -1,4 +1,4 @@
-package main
+package jobctl
 
 import (
 	"syscall"
@@ -23,11 +23,12 @@ import (
 // A stopped w8y refreshes no lock, so a lock may expire while the job is
 // stopped, and another worker take the item. So every child is stopped
 // before w8y stops, and continued only once its lock is known to be still
-// its own (see lease.Resume): a child whose lock was lost meanwhile is
+// its own (see Pausable.Resume): a child whose lock was lost meanwhile is
 // killed while still stopped, and its run ends as on a lost lock (122).
 
-// childStopped handles the stop of child by sig.
-func (r *signalRouter) childStopped(child *proc.Child, sig syscall.Signal) {
+// ChildStopped handles the stop of child by sig, which the child's owner
+// read from child.Stopped().
+func (r *Router) ChildStopped(child *proc.Child, sig syscall.Signal) {
 	if !proc.IsTerminalStop(sig) {
 		// SIGSTOP from someone: the child stays stopped under its lock,
 		// which w8y keeps alive, until they continue it.
@@ -37,7 +38,7 @@ func (r *signalRouter) childStopped(child *proc.Child, sig syscall.Signal) {
 	// A child stopped for using the terminal from the background, while w8y
 	// holds it: w8y was continued in the foreground after the child
 	// started. The child gets the terminal and goes on, as sudo does.
-	if sig != syscall.SIGTSTP && r.spawn.Lend(child) {
+	if sig != syscall.SIGTSTP && r.term.Lend(child) {
 		_ = child.Signal(syscall.SIGCONT)
 		return
 	}
@@ -60,8 +61,8 @@ func (r *signalRouter) childStopped(child *proc.Child, sig syscall.Signal) {
 // is continued, it continues each child whose lock is still its own, in the
 // terminal's foreground if w8y is there, and kills the others. It reports
 // false, and stops nothing, when no shell could continue w8y.
-func (r *signalRouter) suspend(whole bool, sig syscall.Signal) bool {
-	if proc.Orphaned() {
+func (r *Router) suspend(whole bool, sig syscall.Signal) bool {
+	if r.orphaned() {
 		r.log.Debug().Str("signal", unix.SignalName(sig)).Msg("not stopping: no shell could continue w8y")
 		return false
 	}
@@ -73,7 +74,7 @@ func (r *signalRouter) suspend(whole bool, sig syscall.Signal) bool {
 		_ = child.Signal(syscall.SIGSTOP)
 		lease.Pause()
 	}
-	proc.StopJob(whole)
+	r.stopJob(whole)
 	r.log.Info().Msg("continued")
 	for child, lease := range r.children {
 		err := lease.Resume(func() { _ = child.Signal(syscall.SIGKILL) })
@@ -81,7 +82,7 @@ func (r *signalRouter) suspend(whole bool, sig syscall.Signal) bool {
 			// The lease reports the loss, and the child's run ends on it.
 			continue
 		}
-		r.spawn.Lend(child)
+		r.term.Lend(child)
 		_ = child.Signal(syscall.SIGCONT)
 	}
 	return true

@@ -1,4 +1,4 @@
-package main
+package jobctl
 
 import (
 	"errors"
@@ -23,9 +23,9 @@ var forwardedSignals = []os.Signal{
 // run kills their groups.
 var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
-// catchSignals makes w8y catch the forwarded signals, and returns the
-// channel they arrive on and a function that stops catching them. It is
-// called once, when serve starts: dispositions belong to the whole process.
+// Catch makes w8y catch the forwarded signals, and returns the channel they
+// arrive on and a function that stops catching them. Call it once, when the
+// worker starts: dispositions belong to the whole process.
 //
 // A signal that w8y's parent had it ignore (nohup: SIGHUP; a shell that
 // starts a background job without job control: SIGINT and SIGQUIT) is left
@@ -35,8 +35,8 @@ var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, s
 // runtime keeps SIGHUP's and SIGINT's, but forgets the others').
 //
 // It also catches SIGTSTP, unless ignored, to stop the children before w8y
-// stops (see jobcontrol.go).
-func catchSignals(ignored proc.Ignored) (<-chan os.Signal, func()) {
+// stops (see suspend.go).
+func Catch(ignored proc.Ignored) (<-chan os.Signal, func()) {
 	var caught []os.Signal
 	for _, sig := range slices.Concat(forwardedSignals, []os.Signal{syscall.SIGTSTP}) {
 		if !ignored.Has(sig.(syscall.Signal)) {
@@ -48,41 +48,65 @@ func catchSignals(ignored proc.Ignored) (<-chan os.Signal, func()) {
 	return sigs, func() { signal.Stop(sigs) }
 }
 
-// errStopped is returned when a stop signal came before the next item could
+// ErrStopped is returned when a stop signal came before the next item could
 // be taken or its child started.
-var errStopped = errors.New("stopped")
+var ErrStopped = errors.New("stopped")
 
-// stopError is errStopped with the signal that asked for the stop: w8y
+// StopError is ErrStopped with the signal that asked for the stop: w8y
 // exits with 128 plus its number, as a shell reports a process it killed.
-type stopError struct{ Signal syscall.Signal }
+type StopError struct{ Signal syscall.Signal }
 
-func (e stopError) Error() string        { return "stopped by " + unix.SignalName(e.Signal) }
-func (e stopError) Is(target error) bool { return target == errStopped }
+func (e StopError) Error() string        { return "stopped by " + unix.SignalName(e.Signal) }
+func (e StopError) Is(target error) bool { return target == ErrStopped }
 
-// signalRouter passes the signals w8y receives to the process groups of the
+// Pausable is what keeps a running child's lock alive, as job control sees
+// it: Pause stops it while w8y is stopped; Resume goes on once w8y is
+// continued, or, if the lock was lost meanwhile, calls kill and returns the
+// loss.
+type Pausable interface {
+	Pause()
+	Resume(kill func()) error
+}
+
+// Lender lends a child the terminal's foreground (see proc.Spawner.Lend).
+type Lender interface {
+	Lend(child *proc.Child) bool
+}
+
+// Router passes the signals w8y receives to the process groups of the
 // running children (one, or up to --parallel) and turns stop signals into a
 // stop request. It also stops and continues w8y with its children when the
-// terminal stops them (see jobcontrol.go).
-type signalRouter struct {
+// terminal stops them (see suspend.go).
+type Router struct {
 	log zerolog.Logger
-	// spawn starts the children, and lends them the terminal.
-	spawn *proc.Spawner
+	// term lends the children the terminal; set by Route.
+	term Lender
+	// orphaned and stopJob are proc.Orphaned and proc.StopJob, which a test
+	// replaces: the real ones stop the whole process.
+	orphaned func() bool
+	stopJob  func(whole bool)
 
 	mu sync.Mutex
-	// children are the running children, each with the lease that keeps
-	// its lock alive.
-	children map[*proc.Child]*lease
+	// children are the running children, each with what keeps its lock
+	// alive.
+	children map[*proc.Child]Pausable
 	stopSig  syscall.Signal
 	stop     chan struct{}
 }
 
-func newSignalRouter(log zerolog.Logger) *signalRouter {
-	return &signalRouter{log: log, children: map[*proc.Child]*lease{}, stop: make(chan struct{})}
+// New returns a Router that routes nothing until Route.
+func New(log zerolog.Logger) *Router {
+	return &Router{
+		log: log, orphaned: proc.Orphaned, stopJob: proc.StopJob,
+		children: map[*proc.Child]Pausable{}, stop: make(chan struct{}),
+	}
 }
 
-// route handles signals from sigs until done is closed. It returns a channel
-// that is closed when it has finished.
-func (r *signalRouter) route(sigs <-chan os.Signal, done <-chan struct{}) <-chan struct{} {
+// Route handles signals from sigs until done is closed, lending the
+// children the terminal through term. It returns a channel that is closed
+// when it has finished. Signals caught before it starts wait in sigs.
+func (r *Router) Route(sigs <-chan os.Signal, term Lender, done <-chan struct{}) <-chan struct{} {
+	r.term = term
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
@@ -94,7 +118,7 @@ func (r *signalRouter) route(sigs <-chan os.Signal, done <-chan struct{}) <-chan
 				if sig == syscall.SIGTSTP {
 					r.suspend(false, syscall.SIGTSTP)
 				} else {
-					r.handle(sig.(syscall.Signal), nil)
+					r.Handle(sig.(syscall.Signal), nil)
 				}
 			}
 		}
@@ -102,17 +126,17 @@ func (r *signalRouter) route(sigs <-chan os.Signal, done <-chan struct{}) <-chan
 	return finished
 }
 
-// heard handles sig, which the terminal sent the process group of child
+// Heard handles sig, which the terminal sent the process group of child
 // while the child held it (see proc.Spawner): as a signal sent to w8y,
 // except that child has it already.
-func (r *signalRouter) heard(child *proc.Child, sig syscall.Signal) {
-	r.handle(sig, child)
+func (r *Router) Heard(child *proc.Child, sig syscall.Signal) {
+	r.Handle(sig, child)
 }
 
-// handle forwards sig to every running child but from, whose group has it
+// Handle forwards sig to every running child but from, whose group has it
 // already, and records stop requests. A second stop signal while children
 // run kills their groups, from included.
-func (r *signalRouter) handle(sig syscall.Signal, from *proc.Child) {
+func (r *Router) Handle(sig syscall.Signal, from *proc.Child) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	isStop := slices.Contains(stopSignals, os.Signal(sig))
@@ -146,42 +170,42 @@ func (r *signalRouter) handle(sig syscall.Signal, from *proc.Child) {
 	}
 }
 
-// stopping reports whether a stop signal has arrived.
-func (r *signalRouter) stopping() bool { return r.StopSignal() != 0 }
+// Stopping reports whether a stop signal has arrived.
+func (r *Router) Stopping() bool { return r.StopSignal() != 0 }
 
 // Stopped is closed once a stop signal has arrived.
-func (r *signalRouter) Stopped() <-chan struct{} { return r.stop }
+func (r *Router) Stopped() <-chan struct{} { return r.stop }
 
 // StopSignal is the first stop signal received, or 0.
-func (r *signalRouter) StopSignal() syscall.Signal {
+func (r *Router) StopSignal() syscall.Signal {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.stopSig
 }
 
-// stopErr is the stopError of the first stop signal.
-func (r *signalRouter) stopErr() error { return stopError{Signal: r.StopSignal()} }
+// StopErr is the StopError of the first stop signal.
+func (r *Router) StopErr() error { return StopError{Signal: r.StopSignal()} }
 
-// startChild calls start unless a stop was requested (then a stopError), and
-// routes signals to the child from the moment it exists, so none is lost
-// between its start and its registration. lease keeps the child's lock
+// StartChild calls start unless a stop was requested (then a StopError),
+// and routes signals to the child from the moment it exists, so none is
+// lost between its start and its registration. p keeps the child's lock
 // alive; job control pauses it while w8y is stopped.
-func (r *signalRouter) startChild(start func() (*proc.Child, error), lease *lease) (*proc.Child, error) {
+func (r *Router) StartChild(start func() (*proc.Child, error), p Pausable) (*proc.Child, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopSig != 0 {
-		return nil, stopError{Signal: r.stopSig}
+		return nil, StopError{Signal: r.stopSig}
 	}
 	child, err := start()
 	if err != nil {
 		return nil, err
 	}
-	r.children[child] = lease
+	r.children[child] = p
 	return child, nil
 }
 
-// childDone stops routing signals to child.
-func (r *signalRouter) childDone(child *proc.Child) {
+// ChildDone stops routing signals to child.
+func (r *Router) ChildDone(child *proc.Child) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.children, child)
