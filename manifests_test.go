@@ -19,7 +19,7 @@ import (
 // tests run.
 func manifestPaths(t *testing.T) []string {
 	t.Helper()
-	paths, err := filepath.Glob("scripts/kubernetes/*.yaml")
+	paths, err := filepath.Glob("examples/kubernetes/*.yaml")
 	if err != nil || len(paths) < 3 {
 		t.Fatalf("manifests %q, %v", paths, err)
 	}
@@ -72,7 +72,7 @@ func mapsContain(m, sub map[string]string) bool {
 	return len(sub) > 0
 }
 
-// TestKubernetesManifests decodes the manifests in scripts/kubernetes with
+// TestKubernetesManifests decodes the manifests in examples/kubernetes with
 // the Kubernetes API's own types, strictly, and checks that each w8y
 // container's arguments and W8Y_* variables are valid options of this w8y
 // (the image's entrypoint is w8y), and that its probes ask /livez for
@@ -146,7 +146,7 @@ func checkProbes(t *testing.T, c corev1.Container, metricsAddr string) {
 }
 
 // TestREADMEManifests: the README shows every manifest in
-// scripts/kubernetes whole, and no other YAML, so that what it shows is
+// examples/kubernetes whole, and no other YAML, so that what it shows is
 // what the tests decode and run.
 func TestREADMEManifests(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
@@ -170,6 +170,6 @@ func TestREADMEManifests(t *testing.T) {
 		}
 	}
 	for _, b := range shown {
-		t.Errorf("the README shows YAML that is not in scripts/kubernetes:\n%s", b)
+		t.Errorf("the README shows YAML that is not in examples/kubernetes:\n%s", b)
 	}
 }

@@ -21,16 +21,16 @@ import (
 	"github.com/w8y/w8y/internal/redistest"
 )
 
-// The tests here run what the manifests in scripts/kubernetes run, with
+// The tests here run what the manifests in examples/kubernetes run, with
 // the built w8y and busybox's sh and wget, which the image holds, and
 // check what the manifests' comments claim. Where a claim is Kubernetes'
 // doing (a Job counting failed pods), the test does what Kubernetes does.
 
-// readManifest returns the w8y container of a manifest in scripts/kubernetes
+// readManifest returns the w8y container of a manifest in examples/kubernetes
 // (the one with arguments: the image's entrypoint is w8y) and the object.
 func readManifest[T any](t *testing.T, name string, pod func(*T) corev1.PodSpec) (*T, corev1.Container) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "scripts", "kubernetes", name))
+	data, err := os.ReadFile(filepath.Join("..", "examples", "kubernetes", name))
 	if err != nil {
 		t.Fatal(err)
 	}
