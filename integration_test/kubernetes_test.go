@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/w8y/w8y/internal/doctest"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -314,12 +315,12 @@ func TestKubernetesSidecar(t *testing.T) {
 	}
 }
 
-// TestREADMESidecarSnippetCompiles builds the README's Go example of the
+// TestDocsSidecarSnippetCompiles builds the recipes' Go example of the
 // sidecar contract, with the two functions it leaves to the application,
 // so that the example stays code that compiles against go-redis.
-func TestREADMESidecarSnippetCompiles(t *testing.T) {
+func TestDocsSidecarSnippetCompiles(t *testing.T) {
 	t.Parallel()
-	snippet := readmeBlock(t, "go", "W8y-Lock-Key")
+	snippet := doctest.Block(t, "docs/recipes.md", "go", "W8y-Lock-Key")
 	dir := t.TempDir()
 	goMod, err := os.ReadFile("../go.mod")
 	if err != nil {
@@ -374,6 +375,6 @@ func main() { http.HandleFunc("/sync", sync) }
 	build.Dir = dir
 	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("the README's Go example of the sidecar contract does not build: %v\n%s\n%s", err, out, program)
+		t.Fatalf("docs/recipes.md's Go example of the sidecar contract does not build: %v\n%s\n%s", err, out, program)
 	}
 }
