@@ -25,7 +25,7 @@ all: build
 
 # CGO_ENABLED=0 links w8y statically: without the dynamic loader and libc's
 # relocations, a one-shot run starts about a millisecond sooner (see
-# README's Benchmarks). w8y needs no cgo: Go's own resolver reads
+# docs/benchmarks.md). w8y needs no cgo: Go's own resolver reads
 # /etc/resolv.conf and /etc/hosts.
 #
 # Two builds of the same code: bin/w8y leaves out the Prometheus client

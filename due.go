@@ -15,8 +15,8 @@ import (
 // to take, no longer passes over the whole list every --idle-wait: it looks
 // (lua.Due) at what may have become eligible since, which costs Redis the
 // same for ten items as for a million, and leaves the whole list to a sweep
-// that one idle worker of the fleet makes now and then. See README, "How it
-// works".
+// that one idle worker of the fleet makes now and then. See docs/how-it-works.md,
+// "Idle workers".
 const (
 	// lookEvery is the longest pause between an idle worker's looks, however
 	// long --idle-wait is, before jitter (±25%): an item that an operator

@@ -41,7 +41,7 @@ type exitStatus struct {
 }
 
 // exitStatuses is the one table of w8y's exit codes, which --help, the man
-// page and (checked by a test) the README show.
+// page and (checked by a test) docs/reference.md show.
 var exitStatuses = []exitStatus{
 	{"N", "the child's exit code (with --parallel, the first child to end with a code other than 0)"},
 	{"128+N", "the child was killed by signal N; in one-shot mode also: w8y got stop signal N before any child started"},

@@ -41,7 +41,7 @@ type exitStatus struct {
 }
 
 // exitStatuses is the one table of w8yctl's exit codes, which --help and
-// (checked by a test) the README show.
+// (checked by a test) docs/reference.md show.
 var exitStatuses = []exitStatus{
 	{exitOK, "done, as the lines printed say (an item already in the list, one that was not paused, or one that runs now and is not started twice is no failure)"},
 	{exitFound, "check found problems, each printed on a line (with --fix: problems that it left for an operator; 0 if it repaired all it found)"},
