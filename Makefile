@@ -25,13 +25,13 @@ all: build
 
 # CGO_ENABLED=0 links w8y statically: without the dynamic loader and libc's
 # relocations, a one-shot run starts about a millisecond sooner (see
-# README's Benchmarks). w8y needs no cgo: Go's own resolver reads
+# docs/benchmarks.md). w8y needs no cgo: Go's own resolver reads
 # /etc/resolv.conf and /etc/hosts.
 #
 # Two builds of the same code: bin/w8y leaves out the Prometheus client
 # (-tags w8y_lean), whose start-up cost every one-shot run would pay, and
 # bin/w8y-metrics has it; bin/w8y hands a run with --metrics-addr over to
-# bin/w8y-metrics next to it (see metrics_lean.go). Install both, and
+# bin/w8y-metrics next to it (see metrics_off.go). Install both, and
 # bin/w8yctl, the operators' command (cmd/w8yctl).
 build:
 	CGO_ENABLED=0 go build -tags w8y_lean -ldflags "$(LDFLAGS)" -o $(BIN)/w8y .

@@ -33,7 +33,7 @@ const (
 )
 
 // exitStatuses is the one table of w8y's exit codes, which --help, the man
-// page and (checked by a test) the docs show. A code is the code, or the
+// page and (checked by a test) docs/reference.md show. A code is the code, or the
 // form of a family of codes ("N", "128+N").
 var exitStatuses = []cli.ExitStatus[string]{
 	{Code: "N", Meaning: "the child's exit code (with --parallel, the first child to end with a code other than 0)"},

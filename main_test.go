@@ -3,13 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/w8y/w8y/internal/doctest"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/runs"
@@ -60,18 +60,10 @@ func TestExitTableHasEveryCode(t *testing.T) {
 	}
 }
 
-// TestREADMEExitCodes: the README's table of exit codes lists the codes of
-// the one table, in its order.
-func TestREADMEExitCodes(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, found := strings.Cut(string(readme), "\n### Exit codes\n")
-	if !found {
-		t.Fatal("README.md has no section '### Exit codes'")
-	}
-	section, _, _ = strings.Cut(section, "\n#")
+// TestDocsExitCodes: the reference's table of exit codes lists the codes
+// of the one table, in its order.
+func TestDocsExitCodes(t *testing.T) {
+	section := doctest.Section(t, "docs/reference.md", "## Exit codes")
 	var got []string
 	row := regexp.MustCompile("(?m)^\\| `?([0-9N+]+)`? \\|")
 	for _, m := range row.FindAllStringSubmatch(section, -1) {
@@ -82,29 +74,20 @@ func TestREADMEExitCodes(t *testing.T) {
 		want = append(want, st.Code)
 	}
 	if !slices.Equal(got, want) {
-		t.Errorf("README's exit codes %q, want %q as in exitStatuses", got, want)
+		t.Errorf("docs/reference.md's exit codes %q, want %q as in exitStatuses", got, want)
 	}
 }
 
-// TestREADMELinks: every link within the README leads to one of its
-// headings, as GitHub names them.
-func TestREADMELinks(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+// TestDocsLinks: every relative link of the README and of the pages in
+// docs/ leads to a file that exists and, with an #anchor, to a heading of
+// that page, as GitHub names them; and the README links to every page.
+func TestDocsLinks(t *testing.T) {
+	problems, err := doctest.Links(doctest.Root(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Headings outside code blocks.
-	text := regexp.MustCompile("(?s)```.*?```").ReplaceAllString(string(readme), "")
-	anchors := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^#+ (.+)$`).FindAllStringSubmatch(text, -1) {
-		anchor := strings.ToLower(m[1])
-		anchor = regexp.MustCompile(`[^a-z0-9 _-]`).ReplaceAllString(anchor, "")
-		anchors[strings.ReplaceAll(anchor, " ", "-")] = true
-	}
-	for _, m := range regexp.MustCompile(`\]\(#([^)]+)\)`).FindAllStringSubmatch(text, -1) {
-		if !anchors[m[1]] {
-			t.Errorf("the link #%s leads to no heading", m[1])
-		}
+	for _, p := range problems {
+		t.Error(p)
 	}
 }
 

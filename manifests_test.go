@@ -3,23 +3,23 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/w8y/w8y/internal/doctest"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
 
-// manifestPaths are the Kubernetes manifests that the README shows and the
-// tests run.
+// manifestPaths are the Kubernetes manifests that docs/recipes.md shows and
+// the tests run.
 func manifestPaths(t *testing.T) []string {
 	t.Helper()
-	paths, err := filepath.Glob("scripts/kubernetes/*.yaml")
+	paths, err := filepath.Glob("examples/kubernetes/*.yaml")
 	if err != nil || len(paths) < 3 {
 		t.Fatalf("manifests %q, %v", paths, err)
 	}
@@ -72,7 +72,7 @@ func mapsContain(m, sub map[string]string) bool {
 	return len(sub) > 0
 }
 
-// TestKubernetesManifests decodes the manifests in scripts/kubernetes with
+// TestKubernetesManifests decodes the manifests in examples/kubernetes with
 // the Kubernetes API's own types, strictly, and checks that each w8y
 // container's arguments and W8Y_* variables are valid options of this w8y
 // (the image's entrypoint is w8y), and that its probes ask /livez for
@@ -145,18 +145,15 @@ func checkProbes(t *testing.T, c corev1.Container, metricsAddr string) {
 	}
 }
 
-// TestREADMEManifests: the README shows every manifest in
-// scripts/kubernetes whole, and no other YAML, so that what it shows is
+// TestDocsManifests: the recipes page shows every manifest in
+// examples/kubernetes whole, and no other YAML, so that what it shows is
 // what the tests decode and run.
-func TestREADMEManifests(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
+func TestDocsManifests(t *testing.T) {
 	var shown []string
-	for _, b := range blocks {
-		shown = append(shown, b[1])
+	for _, b := range doctest.Blocks(doctest.Page(t, "docs/recipes.md")) {
+		if b.Lang == "yaml" {
+			shown = append(shown, b.Text)
+		}
 	}
 	for _, path := range manifestPaths(t) {
 		data, err := os.ReadFile(path)
@@ -164,12 +161,39 @@ func TestREADMEManifests(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i := slices.Index(shown, string(data)); i < 0 {
-			t.Errorf("the README does not show %s whole", path)
+			t.Errorf("docs/recipes.md does not show %s whole", path)
 		} else {
 			shown = slices.Delete(shown, i, i+1)
 		}
 	}
 	for _, b := range shown {
-		t.Errorf("the README shows YAML that is not in scripts/kubernetes:\n%s", b)
+		t.Errorf("docs/recipes.md shows YAML that is not in examples/kubernetes:\n%s", b)
+	}
+}
+
+// TestREADMEManifestExcerpts: each piece of YAML that the README shows is
+// whole lines, in a row, of one manifest in examples/kubernetes, so that
+// it is part of what the tests decode and run.
+func TestREADMEManifestExcerpts(t *testing.T) {
+	var manifests []string
+	for _, path := range manifestPaths(t) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifests = append(manifests, "\n"+string(data))
+	}
+	excerpts := 0
+	for _, b := range doctest.Blocks(doctest.Page(t, "README.md")) {
+		if b.Lang != "yaml" {
+			continue
+		}
+		excerpts++
+		if !slices.ContainsFunc(manifests, func(m string) bool { return strings.Contains(m, "\n"+b.Text) }) {
+			t.Errorf("the README shows YAML that is not lines of a manifest in examples/kubernetes:\n%s", b.Text)
+		}
+	}
+	if excerpts == 0 {
+		t.Error("the README shows no excerpt of a manifest")
 	}
 }

@@ -20,7 +20,7 @@ import (
 // out the Prometheus client and net/http. Linking them costs every run their
 // package initialisation and page faults in a binary half again as large,
 // in w8y and in its guard: about a millisecond of a one-shot run's few (see
-// README's Benchmarks), paid by every cron job for metrics it never serves.
+// docs/benchmarks.md), paid by every cron job for metrics it never serves.
 // A run with --metrics-addr, a long-running service, replaces itself at
 // start-up with the full build, w8y-metrics, through execve: same PID, same
 // arguments and environment, so systemd and Kubernetes see no difference.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/doctest"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -199,16 +200,16 @@ func TestCtlCheckCluster(t *testing.T) {
 	}
 }
 
-// TestREADMECtlCheck runs the README's check session, a command at a time,
-// on the mess that the README describes, and checks that it prints what the
-// README shows and ends each command as the README says: 1, 0, 0.
-func TestREADMECtlCheck(t *testing.T) {
+// TestDocsCtlCheck runs docs/operating.md's check session, a command at a
+// time, on the mess that the page describes, and checks that it prints what
+// the page shows and ends each command as the page says: 1, 0, 0.
+func TestDocsCtlCheck(t *testing.T) {
 	t.Parallel()
 	s := setup(t, "work")
 	s.items("report:alpha", "report:beta", "report:alpha")
 	s.Client.HSet(ctx(t), s.key("state:report:old"), "runs", 3)
 	s.Client.HSet(ctx(t), s.key("cooldown:report:beta"), "by", "hand")
-	session := readmeBlock(t, "sh", "w8yctl -k work check --fix")
+	session := doctest.Block(t, "docs/operating.md", "sh", "w8yctl -k work check --fix")
 	bin := t.TempDir()
 	if err := os.Symlink(ctlBinary, filepath.Join(bin, "w8yctl")); err != nil {
 		t.Fatal(err)
@@ -223,8 +224,8 @@ func TestREADMECtlCheck(t *testing.T) {
 		stdout.WriteString(r.Stdout)
 		codes = append(codes, r.Code)
 	}
-	if want := readmeBlock(t, "", `found 3 problems under "work:"`); stdout.String() != want {
-		t.Errorf("the session printed:\n%s\nwant the README's:\n%s", stdout.String(), want)
+	if want := doctest.Block(t, "docs/operating.md", "", `found 3 problems under "work:"`); stdout.String() != want {
+		t.Errorf("the session printed:\n%s\nwant the page's:\n%s", stdout.String(), want)
 	}
 	if !slices.Equal(codes, []int{1, 0, 0}) {
 		t.Errorf("the session's exit codes: %v, want [1 0 0]", codes)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/doctest"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -383,13 +384,13 @@ func TestCtlBadInput(t *testing.T) {
 	}
 }
 
-// TestREADMECtl runs the README's w8yctl session as it is written, with w8y
+// TestDocsCtlSession runs docs/operating.md's w8yctl session as it is written, with w8y
 // and w8yctl pointed at the test's Redis by W8Y_REDIS_URL, and checks that it
-// prints what the README shows, but for the times, holders and durations.
-func TestREADMECtl(t *testing.T) {
+// prints what the page shows, but for the times, holders and durations.
+func TestDocsCtlSession(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
-	session := readmeBlock(t, "sh", "w8yctl -k work add --create")
+	session := doctest.Block(t, "docs/operating.md", "sh", "w8yctl -k work add --create")
 	bin := t.TempDir()
 	for name, path := range map[string]string{"w8y": binary, "w8yctl": ctlBinary} {
 		if err := os.Symlink(path, filepath.Join(bin, name)); err != nil {
@@ -406,22 +407,22 @@ func TestREADMECtl(t *testing.T) {
 	same := func(text string) string {
 		return varying.ReplaceAllStringFunc(text, func(m string) string { return m[:3] })
 	}
-	if got, want := same(r.Stdout), same(readmeBlock(t, "", `added 3 items to "work:list"`)); got != want {
-		t.Errorf("the session printed:\n%s\nwant the README's:\n%s", r.Stdout, want)
+	if got, want := same(r.Stdout), same(doctest.Block(t, "docs/operating.md", "", `added 3 items to "work:list"`)); got != want {
+		t.Errorf("the session printed:\n%s\nwant the page's:\n%s", r.Stdout, want)
 	}
 	if got := s.list(t, "work:list"); !slices.Equal(got, []string{"report:alpha", "report:beta"}) {
 		t.Errorf("the list after the session: %q", got)
 	}
 }
 
-// TestCtlACL runs every verb of w8yctl as the README's ACL user for it, and
+// TestCtlACL runs every verb of w8yctl as the recipes' ACL user for it, and
 // its bad input as a user without the rights: it must be refused with one
 // line that says so.
 func TestCtlACL(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
 	const password = "Operator-Staple-77"
-	rule := strings.Fields(strings.TrimSpace(readmeBlock(t, "", "ACL SETUSER operator")))
+	rule := strings.Fields(strings.TrimSpace(doctest.Block(t, "docs/recipes.md", "", "ACL SETUSER operator")))
 	for i, word := range rule {
 		switch {
 		case word == ">secret":
@@ -452,7 +453,7 @@ func TestCtlACL(t *testing.T) {
 		r := runCtl(t, env, verb...)
 		r.wantExit(t, 0)
 		if r.Stderr != "" {
-			t.Errorf("as the README's ACL user: %s", r)
+			t.Errorf("as the recipes' ACL user: %s", r)
 		}
 	}
 	if got := s.Client.HGet(ctx(t), "ops:cancel:b", "holder").Val(); got != "elsewhere:1:abc" {

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+	"github.com/w8y/w8y/internal/doctest"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -137,7 +138,7 @@ func filter(t *testing.T, tab context.Context, text string) {
 // itemNames is the JavaScript for the items that the table shows.
 const itemNames = `Array.from(document.querySelectorAll("#items tbody td.item")).map(td => td.textContent)`
 
-// TestDashboardInBrowser runs the README's dashboard recipe against a list
+// TestDashboardInBrowser runs docs/operating.md's dashboard recipe against a list
 // that three w8y workers work on, and checks in a real Chromium what an
 // operator sees and can do.
 func TestDashboardInBrowser(t *testing.T) {
@@ -156,7 +157,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	// The recipe, as written, but on a free port.
 	home := t.TempDir()
 	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
-	recipe := strings.ReplaceAll(readmeBlock(t, "sh", "serve --addr"), "127.0.0.1:8080", addr)
+	recipe := strings.ReplaceAll(doctest.Block(t, "docs/operating.md", "sh", "serve --addr"), "127.0.0.1:8080", addr)
 	bin := t.TempDir()
 	if err := os.Symlink(ctlBinary, filepath.Join(bin, "w8yctl")); err != nil {
 		t.Fatal(err)
@@ -288,7 +289,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	shows(t, tab, "broken first, and every item", `(() => { const n = `+itemNames+`; return n.length === 6 && n[0] === "broken"; })()`)
 	screenshot(t, tab, dir, "failing-first")
 
-	// The server ends with exit 0 on SIGTERM, as the README says. bash
+	// The server ends with exit 0 on SIGTERM, as docs/operating.md says. bash
 	// runs the recipe's last command in its own place, or as its child.
 	pid := serve.cmd.Process.Pid
 	if children := childrenOf(pid); len(children) == 1 {

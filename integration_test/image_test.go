@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/w8y/w8y/internal/doctest"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -29,7 +30,7 @@ func podman(t *testing.T, args ...string) string {
 }
 
 // TestContainerImage builds the image with make image and runs it as the
-// README's recipe does, with --network=host, against a redis-server the
+// recipes page does, with --network=host, against a redis-server the
 // test started: w8y runs as PID 1, as nobody, and runs an item; the
 // probes answer, inside the container too (busybox's wget); an orphan that
 // a child leaves behind is reaped when it dies; and SIGTERM to the
@@ -117,11 +118,11 @@ esac`
 		t.Errorf("the container's log:\n%s", r.Stderr)
 	}
 
-	// A worker's image built on it as the README shows, run as a batch
+	// A worker's image built on it as the recipes page shows, run as a batch
 	// that ends by itself once every item has run.
 	s.seed(t, "batch:list", "x", "y")
 	context := t.TempDir()
-	containerfile := strings.ReplaceAll(readmeBlock(t, "", "FROM localhost/w8y:dev"), "localhost/w8y:dev", image)
+	containerfile := strings.ReplaceAll(doctest.Block(t, "docs/recipes.md", "", "FROM localhost/w8y:dev"), "localhost/w8y:dev", image)
 	script := "#!/bin/sh\necho \"report $1 by $(id -u)\"\n"
 	for name, data := range map[string]string{"Containerfile": containerfile, "make-report.sh": script} {
 		if err := os.WriteFile(filepath.Join(context, name), []byte(data), 0o755); err != nil {

@@ -18,19 +18,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/w8y/w8y/internal/doctest"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
-// The tests here run what the manifests in scripts/kubernetes run, with
+// The tests here run what the manifests in examples/kubernetes run, with
 // the built w8y and busybox's sh and wget, which the image holds, and
 // check what the manifests' comments claim. Where a claim is Kubernetes'
 // doing (a Job counting failed pods), the test does what Kubernetes does.
 
-// readManifest returns the w8y container of a manifest in scripts/kubernetes
+// readManifest returns the w8y container of a manifest in examples/kubernetes
 // (the one with arguments: the image's entrypoint is w8y) and the object.
 func readManifest[T any](t *testing.T, name string, pod func(*T) corev1.PodSpec) (*T, corev1.Container) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "scripts", "kubernetes", name))
+	data, err := os.ReadFile(filepath.Join("..", "examples", "kubernetes", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,12 +323,12 @@ func TestKubernetesSidecar(t *testing.T) {
 	}
 }
 
-// TestREADMESidecarSnippetCompiles builds the README's Go example of the
+// TestDocsSidecarSnippetCompiles builds the recipes' Go example of the
 // sidecar contract, with the two functions it leaves to the application,
 // so that the example stays code that compiles against go-redis.
-func TestREADMESidecarSnippetCompiles(t *testing.T) {
+func TestDocsSidecarSnippetCompiles(t *testing.T) {
 	t.Parallel()
-	snippet := readmeBlock(t, "go", "W8y-Lock-Key")
+	snippet := doctest.Block(t, "docs/recipes.md", "go", "W8y-Lock-Key")
 	dir := t.TempDir()
 	goMod, err := os.ReadFile("../go.mod")
 	if err != nil {
@@ -382,6 +383,6 @@ func main() { http.HandleFunc("/sync", sync) }
 	build.Dir = dir
 	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("the README's Go example of the sidecar contract does not build: %v\n%s\n%s", err, out, program)
+		t.Fatalf("docs/recipes.md's Go example of the sidecar contract does not build: %v\n%s\n%s", err, out, program)
 	}
 }

@@ -14,45 +14,13 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/doctest"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
-// The tests here run the README's recipes as it shows them: the same
-// text, with only the Redis address and the installed paths put in the
-// test's place.
-
-// readme returns the README.
-func readme(t *testing.T) string {
-	t.Helper()
-	data, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
-}
-
-// readmeBlock returns the first code block of the README in language lang
-// ("" for none) that holds marker.
-func readmeBlock(t *testing.T, lang, marker string) string {
-	t.Helper()
-	var block []string
-	in, blockLang := false, ""
-	for _, line := range strings.Split(readme(t), "\n") {
-		switch {
-		case !in && strings.HasPrefix(line, "```"):
-			in, blockLang, block = true, strings.TrimPrefix(line, "```"), nil
-		case in && line == "```":
-			in = false
-			if text := strings.Join(block, "\n") + "\n"; blockLang == lang && strings.Contains(text, marker) {
-				return text
-			}
-		case in:
-			block = append(block, line)
-		}
-	}
-	t.Fatalf("the README has no %q block with %q", lang, marker)
-	return ""
-}
+// The tests here run the recipes as the README and the pages in docs/ show
+// them (doctest.Block reads a page's block): the same text, with only the
+// Redis address and the installed paths put in the test's place.
 
 // installed replaces the paths that the recipes install to with the test's:
 // w8y (the binary under test) and the worker's script.
@@ -79,16 +47,16 @@ esac
 	return path
 }
 
-// TestREADMECron runs the README's crontab as cron runs a job: /bin/sh -c
+// TestRecipeCron runs the recipes' crontab as cron runs a job: /bin/sh -c
 // with cron's environment (PATH=/usr/bin:/bin, HOME, SHELL, LOGNAME) and
 // the crontab's variables, as a user who cannot write /var/log. A run that
 // succeeds writes nothing on stdout or stderr, so cron mails nothing; one
 // whose item fails silently leaves the one line that cron mails.
-func TestREADMECron(t *testing.T) {
+func TestRecipeCron(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
 	s.seed(t, "reports:list", "customer-1", "customer-2-fails-3")
-	crontab := readmeBlock(t, "crontab", "w8y")
+	crontab := doctest.Block(t, "docs/recipes.md", "crontab", "w8y")
 	home := t.TempDir()
 	env := []string{"PATH=/usr/bin:/bin", "HOME=" + home, "SHELL=/bin/sh", "LOGNAME=nobody", "GORACE=atexit_sleep_ms=0"}
 	var command string
@@ -131,7 +99,7 @@ func TestREADMECron(t *testing.T) {
 }
 
 // TestSystemdUnitKeepsGoing runs w8y as scripts/w8y@.service does, with the
-// README's environment file: one item that always fails does not stop the
+// recipes' environment file: one item that always fails does not stop the
 // worker, which backs it off and goes on with the others.
 func TestSystemdUnitKeepsGoing(t *testing.T) {
 	t.Parallel()
@@ -139,10 +107,10 @@ func TestSystemdUnitKeepsGoing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	envFile := readmeBlock(t, "sh", "COMMAND=")
+	envFile := doctest.Block(t, "docs/recipes.md", "sh", "COMMAND=")
 	example, err := os.ReadFile("../scripts/w8y-reports.env")
 	if err != nil || string(example) != envFile {
-		t.Fatalf("the README's environment file is not scripts/w8y-reports.env (%v)", err)
+		t.Fatalf("docs/recipes.md's environment file is not scripts/w8y-reports.env (%v)", err)
 	}
 	// The example's password, given to the test's server.
 	s := startRedis(t, redistest.Password("secret"))
@@ -204,7 +172,7 @@ func TestSystemdUnitKeepsGoing(t *testing.T) {
 func TestREADMETour(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
-	tour := readmeBlock(t, "sh", "w8y --status -k work")
+	tour := doctest.Block(t, "README.md", "sh", "w8y --status -k work")
 	bin := t.TempDir()
 	if err := os.Symlink(binary, filepath.Join(bin, "w8y")); err != nil {
 		t.Fatal(err)
@@ -220,7 +188,7 @@ func TestREADMETour(t *testing.T) {
 	}
 	// The table as the README shows it, cell by cell, but for the ages,
 	// which set the width of their column.
-	shown := readmeBlock(t, "", "ITEM          STATE")
+	shown := doctest.Block(t, "README.md", "", "ITEM          STATE")
 	cells := func(text string) string {
 		text = regexp.MustCompile(`\d+s ago`).ReplaceAllString(text, "AGE")
 		return regexp.MustCompile(` {2,}`).ReplaceAllString(text, "|")
@@ -230,16 +198,16 @@ func TestREADMETour(t *testing.T) {
 	}
 }
 
-// TestREADMEOperatorCommands runs the README's redis-cli commands for an
+// TestSchedulingOperatorCommands runs the scheduling page's redis-cli commands for an
 // operator, as a shell runs them, against a fleet of idle workers: "run it
 // now" makes an idle worker take an item in an hour's cooldown within about
 // a second, through the due index and not a sweep (--idle-wait 1h keeps
 // the sweep away); "pause it" keeps it from running even when it is made
 // due again; the last line reads the count of failures.
-func TestREADMEOperatorCommands(t *testing.T) {
+func TestSchedulingOperatorCommands(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
-	block := strings.ReplaceAll(readmeBlock(t, "sh", "ZADD work:due 0 report-42"), "redis-cli ", fmt.Sprintf("redis-cli -p %d ", s.Port))
+	block := strings.ReplaceAll(doctest.Block(t, "docs/scheduling.md", "sh", "ZADD work:due 0 report-42"), "redis-cli ", fmt.Sprintf("redis-cli -p %d ", s.Port))
 	var runNow, pause []string
 	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
 		switch {
@@ -273,7 +241,7 @@ func TestREADMEOperatorCommands(t *testing.T) {
 	sh(runNow)
 	redistest.WaitFor(t, "report-42 to run", func() bool { return slices.Equal(lines(t, runs), []string{"report-42"}) })
 	if took := time.Since(start); took > 2*time.Second {
-		t.Errorf("report-42 ran %s after the README's \"run it now\", want about a second at most", took.Round(time.Millisecond))
+		t.Errorf("report-42 ran %s after the scheduling page's \"run it now\", want about a second at most", took.Round(time.Millisecond))
 	}
 
 	// Paused for an hour (the last of the two SETs) and made due again, it

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/control"
+	"github.com/w8y/w8y/internal/doctest"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -97,7 +98,7 @@ func TestTLS(t *testing.T) {
 	r.wantStdout(t, "x")
 }
 
-// aclCommands are the commands that w8y needs, as README.md's ACL example
+// aclCommands are the commands that w8y needs, as docs/recipes.md's ACL example
 // grants them: those it sends, those its scripts call, and those of the
 // schedule (EXISTS on the cooldown and backoff keys in every take; PTTL,
 // TYPE and SET to set them, HSET and HINCRBY to count failures), INCR for the
@@ -134,7 +135,7 @@ func checkRecord(t *testing.T, c redis.Cmdable, prefix string, items ...string) 
 // on a child that succeeds and then with --failure-backoff on one that
 // fails, and fails the test unless the runs took success and failure, left
 // the cooldown and the backoff keys with their expiries, and counted the
-// failure: README.md's rule must let w8y keep the schedule.
+// failure: docs/recipes.md's rule must let w8y keep the schedule.
 func checkSchedule(t *testing.T, c redis.Cmdable, prefix string, env, args []string, success, failure string) {
 	t.Helper()
 	r := runW8y(t, env, append(slices.Clone(args), "--cooldown", "1h", "printf", "%s", "{}")...)
@@ -174,7 +175,7 @@ func checkStatus(t *testing.T, env []string, args []string, want ...string) {
 }
 
 // TestACL runs w8y as an ACL user limited to its prefix's keys and the
-// commands README.md lists, with the password from W8Y_REDIS_PASSWORD or a
+// commands docs/recipes.md lists, with the password from W8Y_REDIS_PASSWORD or a
 // file, and checks that wrong passwords and missing permissions fail with
 // 125 and a line that names the cause and never the password.
 func TestACL(t *testing.T) {
@@ -320,7 +321,7 @@ func checkLook(t *testing.T, c redis.Cmdable, env, args []string, prefix, item s
 
 // TestACLCluster runs w8y as a limited ACL user on a Cluster without a hash
 // tag, where the per-candidate path sends LMOVE and the client reads the
-// slot map: README.md's rule must cover those too.
+// slot map: docs/recipes.md's rule must cover those too.
 func TestACLCluster(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 3)
@@ -370,11 +371,11 @@ func TestUnixSocket(t *testing.T) {
 	oneLine(t, r.Stderr, "cannot be used with --redis-cluster")
 }
 
-// TestREADMEACLRule: the README's ACL rule grants exactly the commands that
+// TestDocsACLRule: the recipes' ACL rule grants exactly the commands that
 // the ACL tests give their user (and CLUSTER SLOTS, which the Cluster test
-// adds), so that a rule copied from the README is one the tests ran.
-func TestREADMEACLRule(t *testing.T) {
-	rule := readmeBlock(t, "", "ACL SETUSER worker")
+// adds), so that a rule copied from the page is one the tests ran.
+func TestDocsACLRule(t *testing.T) {
+	rule := doctest.Block(t, "docs/recipes.md", "", "ACL SETUSER worker")
 	var granted []string
 	for _, word := range strings.Fields(rule) {
 		if strings.HasPrefix(word, "+") && word != "+cluster|slots" {
@@ -385,13 +386,13 @@ func TestREADMEACLRule(t *testing.T) {
 	slices.Sort(granted)
 	slices.Sort(want)
 	if !slices.Equal(granted, want) {
-		t.Errorf("the README's ACL rule grants %q, the tests %q", granted, want)
+		t.Errorf("docs/recipes.md's ACL rule grants %q, the tests %q", granted, want)
 	}
 }
 
 // TestACLWithoutTheDueIndex: an ACL user whose rule lacks a command that an
 // idle worker's look needs (here ZRANGEBYSCORE) ends the worker with 125
-// and a line that points at the README's rule, rather than retrying a
+// and a line that points at the recipes' ACL rule, rather than retrying a
 // refusal that no retry can mend.
 func TestACLWithoutTheDueIndex(t *testing.T) {
 	t.Parallel()

@@ -228,7 +228,7 @@ func TestSIGPIPE(t *testing.T) {
 // (nohup, a background job of a shell without job control, trap "" SIG) stays
 // ignored for its child, as /proc/<child>/status shows. Go's runtime catches
 // SIGPIPE, SIGTERM, SIGQUIT and others before w8y can look, and forgets that
-// they were ignored: the child gets those at their defaults (see README).
+// they were ignored: the child gets those at their defaults (see docs/reference.md).
 func TestIgnoredSignalsStayIgnored(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)

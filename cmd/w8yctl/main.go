@@ -32,7 +32,7 @@ const (
 )
 
 // exitStatuses is the one table of w8yctl's exit codes, which --help, the
-// man page and (checked by a test) the docs show.
+// man page and (checked by a test) docs/reference.md show.
 var exitStatuses = []cli.ExitStatus[int]{
 	{Code: exitOK, Meaning: "done, as the lines printed say (an item already in the list, one that was not paused, or one that runs now and is not started twice is no failure)"},
 	{Code: exitFound, Meaning: "check found problems, each printed on a line (with --fix: problems that it left for an operator; 0 if it repaired all it found)"},

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	flags "github.com/jessevdk/go-flags"
+	"github.com/w8y/w8y/internal/doctest"
 )
 
 // goSpeak is what go-flags and strconv say in Go's words, which mean
@@ -182,18 +183,10 @@ func parserOf(t *testing.T) *flags.Parser {
 	return flags.NewParser(&Options{}, flags.None)
 }
 
-// TestREADMEExitCodes: the README's table of w8yctl's exit codes lists the
-// codes of the one table, in its order.
-func TestREADMEExitCodes(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, found := strings.Cut(string(readme), "\n### w8yctl\n")
-	if !found {
-		t.Fatal("README.md has no section '### w8yctl'")
-	}
-	section, _, _ = strings.Cut(section, "\n#")
+// TestDocsExitCodes: the reference's table of w8yctl's exit codes lists
+// the codes of the one table, in its order.
+func TestDocsExitCodes(t *testing.T) {
+	section := doctest.Section(t, "docs/reference.md", "## w8yctl")
 	var got []string
 	for _, m := range regexp.MustCompile(`(?m)^\| ([0-9]+) \|`).FindAllStringSubmatch(section, -1) {
 		got = append(got, m[1])
@@ -203,6 +196,6 @@ func TestREADMEExitCodes(t *testing.T) {
 		want = append(want, strconv.Itoa(st.Code))
 	}
 	if !slices.Equal(got, want) {
-		t.Errorf("README's exit codes of w8yctl %q, want %q as in exitStatuses", got, want)
+		t.Errorf("docs/reference.md's exit codes of w8yctl %q, want %q as in exitStatuses", got, want)
 	}
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // Kinds of what Check finds: the JSON names are part of w8yctl's interface
-// (see README).
+// (see docs/operating.md).
 const (
 	// FindingWrongType: a lock, cooldown, backoff or pause key of a type
 	// that w8y never writes there. A lock of another type blocks its item
@@ -314,7 +314,7 @@ func untilWhen(ttl time.Duration) string {
 // an item that the list lacks reads the whole list, about 1ms on a list of
 // 100,000 items, and Redis runs a pipeline's commands back to back: a
 // thousand of them in one pipeline held other clients up for half a
-// second (see README), eight for some 10ms.
+// second (see docs/operating.md), eight for some 10ms.
 const absentBatch = 8
 
 // absent returns which of list the list does not hold, one LPOS each.

@@ -13,7 +13,7 @@ import (
 
 // Detail is everything w8yctl status ITEM shows of one item: what w8y
 // --status shows (status.Item), and what its table has no room for. The
-// JSON names are part of w8yctl's interface (see README).
+// JSON names are part of w8yctl's interface (see docs/operating.md).
 type Detail struct {
 	status.Item
 	// Occurrences is how many times the list holds the item: 0 for one

@@ -15,7 +15,7 @@ import (
 )
 
 // Event is one entry of the events stream <prefix>events: a run's start
-// or end (see README, "The events stream").
+// or end (see docs/operating.md, "The events stream").
 type Event struct {
 	// ID is the entry's ID, whose first part is the Redis server's time of
 	// the entry in Unix milliseconds.

@@ -40,7 +40,7 @@ func Wrap(what string, err error) error {
 	// What an ACL refuses a script (a command or a key the user may not
 	// touch) is NOPERM in other words.
 	if strings.Contains(msg, "The user executing the script can't") {
-		return fmt.Errorf("%s: %w: %s (the ACL user lacks a command or key that w8y needs: see the README's ACL rule)", what, ErrRefused, msg)
+		return fmt.Errorf("%s: %w: %s (the ACL user lacks a command or key that w8y needs: see the ACL rule in docs/recipes.md)", what, ErrRefused, msg)
 	}
 	// go-redis' words for a reply that is not Redis' protocol: another
 	// server (a web server, say) answers at that address.

@@ -17,7 +17,7 @@ func TestRedisErrorClasses(t *testing.T) {
 		{"NOAUTH Authentication required.", true, ""},
 		{"NOPERM User has no permissions", true, ""},
 		{"ERR unknown command 'LMOVE'", true, ""},
-		{"ERR The user executing the script can't run this command or subcommand script: 9663b8, on @user_script:1.", true, "the README's ACL rule"},
+		{"ERR The user executing the script can't run this command or subcommand script: 9663b8, on @user_script:1.", true, "the ACL rule in docs/recipes.md"},
 		{"LOADING Redis is loading the dataset in memory", false, ""},
 		{"dial tcp 127.0.0.1:1: connect: connection refused", false, ""},
 		{`redis: invalid reply: "<!DOCTYPE HTML>\n"`, false, "the server does not answer as Redis does"},

@@ -15,7 +15,7 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-// sample is a list as the README shows it: one item of each state, with
+// sample is a list as docs/operating.md shows it: one item of each state, with
 // the holders and results that a fleet leaves.
 func sample(now time.Time, item, holder string) []Item {
 	ms := func(ago time.Duration) *int64 { return ptr(now.Add(-ago).UnixMilli()) }

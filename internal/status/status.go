@@ -28,11 +28,11 @@ var (
 // status.lua, then one pipeline of seven reads per item. Redis serves other
 // clients between the round trips, and between every few hundred commands
 // of a pipeline; a call costs it about 0.3ms on a list of 100,000 items, so
-// reading them all never holds it up for long at a time (see README).
+// reading them all never holds it up for long at a time (see docs/benchmarks.md).
 const Batch = 500
 
 // Item is one item as --status shows it. The JSON names are part of
-// w8y's interface (see README); null means "none" or "never".
+// w8y's interface (see docs/operating.md); null means "none" or "never".
 type Item struct {
 	Item string `json:"item"`
 	// State is locked, paused, backoff, cooldown or idle; or, for an item that can
