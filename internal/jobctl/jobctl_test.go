@@ -205,6 +205,12 @@ func fakeJob(r *Router) *[]bool {
 	return &stops
 }
 
+// stoppable is a child that a stop signal stops at once: one process, no
+// loop. A shell loop forks, and dash forks with vfork: a SIGTSTP to the
+// group that lands between the fork and the exec stops the new child
+// before it execs, and the shell, waiting in vfork, never stops.
+const stoppable = `echo ready; exec sleep 600`
+
 // TestTerminalStopPausesTheLeases: a child's Ctrl-Z stops w8y's whole job,
 // each child stopped and its lease paused first, and once w8y is continued
 // each lease is resumed and its child continued.
@@ -213,7 +219,7 @@ func TestTerminalStopPausesTheLeases(t *testing.T) {
 	r.term = noTerminal{}
 	stops := fakeJob(r)
 	lease := &fakeLease{}
-	child := startChild(t, r, `echo ready; while :; do sleep 0.05; done`, lease)
+	child := startChild(t, r, stoppable, lease)
 	if err := child.Signal(syscall.SIGTSTP); err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +252,7 @@ func TestLockLostWhileStoppedKills(t *testing.T) {
 	r.term = noTerminal{}
 	fakeJob(r)
 	lease := &fakeLease{lost: errors.New("lock lost")}
-	child := startChild(t, r, `echo ready; while :; do sleep 0.05; done`, lease)
+	child := startChild(t, r, stoppable, lease)
 	if !r.suspend(false, syscall.SIGTSTP) {
 		t.Fatal("suspend stopped nothing")
 	}
@@ -264,7 +270,7 @@ func TestNoShellNoStop(t *testing.T) {
 	stops := fakeJob(r)
 	r.orphaned = func() bool { return true }
 	lease := &fakeLease{}
-	child := startChild(t, r, `echo ready; while :; do sleep 0.05; done`, lease)
+	child := startChild(t, r, stoppable, lease)
 	if err := child.Signal(syscall.SIGTSTP); err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +294,7 @@ func TestOtherStopLeavesTheChild(t *testing.T) {
 	r.term = noTerminal{}
 	stops := fakeJob(r)
 	lease := &fakeLease{}
-	child := startChild(t, r, `echo ready; while :; do sleep 0.05; done`, lease)
+	child := startChild(t, r, stoppable, lease)
 	r.ChildStopped(child, syscall.SIGSTOP)
 	if len(*stops) > 0 || len(lease.called()) > 0 {
 		t.Errorf("a SIGSTOP stopped w8y (%v) or paused leases (%q)", *stops, lease.called())
