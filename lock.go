@@ -62,6 +62,10 @@ type lockClient interface {
 	Pipeline() redis.Pipeliner
 }
 
+// quoteKey quotes a key for messages, so odd bytes in items stay visible,
+// clipped as items are.
+func quoteKey(key string) string { return fmt.Sprintf("%q", items.Clip(key)) }
+
 // newToken returns a lock value unique to this run that tells an operator who
 // holds a lock: "host:pid:random".
 func newToken() (string, error) {

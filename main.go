@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/w8y/w8y/internal/cli"
+	"github.com/w8y/w8y/internal/logging"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redisconn"
 )
@@ -77,7 +78,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// A write to a pipe whose reader has gone (w8y ... | head, a journald
 	// that restarted) raises SIGPIPE, which would kill w8y mid-run and leave
 	// its item's lock behind. Caught, it only makes the write fail with
-	// EPIPE, which w8y's logs take as "logs gone" (see newLogger). Caught
+	// EPIPE, which w8y's logs take as "logs gone" (see internal/logging). Caught
 	// rather than ignored, because children inherit an ignored SIGPIPE and
 	// expect to die of one; a caught one is reset for them. This is the
 	// only place that sets it, once for the whole process: the channel is
@@ -98,7 +99,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := handOffMetrics(opts, args); err != nil {
 		return fail(err)
 	}
-	log, closeLog, err := newLogger(opts, stderr)
+	log, closeLog, err := logging.New(opts.logging(), stderr)
 	if err != nil {
 		return fail(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	flags "github.com/jessevdk/go-flags"
 	"github.com/w8y/w8y/internal/duration"
+	"github.com/w8y/w8y/internal/logging"
 	"github.com/w8y/w8y/internal/output"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/runs"
@@ -370,6 +371,11 @@ func (o *Options) validateRedis() error {
 		return usageError("--replica-acks does not work with --redis-cluster")
 	}
 	return nil
+}
+
+// logging is the log that the options ask for.
+func (o *Options) logging() logging.Config {
+	return logging.Config{File: o.LogFile, Quiet: o.Quiet, Format: o.LogFormat, Level: o.LogLevel, NoTimestamps: o.NoLogTimestamps}
 }
 
 // stopsOnFailure reports whether a --continuous worker exits after a failed

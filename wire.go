@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/jobctl"
+	"github.com/w8y/w8y/internal/logging"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/runs"
@@ -61,7 +62,7 @@ func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog
 		defer stop()
 	}
 	w := newWorker(opts, command, client, keys, token, p, counts, beat, log)
-	w.reports = failureReports(opts, stderr)
+	w.reports = logging.FailureReports(opts.logging(), stderr)
 	log.Debug().Str("list", keys.List()).Str("holder", token).Bool("continuous", opts.Continuous).Msg("w8y starting")
 	return w.run(ctx)
 }

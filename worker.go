@@ -55,7 +55,7 @@ type worker struct {
 	items *status.Reader
 	// reports is where a failed run, and a continuous worker's stop because
 	// of one, get a line of their own when the log does not reach stderr
-	// (see failureReports); nil when it does.
+	// (see logging.FailureReports); nil when it does.
 	reports io.Writer
 }
 
