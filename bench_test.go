@@ -12,6 +12,7 @@ import (
 	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/take"
 )
 
 // The hot paths of one item: choosing it, checking it, building the child's
@@ -60,7 +61,7 @@ func benchTakeWaiting(b *testing.B, n int, colocated bool, waitKey func(schema.K
 	if _, err := pipe.Exec(ctx); err != nil {
 		b.Fatal(err)
 	}
-	r := &Rotator{Client: rdb, Keys: keys, Token: testToken, TTL: time.Minute, MaxItemLen: 1 << 17, Log: zerolog.New(io.Discard)}
+	r := &Rotator{take.Taker{Client: rdb, Keys: keys, Token: testToken, TTL: time.Minute, MaxItemLen: 1 << 17, Log: zerolog.New(io.Discard)}}
 	b.ResetTimer()
 	for b.Loop() {
 		item, lock, err := r.Pass().Take(ctx, nil)

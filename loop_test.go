@@ -20,6 +20,7 @@ import (
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/status"
+	"github.com/w8y/w8y/internal/take"
 )
 
 // scriptedChildren stands for the children of a worker: each run ends as
@@ -77,10 +78,10 @@ func testWorker(t *testing.T, children *scriptedChildren, items []string, args .
 	record := &runs.Recorder{Keys: keys, StateTTL: time.Hour}
 	w := &worker{
 		opts: opts,
-		rotator: &Rotator{
+		rotator: &Rotator{take.Taker{
 			Client: rdb, Keys: keys, Token: testToken, TTL: time.Duration(opts.KeyExpiry),
 			MaxItemLen: 100, Record: record, Log: log,
-		},
+		}},
 		finisher: &runs.Finisher{Client: rdb, Record: record, Schedule: runs.Schedule{
 			Cooldown: time.Duration(opts.Cooldown), Backoff: opts.FailureBackoff,
 		}},

@@ -3,11 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"time"
 
-	"github.com/rs/zerolog"
-	"github.com/w8y/w8y/internal/runs"
-	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/take"
 )
 
@@ -24,52 +20,12 @@ var ErrNoWork = take.ErrNoWork
 // take.LookEvery).
 const lookEvery = take.LookEvery
 
-// listClient is the part of the Redis client that taking items and holding
-// their locks need.
-type listClient interface {
-	lockClient
-	take.Client
-}
-
-// Rotator takes work items from the circular list.
+// Rotator takes work items from the circular list: a take.Taker, whose
+// settings (the client, the keys, the token, the lock's TTL...) are the
+// Rotator's own, and whose takes come back as Locks. Its client also
+// refreshes and releases them: a take.Client is a lockClient.
 type Rotator struct {
-	Client listClient
-	// Keys are the keys under the prefix; where Keys.Colocated, a pass takes
-	// in batches inside Redis, and idle workers look instead of passing.
-	Keys  schema.Keys
-	Token string
-	TTL   time.Duration
-	// MaxItemLen is the longest item the child can be given (see
-	// Command.maxItemLen); longer ones are skipped.
-	MaxItemLen int
-	// Batch is the most candidates one server-side call looks at; 0 means
-	// the take package's default. Tests set it low to cross batches.
-	Batch int
-	// Record, when set, records each take in the item's state hash and the
-	// events stream (see runs.Recorder).
-	Record *runs.Recorder
-	// ReplicaAcks is --replica-acks: a take that fewer replicas confirm
-	// fails with an unconfirmedError, which holds the lock to give back.
-	ReplicaAcks int
-	Log         zerolog.Logger
-	// IdleWait is --idle-wait, the least time between two sweeps of the
-	// list by idle workers.
-	IdleWait time.Duration
-
-	// memory is what passes and looks learn for the next ones: whether the
-	// server has LMOVE and LPOS, the list's length, a pass's time.
-	memory take.Memory
-}
-
-// taker is the take.Taker of this Rotator's settings. It is made anew for
-// each pass, so that it sees the settings as they are; what passes learn
-// stays in r.memory.
-func (r *Rotator) taker() *take.Taker {
-	return &take.Taker{
-		Client: r.Client, Keys: r.Keys, Token: r.Token, TTL: r.TTL, MaxItemLen: r.MaxItemLen,
-		Batch: r.Batch, Record: r.Record, ReplicaAcks: r.ReplicaAcks, IdleWait: r.IdleWait,
-		Log: r.Log, Memory: &r.memory,
-	}
+	take.Taker
 }
 
 // Pass is one pass over the list (see take.Pass), whose takes come back as
@@ -80,16 +36,12 @@ type Pass struct {
 }
 
 // Pass starts a pass over the list.
-func (r *Rotator) Pass() *Pass { return &Pass{r: r, pass: r.taker().Pass()} }
+func (r *Rotator) Pass() *Pass { return &Pass{r: r, pass: r.Taker.Pass()} }
 
 // IdlePass is the take of an idle worker: a look at what came due, or when
 // it is this worker's turn to sweep for the fleet, a pass over the whole
 // list. Where the Rotator does not look, it is Pass.
-func (r *Rotator) IdlePass() *Pass { return &Pass{r: r, pass: r.taker().IdlePass()} }
-
-// Looks reports whether an idle worker of this Rotator looks instead of
-// passing over the list (see take.Taker.Looks).
-func (r *Rotator) Looks() bool { return r.taker().Looks() }
+func (r *Rotator) IdlePass() *Pass { return &Pass{r: r, pass: r.Taker.IdlePass()} }
 
 // Take takes the next item of the pass and returns it with its Lock. It
 // returns ErrNoWork once the pass has looked at every candidate, errStopped

@@ -12,6 +12,7 @@ import (
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/take"
 )
 
 // The ways an item is taken are tested in internal/take; these tests pin
@@ -21,11 +22,11 @@ const testToken = "host:1:token"
 
 // testRotator returns a Rotator for prefix on rdb that logs JSON to logs.
 // Where colocated, it takes in batches of batch candidates.
-func testRotator(client listClient, prefix string, colocated bool, batch int, logs *bytes.Buffer) *Rotator {
-	return &Rotator{
+func testRotator(client take.Client, prefix string, colocated bool, batch int, logs *bytes.Buffer) *Rotator {
+	return &Rotator{take.Taker{
 		Client: client, Keys: schema.Keys{Prefix: prefix, Colocated: colocated}, Token: testToken, TTL: time.Minute,
 		MaxItemLen: 100, Batch: batch, Log: zerolog.New(logs),
-	}
+	}}
 }
 
 // TestPassTakeGivesTheLock: on both paths, the Lock of an item taken is the

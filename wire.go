@@ -20,6 +20,7 @@ import (
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/status"
+	"github.com/w8y/w8y/internal/take"
 )
 
 // serve wires a worker from opts and runs it until it is done: the child's
@@ -154,11 +155,11 @@ func newWorker(opts *Options, command Command, client redis.UniversalClient, key
 	}
 	w := &worker{
 		opts: opts,
-		rotator: &Rotator{
+		rotator: &Rotator{take.Taker{
 			Client: client, Keys: keys, Token: token, TTL: time.Duration(opts.KeyExpiry),
 			MaxItemLen: command.maxItemLen(keys.Lock(""), proc.ArgMax()), Log: log,
 			Record: record, ReplicaAcks: opts.ReplicaAcks, IdleWait: time.Duration(opts.IdleWait),
-		},
+		}},
 		finisher: &runs.Finisher{
 			Client: client, Record: record, Jitter: runs.JitterFactor,
 			Schedule: runs.Schedule{Cooldown: time.Duration(opts.Cooldown), Backoff: opts.FailureBackoff},

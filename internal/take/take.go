@@ -62,8 +62,8 @@ type Taker struct {
 	// list by idle workers (see sweepEvery).
 	IdleWait time.Duration
 	Log      zerolog.Logger
-	// Memory is what earlier passes learned; a caller that makes a Taker
-	// per pass hands each the same one. Nil: a Memory of the Taker's own.
+	// Memory is what earlier passes learned; nil until the first pass
+	// makes it.
 	Memory *Memory
 }
 
