@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -19,6 +18,7 @@ import (
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/status"
+	"github.com/w8y/w8y/internal/take"
 )
 
 const (
@@ -484,64 +484,27 @@ func jitter(d time.Duration) time.Duration {
 	return low + spread
 }
 
-// take takes the next item of pass. A lock that too few replicas confirmed
-// (--replica-acks) is given back before its error is returned.
-//
-// A stop signal cuts a take short, however long Redis takes to answer: Ctrl-C
-// must not wait out the timeouts of a Redis that hangs. The take's context
-// ends at once, so that it sends no further command and a dial, a wait for a
-// connection or a retry's pause ends; a command under way still gets its
-// reply, so a lock that it took is released as every interrupted run's is.
-// But go-redis bounds a read that is under way only by its timeout. So when
-// idle says that no run of this worker needs Redis any more (none was
-// started, or all have finished), and the take has not returned after
-// takeGrace, the client is hung up on, which ends that read. What Redis did
-// with a command it had already received stays done: if it took a lock, that
-// lock expires by itself after --key-expiry, its run recorded as started.
-// After a stop, take returns errStopped for anything but an item taken.
-func (w *worker) take(ctx context.Context, pass *Pass, idle bool) (string, *Lock, error) {
-	takeCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var mu sync.Mutex
-	taking, hungUp := true, false
-	returned, watched := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(watched)
-		select {
-		case <-w.stops.Stopped():
-		case <-returned:
-			return
-		}
-		cancel()
-		if !idle {
-			return
-		}
-		grace := time.NewTimer(takeGrace)
-		defer grace.Stop()
-		select {
-		case <-grace.C:
-		case <-returned:
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if taking {
-			hungUp = true
-			w.hangUp()
-		}
-	}()
-	item, lock, err := pass.Take(takeCtx, w.stops.Stopped())
-	mu.Lock()
-	taking = false
-	mu.Unlock()
-	close(returned)
-	<-watched
+// take takes the next item of pass, cut short by a stop signal (see
+// take.CutShort): when idle says that no run of this worker needs Redis
+// any more (none was started, or all have finished), a take that Redis
+// does not answer is hung up on after takeGrace. A lock that too few
+// replicas confirmed (--replica-acks) is given back before its error is
+// returned. After a stop, take returns errStopped for anything but an item
+// taken.
+func (w *worker) take(ctx context.Context, pass *Pass, idle bool) (item string, lock *Lock, err error) {
+	var hangUp func()
+	if idle {
+		hangUp = w.hangUp
+	}
+	hungUp := take.CutShort(ctx, w.stops.Stopped(), takeGrace, hangUp, func(ctx context.Context) {
+		item, lock, err = pass.Take(ctx, w.stops.Stopped())
+	})
 	var unconfirmed *unconfirmedError
 	if errors.As(err, &unconfirmed) && !hungUp {
 		w.giveBack(ctx, unconfirmed.lock)
 	}
 	// A take that succeeded after all cannot finish once the client is hung
-	// up on: its lock expires by itself, as above.
+	// up on: its lock expires by itself after --key-expiry.
 	if (err != nil || hungUp) && w.stops.stopping() {
 		return "", nil, errStopped
 	}
