@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -304,7 +303,7 @@ func (l *continuous) foundNothing(ctx context.Context) {
 	if w.rotator.Looks() && !w.opts.UntilIdle {
 		wait = min(wait, lookEvery)
 	}
-	l.pause(jitter(wait))
+	l.pause(duration.Jitter(wait))
 }
 
 // retryOrEnd retries after err, a Redis error, if a retry may mend it, and
@@ -370,7 +369,7 @@ func (l *continuous) retry(err error) {
 		l.close("")
 		return
 	}
-	wait := jitter(min(retryBase<<l.retries, retryCap))
+	wait := duration.Jitter(min(retryBase<<l.retries, retryCap))
 	l.w.log.Error().Err(err).Float64("retry_in_s", wait.Seconds()).Msgf("retrying in %s", wait.Round(time.Millisecond))
 	if errors.Is(err, redisconn.ErrUnavailable) && l.unreachable.IsZero() {
 		l.unreachable = time.Now()
@@ -470,18 +469,6 @@ func (w *worker) stopsBecause(end runs.End) string {
 		keep += ", and listing 124 in --exit-codes would count a timeout as a success"
 	}
 	return what + ", and without --failure-backoff a --continuous worker stops on a failed run; " + keep
-}
-
-// jitter spreads d over ±25%, so that workers started together drift apart
-// instead of polling Redis in lockstep.
-// A pause too long to add a quarter to (--idle-wait inf) stays as long as
-// it can be, which is effectively forever.
-func jitter(d time.Duration) time.Duration {
-	low, spread := d-d/4, rand.N(d/2+1)
-	if low > duration.Forever-spread {
-		return duration.Forever
-	}
-	return low + spread
 }
 
 // take takes the next item of pass, cut short by a stop signal (see

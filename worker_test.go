@@ -5,17 +5,6 @@ import (
 	"time"
 )
 
-func TestJitterStaysWithinAQuarter(t *testing.T) {
-	for _, d := range []time.Duration{0, time.Millisecond, time.Second, 30 * time.Second} {
-		for range 1000 {
-			got := jitter(d)
-			if got < d*3/4 || got > d*5/4 {
-				t.Fatalf("jitter(%s) = %s, outside ±25%%", d, got)
-			}
-		}
-	}
-}
-
 func TestKillGraceLeavesTimeBeforeTheLeaseEnds(t *testing.T) {
 	tests := []struct {
 		killAfter, ttl, want time.Duration

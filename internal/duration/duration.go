@@ -8,6 +8,9 @@
 // options that bound a wait read as "effectively never", instead of wrapping
 // round to a negative value; a positive length shorter than a nanosecond is
 // one nanosecond, never zero, which several options read as "none".
+//
+// Jitter spreads such a length, for the pauses that many workers take at
+// once, without wrapping Forever round either.
 package duration
 
 import (
