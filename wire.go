@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"syscall"
 	"time"
 
@@ -25,7 +23,7 @@ import (
 
 // serve wires a worker from opts and runs it until it is done: the child's
 // command, the Redis client, the process's signals, terminal and reaper
-// (see process), the metrics, then the worker itself. The child gets stdin
+// (see jobctl.Process), the metrics, then the worker itself. The child gets stdin
 // (unless several run at once), stdout and stderr.
 func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog.Logger) error {
 	command, err := childCommand(opts, stdin, stdout, stderr)
@@ -46,11 +44,14 @@ func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p, err := startProcess(ctx, opts, stdin, token, log)
+	stdinFile, _ := stdin.(*os.File)
+	p, err := jobctl.Start(ctx, jobctl.Setup{
+		Stdin: stdinFile, KeepTerminal: opts.Parallel > 1, Subreaper: opts.Subreaper, Marker: holderVar + "=" + token,
+	}, log)
 	if err != nil {
 		return err
 	}
-	defer p.close()
+	defer p.Close()
 	keys := schema.Keys{Prefix: opts.KeyPrefix, Colocated: redisconn.Colocated(client, opts.KeyPrefix)}
 	var counts observer = noMetrics{}
 	var beat *health.Heartbeat
@@ -96,59 +97,9 @@ func connect(opts *Options, log zerolog.Logger) (redis.UniversalClient, error) {
 	return redisconn.Connect(&opts.Options, conns, log)
 }
 
-// process is what the worker's children need of w8y's process: its signals
-// routed to them, the terminal lent to them, and its orphans reaped.
-type process struct {
-	stops *jobctl.Router
-	spawn *proc.Spawner
-	// close stops all of it and waits for its goroutines, in the reverse
-	// order of their start.
-	close func()
-}
-
-// startProcess catches the signals, finds the terminal, becomes a
-// subreaper with --subreaper and reaps orphans there or as PID 1, and
-// starts the spawner and the signal router, all until ctx ends and close
-// is called. token marks this w8y's children for the guard.
-func startProcess(ctx context.Context, opts *Options, stdin io.Reader, token string, log zerolog.Logger) (*process, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	sigs, release := jobctl.Catch(proc.IgnoredNow())
-	closers := []func(){release}
-	p := &process{stops: jobctl.New(log), close: func() {
-		cancel()
-		for _, c := range slices.Backward(closers) {
-			c()
-		}
-	}}
-	stdinFile, _ := stdin.(*os.File)
-	term := proc.TerminalOf(stdinFile)
-	if opts.Parallel > 1 {
-		term = term.Kept()
-	}
-	if opts.Subreaper {
-		if err := proc.BecomeSubreaper(); err != nil {
-			p.close()
-			return nil, fmt.Errorf("become a child subreaper: %w", err)
-		}
-	}
-	var reaper *proc.Reaper
-	if opts.Subreaper || os.Getpid() == 1 {
-		reaper = proc.NewReaper(log)
-		reaped := reaper.Run(ctx)
-		closers = append(closers, func() { cancel(); <-reaped })
-	}
-	p.spawn = proc.NewSpawner(term, reaper, holderVar+"="+token, p.stops.Heard)
-	closers = append(closers, p.spawn.Close)
-	// Signals caught since jobctl.Catch wait in sigs until the router,
-	// which needs the spawner to lend the terminal, starts.
-	routed := p.stops.Route(sigs, p.spawn, ctx.Done())
-	closers = append(closers, func() { cancel(); <-routed })
-	return p, nil
-}
-
 // newWorker builds the worker over client: its rotator, finisher and
 // children, and, for --until-idle, a reader of the list.
-func newWorker(opts *Options, command Command, client redis.UniversalClient, keys schema.Keys, token string, p *process, counts observer, beat *health.Heartbeat, log zerolog.Logger) *worker {
+func newWorker(opts *Options, command Command, client redis.UniversalClient, keys schema.Keys, token string, p *jobctl.Process, counts observer, beat *health.Heartbeat, log zerolog.Logger) *worker {
 	record := &runs.Recorder{Keys: keys, StateTTL: time.Duration(opts.StateTTL)}
 	if !opts.NoEvents {
 		record.EventsMaxLen = opts.EventsMaxLen
@@ -165,11 +116,11 @@ func newWorker(opts *Options, command Command, client redis.UniversalClient, key
 			Schedule: runs.Schedule{Cooldown: time.Duration(opts.Cooldown), Backoff: opts.FailureBackoff},
 		},
 		children: &childRunner{
-			command: command, spawn: p.spawn, stops: p.stops, exitCodes: opts.ExitCodes,
+			command: command, spawn: p.Spawner, stops: p.Router, exitCodes: opts.ExitCodes,
 			killAfter: time.Duration(opts.KillAfter.Flag), timeout: time.Duration(opts.Timeout), keepOutput: opts.KeepOutput,
 			metrics: counts, health: beat, log: log,
 		},
-		stops: router{p.stops},
+		stops: router{p.Router},
 		// Only take calls it, when a stop finds nothing but a take using
 		// Redis; the deferred Close then finds it closed, which is harmless.
 		hangUp:  func() { _ = client.Close() },

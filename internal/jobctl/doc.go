@@ -8,4 +8,7 @@
 // lock alive only as a Pausable: something that can be paused while w8y is
 // stopped, and resumed, or found lost, once w8y is continued. It knows
 // nothing of locks or of Redis.
+//
+// Start sets all of this up for a worker, with the spawner and the reaper
+// of internal/proc, as a Process that Close takes down.
 package jobctl
