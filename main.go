@@ -109,7 +109,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if opts.Status {
 		err = showStatus(opts, stdout, log)
 	} else {
-		err = serve(opts, stdin, stdout, stderr, log)
+		err = runWorker(opts, stdin, stdout, stderr, log)
 	}
 	code, explain := exitCode(err, opts.NoWorkExitCode)
 	if explain {

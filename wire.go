@@ -21,11 +21,11 @@ import (
 	"github.com/w8y/w8y/internal/take"
 )
 
-// serve wires a worker from opts and runs it until it is done: the child's
+// runWorker wires a worker from opts and runs it until it is done: the child's
 // command, the Redis client, the process's signals, terminal and reaper
 // (see jobctl.Process), the metrics, then the worker itself. The child gets stdin
 // (unless several run at once), stdout and stderr.
-func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog.Logger) error {
+func runWorker(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog.Logger) error {
 	command, err := childCommand(opts, stdin, stdout, stderr)
 	if err != nil {
 		return err
