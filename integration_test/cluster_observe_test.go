@@ -16,7 +16,7 @@ import (
 )
 
 // clusterPrefixes are the two ways w8y runs on a Cluster: with a hash tag
-// (one slot: scan.lua and release.lua write the record in the take's and
+// (one slot: take.lua and finish.lua write the record in the take's and
 // the release's scripts) and without (the lock, state and events keys in
 // different slots: the record goes as plain commands, one key each).
 var clusterPrefixes = []struct {

@@ -37,9 +37,10 @@ func checkStreak(t *testing.T, c redis.Cmdable, prefix, item, want string) {
 }
 
 // TestClusterSchedule runs the fleet schedule on a Cluster, with a hash tag
-// (scan.lua checks the cooldown and backoff in the take, release.lua sets
-// them in the finish) and without (the keys in different slots: the pipelined
-// EXISTS of takeEach, and count.lua and pause.lua one key each). A success
+// (internal/take's take.lua checks the cooldown and backoff in the take,
+// internal/lua's finish.lua sets them in the finish) and without (the keys
+// in different slots: the pipelined EXISTS of take's per-candidate pass, and
+// count.lua and pause.lua one key each). A success
 // with --cooldown and a failure with --failure-backoff must leave their keys
 // with the right expiry and the right count, another worker given neither
 // flag must pass both items by, and deleting a key must let its item run at

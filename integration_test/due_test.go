@@ -25,7 +25,7 @@ func (s *server) coolAll(t *testing.T, prefix string, items []string, d time.Dur
 	}
 }
 
-// looks is how many looks (lua.Due calls) the server has run: each reads
+// looks is how many looks (calls of internal/take's due.lua) the server has run: each reads
 // the due index once, with the one ZRANGEBYSCORE that nothing else sends.
 func (s *server) looks(t *testing.T) int {
 	return redistest.CommandStats(t, s.Client)["zrangebyscore"]

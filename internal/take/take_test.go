@@ -497,7 +497,7 @@ func TestTakeEachChecksAgainAfterTheLock(t *testing.T) {
 	}
 }
 
-// TestLookHoldsPausedItems: an idle worker's look (lua.Due) passes by a due
+// TestLookHoldsPausedItems: an idle worker's look (due.lua) passes by a due
 // item that an operator paused, as a take does, and looks at it again when
 // the pause ends: at its expiry, or (for a pause without one) at the
 // fleet's next sweep, which the index then leaves it to.
