@@ -28,15 +28,6 @@ func BenchmarkBadItem(b *testing.B) {
 	}
 }
 
-func BenchmarkCommandBuild(b *testing.B) {
-	c := Command{Path: "/bin/sh", Args: []string{"-c", "report {} >/var/log/{}.log", "sh"}, EnvVar: "JOB", Environ: []string{"PATH=/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8"}}
-	for b.Loop() {
-		if cmd := c.build("customer:42", "work:lock:customer:42", 1); len(cmd.Env) != 7 {
-			b.Fatalf("env %q", cmd.Env)
-		}
-	}
-}
-
 // benchTake measures one Take over a list of n items whose locks are all
 // taken but the last, so that each Take looks at all of them, and releases
 // it again. A whole pass leaves the list as it was.

@@ -15,9 +15,6 @@ import (
 	"github.com/w8y/w8y/internal/runs"
 )
 
-// errorsIs is errors.Is, named for table tests that compare against nil too.
-func errorsIs(err, target error) bool { return errors.Is(err, target) }
-
 func TestExitCode(t *testing.T) {
 	const noWork = 3
 	tests := []struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/childcmd"
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/jobctl"
 	"github.com/w8y/w8y/internal/logging"
@@ -46,7 +47,7 @@ func runWorker(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zer
 	defer cancel()
 	stdinFile, _ := stdin.(*os.File)
 	p, err := jobctl.Start(ctx, jobctl.Setup{
-		Stdin: stdinFile, KeepTerminal: opts.Parallel > 1, Subreaper: opts.Subreaper, Marker: holderVar + "=" + token,
+		Stdin: stdinFile, KeepTerminal: opts.Parallel > 1, Subreaper: opts.Subreaper, Marker: childcmd.HolderVar + "=" + token,
 	}, log)
 	if err != nil {
 		return err
@@ -71,10 +72,10 @@ func runWorker(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zer
 
 // childCommand resolves the executable of opts, so that one that cannot run
 // fails before any item is taken, and gives the child w8y's streams.
-func childCommand(opts *Options, stdin io.Reader, stdout, stderr io.Writer) (Command, error) {
-	command, err := resolveCommand(opts.Command, opts.EnvVar, redisconn.WithoutSecrets(os.Environ()))
+func childCommand(opts *Options, stdin io.Reader, stdout, stderr io.Writer) (childcmd.Command, error) {
+	command, err := childcmd.Resolve(opts.Command, opts.EnvVar, redisconn.WithoutSecrets(os.Environ()))
 	if err != nil {
-		return Command{}, err
+		return childcmd.Command{}, err
 	}
 	command.Stdout, command.Stderr = stdout, stderr
 	// Children that run at once cannot share one stdin or one terminal.
@@ -99,7 +100,7 @@ func connect(opts *Options, log zerolog.Logger) (redis.UniversalClient, error) {
 
 // newWorker builds the worker over client: its rotator, finisher and
 // children, and, for --until-idle, a reader of the list.
-func newWorker(opts *Options, command Command, client redis.UniversalClient, keys schema.Keys, token string, p *jobctl.Process, counts observer, beat *health.Heartbeat, log zerolog.Logger) *worker {
+func newWorker(opts *Options, command childcmd.Command, client redis.UniversalClient, keys schema.Keys, token string, p *jobctl.Process, counts observer, beat *health.Heartbeat, log zerolog.Logger) *worker {
 	record := &runs.Recorder{Keys: keys, StateTTL: time.Duration(opts.StateTTL)}
 	if !opts.NoEvents {
 		record.EventsMaxLen = opts.EventsMaxLen
@@ -108,7 +109,7 @@ func newWorker(opts *Options, command Command, client redis.UniversalClient, key
 		opts: opts,
 		rotator: &Rotator{take.Taker{
 			Client: client, Keys: keys, Token: token, TTL: time.Duration(opts.KeyExpiry),
-			MaxItemLen: command.maxItemLen(keys.Lock(""), proc.ArgMax()), Log: log,
+			MaxItemLen: command.MaxItemLen(keys.Lock(""), proc.ArgMax()), Log: log,
 			Record: record, ReplicaAcks: opts.ReplicaAcks, IdleWait: time.Duration(opts.IdleWait),
 		}},
 		finisher: &runs.Finisher{
