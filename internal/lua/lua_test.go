@@ -12,20 +12,9 @@ import (
 // TestScriptsLoad: every script compiles in a real Redis, and each keeps the
 // hash that EVALSHA finds it by.
 func TestScriptsLoad(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
-	for name, script := range map[string]*redis.Script{
+	redistest.ScriptsLoad(t, map[string]*redis.Script{
 		"refresh": Refresh, "finish": Finish, "count": Count, "pause": Pause, "control": Control, "cancel": Cancel, "dedupe": Dedupe,
-	} {
-		sha, err := script.Load(ctx, rdb).Result()
-		if err != nil {
-			t.Errorf("%s.lua does not load: %v", name, err)
-			continue
-		}
-		if sha != script.Hash() {
-			t.Errorf("%s.lua loaded as %s, want %s", name, sha, script.Hash())
-		}
-	}
+	})
 }
 
 // TestRefreshAndFinish: the lock scripts keep to compare-and-expire and
