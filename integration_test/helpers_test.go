@@ -121,6 +121,22 @@ func (b *bundle) list() []string {
 	return b.server.list(b.t, b.key("list"))
 }
 
+// wantList fails the test unless the prefix's list is want, in its order:
+// a rotation must keep the items' circular order, so the tests compare
+// lists as they are, never sorted.
+func (b *bundle) wantList(want ...string) {
+	b.t.Helper()
+	if got := b.list(); !slices.Equal(got, want) {
+		b.t.Errorf("list %q, want %q", got, want)
+	}
+}
+
+// setenv adds vars, each NAME=value, to the environment of the w8y that
+// the bundle starts and their children.
+func (b *bundle) setenv(vars ...string) {
+	b.env = append(b.env, vars...)
+}
+
 // start starts w8y on the bundle's list with args, in the bundle's env.
 func (b *bundle) start(args ...string) *proc {
 	b.t.Helper()

@@ -20,15 +20,15 @@ import (
 // waits.
 var groupChild = report(`sleep 1000 & echo $! > "$PIDFILE"`, "wait")
 
-// startGroupChild starts w8y with args and groupChild as its command, waits
-// for the child to start and returns the item it took and the grandchild's
-// pid.
-func startGroupChild(t *testing.T, s *server, args ...string) (p *proc, item string, grandchild int) {
-	t.Helper()
-	pidFile := filepath.Join(t.TempDir(), "grandchild")
-	p = startW8y(t, append(portEnv(s), "PIDFILE="+pidFile), append(args, groupChild...)...)
-	item = s.popStarted(t)
-	return p, item, readPID(t, pidFile)
+// startGroupChild starts w8y on the bundle's list with args and groupChild
+// as its command, waits for the child to start and returns the item it took
+// and the grandchild's pid.
+func (b *bundle) startGroupChild(args ...string) (p *proc, item string, grandchild int) {
+	b.t.Helper()
+	pidFile := filepath.Join(b.t.TempDir(), "grandchild")
+	p = startW8y(b.t, append(slices.Clone(b.env), "PIDFILE="+pidFile), b.at(append(args, groupChild...)...)...)
+	item = b.popStarted(b.t)
+	return p, item, readPID(b.t, pidFile)
 }
 
 // readPID reads the pid that a child wrote to path.
@@ -50,9 +50,9 @@ func readPID(t *testing.T, path string) int {
 // and w8y exits with the child's code (143: killed by SIGTERM).
 func TestSIGTERMEndsTheWholeGroup(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "term:list", "a", "b")
-	p, _, grandchild := startGroupChild(t, s, "-u", s.URL, "-k", "term")
+	s := setup(t, "term")
+	s.items("a", "b")
+	p, _, grandchild := s.startGroupChild()
 	// A grandchild that outlives w8y (a signal sent to the child's pid, not
 	// its group) holds w8y's stdout open, and p.wait would wait for it until
 	// the test binary's timeout: this test's own deadline kills it, and fails.
@@ -69,19 +69,17 @@ func TestSIGTERMEndsTheWholeGroup(t *testing.T) {
 	}
 	r.wantExit(t, 143)
 	processGone(t, grandchild)
-	s.noLocks(t, "term")
-	if got := s.list(t, "term:list"); !slices.Equal(got, []string{"b", "a"}) {
-		t.Errorf("list %q", got)
-	}
+	s.noLocks()
+	s.wantList("b", "a")
 }
 
 // TestContinuousDrainsOnSIGTERM: a continuous worker passes SIGTERM to its
 // child, waits for it, releases the lock and exits 0.
 func TestContinuousDrainsOnSIGTERM(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "drain:list", "a", "b", "c")
-	p, item, grandchild := startGroupChild(t, s, "-u", s.URL, "-k", "drain", "-c")
+	s := setup(t, "drain")
+	s.items("a", "b", "c")
+	p, item, grandchild := s.startGroupChild("-c")
 	if item != "a" {
 		t.Errorf("first item %q, want a", item)
 	}
@@ -89,22 +87,20 @@ func TestContinuousDrainsOnSIGTERM(t *testing.T) {
 	r := p.wait(t)
 	r.wantExit(t, 0)
 	processGone(t, grandchild)
-	s.noLocks(t, "drain")
+	s.noLocks()
 	if n, _ := s.Client.LLen(ctx(t), "started").Result(); n != 0 {
 		t.Errorf("%d more items were started after SIGTERM", n)
 	}
-	if got := s.list(t, "drain:list"); !slices.Equal(got, []string{"b", "c", "a"}) {
-		t.Errorf("list %q", got)
-	}
+	s.wantList("b", "c", "a")
 }
 
 // TestSecondSignalKillsTheGroup: a child that ignores SIGTERM is killed by
 // a second SIGTERM to w8y.
 func TestSecondSignalKillsTheGroup(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "stubborn:list", "a")
-	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "stubborn", "-c"},
+	s := setup(t, "stubborn")
+	s.items("a")
+	p := s.start(append([]string{"-c"},
 		report(`trap 'redis-cli -p "$REDIS_PORT" rpush started got-term >/dev/null' TERM`, "while :; do sleep 0.05; done")...)...)
 	s.popStarted(t)
 	p.signal(t, syscall.SIGTERM)
@@ -117,15 +113,15 @@ func TestSecondSignalKillsTheGroup(t *testing.T) {
 	if !strings.Contains(r.Stderr, "second stop signal") {
 		t.Errorf("no log of the escalation:\n%s", r.Stderr)
 	}
-	s.noLocks(t, "stubborn")
+	s.noLocks()
 }
 
 // TestSignalsReachTheChild: SIGUSR1 to w8y reaches the child's group.
 func TestSignalsReachTheChild(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "usr:list", "a")
-	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "usr", "-q"},
+	s := setup(t, "usr")
+	s.items("a")
+	p := s.start(append([]string{"-q"},
 		report(`trap 'echo got-usr1; exit 3' USR1`, "while :; do sleep 0.05; done")...)...)
 	s.popStarted(t)
 	p.signal(t, syscall.SIGUSR1)
@@ -139,17 +135,18 @@ func TestSignalsReachTheChild(t *testing.T) {
 // --kill-after, before w8y releases the lock and exits with the child's code.
 func TestLeftoverProcessesAreStopped(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "left:list", "a")
+	s := setup(t, "left")
+	s.items("a")
 	pidFile := filepath.Join(t.TempDir(), "leftover")
-	r := runW8y(t, append(portEnv(s), "PIDFILE="+pidFile), "-u", s.URL, "-k", "left", "--kill-after", "200ms",
+	s.setenv("PIDFILE=" + pidFile)
+	r := s.run("--kill-after", "200ms",
 		"sh", "-c", `sh -c 'trap "" TERM; sleep 1000' & echo $! > "$PIDFILE"; exit 4`)
 	r.wantExit(t, 4)
 	if !strings.Contains(r.Stderr, "left processes in its group") {
 		t.Errorf("no warning about the leftover process:\n%s", r.Stderr)
 	}
 	processGone(t, readPID(t, pidFile))
-	s.noLocks(t, "left")
+	s.noLocks()
 }
 
 // closedPipe returns the write end of a pipe whose reader has gone, as
@@ -192,8 +189,8 @@ func TestSIGPIPE(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := startRedis(t)
-			s.seed(t, "pipe:list", "a")
+			s := setup(t, "pipe")
+			s.items("a")
 			outputs := []*os.File{nil, nil}
 			if tt.closed != "stderr" {
 				outputs[0] = closedPipe(t)
@@ -201,11 +198,11 @@ func TestSIGPIPE(t *testing.T) {
 			if tt.closed != "stdout" {
 				outputs[1] = closedPipe(t)
 			}
-			args := append([]string{"-u", s.URL, "-k", "pipe"}, tt.args...)
+			args := tt.args
 			if tt.result != "" {
-				args = append(args, "sh", "-c", tt.child)
+				args = append(slices.Clone(args), "sh", "-c", tt.child)
 			}
-			p := startWith(t, outputs, portEnv(s), binary, args...)
+			p := startWith(t, outputs, s.env, binary, s.at(args...)...)
 			if tt.result != "" {
 				s.popStarted(t)
 			}
@@ -213,11 +210,11 @@ func TestSIGPIPE(t *testing.T) {
 				p.signal(t, syscall.SIGTERM)
 			}
 			p.wait(t).wantExit(t, tt.code)
-			s.noLocks(t, "pipe")
+			s.noLocks()
 			if tt.result == "" {
 				return
 			}
-			if got, _ := s.Client.HGet(ctx(t), "pipe:state:a", "last_result").Result(); got != tt.result {
+			if got, _ := s.Client.HGet(ctx(t), s.key("state:a"), "last_result").Result(); got != tt.result {
 				t.Errorf("last_result %q, want %q", got, tt.result)
 			}
 		})

@@ -30,12 +30,13 @@ func TestTimeout(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := startRedis(t)
-			s.seed(t, "to:list", "a", "b")
+			s := setup(t, "to")
+			s.items("a", "b")
 			pidFile := filepath.Join(t.TempDir(), "grandchild")
+			s.setenv("PIDFILE=" + pidFile)
 			logFile := filepath.Join(t.TempDir(), "w8y.log")
-			args := append([]string{"-u", s.URL, "-k", "to", "-x", "3", "--kill-after", "300ms", "--timeout", "400ms", "-f", logFile}, tt.args...)
-			p := startW8y(t, append(portEnv(s), "PIDFILE="+pidFile), append(args, "sh", "-c", tt.child)...)
+			args := append([]string{"-x", "3", "--kill-after", "300ms", "--timeout", "400ms", "-f", logFile}, tt.args...)
+			p := s.start(append(args, "sh", "-c", tt.child)...)
 			if item := s.popStarted(t); item != "a" {
 				t.Errorf("took %q, want a", item)
 			}
@@ -54,10 +55,8 @@ func TestTimeout(t *testing.T) {
 				t.Errorf("stderr:\n%s\nwant:\n%s", r.Stderr, strings.Join(want, "\n"))
 			}
 			processGone(t, grandchild)
-			s.noLocks(t, "to")
-			if got := s.list(t, "to:list"); !slices.Equal(got, []string{"b", "a"}) {
-				t.Errorf("list %q, want [b a]", got)
-			}
+			s.noLocks()
+			s.wantList("b", "a")
 		})
 	}
 }
@@ -66,9 +65,9 @@ func TestTimeout(t *testing.T) {
 // the next item after a timeout.
 func TestTimeoutListedInExitCodes(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "to124:list", "a", "b")
-	p := startW8y(t, portEnv(s), "-u", s.URL, "-k", "to124", "-c", "-i", "0", "-i", "124", "--timeout", "200ms", "-x", "3",
+	s := setup(t, "to124")
+	s.items("a", "b")
+	p := s.start("-c", "-i", "0", "-i", "124", "--timeout", "200ms", "-x", "3",
 		"sh", "-c", started+`; exec sleep 1000`)
 	for _, want := range []string{"a", "b", "a"} {
 		if got := s.popStarted(t); got != want {
@@ -77,7 +76,7 @@ func TestTimeoutListedInExitCodes(t *testing.T) {
 	}
 	p.signal(t, syscall.SIGTERM)
 	p.wait(t).wantExit(t, 0)
-	s.noLocks(t, "to124")
+	s.noLocks()
 }
 
 // guardOf returns the pid of w8y's guard: its child named w8y-guard.
@@ -99,10 +98,11 @@ func guardOf(t *testing.T, w8y int) int {
 // W8Y_HOLDER. The lock stays until it expires.
 func TestKilledW8yTakesTheGroupWithIt(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "sigkill:list", "a")
+	s := setup(t, "sigkill")
+	s.items("a")
 	dir := t.TempDir()
-	p := startW8y(t, append(portEnv(s), "DIR="+dir), "-u", s.URL, "-k", "sigkill", "-x", "30",
+	s.setenv("DIR=" + dir)
+	p := s.start("-x", "30",
 		"sh", "-c", `echo $$ > "$DIR/child"; sleep 1000 & echo $! > "$DIR/grandchild"; `+
 			`env -i sleep 1000 & echo $! > "$DIR/bare"; `+started+`; wait`)
 	s.popStarted(t)
@@ -122,7 +122,7 @@ func TestKilledW8yTakesTheGroupWithIt(t *testing.T) {
 	processGone(t, child)
 	processGone(t, grandchild)
 	processGone(t, bare)
-	if got := s.keys(t, "sigkill:lock:*"); len(got) != 1 {
+	if got := s.keys(t, s.key("lock:*")); len(got) != 1 {
 		t.Errorf("locks %q: the lock should stay until it expires", got)
 	}
 }
@@ -131,10 +131,11 @@ func TestKilledW8yTakesTheGroupWithIt(t *testing.T) {
 // signal still ends w8y's direct child when w8y is SIGKILLed.
 func TestParentDeathSignal(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "pdeath:list", "a")
+	s := setup(t, "pdeath")
+	s.items("a")
 	dir := t.TempDir()
-	p := startW8y(t, append(portEnv(s), "DIR="+dir), "-u", s.URL, "-k", "pdeath", "-x", "30",
+	s.setenv("DIR=" + dir)
+	p := s.start("-x", "30",
 		"sh", "-c", `echo $$ > "$DIR/child"; `+started+`; exec sleep 1000`)
 	s.popStarted(t)
 	child := readPID(t, filepath.Join(dir, "child"))
@@ -162,23 +163,23 @@ const orphanMaker = `orphan=$(sh -c 'sleep 1000 >/dev/null & echo $!'); ` +
 // still comes through.
 func TestSubreaperReapsOrphans(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "reap:list", "a")
-	p := startW8y(t, portEnv(s), "-u", s.URL, "-k", "reap", "--subreaper", "sh", "-c", orphanMaker)
+	s := setup(t, "reap")
+	s.items("a")
+	p := s.start("--subreaper", "sh", "-c", orphanMaker)
 	s.popStarted(t)
 	p.signal(t, syscall.SIGTERM)
 	p.wait(t).wantExit(t, 143)
-	s.noLocks(t, "reap")
+	s.noLocks()
 }
 
 // TestReaperLeavesOwnChildAlone: reaping never takes the exit status of
 // w8y's own child, even one that exits at once, again and again.
 func TestReaperLeavesOwnChildAlone(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "own:list", "a")
+	s := setup(t, "own")
+	s.items("a")
 	for range 20 {
-		r := runW8y(t, nil, "-u", s.URL, "-k", "own", "-q", "--subreaper", "sh", "-c", "sh -c 'exit 0' & exit 7")
+		r := s.run("-q", "--subreaper", "sh", "-c", "sh -c 'exit 0' & exit 7")
 		r.mustExit(t, 7)
 	}
 }
@@ -187,14 +188,14 @@ func TestReaperLeavesOwnChildAlone(t *testing.T) {
 // reaps orphans without being asked.
 func TestPID1ReapsOrphans(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "pid1:list", "a")
+	s := setup(t, "pid1")
+	s.items("a")
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
 		t.Fatalf("unshare (util-linux) is needed to run w8y as PID 1: %v", err)
 	}
-	p := startCommand(t, portEnv(s), unshare, "--pid", "--fork", "--mount-proc", "--kill-child",
-		binary, "-u", s.URL, "-k", "pid1", "sh", "-c", `[ $PPID = 1 ] || exit 99; `+orphanMaker)
+	p := startCommand(t, s.env, unshare, append([]string{"--pid", "--fork", "--mount-proc", "--kill-child", binary},
+		s.at("sh", "-c", `[ $PPID = 1 ] || exit 99; `+orphanMaker)...)...)
 	s.popStarted(t)
 	p.signal(t, syscall.SIGKILL)
 	p.wait(t)
