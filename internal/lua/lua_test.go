@@ -1,7 +1,6 @@
 package lua
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -21,8 +20,7 @@ func TestScriptsLoad(t *testing.T) {
 // compare-and-delete. (The take of a lock, trylock.lua, is tested in
 // internal/take.)
 func TestRefreshAndFinish(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	if err := rdb.Set(ctx, "w:lock:x", "me", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +50,7 @@ func TestRefreshAndFinish(t *testing.T) {
 // TestDedupe: the extra occurrences go, the first stays where it was, and an
 // item held once or not at all is left as it is.
 func TestDedupe(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	rdb.RPush(ctx, "l", "a", "b", "a", "c", "a")
 	for _, tt := range []struct {
 		item string

@@ -2,7 +2,6 @@ package status
 
 import (
 	"bytes"
-	"context"
 	"regexp"
 	"strings"
 	"testing"
@@ -77,8 +76,7 @@ func TestTableClipsToTheTerminal(t *testing.T) {
 // type is blocked, not locked forever, and an empty item or one with a NUL
 // byte is invalid, not idle; each says why.
 func TestStatesOfItemsThatCannotRun(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	keys := schema.Keys{Prefix: "bad:"}
 	rdb.RPush(ctx, keys.List(), "hashed", "", "nul\x00", "held", "free")
 	rdb.HSet(ctx, keys.Lock("hashed"), "field", "value")
@@ -143,8 +141,7 @@ func TestShort(t *testing.T) {
 // pause, and a line under the table says who paused it and why; --status
 // reads it so from Redis, whatever else holds the item but its lock.
 func TestPausedItems(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	keys := schema.Keys{Prefix: "pz:"}
 	redistest.Seed(t, rdb, keys.List(), "timed", "forever", "by-hand")
 	rdb.HSet(ctx, keys.Pause("timed"), schema.PauseFieldReason, "upstream down", schema.PauseFieldBy, "ops@bastion")

@@ -52,8 +52,7 @@ func (c *rotatingClient) EvalSha(ctx context.Context, sha string, keys []string,
 // by fewer or more items than a batch, do not make --status miss an item or
 // show one twice, and it shows them in circular list order.
 func TestStatusFollowsARotatingList(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	items := redistest.Items(95)
 	keys := schema.Keys{Prefix: "st:"}
 	rdb.RPush(ctx, keys.List(), redistest.Values(items)...)
@@ -89,8 +88,7 @@ func TestStatusLongList(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100,000 items")
 	}
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	keys := schema.Keys{Prefix: "long:"}
 	items := redistest.Items(100_000)
 	redistest.Seed(t, rdb, keys.List(), items...)

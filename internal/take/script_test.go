@@ -1,7 +1,6 @@
 package take
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -20,8 +19,7 @@ func TestScriptsLoad(t *testing.T) {
 // TestTryLock: trylock.lua keeps to SET NX PX, and names a lock key of
 // another type.
 func TestTryLock(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	for i, st := range []struct {
 		token string
 		want  any
