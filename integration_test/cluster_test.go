@@ -631,8 +631,7 @@ func TestClusterHealthz(t *testing.T) {
 	// though without the data that it never saved.
 	node.Restart(t)
 	waitHealth(t, url+"/healthz", http.StatusOK)
-	w.signal(t, syscall.SIGTERM)
-	w.wait(t).wantExit(t, 0)
+	w.stop(t)
 }
 
 // TestClusterReleaseWhileSlotMoves ends a run while its slot is half moved

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -194,8 +193,7 @@ func TestCtlCheckCluster(t *testing.T) {
 				}
 				return true
 			})
-			w.signal(t, syscall.SIGTERM)
-			w.wait(t).wantExit(t, 0)
+			w.stop(t)
 		})
 	}
 }

@@ -265,8 +265,7 @@ func TestCtlRunNow(t *testing.T) {
 	if ran := s.popRun(t); ran.item != "busy" {
 		t.Errorf("ran %q, want busy's end", ran.item)
 	}
-	w.signal(t, syscall.SIGTERM)
-	w.wait(t).wantExit(t, 0)
+	w.stop(t)
 }
 
 // TestCtlEvents: events shows the latest runs' starts and ends, and
@@ -512,8 +511,7 @@ func TestCtlCluster(t *testing.T) {
 				!strings.Contains(r.Stdout, `"gone": not in the list`) {
 				t.Errorf("status busy gone on the Cluster: %s", r)
 			}
-			w.signal(t, syscall.SIGTERM)
-			w.wait(t).wantExit(t, 0)
+			w.stop(t)
 		})
 	}
 }

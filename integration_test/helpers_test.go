@@ -465,6 +465,14 @@ func isRotation(got, want []string) bool {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// stop sends SIGTERM to a continuous w8y and fails the test unless it
+// drains and exits 0.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	p.signal(t, syscall.SIGTERM)
+	p.wait(t).wantExit(t, 0)
+}
+
 // drain sends SIGTERM to every continuous worker in workers and fails the
 // test unless each drains and exits 0.
 func drain(t *testing.T, workers []*proc) {

@@ -533,8 +533,7 @@ exit "$code"`
 			t.Errorf("foreign metric %q", name)
 		}
 	}
-	p.signal(t, syscall.SIGTERM)
-	p.wait(t).wantExit(t, 0)
+	p.stop(t)
 	if _, err := http.Get(url); err == nil {
 		t.Error("the metrics server outlived w8y")
 	}
@@ -583,8 +582,7 @@ func TestHealthz(t *testing.T) {
 	}
 	s.Restart(t)
 	waitHealth(t, url, http.StatusOK)
-	p.signal(t, syscall.SIGTERM)
-	p.wait(t).wantExit(t, 0)
+	p.stop(t)
 }
 
 // TestMetricsAddrInUse: an address that cannot be listened on is bad input:

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/w8y/w8y/internal/redistest"
@@ -69,8 +68,7 @@ func TestMakeBuild(t *testing.T) {
 	if err != nil || exe != filepath.Join(dir, "w8y-metrics") {
 		t.Errorf("w8y's process runs %q (%v), want w8y-metrics", exe, err)
 	}
-	p.signal(t, syscall.SIGTERM)
-	p.wait(t).wantExit(t, 0)
+	p.stop(t)
 
 	// Without w8y-metrics beside it or in PATH: one line, exit 125.
 	alone := filepath.Join(t.TempDir(), "w8y")

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -315,8 +314,7 @@ func checkLook(t *testing.T, c redis.Cmdable, env, args []string, prefix, item s
 		got := lines(t, runs)
 		return len(got) > before && got[len(got)-1] == item
 	})
-	p.signal(t, syscall.SIGTERM)
-	p.wait(t).wantExit(t, 0)
+	p.stop(t)
 }
 
 // TestACLCluster runs w8y as a limited ACL user on a Cluster without a hash

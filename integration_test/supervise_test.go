@@ -74,8 +74,7 @@ func TestTimeoutListedInExitCodes(t *testing.T) {
 			t.Fatalf("started %q, want %q", got, want)
 		}
 	}
-	p.signal(t, syscall.SIGTERM)
-	p.wait(t).wantExit(t, 0)
+	p.stop(t)
 	s.noLocks()
 }
 
