@@ -123,9 +123,7 @@ func TestNothingEligible(t *testing.T) {
 		// taken.
 		r := runW8y(t, nil, append([]string{"-u", s.URL, "-k", "none", "-t"}, child...)...)
 		r.wantExit(t, 0)
-		if !strings.Contains(r.Stderr, `WRN the list "none:list" does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right?`) {
-			t.Errorf("no warning of the missing list: %s", r)
-		}
+		r.wantStderr(t, `WRN the list "none:list" does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right?`)
 	})
 	t.Run("no-work exit code", func(t *testing.T) {
 		r := runW8y(t, nil, append([]string{"-u", s.URL, "-k", "none", "--no-work-exit-code", "3"}, child...)...)

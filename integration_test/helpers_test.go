@@ -273,6 +273,15 @@ func (r result) wantStdout(t *testing.T, want string) {
 	}
 }
 
+// wantStderr fails the test unless w8y's stderr, its log, holds want,
+// showing how it ran and ended.
+func (r result) wantStderr(t *testing.T, want string) {
+	t.Helper()
+	if !strings.Contains(r.Stderr, want) {
+		t.Errorf("want %q on stderr, got %s", want, r)
+	}
+}
+
 // proc is a w8y process running in the background.
 type proc struct {
 	cmd    *exec.Cmd

@@ -34,9 +34,7 @@ func TestLockLostStopsTheChild(t *testing.T) {
 			}
 			r := p.wait(t)
 			r.wantExit(t, 122)
-			if !strings.Contains(r.Stderr, "lock lost") {
-				t.Errorf("no log of the lost lock:\n%s", r.Stderr)
-			}
+			r.wantStderr(t, "lock lost")
 			processGone(t, grandchild)
 			got, _ := s.Client.Get(ctx(t), s.key("lock:a")).Result()
 			if got != tt.after {
@@ -110,9 +108,7 @@ func TestLockLostWhenRedisStalls(t *testing.T) {
 	}
 	r := p.wait(t)
 	r.wantExit(t, 122)
-	if !strings.Contains(r.Stderr, "before its lease ran out") {
-		t.Errorf("no log of the failing refreshes:\n%s", r.Stderr)
-	}
+	r.wantStderr(t, "before its lease ran out")
 	s.noLocks()
 }
 

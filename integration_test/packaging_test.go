@@ -297,9 +297,7 @@ esac`
 	if got := s.stateOf(t, "img", "long")["last_result"]; got != "interrupted" {
 		t.Errorf("the drained item's last result is %q", got)
 	}
-	if !strings.Contains(r.Stderr, "drained; exiting") {
-		t.Errorf("the container's log:\n%s", r.Stderr)
-	}
+	r.wantStderr(t, "drained; exiting")
 
 	// A worker's image built on it as the recipes page shows, run as a batch
 	// that ends by itself once every item has run.

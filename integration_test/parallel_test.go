@@ -154,9 +154,7 @@ func TestParallelSignalsReachEveryChild(t *testing.T) {
 	p.signal(t, syscall.SIGTERM)
 	r := p.wait(t)
 	r.wantExit(t, 0)
-	if !strings.Contains(r.Stderr, "second stop signal") {
-		t.Errorf("no log of the escalation:\n%s", r.Stderr)
-	}
+	r.wantStderr(t, "second stop signal")
 	if n := s.Client.LLen(ctx(t), "started").Val(); n != 0 {
 		t.Errorf("%d items started after SIGTERM", n)
 	}
@@ -198,9 +196,7 @@ func TestMaxRuntime(t *testing.T) {
 	if taken == nil || done == nil || taken[1] != done[1] || strings.Count(r.Stderr, "item started") != atoi(t, done[1]) {
 		t.Errorf("items taken after the runtime ended:\n%s", r.Stderr)
 	}
-	if !strings.Contains(r.Stderr, "item=b") {
-		t.Errorf("the other slot ran nothing:\n%s", r.Stderr)
-	}
+	r.wantStderr(t, "item=b")
 	s.noLocks()
 }
 

@@ -301,9 +301,7 @@ func TestSecondSignalKillsTheGroup(t *testing.T) {
 	p.signal(t, syscall.SIGTERM)
 	r := p.wait(t)
 	r.wantExit(t, 0)
-	if !strings.Contains(r.Stderr, "second stop signal") {
-		t.Errorf("no log of the escalation:\n%s", r.Stderr)
-	}
+	r.wantStderr(t, "second stop signal")
 	s.noLocks()
 }
 
@@ -333,9 +331,7 @@ func TestLeftoverProcessesAreStopped(t *testing.T) {
 	r := s.run("--kill-after", "200ms",
 		"sh", "-c", `sh -c 'trap "" TERM; sleep 1000' & echo $! > "$PIDFILE"; exit 4`)
 	r.wantExit(t, 4)
-	if !strings.Contains(r.Stderr, "left processes in its group") {
-		t.Errorf("no warning about the leftover process:\n%s", r.Stderr)
-	}
+	r.wantStderr(t, "left processes in its group")
 	processGone(t, readPID(t, pidFile))
 	s.noLocks()
 }
