@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -474,9 +473,6 @@ func TestClusterStateAndEvents(t *testing.T) {
 					"runs": run.runs, "failures": run.fails, "consecutive_failures": run.streak,
 					"last_result": run.result, "last_exit_code": itoa(run.code), "last_holder": r.Stdout,
 				}, before, after)
-				if d, err := strconv.Atoi(state["last_duration_ms"]); err != nil || d < 0 || int64(d) > after.Sub(before).Milliseconds() {
-					t.Errorf("run %d: last_duration_ms %q", i, state["last_duration_ms"])
-				}
 			}
 			for _, key := range []string{tt.prefix + "state:a", tt.prefix + "events"} {
 				if ttl := c.Client.PTTL(ctx(t), key).Val(); ttl <= 80*time.Second || ttl > 90*time.Second {
@@ -896,7 +892,7 @@ func TestClusterParallel(t *testing.T) {
 	const maxItems = 30
 	run := t.TempDir()
 	r := runW8y(t, []string{"DIR=" + run, "SLOW=0.5"}, "--redis-cluster", "-u", c.URL, "-k", p, "-c", "-x", "1",
-		"--parallel", "3", "--max-items", strconv.Itoa(maxItems), "--idle-wait", "20ms", "--log-level", "warn", "sh", "-c", overlapChild)
+		"--parallel", "3", "--max-items", itoa(maxItems), "--idle-wait", "20ms", "--log-level", "warn", "sh", "-c", overlapChild)
 	r.wantExit(t, 0)
 	if n := len(lines(t, run+"/runs")); n != maxItems {
 		t.Errorf("%d runs, want --max-items %d", n, maxItems)

@@ -474,6 +474,16 @@ func isRotation(got, want []string) bool {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// atoi is s as a whole number, failing the test if it is not one.
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // stop sends SIGTERM to a continuous w8y and fails the test unless it
 // drains and exits 0.
 func (p *proc) stop(t *testing.T) {

@@ -41,7 +41,8 @@ func (s *server) stateOf(t *testing.T, prefix, item string) map[string]string {
 }
 
 // checkState compares the fields of state named in want, and checks that
-// the times lie between before and after, in order.
+// the times lie between before and after, in order, and the run's duration
+// within them.
 func checkState(t *testing.T, what string, state, want map[string]string, before, after time.Time) {
 	t.Helper()
 	for field, value := range want {
@@ -53,6 +54,9 @@ func checkState(t *testing.T, what string, state, want map[string]string, before
 	end, err2 := strconv.ParseInt(state["last_end"], 10, 64)
 	if err1 != nil || err2 != nil || start < before.UnixMilli() || start > end || end > after.UnixMilli() {
 		t.Errorf("%s: last_start %q, last_end %q, not in order within [%d, %d]", what, state["last_start"], state["last_end"], before.UnixMilli(), after.UnixMilli())
+	}
+	if d, err := strconv.Atoi(state["last_duration_ms"]); err != nil || d < 0 || int64(d) > after.Sub(before).Milliseconds() {
+		t.Errorf("%s: last_duration_ms %q", what, state["last_duration_ms"])
 	}
 }
 
@@ -87,9 +91,6 @@ func TestStateAndEvents(t *testing.T) {
 		r.want["last_result"], r.want["last_exit_code"], r.want["last_holder"] = r.result, r.exit, holder
 		state := s.stateOf(t, "st", "a")
 		checkState(t, fmt.Sprintf("run %d", i), state, r.want, before, after)
-		if d, err := strconv.Atoi(state["last_duration_ms"]); err != nil || d < 0 || int64(d) > after.Sub(before).Milliseconds() {
-			t.Errorf("run %d: last_duration_ms %q", i, state["last_duration_ms"])
-		}
 		if ttl := s.Client.PTTL(ctx(t), s.key("state:a")).Val(); ttl <= 80*time.Second || ttl > 90*time.Second {
 			t.Errorf("run %d: state TTL %s, want about 90s", i, ttl)
 		}
@@ -411,15 +412,6 @@ func TestStatusWatch(t *testing.T) {
 	if r.Stderr != "" {
 		t.Errorf("--watch wrote on stderr: %s", r)
 	}
-}
-
-func atoi(t *testing.T, s string) int {
-	t.Helper()
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // scrape reads the metrics at url as "name{labels}" -> value.

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -100,7 +99,7 @@ func TestParallelContinuousNeverRunsAnItemTwice(t *testing.T) {
 		sleep 0.3
 		$r decr "running:$W8Y_ITEM" >/dev/null; $r decr running >/dev/null`
 	const maxItems = 24
-	r := s.run("-c", "-q", "--parallel", "4", "--max-items", strconv.Itoa(maxItems),
+	r := s.run("-c", "-q", "--parallel", "4", "--max-items", itoa(maxItems),
 		"--idle-wait", "20ms", "sh", "-c", child)
 	r.wantExit(t, 0)
 	seen := s.server.list(t, "seen")
@@ -113,8 +112,7 @@ func TestParallelContinuousNeverRunsAnItemTwice(t *testing.T) {
 		if f[1] != "1" {
 			t.Errorf("%q ran twice at once (%s)", f[0], record)
 		}
-		all, _ := strconv.Atoi(f[2])
-		most = max(most, all)
+		most = max(most, atoi(t, f[2]))
 	}
 	if most != 4 {
 		t.Errorf("at most %d children ran at once, want 4", most)
