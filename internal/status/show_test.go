@@ -81,14 +81,7 @@ func TestStatesOfItemsThatCannotRun(t *testing.T) {
 	rdb.RPush(ctx, keys.List(), "hashed", "", "nul\x00", "held", "free")
 	rdb.HSet(ctx, keys.Lock("hashed"), "field", "value")
 	rdb.Set(ctx, keys.Lock("held"), "host:1:abc", time.Minute)
-	var got []Item
-	err := (&Reader{Client: rdb, Keys: keys}).Read(ctx, func(batch []Item) error {
-		got = append(got, batch...)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := readAll(ctx, t, &Reader{Client: rdb, Keys: keys})
 	want := map[string]struct{ state, problem string }{
 		"hashed":  {StateBlocked, "its lock key holds something other than a lock: an operator must delete it"},
 		"":        {StateInvalid, "it is empty"},
@@ -149,13 +142,7 @@ func TestPausedItems(t *testing.T) {
 	rdb.Set(ctx, keys.Cooldown("timed"), "x", time.Minute)
 	rdb.HSet(ctx, keys.Pause("forever"), schema.PauseFieldReason, "", schema.PauseFieldBy, "ops@bastion")
 	rdb.Set(ctx, keys.Pause("by-hand"), "stop", 0)
-	var got []Item
-	if err := (&Reader{Client: rdb, Keys: keys}).Read(ctx, func(batch []Item) error {
-		got = append(got, batch...)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	got := readAll(ctx, t, &Reader{Client: rdb, Keys: keys})
 	var out bytes.Buffer
 	writeTable(&out, got, time.Now(), 0)
 	for _, want := range []string{
