@@ -569,12 +569,7 @@ func TestClusterStatus(t *testing.T) {
 				}
 			}
 
-			r = runW8y(t, nil, append(base, "--status")...)
-			r.mustExit(t, 0)
-			if r.Stderr != "" {
-				t.Fatalf("--status wrote on stderr: %s", r)
-			}
-			rows := parseTable(t, r.Stdout)
+			rows := parseTable(t, statusOutput(t, nil, base...))
 			if got := rows["(order)"]["items"]; got != "held cool ran" {
 				t.Errorf("items in order %q", got)
 			}

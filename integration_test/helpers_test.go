@@ -523,19 +523,27 @@ func noOverlaps(t *testing.T, dir string) {
 	}
 }
 
+// statusOutput runs w8y --status with args and returns what it wrote on
+// stdout, failing the test unless it exits 0 with nothing on stderr.
+func statusOutput(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	r := runW8y(t, env, slices.Concat(args, []string{"--status"})...)
+	r.mustExit(t, 0)
+	if r.Stderr != "" {
+		t.Fatalf("--status wrote on stderr: %s", r)
+	}
+	return r.Stdout
+}
+
 // statusJSON runs w8y --status --json with args and returns its items,
 // failing the test unless it exits 0 with nothing on stderr and one JSON
 // document on stdout.
 func statusJSON(t *testing.T, env []string, args ...string) []map[string]any {
 	t.Helper()
-	r := runW8y(t, env, append(args, "--status", "--json")...)
-	r.mustExit(t, 0)
-	if r.Stderr != "" {
-		t.Fatalf("--status --json wrote on stderr: %s", r)
-	}
+	out := statusOutput(t, env, slices.Concat(args, []string{"--json"})...)
 	var items []map[string]any
-	if err := json.Unmarshal([]byte(r.Stdout), &items); err != nil {
-		t.Fatalf("--json is not one JSON document: %v\n%s", err, r.Stdout)
+	if err := json.Unmarshal([]byte(out), &items); err != nil {
+		t.Fatalf("--json is not one JSON document: %v\n%s", err, out)
 	}
 	return items
 }

@@ -223,12 +223,8 @@ func TestStatus(t *testing.T) {
 	s.Client.Set(ctx(t), s.key("backoff:back"), "x", 30*time.Second)
 	busy := s.stateOf(t, "ss", "busy")
 
-	r := runW8y(t, nil, "--status", "-u", s.URL, "-k", "ss")
-	r.mustExit(t, 0)
-	if r.Stderr != "" {
-		t.Fatalf("--status wrote on stderr: %s", r)
-	}
-	rows := parseTable(t, r.Stdout)
+	out := statusOutput(t, nil, s.at()...)
+	rows := parseTable(t, out)
 	if got := rows["(order)"]["items"]; got != "busy cool back new" {
 		t.Errorf("items in order %q", got)
 	}
@@ -260,7 +256,7 @@ func TestStatus(t *testing.T) {
 		t.Errorf("ages: busy ended %q, cool ended %q", rows["busy"]["ENDED"], rows["cool"]["ENDED"])
 	}
 	// The table fits an 80-column terminal.
-	for _, line := range strings.Split(r.Stdout, "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		if len(line) > 80 {
 			t.Errorf("a %d-column line: %q", len(line), line)
 		}
@@ -311,7 +307,7 @@ func TestStatus(t *testing.T) {
 	p.wait(t).wantExit(t, 0)
 	// Bad input: one line, exit 125.
 	s.Client.Set(ctx(t), "wrong:list", "x", 0)
-	r = runW8y(t, nil, "--status", "-u", s.URL, "-k", "wrong")
+	r := runW8y(t, nil, "--status", "-u", s.URL, "-k", "wrong")
 	r.wantExit(t, 125)
 	oneLine(t, r.Stderr, "WRONGTYPE")
 }
