@@ -516,25 +516,6 @@ func TestCtlCluster(t *testing.T) {
 	}
 }
 
-// TestCtlBashCompletion sources scripts/w8yctl.bash-completion in bash and
-// completes command lines as a user's Tab would: the verbs, then the
-// options, and nothing for an option's value or an item.
-func TestCtlBashCompletion(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	if err := os.Symlink(ctlBinary, filepath.Join(dir, "w8yctl")); err != nil {
-		t.Fatal(err)
-	}
-	checkBashCompletion(t, dir, "w8yctl", []completion{
-		{"w8yctl -k work re", "remove\nresume"},
-		{"w8yctl ru", "run-now"},
-		{"w8yctl can", "cancel"},
-		{"w8yctl pause a --f", "--fix\n--follow\n--for"},
-		{"w8yctl pause --for ", ""},
-		{"w8yctl pause a ", ""},
-	})
-}
-
 // TestCtlStatusItems: status ITEM shows, for items that a real worker ran
 // and runs, how often the list holds each, the lock's holder, the backoff
 // and the pause with its reason, the last run with its fence, the counts,

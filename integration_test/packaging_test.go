@@ -87,23 +87,42 @@ func TestMakeBuild(t *testing.T) {
 	oneLine(t, r.Stderr, "--metrics-addr needs w8y-metrics")
 }
 
-// TestBashCompletion sources scripts/w8y.bash-completion in bash and
-// completes command lines as a user's Tab would: w8y's options and
-// choices where they belong, and nothing of w8y's after the executable,
-// where bash falls back to file names.
+// TestBashCompletion sources each command's scripts/COMMAND.bash-completion
+// in bash and completes command lines as a user's Tab would: w8y's options
+// and choices where they belong, and nothing of w8y's after the executable,
+// where bash falls back to file names; w8yctl's verbs, then its options, and
+// nothing for an option's value or an item.
 func TestBashCompletion(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.Symlink(binary, filepath.Join(dir, "w8y")); err != nil {
-		t.Fatal(err)
+	for _, tt := range []struct {
+		command, binary string
+		lines           []completion
+	}{
+		{"w8y", binary, []completion{
+			{"w8y --conti", "--continuous"},
+			{"w8y -k work --log-format ", "console\njson"},
+			{"w8y -k work --log-level=w", "--log-level=warn"},
+			{"w8y -k x sh --con", ""},
+			{"w8y -k x -- --con", ""},
+		}},
+		{"w8yctl", ctlBinary, []completion{
+			{"w8yctl -k work re", "remove\nresume"},
+			{"w8yctl ru", "run-now"},
+			{"w8yctl can", "cancel"},
+			{"w8yctl pause a --f", "--fix\n--follow\n--for"},
+			{"w8yctl pause --for ", ""},
+			{"w8yctl pause a ", ""},
+		}},
+	} {
+		t.Run(tt.command, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if err := os.Symlink(tt.binary, filepath.Join(dir, tt.command)); err != nil {
+				t.Fatal(err)
+			}
+			checkBashCompletion(t, dir, tt.command, tt.lines)
+		})
 	}
-	checkBashCompletion(t, dir, "w8y", []completion{
-		{"w8y --conti", "--continuous"},
-		{"w8y -k work --log-format ", "console\njson"},
-		{"w8y -k work --log-level=w", "--log-level=warn"},
-		{"w8y -k x sh --con", ""},
-		{"w8y -k x -- --con", ""},
-	})
 }
 
 // checkPlainBuild builds w8y as go install does, without make's stamps,
