@@ -59,11 +59,7 @@ func TestConcurrentInstancesTakeDistinctItems(t *testing.T) {
 		args := append([]string{"-u", s.URL, "-k", "jobs"}, report(":", `redis-cli -p "$REDIS_PORT" blpop "gate:$W8Y_ITEM" 30 >/dev/null`)...)
 		procs[i] = startW8y(t, portEnv(s), args...)
 	}
-	var started []string
-	for range items {
-		started = append(started, s.popStarted(t))
-	}
-	slices.Sort(started)
+	started := s.popEach(t, "started", len(items))
 	if !slices.Equal(started, items) {
 		t.Fatalf("children started on %q, want each of %q once", started, items)
 	}

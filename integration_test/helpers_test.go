@@ -227,6 +227,19 @@ func (s *server) pop(t *testing.T, list string) string {
 	return got[1]
 }
 
+// popEach waits until n pushes to list have come, as n test children
+// report, and returns what they pushed, sorted: children that run at once
+// report in any order.
+func (s *server) popEach(t *testing.T, list string, n int) []string {
+	t.Helper()
+	got := make([]string, n)
+	for i := range got {
+		got[i] = s.pop(t, list)
+	}
+	slices.Sort(got)
+	return got
+}
+
 // popStarted waits until a child has reported its start by pushing to the
 // list "started" and returns what it pushed.
 func (s *server) popStarted(t *testing.T) string {

@@ -28,12 +28,8 @@ func TestParallelOneShotTakesDistinctItems(t *testing.T) {
 	s.seed(t, "par:list", items...)
 	s.Client.Set(ctx(t), "par:lock:b", "someone-else", time.Hour)
 	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "par", "-q", "--parallel", "4"}, gated...)...)
-	var started []string
-	for range 4 {
-		started = append(started, s.popStarted(t))
-	}
 	// All four run now: none can end before the test opens its gate.
-	slices.Sort(started)
+	started := s.popEach(t, "started", 4)
 	if !slices.Equal(started, []string{"a", "c", "d", "e"}) {
 		t.Errorf("started %q, want a c d e: distinct, free, in list order", started)
 	}
@@ -138,11 +134,7 @@ func TestParallelSignalsReachEveryChild(t *testing.T) {
 		s.popStarted(t)
 	}
 	p.signal(t, syscall.SIGTERM)
-	var termed []string
-	for range 3 {
-		termed = append(termed, s.pop(t, "termed"))
-	}
-	slices.Sort(termed)
+	termed := s.popEach(t, "termed", 3)
 	if !slices.Equal(termed, []string{"a", "b", "c"}) {
 		t.Errorf("SIGTERM reached %q, want a b c", termed)
 	}
@@ -233,11 +225,7 @@ func TestParallelRunsAreRecordedAndShown(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	p := s.start(append([]string{"-c", "--parallel", "3", "--max-items", "4",
 		"--cooldown", "1h", "--failure-backoff", "1h", "--idle-wait", "100ms", "--metrics-addr", addr}, gated...)...)
-	var started []string
-	for range 3 {
-		started = append(started, s.popStarted(t))
-	}
-	slices.Sort(started)
+	started := s.popEach(t, "started", 3)
 	if !slices.Equal(started, []string{"a", "b", "c"}) {
 		t.Fatalf("started %q, want a b c", started)
 	}
