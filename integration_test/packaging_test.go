@@ -64,11 +64,11 @@ func TestMakeBuild(t *testing.T) {
 	}
 
 	// The hand-over: same PID, now running w8y-metrics, serving /healthz.
-	s := startRedis(t)
-	s.seed(t, "lean:list", "a")
-	s.Client.Set(ctx(t), "lean:lock:a", "someone-else", 0)
+	s := setup(t, "lean")
+	s.items("a")
+	s.Client.Set(ctx(t), s.key("lock:a"), "someone-else", 0)
 	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
-	p := startCommand(t, nil, filepath.Join(dir, "w8y"), "-u", s.URL, "-k", "lean", "-c", "--idle-wait", "100ms", "--metrics-addr", addr, "true")
+	p := startCommand(t, nil, filepath.Join(dir, "w8y"), s.at("-c", "--idle-wait", "100ms", "--metrics-addr", addr, "true")...)
 	waitHealth(t, "http://"+addr+"/healthz", http.StatusOK)
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", p.cmd.Process.Pid))
 	if err != nil || exe != filepath.Join(dir, "w8y-metrics") {
@@ -82,7 +82,7 @@ func TestMakeBuild(t *testing.T) {
 	if err := os.WriteFile(alone, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := startCommand(t, nil, alone, "-u", s.URL, "-k", "lean", "--metrics-addr", addr, "true").wait(t)
+	r := startCommand(t, nil, alone, s.at("--metrics-addr", addr, "true")...).wait(t)
 	r.wantExit(t, 125)
 	oneLine(t, r.Stderr, "--metrics-addr needs w8y-metrics")
 }

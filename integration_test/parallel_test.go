@@ -23,11 +23,10 @@ var gated = report(":", `exit "$(redis-cli -p "$REDIS_PORT" blpop "gate:$W8Y_ITE
 // fifth, and exits 0 when all four succeed.
 func TestParallelOneShotTakesDistinctItems(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	items := []string{"a", "b", "c", "d", "e", "f"}
-	s.seed(t, "par:list", items...)
-	s.Client.Set(ctx(t), "par:lock:b", "someone-else", time.Hour)
-	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "par", "-q", "--parallel", "4"}, gated...)...)
+	s := setup(t, "par")
+	s.items("a", "b", "c", "d", "e", "f")
+	s.Client.Set(ctx(t), s.key("lock:b"), "someone-else", time.Hour)
+	p := s.start(append([]string{"-q", "--parallel", "4"}, gated...)...)
 	// All four run now: none can end before the test opens its gate.
 	started := s.popEach(t, "started", 4)
 	if !slices.Equal(started, []string{"a", "c", "d", "e"}) {
@@ -35,7 +34,7 @@ func TestParallelOneShotTakesDistinctItems(t *testing.T) {
 	}
 	holders := map[string]bool{}
 	for _, item := range started {
-		holder := s.Client.Get(ctx(t), "par:lock:"+item).Val()
+		holder := s.Client.Get(ctx(t), s.key("lock:"+item)).Val()
 		if holder == "" {
 			t.Errorf("%q runs without its lock", item)
 		}
@@ -53,10 +52,8 @@ func TestParallelOneShotTakesDistinctItems(t *testing.T) {
 	}
 	// The pass went on from item to item and stopped after the fourth
 	// taken, e: a b c d e rotated to the end.
-	if got := s.list(t, "par:list"); !slices.Equal(got, []string{"f", "a", "b", "c", "d", "e"}) {
-		t.Errorf("list %q", got)
-	}
-	if locks := s.keys(t, "par:lock:*"); !slices.Equal(locks, []string{"par:lock:b"}) {
+	s.wantList("f", "a", "b", "c", "d", "e")
+	if locks := s.keys(t, s.key("lock:*")); !slices.Equal(locks, []string{s.key("lock:b")}) {
 		t.Errorf("locks left: %q", locks)
 	}
 }
