@@ -2,7 +2,6 @@ package integration_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,18 +152,12 @@ func checkSchedule(t *testing.T, c redis.Cmdable, prefix string, env, args []str
 }
 
 // checkStatus fails the test unless w8y --status --json, run with args as
-// the ACL user, lists want in that order.
+// the ACL user, lists want in that order (see statusJSON).
 func checkStatus(t *testing.T, env []string, args []string, want ...string) {
 	t.Helper()
-	r := runW8y(t, env, append(args, "--status", "--json")...)
-	var items []struct{ Item string }
-	r.mustExit(t, 0)
-	if err := json.Unmarshal([]byte(r.Stdout), &items); err != nil {
-		t.Fatalf("--status: %v; got %s", err, r)
-	}
 	var got []string
-	for _, it := range items {
-		got = append(got, it.Item)
+	for _, it := range statusJSON(t, env, args...) {
+		got = append(got, it["item"].(string))
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("--status lists %q, want %q", got, want)
