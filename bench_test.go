@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -40,8 +39,7 @@ func benchTake(b *testing.B, n int, colocated bool) {
 // with --cooldown, where most items wait with their locks free) their
 // cooldown keys, which cost the scan a check per candidate.
 func benchTakeWaiting(b *testing.B, n int, colocated bool, waitKey func(schema.Keys, string) string) {
-	rdb := redistest.Start(b).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(b)
 	keys := schema.Keys{Prefix: "bench:", Colocated: colocated}
 	items := redistest.Items(n)
 	pipe := rdb.Pipeline()
@@ -82,8 +80,7 @@ func BenchmarkTake(b *testing.B) {
 // one that also reads the item's cancel request, absent or aimed at
 // another holder: what cancel costs every refresh.
 func BenchmarkRefresh(b *testing.B) {
-	rdb := redistest.Start(b).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(b)
 	for _, bm := range []struct {
 		name      string
 		cancelKey string

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"maps"
 	"slices"
 	"strconv"
@@ -21,8 +20,7 @@ import (
 // (Redis Cluster without a hash tag): both leave the same state hashes and
 // the same events.
 func TestRecordBothPaths(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	ends := []runs.End{
 		{Result: schema.ResultSuccess, Exit: proc.Exit{Code: 0, Duration: 1500 * time.Millisecond}, Exited: true},
 		{Result: schema.ResultFailure, Exit: proc.Exit{Code: 3, Duration: 20 * time.Millisecond}, Exited: true},
@@ -128,8 +126,7 @@ func TestRecordBothPaths(t *testing.T) {
 // TestRecordConsecutiveFailures follows consecutive_failures through
 // failures, an interruption (which changes nothing) and a success.
 func TestRecordConsecutiveFailures(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	for _, colocated := range []bool{true, false} {
 		r, f := recordingRotator(t, rdb, colocated, 0)
 		var streaks []string
@@ -156,8 +153,7 @@ func TestRecordConsecutiveFailures(t *testing.T) {
 // TestRecordNeverFailsARun: a state key of another type makes the record
 // fail, never the take or the release.
 func TestRecordNeverFailsARun(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	for _, colocated := range []bool{true, false} {
 		r, f := recordingRotator(t, rdb, colocated, 10)
 		rdb.Set(ctx, r.Keys.State("a"), "not a hash", 0)

@@ -34,8 +34,7 @@ func testRotator(client take.Client, prefix string, colocated bool, batch int, l
 // the cancel key where a refresh may read it, and a client that refreshes
 // and releases it; its expiry counts from the take.
 func TestPassTakeGivesTheLock(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	for _, colocated := range []bool{false, true} {
 		var logs bytes.Buffer
 		r := testRotator(rdb, fmt.Sprintf("lock-%v:", colocated), colocated, 0, &logs)
@@ -92,8 +91,7 @@ func TestPassTakeStopped(t *testing.T) {
 // server without replicas, asked for one) is an unconfirmedError holding
 // the Lock to give back, which is ours meanwhile.
 func TestPassTakeUnconfirmed(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	for _, colocated := range []bool{false, true} {
 		var logs bytes.Buffer
 		r := testRotator(rdb, fmt.Sprintf("acks-%v:", colocated), colocated, 0, &logs)

@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -73,8 +72,7 @@ func TestContinuousIdleIsQuiet(t *testing.T) {
 	}
 	t.Logf("idle: %d script calls and %d commands in %s (%.1f/s)", calls, sent, window, float64(sent)/window.Seconds())
 
-	p.signal(t, syscall.SIGTERM)
-	p.wait(t).wantExit(t, 0)
+	p.stop(t)
 	// SIGTERM may land mid-pass, so the list may be rotated, but it holds
 	// the same items in the same circular order.
 	if got := s.list(); !isRotation(got, items) {
@@ -123,8 +121,7 @@ func TestContinuousRidesOutRedisOutage(t *testing.T) {
 		t.Errorf("after the restart, started %q, want b", got)
 	}
 
-	p.signal(t, syscall.SIGTERM)
-	p.wait(t).wantExit(t, 0)
+	p.stop(t)
 }
 
 // TestContinuousStopsOnWrongKeyType: a wrong key type is not a hiccup, so
@@ -156,6 +153,5 @@ func TestContinuousWarnsOfAMissingList(t *testing.T) {
 	if got := s.popStarted(t); got != "a" {
 		t.Errorf("started %q", got)
 	}
-	p.signal(t, syscall.SIGTERM)
-	p.wait(t).wantExit(t, 0)
+	p.stop(t)
 }

@@ -59,8 +59,7 @@ func TestIdleWorkerDoesNotReadTheList(t *testing.T) {
 			t.Errorf("idle looks sent %d %s: an idle worker read the list or its items' keys", after[cmd]-before[cmd], cmd)
 		}
 	}
-	w.signal(t, syscall.SIGTERM)
-	w.wait(t).wantExit(t, 0)
+	w.stop(t)
 	if got := s.list(t, "big:list"); !slices.Equal(got, items) {
 		t.Errorf("the list changed: %d items, want the %d seeded in order", len(got), len(items))
 	}
@@ -178,8 +177,7 @@ func TestIdlePickups(t *testing.T) {
 	s.Client.RPush(ctx(t), "gate:doomed", "go")
 	within("after the dead worker", "doomed", expired, time.Minute)
 
-	idle.signal(t, syscall.SIGTERM)
-	idle.wait(t).wantExit(t, 0)
+	idle.stop(t)
 	want := append(slices.Clone(items), "new", "held", "doomed")
 	want = slices.DeleteFunc(want, func(item string) bool { return item == items[5] })
 	got := s.list(t, "up:list")
@@ -221,8 +219,7 @@ func TestOneSweepForTheFleet(t *testing.T) {
 		t.Errorf("%d workers swept %d times in %s: want at most %d, one sweep per --idle-wait %s for the fleet", workers, sweeps, elapsed.Round(time.Millisecond), most, idleWait)
 	}
 	for _, p := range ps {
-		p.signal(t, syscall.SIGTERM)
-		p.wait(t).wantExit(t, 0)
+		p.stop(t)
 	}
 	t.Logf("%d sweeps and %d looks in %s", sweeps, after["zrangebyscore"]-before["zrangebyscore"], elapsed.Round(time.Millisecond))
 }
@@ -257,8 +254,7 @@ func TestClusterIdleLook(t *testing.T) {
 		t.Fatal(err)
 	}
 	redistest.WaitFor(t, "b taken by a pass", func() bool { return slices.Contains(lines(t, runs), "b") })
-	p.signal(t, syscall.SIGTERM)
-	p.wait(t).wantExit(t, 0)
+	p.stop(t)
 	if n := c.Client.Exists(ctx(t), plain+"sweep").Val(); n != 0 {
 		t.Errorf("the per-candidate path set the sweep key")
 	}
@@ -285,8 +281,7 @@ func TestIdleBacklogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	redistest.WaitFor(t, "the 50 pushed items to run", ran(51))
-	w.signal(t, syscall.SIGTERM)
-	w.wait(t).wantExit(t, 0)
+	w.stop(t)
 	if got := lines(t, runs)[1:]; !slices.Equal(got, pushed) {
 		t.Errorf("the pushed items ran as %q, want each once, in order", got)
 	}
@@ -310,6 +305,5 @@ func TestIdleBacklogs(t *testing.T) {
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("the other 29 items took %s after the sweep that found the first: one a sweep, not passes", took.Round(time.Millisecond))
 	}
-	w.signal(t, syscall.SIGTERM)
-	w.wait(t).wantExit(t, 0)
+	w.stop(t)
 }

@@ -121,6 +121,22 @@ func (b *bundle) list() []string {
 	return b.server.list(b.t, b.key("list"))
 }
 
+// wantList fails the test unless the prefix's list is want, in its order:
+// a rotation must keep the items' circular order, so the tests compare
+// lists as they are, never sorted.
+func (b *bundle) wantList(want ...string) {
+	b.t.Helper()
+	if got := b.list(); !slices.Equal(got, want) {
+		b.t.Errorf("list %q, want %q", got, want)
+	}
+}
+
+// setenv adds vars, each NAME=value, to the environment of the w8y that
+// the bundle starts and their children.
+func (b *bundle) setenv(vars ...string) {
+	b.env = append(b.env, vars...)
+}
+
 // start starts w8y on the bundle's list with args, in the bundle's env.
 func (b *bundle) start(args ...string) *proc {
 	b.t.Helper()
@@ -211,6 +227,19 @@ func (s *server) pop(t *testing.T, list string) string {
 	return got[1]
 }
 
+// popEach waits until n pushes to list have come, as n test children
+// report, and returns what they pushed, sorted: children that run at once
+// report in any order.
+func (s *server) popEach(t *testing.T, list string, n int) []string {
+	t.Helper()
+	got := make([]string, n)
+	for i := range got {
+		got[i] = s.pop(t, list)
+	}
+	slices.Sort(got)
+	return got
+}
+
 // popStarted waits until a child has reported its start by pushing to the
 // list "started" and returns what it pushed.
 func (s *server) popStarted(t *testing.T) string {
@@ -254,6 +283,15 @@ func (r result) wantStdout(t *testing.T, want string) {
 	t.Helper()
 	if r.Stdout != want {
 		t.Errorf("want stdout %q, got %s", want, r)
+	}
+}
+
+// wantStderr fails the test unless w8y's stderr, its log, holds want,
+// showing how it ran and ended.
+func (r result) wantStderr(t *testing.T, want string) {
+	t.Helper()
+	if !strings.Contains(r.Stderr, want) {
+		t.Errorf("want %q on stderr, got %s", want, r)
 	}
 }
 
@@ -449,6 +487,24 @@ func isRotation(got, want []string) bool {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// atoi is s as a whole number, failing the test if it is not one.
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// stop sends SIGTERM to a continuous w8y and fails the test unless it
+// drains and exits 0.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	p.signal(t, syscall.SIGTERM)
+	p.wait(t).wantExit(t, 0)
+}
+
 // drain sends SIGTERM to every continuous worker in workers and fails the
 // test unless each drains and exits 0.
 func drain(t *testing.T, workers []*proc) {
@@ -480,19 +536,27 @@ func noOverlaps(t *testing.T, dir string) {
 	}
 }
 
+// statusOutput runs w8y --status with args and returns what it wrote on
+// stdout, failing the test unless it exits 0 with nothing on stderr.
+func statusOutput(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	r := runW8y(t, env, slices.Concat(args, []string{"--status"})...)
+	r.mustExit(t, 0)
+	if r.Stderr != "" {
+		t.Fatalf("--status wrote on stderr: %s", r)
+	}
+	return r.Stdout
+}
+
 // statusJSON runs w8y --status --json with args and returns its items,
 // failing the test unless it exits 0 with nothing on stderr and one JSON
 // document on stdout.
 func statusJSON(t *testing.T, env []string, args ...string) []map[string]any {
 	t.Helper()
-	r := runW8y(t, env, append(args, "--status", "--json")...)
-	r.mustExit(t, 0)
-	if r.Stderr != "" {
-		t.Fatalf("--status --json wrote on stderr: %s", r)
-	}
+	out := statusOutput(t, env, slices.Concat(args, []string{"--json"})...)
 	var items []map[string]any
-	if err := json.Unmarshal([]byte(r.Stdout), &items); err != nil {
-		t.Fatalf("--json is not one JSON document: %v\n%s", err, r.Stdout)
+	if err := json.Unmarshal([]byte(out), &items); err != nil {
+		t.Fatalf("--json is not one JSON document: %v\n%s", err, out)
 	}
 	return items
 }

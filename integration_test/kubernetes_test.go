@@ -314,8 +314,7 @@ func TestKubernetesSidecar(t *testing.T) {
 	}
 	redistest.WaitFor(t, "three to back off", func() bool { return s.Client.Exists(ctx(t), "sync:backoff:three").Val() == 1 })
 
-	p.signal(t, syscall.SIGTERM)
-	p.wait(t).wantExit(t, 0)
+	p.stop(t)
 	for len(events) > 0 {
 		if e := <-events; e == "kept two" || e == "kept three" {
 			t.Errorf("the application kept a result after the lock was lost: %s", e)

@@ -26,25 +26,21 @@ func TestLockLostStopsTheChild(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := startRedis(t)
-			s.seed(t, "lost:list", "a", "b")
-			p, _, grandchild := startGroupChild(t, s, "-u", s.URL, "-k", "lost", "-x", "600ms")
-			if err := tt.tamper(s, "lost:lock:a"); err != nil {
+			s := setup(t, "lost")
+			s.items("a", "b")
+			p, _, grandchild := s.startGroupChild("-x", "600ms")
+			if err := tt.tamper(s.server, s.key("lock:a")); err != nil {
 				t.Fatal(err)
 			}
 			r := p.wait(t)
 			r.wantExit(t, 122)
-			if !strings.Contains(r.Stderr, "lock lost") {
-				t.Errorf("no log of the lost lock:\n%s", r.Stderr)
-			}
+			r.wantStderr(t, "lock lost")
 			processGone(t, grandchild)
-			got, _ := s.Client.Get(ctx(t), "lost:lock:a").Result()
+			got, _ := s.Client.Get(ctx(t), s.key("lock:a")).Result()
 			if got != tt.after {
 				t.Errorf("lock value afterwards %q, want %q", got, tt.after)
 			}
-			if got := s.list(t, "lost:list"); !slices.Equal(got, []string{"b", "a"}) {
-				t.Errorf("list %q", got)
-			}
+			s.wantList("b", "a")
 		})
 	}
 }
@@ -94,7 +90,7 @@ func TestLockLostWhenRedisStalls(t *testing.T) {
 	s := setup(t, "stall")
 	s.items("a")
 	const ttl = 3 * time.Second
-	p, _, grandchild := startGroupChild(t, s.server, "-u", s.URL, "-k", "stall", "-x", ttl.String())
+	p, _, grandchild := s.startGroupChild("-x", ttl.String())
 
 	// Refreshes are scripts, which a WRITE pause holds back.
 	pausedAt := time.Now()
@@ -112,9 +108,7 @@ func TestLockLostWhenRedisStalls(t *testing.T) {
 	}
 	r := p.wait(t)
 	r.wantExit(t, 122)
-	if !strings.Contains(r.Stderr, "before its lease ran out") {
-		t.Errorf("no log of the failing refreshes:\n%s", r.Stderr)
-	}
+	r.wantStderr(t, "before its lease ran out")
 	s.noLocks()
 }
 

@@ -41,7 +41,8 @@ func (s *server) stateOf(t *testing.T, prefix, item string) map[string]string {
 }
 
 // checkState compares the fields of state named in want, and checks that
-// the times lie between before and after, in order.
+// the times lie between before and after, in order, and the run's duration
+// within them.
 func checkState(t *testing.T, what string, state, want map[string]string, before, after time.Time) {
 	t.Helper()
 	for field, value := range want {
@@ -53,6 +54,9 @@ func checkState(t *testing.T, what string, state, want map[string]string, before
 	end, err2 := strconv.ParseInt(state["last_end"], 10, 64)
 	if err1 != nil || err2 != nil || start < before.UnixMilli() || start > end || end > after.UnixMilli() {
 		t.Errorf("%s: last_start %q, last_end %q, not in order within [%d, %d]", what, state["last_start"], state["last_end"], before.UnixMilli(), after.UnixMilli())
+	}
+	if d, err := strconv.Atoi(state["last_duration_ms"]); err != nil || d < 0 || int64(d) > after.Sub(before).Milliseconds() {
+		t.Errorf("%s: last_duration_ms %q", what, state["last_duration_ms"])
 	}
 }
 
@@ -87,9 +91,6 @@ func TestStateAndEvents(t *testing.T) {
 		r.want["last_result"], r.want["last_exit_code"], r.want["last_holder"] = r.result, r.exit, holder
 		state := s.stateOf(t, "st", "a")
 		checkState(t, fmt.Sprintf("run %d", i), state, r.want, before, after)
-		if d, err := strconv.Atoi(state["last_duration_ms"]); err != nil || d < 0 || int64(d) > after.Sub(before).Milliseconds() {
-			t.Errorf("run %d: last_duration_ms %q", i, state["last_duration_ms"])
-		}
 		if ttl := s.Client.PTTL(ctx(t), s.key("state:a")).Val(); ttl <= 80*time.Second || ttl > 90*time.Second {
 			t.Errorf("run %d: state TTL %s, want about 90s", i, ttl)
 		}
@@ -222,12 +223,8 @@ func TestStatus(t *testing.T) {
 	s.Client.Set(ctx(t), s.key("backoff:back"), "x", 30*time.Second)
 	busy := s.stateOf(t, "ss", "busy")
 
-	r := runW8y(t, nil, "--status", "-u", s.URL, "-k", "ss")
-	r.mustExit(t, 0)
-	if r.Stderr != "" {
-		t.Fatalf("--status wrote on stderr: %s", r)
-	}
-	rows := parseTable(t, r.Stdout)
+	out := statusOutput(t, nil, s.at()...)
+	rows := parseTable(t, out)
 	if got := rows["(order)"]["items"]; got != "busy cool back new" {
 		t.Errorf("items in order %q", got)
 	}
@@ -259,7 +256,7 @@ func TestStatus(t *testing.T) {
 		t.Errorf("ages: busy ended %q, cool ended %q", rows["busy"]["ENDED"], rows["cool"]["ENDED"])
 	}
 	// The table fits an 80-column terminal.
-	for _, line := range strings.Split(r.Stdout, "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		if len(line) > 80 {
 			t.Errorf("a %d-column line: %q", len(line), line)
 		}
@@ -310,7 +307,7 @@ func TestStatus(t *testing.T) {
 	p.wait(t).wantExit(t, 0)
 	// Bad input: one line, exit 125.
 	s.Client.Set(ctx(t), "wrong:list", "x", 0)
-	r = runW8y(t, nil, "--status", "-u", s.URL, "-k", "wrong")
+	r := runW8y(t, nil, "--status", "-u", s.URL, "-k", "wrong")
 	r.wantExit(t, 125)
 	oneLine(t, r.Stderr, "WRONGTYPE")
 }
@@ -328,9 +325,7 @@ func TestStatusOfWhatCannotRun(t *testing.T) {
 	r = runW8y(t, nil, "--status", "--json", "-t", "-u", s.URL, "-k", "wrok")
 	r.wantExit(t, 0)
 	r.wantStdout(t, "[\n]\n")
-	if !strings.Contains(r.Stderr, `WRN the list "wrok:list" does not exist`) {
-		t.Errorf("--json says nothing of the missing list: %s", r)
-	}
+	r.wantStderr(t, `WRN the list "wrok:list" does not exist`)
 
 	s.seed(t, "odd:list", "hashed", "", "fine")
 	s.Client.HSet(ctx(t), "odd:lock:hashed", "field", "value")
@@ -413,15 +408,6 @@ func TestStatusWatch(t *testing.T) {
 	if r.Stderr != "" {
 		t.Errorf("--watch wrote on stderr: %s", r)
 	}
-}
-
-func atoi(t *testing.T, s string) int {
-	t.Helper()
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // scrape reads the metrics at url as "name{labels}" -> value.
@@ -533,8 +519,7 @@ exit "$code"`
 			t.Errorf("foreign metric %q", name)
 		}
 	}
-	p.signal(t, syscall.SIGTERM)
-	p.wait(t).wantExit(t, 0)
+	p.stop(t)
 	if _, err := http.Get(url); err == nil {
 		t.Error("the metrics server outlived w8y")
 	}
@@ -583,8 +568,7 @@ func TestHealthz(t *testing.T) {
 	}
 	s.Restart(t)
 	waitHealth(t, url, http.StatusOK)
-	p.signal(t, syscall.SIGTERM)
-	p.wait(t).wantExit(t, 0)
+	p.stop(t)
 }
 
 // TestMetricsAddrInUse: an address that cannot be listened on is bad input:

@@ -216,9 +216,7 @@ func TestLongItemsAreClippedInLogs(t *testing.T) {
 				t.Errorf("%s: a %d-byte line: %.200s...", format, len(line), line)
 			}
 		}
-		if !strings.Contains(r.Stderr, "(10000 bytes)") {
-			t.Errorf("%s: the clipped item does not say its size:\n%s", format, r.Stderr)
-		}
+		r.wantStderr(t, "(10000 bytes)")
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,23 +23,18 @@ var gated = report(":", `exit "$(redis-cli -p "$REDIS_PORT" blpop "gate:$W8Y_ITE
 // fifth, and exits 0 when all four succeed.
 func TestParallelOneShotTakesDistinctItems(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	items := []string{"a", "b", "c", "d", "e", "f"}
-	s.seed(t, "par:list", items...)
-	s.Client.Set(ctx(t), "par:lock:b", "someone-else", time.Hour)
-	p := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "par", "-q", "--parallel", "4"}, gated...)...)
-	var started []string
-	for range 4 {
-		started = append(started, s.popStarted(t))
-	}
+	s := setup(t, "par")
+	s.items("a", "b", "c", "d", "e", "f")
+	s.Client.Set(ctx(t), s.key("lock:b"), "someone-else", time.Hour)
+	p := s.start(append([]string{"-q", "--parallel", "4"}, gated...)...)
 	// All four run now: none can end before the test opens its gate.
-	slices.Sort(started)
+	started := s.popEach(t, "started", 4)
 	if !slices.Equal(started, []string{"a", "c", "d", "e"}) {
 		t.Errorf("started %q, want a c d e: distinct, free, in list order", started)
 	}
 	holders := map[string]bool{}
 	for _, item := range started {
-		holder := s.Client.Get(ctx(t), "par:lock:"+item).Val()
+		holder := s.Client.Get(ctx(t), s.key("lock:"+item)).Val()
 		if holder == "" {
 			t.Errorf("%q runs without its lock", item)
 		}
@@ -58,10 +52,8 @@ func TestParallelOneShotTakesDistinctItems(t *testing.T) {
 	}
 	// The pass went on from item to item and stopped after the fourth
 	// taken, e: a b c d e rotated to the end.
-	if got := s.list(t, "par:list"); !slices.Equal(got, []string{"f", "a", "b", "c", "d", "e"}) {
-		t.Errorf("list %q", got)
-	}
-	if locks := s.keys(t, "par:lock:*"); !slices.Equal(locks, []string{"par:lock:b"}) {
+	s.wantList("f", "a", "b", "c", "d", "e")
+	if locks := s.keys(t, s.key("lock:*")); !slices.Equal(locks, []string{s.key("lock:b")}) {
 		t.Errorf("locks left: %q", locks)
 	}
 }
@@ -100,7 +92,7 @@ func TestParallelContinuousNeverRunsAnItemTwice(t *testing.T) {
 		sleep 0.3
 		$r decr "running:$W8Y_ITEM" >/dev/null; $r decr running >/dev/null`
 	const maxItems = 24
-	r := s.run("-c", "-q", "--parallel", "4", "--max-items", strconv.Itoa(maxItems),
+	r := s.run("-c", "-q", "--parallel", "4", "--max-items", itoa(maxItems),
 		"--idle-wait", "20ms", "sh", "-c", child)
 	r.wantExit(t, 0)
 	seen := s.server.list(t, "seen")
@@ -113,8 +105,7 @@ func TestParallelContinuousNeverRunsAnItemTwice(t *testing.T) {
 		if f[1] != "1" {
 			t.Errorf("%q ran twice at once (%s)", f[0], record)
 		}
-		all, _ := strconv.Atoi(f[2])
-		most = max(most, all)
+		most = max(most, atoi(t, f[2]))
 	}
 	if most != 4 {
 		t.Errorf("at most %d children ran at once, want 4", most)
@@ -140,11 +131,7 @@ func TestParallelSignalsReachEveryChild(t *testing.T) {
 		s.popStarted(t)
 	}
 	p.signal(t, syscall.SIGTERM)
-	var termed []string
-	for range 3 {
-		termed = append(termed, s.pop(t, "termed"))
-	}
-	slices.Sort(termed)
+	termed := s.popEach(t, "termed", 3)
 	if !slices.Equal(termed, []string{"a", "b", "c"}) {
 		t.Errorf("SIGTERM reached %q, want a b c", termed)
 	}
@@ -154,9 +141,7 @@ func TestParallelSignalsReachEveryChild(t *testing.T) {
 	p.signal(t, syscall.SIGTERM)
 	r := p.wait(t)
 	r.wantExit(t, 0)
-	if !strings.Contains(r.Stderr, "second stop signal") {
-		t.Errorf("no log of the escalation:\n%s", r.Stderr)
-	}
+	r.wantStderr(t, "second stop signal")
 	if n := s.Client.LLen(ctx(t), "started").Val(); n != 0 {
 		t.Errorf("%d items started after SIGTERM", n)
 	}
@@ -198,9 +183,7 @@ func TestMaxRuntime(t *testing.T) {
 	if taken == nil || done == nil || taken[1] != done[1] || strings.Count(r.Stderr, "item started") != atoi(t, done[1]) {
 		t.Errorf("items taken after the runtime ended:\n%s", r.Stderr)
 	}
-	if !strings.Contains(r.Stderr, "item=b") {
-		t.Errorf("the other slot ran nothing:\n%s", r.Stderr)
-	}
+	r.wantStderr(t, "item=b")
 	s.noLocks()
 }
 
@@ -239,11 +222,7 @@ func TestParallelRunsAreRecordedAndShown(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	p := s.start(append([]string{"-c", "--parallel", "3", "--max-items", "4",
 		"--cooldown", "1h", "--failure-backoff", "1h", "--idle-wait", "100ms", "--metrics-addr", addr}, gated...)...)
-	var started []string
-	for range 3 {
-		started = append(started, s.popStarted(t))
-	}
-	slices.Sort(started)
+	started := s.popEach(t, "started", 3)
 	if !slices.Equal(started, []string{"a", "b", "c"}) {
 		t.Fatalf("started %q, want a b c", started)
 	}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -162,8 +161,7 @@ func TestSystemdUnitKeepsGoing(t *testing.T) {
 		failures, _ := strconv.Atoi(s.stateOf(t, "reports", "b-fails-2")["consecutive_failures"])
 		return runs["b-fails-2"] >= 3 && runs["a"] >= 2 && runs["c"] >= 2 && failures >= 3
 	})
-	p.signal(t, syscall.SIGTERM)
-	p.wait(t).wantExit(t, 0)
+	p.stop(t)
 }
 
 // TestREADMETour runs the README's two-minute tour as it is written, with
@@ -257,8 +255,7 @@ func TestSchedulingOperatorCommands(t *testing.T) {
 		return err == nil && due > float64(time.Now().Add(59*time.Minute).UnixMilli())
 	})
 	for _, p := range workers {
-		p.signal(t, syscall.SIGTERM)
-		p.wait(t).wantExit(t, 0)
+		p.stop(t)
 	}
 	if got := lines(t, runs); !slices.Equal(got, []string{"report-42"}) {
 		t.Errorf("runs %q, want report-42 once: the pause did not hold", got)

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -64,8 +63,7 @@ func TestCooldownAcrossWorkers(t *testing.T) {
 		runs[r.item] = append(runs[r.item], r)
 	}
 	for _, w := range workers {
-		w.signal(t, syscall.SIGTERM)
-		w.wait(t).wantExit(t, 0)
+		w.stop(t)
 	}
 	for item, rs := range runs {
 		for i := 1; i < len(rs); i++ {
@@ -114,8 +112,7 @@ func TestCooldownDeletedRunsAtOnce(t *testing.T) {
 	if got := s.popStarted(t); got != "a" {
 		t.Errorf("after DEL, started %q, want a", got)
 	}
-	p.signal(t, syscall.SIGTERM)
-	p.wait(t).wantExit(t, 0)
+	p.stop(t)
 }
 
 // backedOff is the "item backs off" log line of a run, if any.
@@ -208,8 +205,7 @@ func TestFailureBackoffRetriesInTime(t *testing.T) {
 			t.Errorf("retry %d came %s after the last start, want %s less up to a quarter (and the idle wait)", i+1, gap, nominal)
 		}
 	}
-	p.signal(t, syscall.SIGTERM)
-	p.wait(t).wantExit(t, 0)
+	p.stop(t)
 }
 
 // TestStopOnFailure: without --failure-backoff a continuous worker still
@@ -250,8 +246,7 @@ func TestInterruptedRunIsNotAFailure(t *testing.T) {
 	p := s.start(append([]string{"-c", "-q", "--cooldown", "1h", "--failure-backoff", "1h"},
 		report(":", "exec sleep 1000")...)...)
 	s.popStarted(t)
-	p.signal(t, syscall.SIGTERM)
-	p.wait(t).wantExit(t, 0)
+	p.stop(t)
 	// No cooldown, no backoff: only the run's record, its events, the
 	// fencing token its take incremented, and a due entry that says the
 	// item may run again at once.
@@ -322,8 +317,7 @@ func TestScheduleSurvivesSIGKILL(t *testing.T) {
 		t.Errorf("the next worker started %q, want c", got)
 	}
 	redistest.WaitFor(t, "c cools down", func() bool { return s.Client.Exists(ctx(t), s.key("cooldown:c")).Val() == 1 })
-	second.signal(t, syscall.SIGTERM)
-	second.wait(t).wantExit(t, 0)
+	second.stop(t)
 	if n := s.Client.LLen(ctx(t), "started").Val(); n != 0 {
 		t.Errorf("%d more runs: a or b ran while waiting", n)
 	}

@@ -2,12 +2,10 @@ package integration_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -80,9 +78,7 @@ func TestTLS(t *testing.T) {
 	r = runW8y(t, nil, "-u", url, "-k", "tls", "--tls-insecure-skip-verify", "printf", "%s", "{}")
 	r.wantExit(t, 0)
 	r.wantStdout(t, "c")
-	if !strings.Contains(r.Stderr, "TLS CERTIFICATE VERIFICATION IS OFF") {
-		t.Errorf("skip verify: no warning, got %s", r)
-	}
+	r.wantStderr(t, "TLS CERTIFICATE VERIFICATION IS OFF")
 
 	mutual := redistest.Start(t, redistest.TLS(right, true))
 	murl := mutual.URL
@@ -156,18 +152,12 @@ func checkSchedule(t *testing.T, c redis.Cmdable, prefix string, env, args []str
 }
 
 // checkStatus fails the test unless w8y --status --json, run with args as
-// the ACL user, lists want in that order.
+// the ACL user, lists want in that order (see statusJSON).
 func checkStatus(t *testing.T, env []string, args []string, want ...string) {
 	t.Helper()
-	r := runW8y(t, env, append(args, "--status", "--json")...)
-	var items []struct{ Item string }
-	r.mustExit(t, 0)
-	if err := json.Unmarshal([]byte(r.Stdout), &items); err != nil {
-		t.Fatalf("--status: %v; got %s", err, r)
-	}
 	var got []string
-	for _, it := range items {
-		got = append(got, it.Item)
+	for _, it := range statusJSON(t, env, args...) {
+		got = append(got, it["item"].(string))
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("--status lists %q, want %q", got, want)
@@ -315,8 +305,7 @@ func checkLook(t *testing.T, c redis.Cmdable, env, args []string, prefix, item s
 		got := lines(t, runs)
 		return len(got) > before && got[len(got)-1] == item
 	})
-	p.signal(t, syscall.SIGTERM)
-	p.wait(t).wantExit(t, 0)
+	p.stop(t)
 }
 
 // TestACLCluster runs w8y as a limited ACL user on a Cluster without a hash

@@ -1,13 +1,19 @@
 package integration_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
 )
 
 // TestTimeout: a child still running at --timeout has its whole group
@@ -30,12 +36,13 @@ func TestTimeout(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := startRedis(t)
-			s.seed(t, "to:list", "a", "b")
+			s := setup(t, "to")
+			s.items("a", "b")
 			pidFile := filepath.Join(t.TempDir(), "grandchild")
+			s.setenv("PIDFILE=" + pidFile)
 			logFile := filepath.Join(t.TempDir(), "w8y.log")
-			args := append([]string{"-u", s.URL, "-k", "to", "-x", "3", "--kill-after", "300ms", "--timeout", "400ms", "-f", logFile}, tt.args...)
-			p := startW8y(t, append(portEnv(s), "PIDFILE="+pidFile), append(args, "sh", "-c", tt.child)...)
+			args := append([]string{"-x", "3", "--kill-after", "300ms", "--timeout", "400ms", "-f", logFile}, tt.args...)
+			p := s.start(append(args, "sh", "-c", tt.child)...)
 			if item := s.popStarted(t); item != "a" {
 				t.Errorf("took %q, want a", item)
 			}
@@ -54,10 +61,8 @@ func TestTimeout(t *testing.T) {
 				t.Errorf("stderr:\n%s\nwant:\n%s", r.Stderr, strings.Join(want, "\n"))
 			}
 			processGone(t, grandchild)
-			s.noLocks(t, "to")
-			if got := s.list(t, "to:list"); !slices.Equal(got, []string{"b", "a"}) {
-				t.Errorf("list %q, want [b a]", got)
-			}
+			s.noLocks()
+			s.wantList("b", "a")
 		})
 	}
 }
@@ -66,18 +71,17 @@ func TestTimeout(t *testing.T) {
 // the next item after a timeout.
 func TestTimeoutListedInExitCodes(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "to124:list", "a", "b")
-	p := startW8y(t, portEnv(s), "-u", s.URL, "-k", "to124", "-c", "-i", "0", "-i", "124", "--timeout", "200ms", "-x", "3",
+	s := setup(t, "to124")
+	s.items("a", "b")
+	p := s.start("-c", "-i", "0", "-i", "124", "--timeout", "200ms", "-x", "3",
 		"sh", "-c", started+`; exec sleep 1000`)
 	for _, want := range []string{"a", "b", "a"} {
 		if got := s.popStarted(t); got != want {
 			t.Fatalf("started %q, want %q", got, want)
 		}
 	}
-	p.signal(t, syscall.SIGTERM)
-	p.wait(t).wantExit(t, 0)
-	s.noLocks(t, "to124")
+	p.stop(t)
+	s.noLocks()
 }
 
 // guardOf returns the pid of w8y's guard: its child named w8y-guard.
@@ -99,10 +103,11 @@ func guardOf(t *testing.T, w8y int) int {
 // W8Y_HOLDER. The lock stays until it expires.
 func TestKilledW8yTakesTheGroupWithIt(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "sigkill:list", "a")
+	s := setup(t, "sigkill")
+	s.items("a")
 	dir := t.TempDir()
-	p := startW8y(t, append(portEnv(s), "DIR="+dir), "-u", s.URL, "-k", "sigkill", "-x", "30",
+	s.setenv("DIR=" + dir)
+	p := s.start("-x", "30",
 		"sh", "-c", `echo $$ > "$DIR/child"; sleep 1000 & echo $! > "$DIR/grandchild"; `+
 			`env -i sleep 1000 & echo $! > "$DIR/bare"; `+started+`; wait`)
 	s.popStarted(t)
@@ -122,7 +127,7 @@ func TestKilledW8yTakesTheGroupWithIt(t *testing.T) {
 	processGone(t, child)
 	processGone(t, grandchild)
 	processGone(t, bare)
-	if got := s.keys(t, "sigkill:lock:*"); len(got) != 1 {
+	if got := s.keys(t, s.key("lock:*")); len(got) != 1 {
 		t.Errorf("locks %q: the lock should stay until it expires", got)
 	}
 }
@@ -131,10 +136,11 @@ func TestKilledW8yTakesTheGroupWithIt(t *testing.T) {
 // signal still ends w8y's direct child when w8y is SIGKILLed.
 func TestParentDeathSignal(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "pdeath:list", "a")
+	s := setup(t, "pdeath")
+	s.items("a")
 	dir := t.TempDir()
-	p := startW8y(t, append(portEnv(s), "DIR="+dir), "-u", s.URL, "-k", "pdeath", "-x", "30",
+	s.setenv("DIR=" + dir)
+	p := s.start("-x", "30",
 		"sh", "-c", `echo $$ > "$DIR/child"; `+started+`; exec sleep 1000`)
 	s.popStarted(t)
 	child := readPID(t, filepath.Join(dir, "child"))
@@ -162,23 +168,23 @@ const orphanMaker = `orphan=$(sh -c 'sleep 1000 >/dev/null & echo $!'); ` +
 // still comes through.
 func TestSubreaperReapsOrphans(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "reap:list", "a")
-	p := startW8y(t, portEnv(s), "-u", s.URL, "-k", "reap", "--subreaper", "sh", "-c", orphanMaker)
+	s := setup(t, "reap")
+	s.items("a")
+	p := s.start("--subreaper", "sh", "-c", orphanMaker)
 	s.popStarted(t)
 	p.signal(t, syscall.SIGTERM)
 	p.wait(t).wantExit(t, 143)
-	s.noLocks(t, "reap")
+	s.noLocks()
 }
 
 // TestReaperLeavesOwnChildAlone: reaping never takes the exit status of
 // w8y's own child, even one that exits at once, again and again.
 func TestReaperLeavesOwnChildAlone(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "own:list", "a")
+	s := setup(t, "own")
+	s.items("a")
 	for range 20 {
-		r := runW8y(t, nil, "-u", s.URL, "-k", "own", "-q", "--subreaper", "sh", "-c", "sh -c 'exit 0' & exit 7")
+		r := s.run("-q", "--subreaper", "sh", "-c", "sh -c 'exit 0' & exit 7")
 		r.mustExit(t, 7)
 	}
 }
@@ -187,15 +193,283 @@ func TestReaperLeavesOwnChildAlone(t *testing.T) {
 // reaps orphans without being asked.
 func TestPID1ReapsOrphans(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	s.seed(t, "pid1:list", "a")
+	s := setup(t, "pid1")
+	s.items("a")
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
 		t.Fatalf("unshare (util-linux) is needed to run w8y as PID 1: %v", err)
 	}
-	p := startCommand(t, portEnv(s), unshare, "--pid", "--fork", "--mount-proc", "--kill-child",
-		binary, "-u", s.URL, "-k", "pid1", "sh", "-c", `[ $PPID = 1 ] || exit 99; `+orphanMaker)
+	p := startCommand(t, s.env, unshare, append([]string{"--pid", "--fork", "--mount-proc", "--kill-child", binary},
+		s.at("sh", "-c", `[ $PPID = 1 ] || exit 99; `+orphanMaker)...)...)
 	s.popStarted(t)
 	p.signal(t, syscall.SIGKILL)
 	p.wait(t)
+}
+
+// groupChild is a shell that starts a grandchild in its process group,
+// records the grandchild's pid in the file $PIDFILE, reports its start and
+// waits.
+var groupChild = report(`sleep 1000 & echo $! > "$PIDFILE"`, "wait")
+
+// startGroupChild starts w8y on the bundle's list with args and groupChild
+// as its command, waits for the child to start and returns the item it took
+// and the grandchild's pid.
+func (b *bundle) startGroupChild(args ...string) (p *proc, item string, grandchild int) {
+	b.t.Helper()
+	pidFile := filepath.Join(b.t.TempDir(), "grandchild")
+	p = startW8y(b.t, append(slices.Clone(b.env), "PIDFILE="+pidFile), b.at(append(args, groupChild...)...)...)
+	item = b.popStarted(b.t)
+	return p, item, readPID(b.t, pidFile)
+}
+
+// readPID reads the pid that a child wrote to path.
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatalf("pid file %s: %v", path, err)
+	}
+	return pid
+}
+
+// TestSIGTERMEndsTheWholeGroup sends SIGTERM to a one-shot w8y whose child
+// has a grandchild: both are gone, the lock is released, the list is intact,
+// and w8y exits with the child's code (143: killed by SIGTERM).
+func TestSIGTERMEndsTheWholeGroup(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "term")
+	s.items("a", "b")
+	p, _, grandchild := s.startGroupChild()
+	// A grandchild that outlives w8y (a signal sent to the child's pid, not
+	// its group) holds w8y's stdout open, and p.wait would wait for it until
+	// the test binary's timeout: this test's own deadline kills it, and fails.
+	var outlived atomic.Bool
+	deadline := time.AfterFunc(redistest.Timeout, func() {
+		outlived.Store(true)
+		_ = syscall.Kill(grandchild, syscall.SIGKILL)
+	})
+	defer deadline.Stop()
+	p.signal(t, syscall.SIGTERM)
+	r := p.wait(t)
+	if outlived.Load() {
+		t.Fatalf("the grandchild %d outlived w8y by %s: SIGTERM did not reach the whole group", grandchild, redistest.Timeout)
+	}
+	r.wantExit(t, 143)
+	processGone(t, grandchild)
+	s.noLocks()
+	s.wantList("b", "a")
+}
+
+// TestContinuousDrainsOnSIGTERM: a continuous worker passes SIGTERM to its
+// child, waits for it, releases the lock and exits 0.
+func TestContinuousDrainsOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "drain")
+	s.items("a", "b", "c")
+	p, item, grandchild := s.startGroupChild("-c")
+	if item != "a" {
+		t.Errorf("first item %q, want a", item)
+	}
+	p.signal(t, syscall.SIGTERM)
+	r := p.wait(t)
+	r.wantExit(t, 0)
+	processGone(t, grandchild)
+	s.noLocks()
+	if n, _ := s.Client.LLen(ctx(t), "started").Result(); n != 0 {
+		t.Errorf("%d more items were started after SIGTERM", n)
+	}
+	s.wantList("b", "c", "a")
+}
+
+// TestSecondSignalKillsTheGroup: a child that ignores SIGTERM is killed by
+// a second SIGTERM to w8y.
+func TestSecondSignalKillsTheGroup(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "stubborn")
+	s.items("a")
+	p := s.start(append([]string{"-c"},
+		report(`trap 'redis-cli -p "$REDIS_PORT" rpush started got-term >/dev/null' TERM`, "while :; do sleep 0.05; done")...)...)
+	s.popStarted(t)
+	p.signal(t, syscall.SIGTERM)
+	if got := s.popStarted(t); got != "got-term" {
+		t.Fatalf("the child reported %q, want got-term", got)
+	}
+	p.signal(t, syscall.SIGTERM)
+	r := p.wait(t)
+	r.wantExit(t, 0)
+	r.wantStderr(t, "second stop signal")
+	s.noLocks()
+}
+
+// TestSignalsReachTheChild: SIGUSR1 to w8y reaches the child's group.
+func TestSignalsReachTheChild(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "usr")
+	s.items("a")
+	p := s.start(append([]string{"-q"},
+		report(`trap 'echo got-usr1; exit 3' USR1`, "while :; do sleep 0.05; done")...)...)
+	s.popStarted(t)
+	p.signal(t, syscall.SIGUSR1)
+	r := p.wait(t)
+	r.wantExit(t, 3)
+	r.wantStdout(t, "got-usr1\n")
+}
+
+// TestLeftoverProcessesAreStopped: a child that exits leaving a process in
+// its group, one that ignores SIGTERM, has that process killed after
+// --kill-after, before w8y releases the lock and exits with the child's code.
+func TestLeftoverProcessesAreStopped(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "left")
+	s.items("a")
+	pidFile := filepath.Join(t.TempDir(), "leftover")
+	s.setenv("PIDFILE=" + pidFile)
+	r := s.run("--kill-after", "200ms",
+		"sh", "-c", `sh -c 'trap "" TERM; sleep 1000' & echo $! > "$PIDFILE"; exit 4`)
+	r.wantExit(t, 4)
+	r.wantStderr(t, "left processes in its group")
+	processGone(t, readPID(t, pidFile))
+	s.noLocks()
+}
+
+// closedPipe returns the write end of a pipe whose reader has gone, as
+// `w8y ... | head -1` leaves it once head exits: every write to it raises
+// SIGPIPE and fails with EPIPE.
+func closedPipe(t *testing.T) *os.File {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+// TestSIGPIPE: w8y never dies of a write to its own output. With stdout or
+// stderr a pipe nobody reads, a run ends as it would have: the child's code
+// (a child that writes there dies of SIGPIPE, as it would alone), 124 for a
+// timeout, a drain's 0; the lock is released and the end recorded.
+func TestSIGPIPE(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		closed string // "stdout", "stderr" or "both"
+		args   []string
+		child  string
+		stop   bool // SIGTERM once the child has started
+		code   int
+		result string // the run's last_result; "" for --status
+	}{
+		{name: "stderr: the child's code", closed: "stderr", child: started + "; exit 3", code: 3, result: "failure"},
+		{name: "stderr: a timeout", closed: "stderr", args: []string{"--timeout", "300ms", "-x", "3"}, child: started + "; exec sleep 1000", code: 124, result: "timeout"},
+		{name: "stderr: a drain", closed: "stderr", args: []string{"-c"}, child: started + "; exec sleep 1000", stop: true, code: 0, result: "interrupted"},
+		{name: "stdout: the child dies of SIGPIPE", closed: "stdout", child: started + "; echo x", code: 141, result: "failure"},
+		{name: "stdout: a quiet child", closed: "stdout", child: started + "; exit 0", code: 0, result: "success"},
+		{name: "both: a timeout", closed: "both", args: []string{"--timeout", "300ms", "-x", "3"}, child: started + "; exec sleep 1000", code: 124, result: "timeout"},
+		{name: "stdout: --status", closed: "stdout", args: []string{"--status"}, code: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := setup(t, "pipe")
+			s.items("a")
+			outputs := []*os.File{nil, nil}
+			if tt.closed != "stderr" {
+				outputs[0] = closedPipe(t)
+			}
+			if tt.closed != "stdout" {
+				outputs[1] = closedPipe(t)
+			}
+			args := tt.args
+			if tt.result != "" {
+				args = append(slices.Clone(args), "sh", "-c", tt.child)
+			}
+			p := startWith(t, outputs, s.env, binary, s.at(args...)...)
+			if tt.result != "" {
+				s.popStarted(t)
+			}
+			if tt.stop {
+				p.signal(t, syscall.SIGTERM)
+			}
+			p.wait(t).wantExit(t, tt.code)
+			s.noLocks()
+			if tt.result == "" {
+				return
+			}
+			if got, _ := s.Client.HGet(ctx(t), s.key("state:a"), "last_result").Result(); got != tt.result {
+				t.Errorf("last_result %q, want %q", got, tt.result)
+			}
+		})
+	}
+}
+
+// TestIgnoredSignalsStayIgnored: a signal that w8y was started with ignored
+// (nohup, a background job of a shell without job control, trap "" SIG) stays
+// ignored for its child, as /proc/<child>/status shows. Go's runtime catches
+// SIGPIPE, SIGTERM, SIGQUIT and others before w8y can look, and forgets that
+// they were ignored: the child gets those at their defaults (see docs/reference.md).
+func TestIgnoredSignalsStayIgnored(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	tests := []struct {
+		name    string
+		wrap    func(w8y string) []string // the command that starts w8y
+		ignored []syscall.Signal
+		notIgn  []syscall.Signal
+	}{
+		{
+			name: "nothing ignored", wrap: func(w8y string) []string { return []string{"sh", "-c", w8y} },
+			notIgn: []syscall.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGTSTP, syscall.SIGPIPE},
+		},
+		{
+			name: "nohup", wrap: func(w8y string) []string { return []string{"sh", "-c", "exec nohup " + w8y} },
+			ignored: []syscall.Signal{syscall.SIGHUP}, notIgn: []syscall.Signal{syscall.SIGINT},
+		},
+		{
+			// Without job control, sh starts an asynchronous command with
+			// SIGINT and SIGQUIT ignored.
+			name: "a shell's background job", wrap: func(w8y string) []string { return []string{"sh", "-c", w8y + " & wait $!"} },
+			ignored: []syscall.Signal{syscall.SIGINT}, notIgn: []syscall.Signal{syscall.SIGHUP},
+		},
+		{
+			name: "job control signals", wrap: func(w8y string) []string { return []string{"sh", "-c", `trap "" TSTP TTIN TTOU; exec ` + w8y} },
+			ignored: []syscall.Signal{syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU},
+		},
+		{
+			// The limit: Go's runtime has caught SIGPIPE before w8y starts.
+			name: "SIGPIPE is not kept", wrap: func(w8y string) []string { return []string{"sh", "-c", `trap "" PIPE; exec ` + w8y} },
+			notIgn: []syscall.Signal{syscall.SIGPIPE},
+		},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			prefix := "ign" + itoa(i)
+			s.seed(t, prefix+":list", "a")
+			w8y := fmt.Sprintf("%s -q -u %s -k %s grep SigIgn: /proc/self/status", binary, s.URL, prefix)
+			cmd := tt.wrap(w8y)
+			r := startCommand(t, nil, cmd[0], cmd[1:]...).wait(t)
+			r.mustExit(t, 0)
+			var mask uint64
+			if _, err := fmt.Sscanf(r.Stdout, "SigIgn:\t%x", &mask); err != nil {
+				t.Fatalf("the child's SigIgn: %v in %s", err, r)
+			}
+			for _, sig := range tt.ignored {
+				if mask&(1<<(sig-1)) == 0 {
+					t.Errorf("the child does not ignore %v (SigIgn %016x)", sig, mask)
+				}
+			}
+			for _, sig := range tt.notIgn {
+				if mask&(1<<(sig-1)) != 0 {
+					t.Errorf("the child ignores %v (SigIgn %016x)", sig, mask)
+				}
+			}
+			s.noLocks(t, prefix)
+		})
+	}
 }

@@ -183,10 +183,20 @@ func quote(args ...string) string {
 	return strings.Join(quoted, " ")
 }
 
-// w8yLine is the command line that runs w8y with args, against s, under
-// prefix, with child as a shell script.
-func w8yLine(s *server, prefix string, args []string, child string) string {
-	return quote(append(append([]string{binary, "-t", "-u", s.URL, "-k", prefix}, args...), "sh", "-c", child)...)
+// w8yLine is the command line that runs w8y with args on the bundle's list,
+// with child as a shell script.
+func (b *bundle) w8yLine(args []string, child string) string {
+	return quote(append(append([]string{binary, "-t"}, b.at(args...)...), "sh", "-c", child)...)
+}
+
+// shellRunning starts a shell on a terminal of its own (see startShell)
+// and types in it the command line that runs w8y with args on the bundle's
+// list, with child as a shell script.
+func (b *bundle) shellRunning(args []string, child string) *shell {
+	b.t.Helper()
+	sh := startShell(b.t, b.server)
+	sh.typeKeys(b.t, b.w8yLine(args, child)+"\n")
+	return sh
 }
 
 // reportAs is shell for a child that reports what by pushing it to the list
@@ -256,11 +266,9 @@ func TestTerminalCtrlC(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := startRedis(t)
-			prefix := "int" + itoa(i)
-			s.seed(t, prefix+":list", "a", "b")
-			sh := startShell(t, s)
-			sh.typeKeys(t, w8yLine(s, prefix, tt.args, tt.child)+"\n")
+			s := setup(t, "int"+itoa(i))
+			s.items("a", "b")
+			sh := s.shellRunning(tt.args, tt.child)
 			var items []string
 			for range max(tt.children, 1) {
 				items = append(items, s.popStarted(t))
@@ -280,9 +288,9 @@ func TestTerminalCtrlC(t *testing.T) {
 			if n, _ := s.Client.LLen(ctx(t), "started").Result(); n != 0 {
 				t.Errorf("%d more items were started after Ctrl-C", n)
 			}
-			s.noLocks(t, prefix)
+			s.noLocks()
 			for _, item := range items {
-				state := s.Client.HGetAll(ctx(t), prefix+":state:"+item).Val()
+				state := s.Client.HGetAll(ctx(t), s.key("state:"+item)).Val()
 				if state["last_result"] != tt.result || state["consecutive_failures"] == "1" {
 					t.Errorf("%s's run was recorded as %q with %q consecutive failures, want %q and none", item, state["last_result"], state["consecutive_failures"], tt.result)
 				}
@@ -307,7 +315,7 @@ func TestTerminalCtrlZ(t *testing.T) {
 		child    string
 		// afterStop runs once the job is stopped and the shell is back,
 		// with the children's pids.
-		afterStop func(t *testing.T, s *server, sh *shell, prefix string, children []int)
+		afterStop func(t *testing.T, s *bundle, sh *shell, children []int)
 		// finish types what ends the run after fg.
 		finish string
 		code   int
@@ -316,8 +324,8 @@ func TestTerminalCtrlZ(t *testing.T) {
 		{
 			name: "fg continues the child, which reads the terminal", args: []string{"-x", "10"}, children: 1,
 			child: pids + reportAs("$W8Y_ITEM") + `; read line; echo "got $line"`,
-			afterStop: func(t *testing.T, s *server, sh *shell, prefix string, _ []int) {
-				if locks := s.keys(t, prefix+":lock:*"); len(locks) != 1 {
+			afterStop: func(t *testing.T, s *bundle, sh *shell, _ []int) {
+				if locks := s.keys(t, s.key("lock:*")); len(locks) != 1 {
 					t.Errorf("locks %q while stopped, want the item's", locks)
 				}
 			},
@@ -326,7 +334,7 @@ func TestTerminalCtrlZ(t *testing.T) {
 		{
 			name: "bg, then a read from the background stops it again", args: []string{"-x", "10"}, children: 1,
 			child: pids + reportAs("$W8Y_ITEM") + `; read line; echo "got $line"`,
-			afterStop: func(t *testing.T, s *server, sh *shell, prefix string, children []int) {
+			afterStop: func(t *testing.T, s *bundle, sh *shell, children []int) {
 				sh.typeKeys(t, "bg\n")
 				// The child reads the terminal from the background: the
 				// terminal stops it (SIGTTIN), and w8y with it.
@@ -341,8 +349,8 @@ func TestTerminalCtrlZ(t *testing.T) {
 		{
 			name: "a lock that expired meanwhile is lost", args: []string{"-x", "1", "--kill-after", "0.2"}, children: 1,
 			child: pids + reportAs("$W8Y_ITEM") + `; exec sleep 1000`,
-			afterStop: func(t *testing.T, s *server, sh *shell, prefix string, _ []int) {
-				redistest.WaitFor(t, "the lock to expire", func() bool { return len(s.keys(t, prefix+":lock:*")) == 0 })
+			afterStop: func(t *testing.T, s *bundle, sh *shell, _ []int) {
+				redistest.WaitFor(t, "the lock to expire", func() bool { return len(s.keys(t, s.key("lock:*"))) == 0 })
 			},
 			code: 122, result: "lock_lost",
 		},
@@ -355,11 +363,9 @@ func TestTerminalCtrlZ(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := startRedis(t)
-			prefix := "tstp" + itoa(i)
-			s.seed(t, prefix+":list", "a", "b")
-			sh := startShell(t, s)
-			sh.typeKeys(t, w8yLine(s, prefix, tt.args, tt.child)+"\n")
+			s := setup(t, "tstp"+itoa(i))
+			s.items("a", "b")
+			sh := s.shellRunning(tt.args, tt.child)
 			var children []int
 			var items []string
 			for range tt.children {
@@ -377,7 +383,7 @@ func TestTerminalCtrlZ(t *testing.T) {
 				waitState(t, pid, "T")
 			}
 			if tt.afterStop != nil {
-				tt.afterStop(t, s, sh, prefix, children)
+				tt.afterStop(t, s, sh, children)
 			}
 			sh.typeKeys(t, "fg\n")
 			if tt.code != exitLockLost {
@@ -393,9 +399,9 @@ func TestTerminalCtrlZ(t *testing.T) {
 			for _, pid := range children {
 				processGone(t, pid)
 			}
-			s.noLocks(t, prefix)
+			s.noLocks()
 			for _, item := range items {
-				if got, _ := s.Client.HGet(ctx(t), prefix+":state:"+item, "last_result").Result(); got != tt.result {
+				if got, _ := s.Client.HGet(ctx(t), s.key("state:"+item), "last_result").Result(); got != tt.result {
 					t.Errorf("%s's run was recorded as %q, want %q", item, got, tt.result)
 				}
 			}
@@ -422,16 +428,15 @@ func TestTerminalCtrlCWhileRedisHangs(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := startRedis(t)
-			prefix := "hang" + itoa(i)
-			s.seed(t, prefix+":list", "a")
-			sh := startShell(t, s)
+			s := setup(t, "hang"+itoa(i))
+			s.items("a")
+			sh := startShell(t, s.server)
 			// Writes, and so the take's script, wait; the test's reads do not.
 			if err := s.Client.Do(ctx(t), "CLIENT", "PAUSE", "60000", "WRITE").Err(); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { s.Client.Do(ctx(t), "CLIENT", "UNPAUSE") })
-			sh.typeKeys(t, w8yLine(s, prefix, tt.args, reportAs("$W8Y_ITEM"))+"\n")
+			sh.typeKeys(t, s.w8yLine(tt.args, reportAs("$W8Y_ITEM"))+"\n")
 			redistest.WaitFor(t, "w8y's take to wait on Redis", func() bool {
 				clients, _ := s.Client.ClientList(ctx(t)).Result()
 				return strings.Contains(clients, "flags=b") && strings.Contains(clients, "cmd=evalsha")
@@ -445,7 +450,7 @@ func TestTerminalCtrlCWhileRedisHangs(t *testing.T) {
 			if err := s.Client.Do(ctx(t), "CLIENT", "UNPAUSE").Err(); err != nil {
 				t.Fatal(err)
 			}
-			s.noLocks(t, prefix)
+			s.noLocks()
 			if n, _ := s.Client.LLen(ctx(t), "started").Result(); n != 0 {
 				t.Errorf("a child was started")
 			}

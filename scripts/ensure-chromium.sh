@@ -11,19 +11,9 @@ if [ -x /usr/bin/chromium ] && command -v chromedriver >/dev/null 2>&1; then
 	exit 0
 fi
 
-if ! command -v apt-get >/dev/null 2>&1; then
-	echo "ensure-chromium: /usr/bin/chromium or chromedriver is missing and apt-get is not available; install them by hand" >&2
-	exit 1
-fi
-
-sudo=()
-if [ "$(id -u)" -ne 0 ]; then
-	if ! command -v sudo >/dev/null 2>&1; then
-		echo "ensure-chromium: /usr/bin/chromium or chromedriver is missing; run as root or install sudo" >&2
-		exit 1
-	fi
-	sudo=(sudo)
-fi
+# shellcheck source=scripts/lib/ensure.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/ensure.sh"
+ensure_installer ensure-chromium "/usr/bin/chromium or chromedriver" "install them by hand"
 
 echo "ensure-chromium: installing chromium and chromium-driver with apt-get" >&2
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq

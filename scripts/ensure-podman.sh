@@ -17,19 +17,9 @@ if command -v podman >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 && busyb
 	exit 0
 fi
 
-if ! command -v apt-get >/dev/null 2>&1; then
-	echo "ensure-podman: podman, runc or a static /bin/busybox is missing and apt-get is not available; install them by hand" >&2
-	exit 1
-fi
-
-sudo=()
-if [ "$(id -u)" -ne 0 ]; then
-	if ! command -v sudo >/dev/null 2>&1; then
-		echo "ensure-podman: podman, runc or a static /bin/busybox is missing; run as root or install sudo" >&2
-		exit 1
-	fi
-	sudo=(sudo)
-fi
+# shellcheck source=scripts/lib/ensure.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/ensure.sh"
+ensure_installer ensure-podman "podman, runc or a static /bin/busybox" "install them by hand"
 
 echo "ensure-podman: installing podman, runc and busybox-static with apt-get" >&2
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq

@@ -17,22 +17,11 @@ if [ "$missing" = 0 ]; then
 	exit 0
 fi
 
-if ! command -v apt-get >/dev/null 2>&1; then
-	echo "ensure-redis: redis-server, redis-cli, flock, unshare, script or systemd-analyze is missing and apt-get is not available; install Redis by hand" >&2
-	exit 1
-fi
-
-sudo=()
-if [ "$(id -u)" -ne 0 ]; then
-	if ! command -v sudo >/dev/null 2>&1; then
-		echo "ensure-redis: redis-server, redis-cli, flock, unshare, script or systemd-analyze is missing; run as root or install sudo" >&2
-		exit 1
-	fi
-	sudo=(sudo)
-fi
+# shellcheck source=scripts/lib/ensure.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/ensure.sh"
+ensure_installer ensure-redis "redis-server, redis-cli, flock, unshare, script or systemd-analyze" "install Redis by hand"
 
 echo "ensure-redis: installing redis-server, util-linux, bsdutils and systemd with apt-get" >&2
-export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server util-linux bsdutils systemd >/dev/null
 

@@ -23,12 +23,13 @@ import (
 	"github.com/w8y/w8y/internal/lua"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/status"
 )
 
-// Client is the part of the Redis client that control needs.
+// Client is the part of the Redis client that control needs: Detail reads
+// through a status.Reader, and the rest is control's own.
 type Client interface {
-	redis.Scripter
-	Pipeline() redis.Pipeliner
+	status.Client
 	TxPipeline() redis.Pipeliner
 	Type(ctx context.Context, key string) *redis.StatusCmd
 	Exists(ctx context.Context, keys ...string) *redis.IntCmd

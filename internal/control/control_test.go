@@ -62,8 +62,7 @@ func seedFleet(t *testing.T, rdb *redis.Client, keys schema.Keys) {
 // whether it runs as one script (keys colocated) or as a command per key,
 // and a refused command changes nothing either way.
 func TestVerbsBothWaysAlike(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	now := time.UnixMilli(1_700_000_000_000)
 	pause := Pause{Reason: "broken disk", By: "ops@host", For: time.Hour}
 	steps := []struct {
@@ -104,8 +103,7 @@ func TestVerbsBothWaysAlike(t *testing.T) {
 // TestPauseRecordsWhoWhyAndWhen: the pause key holds the reason, who paused
 // and when, and expires with --for; without --for it stays.
 func TestPauseRecordsWhoWhyAndWhen(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	now := time.UnixMilli(1_700_000_000_000)
 	for _, colocated := range []bool{false, true} {
 		keys := schema.Keys{Prefix: fmt.Sprintf("p%v:", colocated), Colocated: colocated}
@@ -134,8 +132,7 @@ func TestPauseRecordsWhoWhyAndWhen(t *testing.T) {
 // an item the list lacks are refused, with ErrRefused, and leave Redis as
 // it was.
 func TestRefusedChangesNothing(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	now := time.Now()
 	rdb.HSet(ctx, "hash:list", "f", "v")
 	tests := []struct {

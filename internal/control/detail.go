@@ -3,7 +3,6 @@ package control
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redisconn"
@@ -77,11 +76,11 @@ func (f *Fleet) Detail(ctx context.Context, list []string) ([]Detail, error) {
 			d.Occurrences = int64(len(positions))
 		}
 		if values, err := pausedAt[i].Result(); err == nil && d.Pause != nil {
-			d.PausedAt = number(values[0])
+			d.PausedAt = status.Number(values[0])
 		}
 		if values, err := state[i].Result(); err == nil {
-			d.LastFence = number(values[0])
-			d.LastStdout, d.LastStderr, d.LastReason = text(values[1]), text(values[2]), text(values[3])
+			d.LastFence = status.Number(values[0])
+			d.LastStdout, d.LastStderr, d.LastReason = status.Text(values[1]), status.Text(values[2]), status.Text(values[3])
 		}
 		recent, _, err := f.Events(ctx, EventFilter{Item: item, Last: DetailRuns, Within: DetailLookBack})
 		if err != nil && !errors.Is(err, ErrRefused) {
@@ -91,26 +90,4 @@ func (f *Fleet) Detail(ctx context.Context, list []string) ([]Detail, error) {
 		out[i] = d
 	}
 	return out, nil
-}
-
-// number is a hash field's value read as a whole number, or nil.
-func number(v any) *int64 {
-	s, ok := v.(string)
-	if !ok {
-		return nil
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return nil
-	}
-	return &n
-}
-
-// text is a hash field's value, or nil where it is missing.
-func text(v any) *string {
-	s, ok := v.(string)
-	if !ok {
-		return nil
-	}
-	return &s
 }

@@ -196,13 +196,36 @@ func TestSecondStopKills(t *testing.T) {
 	}
 }
 
-// fakeJob makes r's job control stop nothing: it records the stop instead
-// of stopping the test process, and says that a shell could continue it.
-func fakeJob(r *Router) *[]bool {
+// fakeJob returns a Router without a terminal whose job control stops
+// nothing: it records each stop instead of stopping the test process, and
+// says that a shell could continue it.
+func fakeJob() (*Router, *[]bool) {
+	r := New(zerolog.Nop())
+	r.term = noTerminal{}
 	var stops []bool
 	r.orphaned = func() bool { return false }
 	r.stopJob = func(whole bool) { stops = append(stops, whole) }
-	return &stops
+	return r, &stops
+}
+
+// ctrlZ stops child as a Ctrl-Z at its terminal does, and tells r, as the
+// reaper does when it sees the child stop.
+func ctrlZ(t *testing.T, r *Router, child *proc.Child) {
+	t.Helper()
+	if err := child.Signal(syscall.SIGTSTP); err != nil {
+		t.Fatal(err)
+	}
+	waitStopped(t, child, syscall.SIGTSTP)
+	r.ChildStopped(child, syscall.SIGTSTP)
+}
+
+// terminate sends SIGTERM to child and returns how it ended.
+func terminate(t *testing.T, child *proc.Child) proc.Exit {
+	t.Helper()
+	if err := child.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	return waitExit(t, child)
 }
 
 // stoppable is a child that a stop signal stops at once: one process, no
@@ -215,16 +238,10 @@ const stoppable = `echo ready; exec sleep 600`
 // each child stopped and its lease paused first, and once w8y is continued
 // each lease is resumed and its child continued.
 func TestTerminalStopPausesTheLeases(t *testing.T) {
-	r := New(zerolog.Nop())
-	r.term = noTerminal{}
-	stops := fakeJob(r)
+	r, stops := fakeJob()
 	lease := &fakeLease{}
 	child := startChild(t, r, stoppable, lease)
-	if err := child.Signal(syscall.SIGTSTP); err != nil {
-		t.Fatal(err)
-	}
-	waitStopped(t, child, syscall.SIGTSTP)
-	r.ChildStopped(child, syscall.SIGTSTP)
+	ctrlZ(t, r, child)
 	if got := *stops; !slices.Equal(got, []bool{true}) {
 		t.Errorf("job stops %v, want one of the whole group", got)
 	}
@@ -236,11 +253,8 @@ func TestTerminalStopPausesTheLeases(t *testing.T) {
 		t.Fatalf("a child whose lock is still ours was ended: %v", child.Exit())
 	case <-time.After(200 * time.Millisecond):
 	}
-	if err := child.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
 	// A stopped child would not end on SIGTERM: it was continued.
-	if exit := waitExit(t, child); exit.Signal != syscall.SIGTERM {
+	if exit := terminate(t, child); exit.Signal != syscall.SIGTERM {
 		t.Errorf("the continued child ended with %v, want SIGTERM", exit)
 	}
 }
@@ -248,9 +262,7 @@ func TestTerminalStopPausesTheLeases(t *testing.T) {
 // TestLockLostWhileStoppedKills: a child whose lock was lost while w8y was
 // stopped is killed, not continued.
 func TestLockLostWhileStoppedKills(t *testing.T) {
-	r := New(zerolog.Nop())
-	r.term = noTerminal{}
-	fakeJob(r)
+	r, _ := fakeJob()
 	lease := &fakeLease{lost: errors.New("lock lost")}
 	child := startChild(t, r, stoppable, lease)
 	if !r.suspend(false, syscall.SIGTSTP) {
@@ -265,24 +277,15 @@ func TestLockLostWhileStoppedKills(t *testing.T) {
 // discarded, as the kernel does for an orphaned job: nothing is paused and
 // the child goes on.
 func TestNoShellNoStop(t *testing.T) {
-	r := New(zerolog.Nop())
-	r.term = noTerminal{}
-	stops := fakeJob(r)
+	r, stops := fakeJob()
 	r.orphaned = func() bool { return true }
 	lease := &fakeLease{}
 	child := startChild(t, r, stoppable, lease)
-	if err := child.Signal(syscall.SIGTSTP); err != nil {
-		t.Fatal(err)
-	}
-	waitStopped(t, child, syscall.SIGTSTP)
-	r.ChildStopped(child, syscall.SIGTSTP)
+	ctrlZ(t, r, child)
 	if len(*stops) > 0 || len(lease.called()) > 0 {
 		t.Errorf("an orphaned w8y stopped (%v) or paused leases (%q)", *stops, lease.called())
 	}
-	if err := child.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if exit := waitExit(t, child); exit.Signal != syscall.SIGTERM {
+	if exit := terminate(t, child); exit.Signal != syscall.SIGTERM {
 		t.Errorf("the child ended with %v, want SIGTERM: it was not continued", exit)
 	}
 }
@@ -290,9 +293,7 @@ func TestNoShellNoStop(t *testing.T) {
 // TestOtherStopLeavesTheChild: a SIGSTOP from someone else is not job
 // control: the child stays stopped and its lease goes on.
 func TestOtherStopLeavesTheChild(t *testing.T) {
-	r := New(zerolog.Nop())
-	r.term = noTerminal{}
-	stops := fakeJob(r)
+	r, stops := fakeJob()
 	lease := &fakeLease{}
 	child := startChild(t, r, stoppable, lease)
 	r.ChildStopped(child, syscall.SIGSTOP)

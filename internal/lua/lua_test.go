@@ -1,7 +1,6 @@
 package lua
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -12,28 +11,16 @@ import (
 // TestScriptsLoad: every script compiles in a real Redis, and each keeps the
 // hash that EVALSHA finds it by.
 func TestScriptsLoad(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
-	for name, script := range map[string]*redis.Script{
+	redistest.ScriptsLoad(t, map[string]*redis.Script{
 		"refresh": Refresh, "finish": Finish, "count": Count, "pause": Pause, "control": Control, "cancel": Cancel, "dedupe": Dedupe,
-	} {
-		sha, err := script.Load(ctx, rdb).Result()
-		if err != nil {
-			t.Errorf("%s.lua does not load: %v", name, err)
-			continue
-		}
-		if sha != script.Hash() {
-			t.Errorf("%s.lua loaded as %s, want %s", name, sha, script.Hash())
-		}
-	}
+	})
 }
 
 // TestRefreshAndFinish: the lock scripts keep to compare-and-expire and
 // compare-and-delete. (The take of a lock, trylock.lua, is tested in
 // internal/take.)
 func TestRefreshAndFinish(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	if err := rdb.Set(ctx, "w:lock:x", "me", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +50,7 @@ func TestRefreshAndFinish(t *testing.T) {
 // TestDedupe: the extra occurrences go, the first stays where it was, and an
 // item held once or not at all is left as it is.
 func TestDedupe(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	rdb.RPush(ctx, "l", "a", "b", "a", "c", "a")
 	for _, tt := range []struct {
 		item string

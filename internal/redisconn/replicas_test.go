@@ -1,7 +1,6 @@
 package redisconn
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -18,8 +17,7 @@ var setScript = redis.NewScript(`redis.call("SET", KEYS[1], ARGV[1]) return 1`)
 // alone; asking for one still runs it, and reports ErrNotReplicated with
 // its reply, so that the caller can undo what it did.
 func TestRunConfirmed(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	if reply, err := RunConfirmed(ctx, rdb, setScript, 0, time.Second, []string{"k"}, "a"); err != nil || reply != int64(1) {
 		t.Errorf("no replicas asked for: %v, %v", reply, err)
 	}

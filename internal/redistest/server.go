@@ -325,3 +325,20 @@ func argValue(args []string, name string) string {
 	}
 	return ""
 }
+
+// Client starts a redis-server for the test, as Start does, and returns its
+// client with the context for the test's calls to it. The context ends when
+// the test does, and a test's at Timeout too, so that a call that Redis never
+// answers fails the test instead of hanging it; a benchmark's has no
+// deadline, since it runs as long as -benchtime asks.
+func Client(tb testing.TB, opts ...Option) (*redis.Client, context.Context) {
+	tb.Helper()
+	rdb := Start(tb, opts...).Client
+	ctx := tb.Context()
+	if _, bench := tb.(*testing.B); !bench {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, Timeout)
+		tb.Cleanup(cancel)
+	}
+	return rdb, ctx
+}

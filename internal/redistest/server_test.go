@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -136,5 +137,34 @@ func firstThenFree(first int, offered *[]int) func(testing.TB) int {
 		}
 		*offered = append(*offered, port)
 		return port
+	}
+}
+
+// TestClientContext: a test's context ends at Timeout at the latest, and
+// with the test; a benchmark's has no deadline but ends with it too.
+func TestClientContext(t *testing.T) {
+	var ctx context.Context
+	t.Run("test", func(t *testing.T) {
+		var rdb *redis.Client
+		rdb, ctx = Client(t)
+		deadline, ok := ctx.Deadline()
+		if left := time.Until(deadline); !ok || left > Timeout || left < Timeout/2 {
+			t.Errorf("the context's deadline is %v away (set: %v), want about %s", left, ok, Timeout)
+		}
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			t.Errorf("PING through Client's client: %v", err)
+		}
+	})
+	if ctx.Err() == nil {
+		t.Error("the test's context did not end with the test")
+	}
+	testing.Benchmark(func(b *testing.B) {
+		_, ctx = Client(b)
+		if _, ok := ctx.Deadline(); ok {
+			t.Error("a benchmark's context has a deadline")
+		}
+	})
+	if ctx.Err() == nil {
+		t.Error("the benchmark's context did not end with it")
 	}
 }

@@ -22,6 +22,11 @@ func (r *fatalRecorder) Fatal(args ...any) { r.fail(fmt.Sprint(args...)) }
 
 func (r *fatalRecorder) Fatalf(format string, args ...any) { r.fail(fmt.Sprintf(format, args...)) }
 
+// Errorf records a failure that lets the test go on, as testing.T's does.
+func (r *fatalRecorder) Errorf(format string, args ...any) {
+	r.failure += fmt.Sprintf(format, args...) + "\n"
+}
+
 // fail ends the goroutine as testing.T's FailNow does, and so must be
 // called on one that runRecorded started.
 func (r *fatalRecorder) fail(msg string) {

@@ -255,8 +255,7 @@ func TestFinishBothWaysAlike(t *testing.T) {
 // backoffDelay computes from the same jitter factor, so the per-key path
 // and the script agree on every draw.
 func TestFinishJitter(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	b := Backoff{Min: 1300 * time.Millisecond, Max: time.Hour}
 	for i := range 20 {
 		factor := JitterFactor()
@@ -283,8 +282,7 @@ const testToken = "host:1:token"
 // run's token, which would otherwise stop the same worker's next run of the
 // item (its token is the same), and leaves one aimed at another holder.
 func TestFinishSpendsCancel(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	for _, tt := range []struct {
 		holder string
 		left   int64

@@ -2,7 +2,6 @@ package status
 
 import (
 	"bytes"
-	"context"
 	"regexp"
 	"strings"
 	"testing"
@@ -77,20 +76,12 @@ func TestTableClipsToTheTerminal(t *testing.T) {
 // type is blocked, not locked forever, and an empty item or one with a NUL
 // byte is invalid, not idle; each says why.
 func TestStatesOfItemsThatCannotRun(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	keys := schema.Keys{Prefix: "bad:"}
 	rdb.RPush(ctx, keys.List(), "hashed", "", "nul\x00", "held", "free")
 	rdb.HSet(ctx, keys.Lock("hashed"), "field", "value")
 	rdb.Set(ctx, keys.Lock("held"), "host:1:abc", time.Minute)
-	var got []Item
-	err := (&Reader{Client: rdb, Keys: keys}).Read(ctx, func(batch []Item) error {
-		got = append(got, batch...)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := readAll(ctx, t, &Reader{Client: rdb, Keys: keys})
 	want := map[string]struct{ state, problem string }{
 		"hashed":  {StateBlocked, "its lock key holds something other than a lock: an operator must delete it"},
 		"":        {StateInvalid, "it is empty"},
@@ -143,8 +134,7 @@ func TestShort(t *testing.T) {
 // pause, and a line under the table says who paused it and why; --status
 // reads it so from Redis, whatever else holds the item but its lock.
 func TestPausedItems(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	keys := schema.Keys{Prefix: "pz:"}
 	redistest.Seed(t, rdb, keys.List(), "timed", "forever", "by-hand")
 	rdb.HSet(ctx, keys.Pause("timed"), schema.PauseFieldReason, "upstream down", schema.PauseFieldBy, "ops@bastion")
@@ -152,13 +142,7 @@ func TestPausedItems(t *testing.T) {
 	rdb.Set(ctx, keys.Cooldown("timed"), "x", time.Minute)
 	rdb.HSet(ctx, keys.Pause("forever"), schema.PauseFieldReason, "", schema.PauseFieldBy, "ops@bastion")
 	rdb.Set(ctx, keys.Pause("by-hand"), "stop", 0)
-	var got []Item
-	if err := (&Reader{Client: rdb, Keys: keys}).Read(ctx, func(batch []Item) error {
-		got = append(got, batch...)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	got := readAll(ctx, t, &Reader{Client: rdb, Keys: keys})
 	var out bytes.Buffer
 	writeTable(&out, got, time.Now(), 0)
 	for _, want := range []string{

@@ -218,34 +218,41 @@ func ttl(cmd *redis.Cmd) *int64 {
 // setState fills in the fields read from the state hash, in stateFields'
 // order. A field that is missing or not a number stays unset.
 func (st *Item) setState(values []any) {
-	number := func(i int) *int64 {
-		s, ok := values[i].(string)
-		if !ok {
-			return nil
-		}
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return nil
-		}
-		return &n
-	}
-	text := func(i int) *string {
-		s, ok := values[i].(string)
-		if !ok {
-			return nil
-		}
-		return &s
-	}
-	count := func(i int) int64 {
-		if n := number(i); n != nil {
+	count := func(v any) int64 {
+		if n := Number(v); n != nil {
 			return *n
 		}
 		return 0
 	}
-	st.LastStart, st.LastEnd = number(0), number(1)
-	st.LastExitCode, st.LastDuration = number(2), number(3)
-	st.LastHolder, st.LastResult = text(4), text(5)
-	st.Runs, st.Failures, st.ConsecutiveFailures = count(6), count(7), count(8)
+	st.LastStart, st.LastEnd = Number(values[0]), Number(values[1])
+	st.LastExitCode, st.LastDuration = Number(values[2]), Number(values[3])
+	st.LastHolder, st.LastResult = Text(values[4]), Text(values[5])
+	st.Runs, st.Failures, st.ConsecutiveFailures = count(values[6]), count(values[7]), count(values[8])
+}
+
+// Number is a hash field's value, as HMGET replies it, read as a whole
+// number: nil where the field is missing or not a number. w8yctl status
+// ITEM reads the fields that --status does not show with it too.
+func Number(v any) *int64 {
+	s, ok := v.(string)
+	if !ok {
+		return nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return nil
+	}
+	return &n
+}
+
+// Text is a hash field's value, as HMGET replies it, or nil where the
+// field is missing.
+func Text(v any) *string {
+	s, ok := v.(string)
+	if !ok {
+		return nil
+	}
+	return &s
 }
 
 // States of an item, as --status shows them.

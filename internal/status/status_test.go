@@ -29,6 +29,19 @@ func readItems(t *testing.T, r *Reader) ([]string, int) {
 	return items, batches
 }
 
+// readAll returns the status of every item that r reads, in order.
+func readAll(ctx context.Context, t *testing.T, r *Reader) []Item {
+	t.Helper()
+	var all []Item
+	if err := r.Read(ctx, func(batch []Item) error {
+		all = append(all, batch...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
 // rotatingClient rotates the list by shift items before each status.lua
 // call but the first, as busy workers do between two of --status' reads.
 type rotatingClient struct {
@@ -52,8 +65,7 @@ func (c *rotatingClient) EvalSha(ctx context.Context, sha string, keys []string,
 // by fewer or more items than a batch, do not make --status miss an item or
 // show one twice, and it shows them in circular list order.
 func TestStatusFollowsARotatingList(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	items := redistest.Items(95)
 	keys := schema.Keys{Prefix: "st:"}
 	rdb.RPush(ctx, keys.List(), redistest.Values(items)...)
@@ -89,8 +101,7 @@ func TestStatusLongList(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100,000 items")
 	}
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	keys := schema.Keys{Prefix: "long:"}
 	items := redistest.Items(100_000)
 	redistest.Seed(t, rdb, keys.List(), items...)
@@ -98,14 +109,7 @@ func TestStatusLongList(t *testing.T) {
 	rdb.HSet(ctx, keys.State(items[99_999]), "runs", 4, "last_result", "failure")
 	rdb.ConfigResetStat(ctx)
 
-	var got []Item
-	err := (&Reader{Client: rdb, Keys: keys}).Read(ctx, func(batch []Item) error {
-		got = append(got, batch...)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := readAll(ctx, t, &Reader{Client: rdb, Keys: keys})
 	if len(got) != len(items) {
 		t.Fatalf("read %d items, want %d", len(got), len(items))
 	}

@@ -2,7 +2,6 @@ package take
 
 import (
 	"bytes"
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -45,8 +44,7 @@ func TestSweepEvery(t *testing.T) {
 // item where it was: the list keeps exactly its items, in order (compared
 // as is, not sorted). Of an item held twice, the first is the one moved.
 func TestLookMovesTakenItemToTail(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	tests := []struct {
 		name  string
 		list  []string

@@ -1,7 +1,6 @@
 package take
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -12,27 +11,15 @@ import (
 // TestScriptsLoad: every take script compiles in a real Redis, and each
 // keeps the hash that EVALSHA finds it by.
 func TestScriptsLoad(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
-	for name, script := range map[string]*redis.Script{
+	redistest.ScriptsLoad(t, map[string]*redis.Script{
 		"take": batchScript, "trylock": tryLockScript, "due": dueScript,
-	} {
-		sha, err := script.Load(ctx, rdb).Result()
-		if err != nil {
-			t.Errorf("%s.lua does not load: %v", name, err)
-			continue
-		}
-		if sha != script.Hash() {
-			t.Errorf("%s.lua loaded as %s, want %s", name, sha, script.Hash())
-		}
-	}
+	})
 }
 
 // TestTryLock: trylock.lua keeps to SET NX PX, and names a lock key of
 // another type.
 func TestTryLock(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	for i, st := range []struct {
 		token string
 		want  any

@@ -287,8 +287,7 @@ func TestBatchedTakeSeesWritesBetweenBatches(t *testing.T) {
 // TestBatchedTakeSurvivesScriptFlush: SCRIPT FLUSH (or a restarted server) empties
 // the script cache; the next Take loads the script again without an error.
 func TestBatchedTakeSurvivesScriptFlush(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	keys := schema.Keys{Prefix: "flush:"}
 	takeSetup{items: []string{"a", "b", "c"}}.seed(t, rdb, keys)
 	var logs bytes.Buffer
@@ -307,8 +306,7 @@ func TestBatchedTakeSurvivesScriptFlush(t *testing.T) {
 // TestBatchedTakeStopsBetweenBatches: a closed stop channel ends Take before it
 // sends anything.
 func TestBatchedTakeStopsBetweenBatches(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	keys := schema.Keys{Prefix: "stop:"}
 	takeSetup{items: redistest.Items(3)}.seed(t, rdb, keys)
 	stop := make(chan struct{})
@@ -357,8 +355,7 @@ func (c *timingClient) EvalSha(ctx context.Context, sha string, keys []string, a
 // took it was sent: not later, when the server may already have counted
 // down, and not from an earlier batch, which would give up the lock early.
 func TestBatchedTakeLockExpiry(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	if err := batchScript.Load(ctx, rdb).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -384,8 +381,7 @@ func TestBatchedTakeLockExpiry(t *testing.T) {
 // all taken goes round it whole, which leaves it as it was: the script must
 // not rewrite it, since idle workers make such passes all day.
 func TestBatchedTakeIdlePassWritesNothing(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	keys := schema.Keys{Prefix: "idle:"}
 	takeSetup{items: redistest.Items(5), locked: redistest.Items(5)}.seed(t, rdb, keys)
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
@@ -408,8 +404,7 @@ func TestBatchedTakeIdlePassWritesNothing(t *testing.T) {
 // item once, and leaves the list as a pass that took nothing would: rotated
 // by exactly its length. Both paths alike.
 func TestPassTakesSeveral(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	tests := []struct {
 		name  string
 		setup takeSetup
@@ -479,8 +474,7 @@ func (c *finishingClient) EvalSha(ctx context.Context, sha string, keys []string
 // lands between them is seen by the check after the lock, which lets the
 // lock go and passes the item by.
 func TestTakeEachChecksAgainAfterTheLock(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	if err := tryLockScript.Load(ctx, rdb).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -502,8 +496,7 @@ func TestTakeEachChecksAgainAfterTheLock(t *testing.T) {
 // the pause ends: at its expiry, or (for a pause without one) at the
 // fleet's next sweep, which the index then leaves it to.
 func TestLookHoldsPausedItems(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	keys := schema.Keys{Prefix: "look:", Colocated: true}
 	redistest.Seed(t, rdb, keys.List(), "for-an-hour", "until-resumed")
 	rdb.HSet(ctx, keys.Pause("for-an-hour"), schema.PauseFieldReason, "flaky")
@@ -540,8 +533,7 @@ func TestLookHoldsPausedItems(t *testing.T) {
 // paths; a fence key of another type costs the token (0, with a warning),
 // never the take.
 func TestTakeFence(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
+	rdb, ctx := redistest.Client(t)
 	for _, colocated := range []bool{false, true} {
 		keys := schema.Keys{Prefix: fmt.Sprintf("fence%v:", colocated)}
 		takeSetup{items: redistest.Items(3)}.seed(t, rdb, keys)
