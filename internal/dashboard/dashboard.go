@@ -59,12 +59,16 @@ type Server struct {
 	// Now is the clock that pauses and run-now stamp.
 	Now func() time.Time
 
-	streams chan struct{}
+	streams   chan struct{}
+	summaries *cached[*Summary]
+	charts    *cached[*Chart]
 }
 
 // Handler returns the dashboard's routes.
 func (s *Server) Handler() http.Handler {
 	s.streams = make(chan struct{}, maxStreams)
+	s.summaries = newCached(summaryEvery, s.Now, s.readSummary)
+	s.charts = newCached(chartEvery, s.Now, s.readChart)
 	files, _ := fs.Sub(web, "web")
 	mux := http.NewServeMux()
 	mux.Handle("/", readOnly(http.FileServerFS(files)))
@@ -73,10 +77,15 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/item", s.item)
 	mux.HandleFunc("GET /api/events", s.events)
 	mux.HandleFunc("GET /api/events/stream", s.stream)
-	for name, act := range map[string]func(context.Context, action) (any, error){
+	mux.HandleFunc("GET /api/summary", s.summary)
+	mux.HandleFunc("GET /api/search", s.search)
+	mux.HandleFunc("GET /api/runs", s.runs)
+	mux.HandleFunc("GET /api/chart", s.chart)
+	for name, act := range map[string]func(context.Context, action) ([]control.Result, error){
 		"pause": s.pause, "resume": s.resume, "run-now": s.runNow, "cancel": s.cancel,
+		"add": s.add, "remove": s.remove,
 	} {
-		mux.Handle("/api/"+name, s.guard(act))
+		mux.Handle("/api/"+name, s.guard(name, act))
 	}
 	return secure(mux)
 }
@@ -153,7 +162,7 @@ func (s *Server) items(w http.ResponseWriter, r *http.Request) {
 func (s *Server) item(w http.ResponseWriter, r *http.Request) {
 	item := r.URL.Query().Get("item")
 	if item == "" {
-		writeError(w, http.StatusBadRequest, errors.New("give the item"))
+		writeError(w, http.StatusBadRequest, errTheItem)
 		return
 	}
 	pipe := s.Fleet.Client.Pipeline()
@@ -291,7 +300,7 @@ const maxBody = 1 << 20
 // guard lets through to act only a POST from the dashboard's own origin
 // that carries the token, with a JSON body; it refuses anything else before
 // Redis is touched.
-func (s *Server) guard(act func(context.Context, action) (any, error)) http.Handler {
+func (s *Server) guard(name string, act func(context.Context, action) ([]control.Result, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
@@ -325,7 +334,7 @@ func (s *Server) guard(act func(context.Context, action) (any, error)) http.Hand
 			return
 		}
 		if a.Item == "" {
-			writeError(w, http.StatusBadRequest, errors.New("give the item"))
+			writeError(w, http.StatusBadRequest, errTheItem)
 			return
 		}
 		result, err := act(r.Context(), a)
@@ -338,8 +347,8 @@ func (s *Server) guard(act func(context.Context, action) (any, error)) http.Hand
 		case err != nil:
 			s.fail(w, err)
 		default:
-			s.Log.Info().Str("action", strings.TrimPrefix(r.URL.Path, "/api/")).Str("item", a.Item).Str("from", r.RemoteAddr).Msg("dashboard action")
-			writeJSON(w, http.StatusOK, result)
+			s.Log.Info().Str("action", name).Str("item", a.Item).Str("from", r.RemoteAddr).Msg("dashboard action")
+			writeJSON(w, http.StatusOK, actionReply{Action: name, Results: result})
 		}
 	})
 }
@@ -372,7 +381,7 @@ type badRequest struct{ msg string }
 
 func (e badRequest) Error() string { return e.msg }
 
-func (s *Server) pause(ctx context.Context, a action) (any, error) {
+func (s *Server) pause(ctx context.Context, a action) ([]control.Result, error) {
 	p := control.Pause{Reason: a.Reason, By: s.By}
 	if a.For != "" {
 		d, err := duration.Parse(a.For)
@@ -388,20 +397,12 @@ func (s *Server) pause(ctx context.Context, a action) (any, error) {
 	return s.Fleet.PauseItems(ctx, []string{a.Item}, p, s.Now())
 }
 
-func (s *Server) resume(ctx context.Context, a action) (any, error) {
+func (s *Server) resume(ctx context.Context, a action) ([]control.Result, error) {
 	return s.Fleet.Resume(ctx, []string{a.Item}, s.Now())
 }
 
-func (s *Server) runNow(ctx context.Context, a action) (any, error) {
+func (s *Server) runNow(ctx context.Context, a action) ([]control.Result, error) {
 	return s.Fleet.RunNow(ctx, []string{a.Item}, s.Now())
-}
-
-func (s *Server) cancel(ctx context.Context, a action) (any, error) {
-	req, err := control.Cancel(ctx, s.Fleet.Client, s.Fleet.Keys, a.Item, a.Reason, a.AsFailure)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"item": a.Item, "holder": req.Holder}, nil
 }
 
 // number reads the query parameter name as a whole number from min to
