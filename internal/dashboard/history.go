@@ -29,8 +29,10 @@ const (
 	chartEntries = 100_000
 	historyPage  = 1000
 	// chartEvery is the least time between two reads of the chart, however
-	// many browsers are open.
-	chartEvery = 30 * time.Second
+	// many browsers are open: at most chartEntries/historyPage short
+	// XREVRANGEs, some tens of milliseconds of Redis' time, every 10
+	// seconds.
+	chartEvery = 10 * time.Second
 )
 
 // Run is one run of an item, as the events stream tells it.
