@@ -125,6 +125,11 @@ func TestDashboardOnAHundredThousandItems(t *testing.T) {
 		t.Errorf("with actions off, the table shows %d buttons", n)
 	}
 
+	// Failing first: the whole list's failing item, far past the page.
+	act(t, tab, "put failing items first", chromedp.Click(`#failing-first`))
+	shows(t, tab, "i77777 on top of the page", `(() => { const n = `+itemNames+`; return n.length === 101 && n[0] === "i77777"; })()`)
+	act(t, tab, "put failing items in list order", chromedp.Click(`#failing-first`))
+
 	act(t, tab, "search i77777", chromedp.SendKeys(`#filter`, "i77777"))
 	shows(t, tab, "i77777 alone, backing off", `(`+itemNames+`).join() === "i77777" && `+rowOf("i77777")+`.cells[1].textContent === "backoff"`)
 	if got := eval[string](t, tab, `document.getElementById("range").textContent`); got != `1 item holds "i77777"` {

@@ -10,7 +10,7 @@ const CHART_MS = 10000;    // how often the chart is read again (the server read
 const SEARCH_WAIT_MS = 250; // typing pauses this long before a search is sent
 
 const $ = (id) => document.getElementById(id);
-const state = { offset: 0, length: 0, page: null, now: Date.now(), skew: 0, actions: false, detail: null, search: null };
+const state = { offset: 0, length: 0, page: null, now: Date.now(), skew: 0, actions: false, detail: null, search: null, failing: null };
 
 // el makes an element with text and a class.
 function el(tag, text, cls) {
@@ -193,6 +193,11 @@ function render() {
   if (!p) return;
   let items = p.items;
   if ($("failing-first").checked) {
+    // The whole list's failing items on top (the first 100 the server
+    // finds), then the rest of what is shown.
+    const top = searching ? [] : state.failing || [];
+    const onTop = new Set(top.map((st) => st.item));
+    items = top.concat(items.filter((st) => !onTop.has(st.item)));
     items = items.slice().sort((a, b) => (failing(b) - failing(a)) || (b.consecutive_failures - a.consecutive_failures));
   }
   $("items").tBodies[0].replaceChildren(...items.map(row));
@@ -225,6 +230,7 @@ async function refresh() {
       state.page = p;
       state.search = null;
     }
+    state.failing = $("failing-first").checked ? (await getJSON("api/search?state=failing&limit=" + PAGE)).items : null;
     showError("");
     render();
   } catch (e) {
@@ -415,7 +421,7 @@ async function start() {
     if (item === "") { say("type the item to add", true); return; }
     act("add", item);
   });
-  $("failing-first").addEventListener("change", render);
+  $("failing-first").addEventListener("change", refresh);
   $("prev").addEventListener("click", () => { state.offset = Math.max(0, state.offset - PAGE); refresh(); });
   $("next").addEventListener("click", () => { state.offset += PAGE; refresh(); });
   $("detail-close").addEventListener("click", () => { state.detail = null; $("detail").hidden = true; });
