@@ -1,7 +1,11 @@
 // Package dashboard serves w8yctl serve's web page for one list: the items,
 // a page at a time, their status, the events stream as it happens, and,
-// where a token is configured, the buttons that pause, resume, run now and
-// cancel items through the same internal/control calls as w8yctl's verbs.
+// where a token is configured, the buttons that pause, resume, run now,
+// cancel, add and remove items through the same internal/control calls as
+// w8yctl's verbs (dashboard.go, actions.go). Over the whole list it serves
+// a summary (counts, lag and search: summary.go, lag.go), read for every
+// browser at once (cache.go), and from the events stream an item's runs and
+// a chart of the list's runs and failures (history.go).
 //
 // The page is static (web/, embedded): it holds no item, no list name and
 // no secret, and builds every cell with textContent, so that an item value

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/control"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/status"
@@ -262,4 +264,34 @@ func TestChartCountsRunsAndFailures(t *testing.T) {
 		c.Runs[bucket(5*time.Minute)] < 2 || c.Failures[bucket(5*time.Minute)] != 1 {
 		t.Errorf("chart = runs %v, failures %v", c.Runs, c.Failures)
 	}
+}
+
+// BenchmarkSummary is one read of the whole list's summary, what one
+// browser or a hundred cost Redis every summaryEvery at most, on 100,000
+// items. It reports the Redis CPU that a read costs, from INFO cpu. (How
+// long each command holds Redis is status.Reader's, measured for --status:
+// see docs/benchmarks.md.)
+func BenchmarkSummary(b *testing.B) {
+	const n = 100_000
+	rdb := redistest.Start(b).Client
+	keys := schema.Keys{Prefix: "bench:", Colocated: true}
+	ctx := context.Background()
+	redistest.Seed(b, rdb, keys.List(), redistest.Items(n)...)
+	s := &Server{Fleet: &control.Fleet{Client: rdb, Keys: keys}, Status: &status.Reader{Client: rdb, Keys: keys}, Log: zerolog.Nop(), Now: time.Now}
+	cpu := func() float64 {
+		info := redistest.Info(b, rdb, "cpu")
+		sys, _ := strconv.ParseFloat(info["used_cpu_sys"], 64)
+		user, _ := strconv.ParseFloat(info["used_cpu_user"], 64)
+		return sys + user
+	}
+	before := cpu()
+	reads := 0
+	for b.Loop() {
+		sum, err := s.readSummary(ctx)
+		if err != nil || sum.Items != n {
+			b.Fatalf("summary: %v, %+v", err, sum)
+		}
+		reads++
+	}
+	b.ReportMetric((cpu()-before)*1000/float64(reads), "redis-cpu-ms/op")
 }

@@ -82,7 +82,7 @@ function showSummary(sum) {
     p.textContent = "the list " + $("list").textContent + " is missing or empty";
   } else {
     const c = sum.counts;
-    const part = (name, n, text) => { const s = el("span", n + " " + text); s.dataset.count = name; s.dataset.n = n; return s; };
+    const part = (name, n, text) => { const s = el("span", n.toLocaleString("en") + " " + text); s.dataset.count = name; s.dataset.n = n; return s; };
     const paused = part("paused", c.paused, "paused" + (c.paused_running ? " (" + c.paused_running + " still running)" : ""));
     p.replaceChildren(part("items", sum.items, "items"), part("running", c.running, "running"),
       part("cooling", c.cooling, "cooling"), part("backoff", c.backoff, "backing off"), paused,
