@@ -83,6 +83,12 @@ func TestDashboardActionsInBrowser(t *testing.T) {
 	remove := `#items tbody tr[data-item="gone"] button[data-action="remove"]`
 	act(t, tab, "click remove once", chromedp.Click(remove))
 	shows(t, tab, "the remove asking again", `document.querySelector('`+remove+`').textContent === "remove? click again"`)
+	// The table's refreshes keep the button as it is.
+	refreshes := eval[int](t, tab, `state.refreshes`)
+	shows(t, tab, "two more refreshes", fmt.Sprintf(`state.refreshes >= %d`, refreshes+2))
+	if got := eval[string](t, tab, `document.querySelector('`+remove+`').textContent`); got != "remove? click again" {
+		t.Fatalf("after a refresh, the remove button says %q", got)
+	}
 	if got := b.list(); !slices.Contains(got, "gone") {
 		t.Fatalf("one click removed gone: %q", got)
 	}

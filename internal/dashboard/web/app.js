@@ -10,7 +10,7 @@ const CHART_MS = 10000;    // how often the chart is read again (the server read
 const SEARCH_WAIT_MS = 250; // typing pauses this long before a search is sent
 
 const $ = (id) => document.getElementById(id);
-const state = { offset: 0, length: 0, page: null, now: Date.now(), skew: 0, actions: false, detail: null, search: null, failing: null };
+const state = { offset: 0, length: 0, page: null, now: Date.now(), skew: 0, actions: false, detail: null, search: null, failing: null, refreshes: 0 };
 
 // el makes an element with text and a class.
 function el(tag, text, cls) {
@@ -186,6 +186,35 @@ function row(st) {
   return tr;
 }
 
+// place shows rows in tbody, in order, keeping the row already shown for
+// the same item, and of it every cell that shows the same (the buttons
+// too, where they are the same): a refresh every 2 seconds must not take a
+// button away from under a click, or undo a remove's first click.
+function place(tbody, rows) {
+  const old = new Map(Array.from(tbody.rows, (tr) => [tr.dataset.item, tr]));
+  rows.forEach((fresh, i) => {
+    let tr = old.get(fresh.dataset.item);
+    if (tr) {
+      old.delete(fresh.dataset.item);
+      patch(tr, fresh);
+    } else {
+      tr = fresh;
+    }
+    if (tbody.rows[i] !== tr) tbody.insertBefore(tr, tbody.rows[i] || null);
+  });
+  for (const tr of old.values()) tr.remove();
+}
+
+// patch replaces the cells of tr that fresh shows otherwise.
+function patch(tr, fresh) {
+  const actions = (cell) => Array.from(cell.querySelectorAll("button"), (b) => b.dataset.action).join();
+  Array.from(fresh.cells).forEach((cell, i) => {
+    const cur = tr.cells[i];
+    const same = cell.classList.contains("act") ? actions(cur) === actions(cell) : cur.isEqualNode(cell);
+    if (!same) cur.replaceWith(cell);
+  });
+}
+
 // render draws the page of items as the filter and order ask.
 function render() {
   const searching = state.search !== null;
@@ -200,7 +229,7 @@ function render() {
     items = top.concat(items.filter((st) => !onTop.has(st.item)));
     items = items.slice().sort((a, b) => (failing(b) - failing(a)) || (b.consecutive_failures - a.consecutive_failures));
   }
-  $("items").tBodies[0].replaceChildren(...items.map(row));
+  place($("items").tBodies[0], items.map(row));
   $("prev").hidden = $("next").hidden = searching;
   if (searching) {
     $("range").textContent = p.matches + (p.matches === 1 ? " item holds " : " items hold ") + JSON.stringify(p.query) +
@@ -233,6 +262,7 @@ async function refresh() {
     state.failing = $("failing-first").checked ? (await getJSON("api/search?state=failing&limit=" + PAGE)).items : null;
     showError("");
     render();
+    state.refreshes++;
   } catch (e) {
     showError("cannot read the list: " + e.message);
   }
