@@ -34,24 +34,56 @@ type lagClient interface {
 	Pipeline() redis.Pipeliner
 }
 
-// readLag reads the lag from the due index with two commands that cost
-// Redis O(log n) each, however long the list: a ZCOUNT of the entries due
-// by now, and the first of them with a time (a score above 0).
+// lagLook is how many of the entries due by now readLag checks against
+// the item's keys: an entry may be stale, since a run that outlives its
+// first lock expiry keeps its lock but not its entry up to date, and an
+// idle worker's look, which would move it, may not come while all are
+// busy. Entries past the first lagLook are counted as they are.
+const lagLook = 1000
+
+// readLag reads the lag from the due index: a ZCOUNT of the entries due
+// by now and the oldest lagLook of them (O(log n + lagLook) each, however
+// long the list), then, in one pipeline, whether each of these is still
+// held by a lock, a pause, a cooldown or a backoff, which its stale entry
+// does not know: such an item is not late.
 func readLag(ctx context.Context, client lagClient, keys schema.Keys, now time.Time) (Lag, error) {
 	if !keys.Colocated {
 		return Lag{}, nil
 	}
 	until := strconv.FormatInt(now.UnixMilli(), 10)
 	pipe := client.Pipeline()
-	due := pipe.ZCount(ctx, keys.Due(), "-inf", until)
-	oldest := pipe.ZRangeByScoreWithScores(ctx, keys.Due(), &redis.ZRangeBy{Min: "(0", Max: until, Count: 1})
+	count := pipe.ZCount(ctx, keys.Due(), "-inf", until)
+	oldest := pipe.ZRangeByScoreWithScores(ctx, keys.Due(), &redis.ZRangeBy{Min: "-inf", Max: until, Count: lagLook})
 	if _, err := pipe.Exec(ctx); err != nil {
 		return Lag{}, redisconn.Wrap("read "+strconv.Quote(keys.Due()), err)
 	}
-	lag := Lag{Known: true, Due: due.Val()}
-	if z := oldest.Val(); len(z) == 1 {
-		age := max(now.UnixMilli()-int64(z[0].Score), 0)
-		lag.OldestMs = &age
+	entries := oldest.Val()
+	if len(entries) == 0 {
+		return Lag{Known: true}, nil
+	}
+	pipe = client.Pipeline()
+	held := make([]*redis.IntCmd, len(entries))
+	for i, z := range entries {
+		item, _ := z.Member.(string)
+		// One EXISTS of the four keys: they share a slot where the keys
+		// are colocated.
+		held[i] = pipe.Exists(ctx, keys.Lock(item), keys.Pause(item), keys.Cooldown(item), keys.Backoff(item))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Lag{}, redisconn.Wrap("read the keys of the items due", err)
+	}
+	lag := Lag{Known: true, Due: count.Val()}
+	for i, z := range entries {
+		if held[i].Val() > 0 {
+			lag.Due--
+			continue
+		}
+		// Entries come oldest first; a score of 0 says "now", without a
+		// time.
+		if lag.OldestMs == nil && z.Score > 0 {
+			age := max(now.UnixMilli()-int64(z.Score), 0)
+			lag.OldestMs = &age
+		}
 	}
 	return lag, nil
 }

@@ -143,7 +143,8 @@ func TestSearchCoversTheWholeList(t *testing.T) {
 
 // TestLagFromTheDueIndex: the lag counts the entries due by now, and
 // ages the oldest that has a time; one made due "now" (score 0) counts
-// without an age, and those due later do not count.
+// without an age, and those due later, or held by their keys, do not
+// count.
 func TestLagFromTheDueIndex(t *testing.T) {
 	rdb := redistest.Start(t).Client
 	keys := schema.Keys{Prefix: "lag:", Colocated: true}
@@ -166,6 +167,15 @@ func TestLagFromTheDueIndex(t *testing.T) {
 	rdb.ZAdd(ctx, keys.Due(), redis.Z{Member: "late", Score: at(-90 * time.Second)}, redis.Z{Member: "just", Score: at(-time.Second)})
 	oldest := int64(90_000)
 	check("late items", keys, Lag{Known: true, Due: 3, OldestMs: &oldest})
+	// Entries older still, of items that a run, a pause, a cooldown or a
+	// backoff holds (a run that outlived its first lock expiry): not late.
+	for _, blocker := range []string{keys.Lock("long"), keys.Pause("paused"), keys.Cooldown("cool"), keys.Backoff("back")} {
+		rdb.Set(ctx, blocker, "1", time.Minute)
+	}
+	for _, item := range []string{"long", "paused", "cool", "back"} {
+		rdb.ZAdd(ctx, keys.Due(), redis.Z{Member: item, Score: at(-time.Hour)})
+	}
+	check("held items", keys, Lag{Known: true, Due: 3, OldestMs: &oldest})
 	check("not colocated", schema.Keys{Prefix: "lag:"}, Lag{})
 }
 
