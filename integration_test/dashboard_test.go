@@ -239,6 +239,16 @@ func TestDashboardInBrowser(t *testing.T) {
 	shows(t, tab, "broken's kept output and exit code in its view",
 		`(() => { const f = (n) => document.querySelector('#detail-state dd[data-field="' + n + '"]');
 		  return f("last_stdout") && f("last_stdout").textContent === "out of broken\n" && f("last_exit_code").textContent === "3"; })()`)
+	// Its recent runs, from the events stream: each failed with code 3,
+	// ended, and names its holder.
+	shows(t, tab, "broken's recent runs",
+		`(() => { const rows = Array.from(document.querySelectorAll("#detail-runs tbody tr"));
+		  return rows.length > 0 && rows.every(r => r.cells[2].textContent === "running" ||
+		    (r.cells[2].textContent === "failure (3)" && r.cells[1].textContent !== "" && r.cells[4].title !== "")); })()`)
+	// The list's runs and failures over the last hours.
+	shows(t, tab, "runs and failures in the chart",
+		`(() => { const sum = (sel, f) => Array.from(document.querySelectorAll(sel)).reduce((n, r) => n + Number(r.dataset[f]), 0);
+		  return sum("#chart rect.runs", "runs") > 0 && sum("#chart rect.failures", "failures") > 0; })()`)
 	screenshot(t, tab, dir, "item")
 	act(t, tab, "close broken's view", chromedp.Click(`#detail-close`))
 	filter(t, tab, "")

@@ -1,7 +1,11 @@
 // Package dashboard serves w8yctl serve's web page for one list: the items,
 // a page at a time, their status, the events stream as it happens, and,
-// where a token is configured, the buttons that pause, resume, run now and
-// cancel items through the same internal/control calls as w8yctl's verbs.
+// where a token is configured, the buttons that pause, resume, run now,
+// cancel, add and remove items through the same internal/control calls as
+// w8yctl's verbs (dashboard.go, actions.go). Over the whole list it serves
+// a summary (counts, lag and search: summary.go, lag.go), read for every
+// browser at once (cache.go), and from the events stream an item's runs and
+// a chart of the list's runs and failures (history.go).
 //
 // The page is static (web/, embedded): it holds no item, no list name and
 // no secret, and builds every cell with textContent, so that an item value
@@ -59,12 +63,16 @@ type Server struct {
 	// Now is the clock that pauses and run-now stamp.
 	Now func() time.Time
 
-	streams chan struct{}
+	streams   chan struct{}
+	summaries *cached[*Summary]
+	charts    *cached[*Chart]
 }
 
 // Handler returns the dashboard's routes.
 func (s *Server) Handler() http.Handler {
 	s.streams = make(chan struct{}, maxStreams)
+	s.summaries = newCached(summaryEvery, s.Now, s.readSummary)
+	s.charts = newCached(chartEvery, s.Now, s.readChart)
 	files, _ := fs.Sub(web, "web")
 	mux := http.NewServeMux()
 	mux.Handle("/", readOnly(http.FileServerFS(files)))
@@ -73,10 +81,15 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/item", s.item)
 	mux.HandleFunc("GET /api/events", s.events)
 	mux.HandleFunc("GET /api/events/stream", s.stream)
-	for name, act := range map[string]func(context.Context, action) (any, error){
+	mux.HandleFunc("GET /api/summary", s.summary)
+	mux.HandleFunc("GET /api/search", s.search)
+	mux.HandleFunc("GET /api/runs", s.runs)
+	mux.HandleFunc("GET /api/chart", s.chart)
+	for name, act := range map[string]func(context.Context, action) ([]control.Result, error){
 		"pause": s.pause, "resume": s.resume, "run-now": s.runNow, "cancel": s.cancel,
+		"add": s.add, "remove": s.remove,
 	} {
-		mux.Handle("/api/"+name, s.guard(act))
+		mux.Handle("/api/"+name, s.guard(name, act))
 	}
 	return secure(mux)
 }
@@ -153,7 +166,7 @@ func (s *Server) items(w http.ResponseWriter, r *http.Request) {
 func (s *Server) item(w http.ResponseWriter, r *http.Request) {
 	item := r.URL.Query().Get("item")
 	if item == "" {
-		writeError(w, http.StatusBadRequest, errors.New("give the item"))
+		writeError(w, http.StatusBadRequest, errTheItem)
 		return
 	}
 	pipe := s.Fleet.Client.Pipeline()
@@ -291,7 +304,7 @@ const maxBody = 1 << 20
 // guard lets through to act only a POST from the dashboard's own origin
 // that carries the token, with a JSON body; it refuses anything else before
 // Redis is touched.
-func (s *Server) guard(act func(context.Context, action) (any, error)) http.Handler {
+func (s *Server) guard(name string, act func(context.Context, action) ([]control.Result, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
@@ -325,7 +338,7 @@ func (s *Server) guard(act func(context.Context, action) (any, error)) http.Hand
 			return
 		}
 		if a.Item == "" {
-			writeError(w, http.StatusBadRequest, errors.New("give the item"))
+			writeError(w, http.StatusBadRequest, errTheItem)
 			return
 		}
 		result, err := act(r.Context(), a)
@@ -338,8 +351,8 @@ func (s *Server) guard(act func(context.Context, action) (any, error)) http.Hand
 		case err != nil:
 			s.fail(w, err)
 		default:
-			s.Log.Info().Str("action", strings.TrimPrefix(r.URL.Path, "/api/")).Str("item", a.Item).Str("from", r.RemoteAddr).Msg("dashboard action")
-			writeJSON(w, http.StatusOK, result)
+			s.Log.Info().Str("action", name).Str("item", a.Item).Str("from", r.RemoteAddr).Msg("dashboard action")
+			writeJSON(w, http.StatusOK, actionReply{Action: name, Results: result})
 		}
 	})
 }
@@ -372,7 +385,7 @@ type badRequest struct{ msg string }
 
 func (e badRequest) Error() string { return e.msg }
 
-func (s *Server) pause(ctx context.Context, a action) (any, error) {
+func (s *Server) pause(ctx context.Context, a action) ([]control.Result, error) {
 	p := control.Pause{Reason: a.Reason, By: s.By}
 	if a.For != "" {
 		d, err := duration.Parse(a.For)
@@ -388,20 +401,12 @@ func (s *Server) pause(ctx context.Context, a action) (any, error) {
 	return s.Fleet.PauseItems(ctx, []string{a.Item}, p, s.Now())
 }
 
-func (s *Server) resume(ctx context.Context, a action) (any, error) {
+func (s *Server) resume(ctx context.Context, a action) ([]control.Result, error) {
 	return s.Fleet.Resume(ctx, []string{a.Item}, s.Now())
 }
 
-func (s *Server) runNow(ctx context.Context, a action) (any, error) {
+func (s *Server) runNow(ctx context.Context, a action) ([]control.Result, error) {
 	return s.Fleet.RunNow(ctx, []string{a.Item}, s.Now())
-}
-
-func (s *Server) cancel(ctx context.Context, a action) (any, error) {
-	req, err := control.Cancel(ctx, s.Fleet.Client, s.Fleet.Keys, a.Item, a.Reason, a.AsFailure)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"item": a.Item, "holder": req.Holder}, nil
 }
 
 // number reads the query parameter name as a whole number from min to

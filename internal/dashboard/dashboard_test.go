@@ -30,6 +30,13 @@ const token = "s3cret-token"
 // Redis of its own, with the actions' token tok ("" leaves them off).
 func start(t *testing.T, tok string, items ...string) (*httptest.Server, *redis.Client, schema.Keys) {
 	t.Helper()
+	_, srv, rdb, keys := startServer(t, tok, items...)
+	return srv, rdb, keys
+}
+
+// startServer is start, with the Server itself.
+func startServer(t *testing.T, tok string, items ...string) (*Server, *httptest.Server, *redis.Client, schema.Keys) {
+	t.Helper()
 	rdb := redistest.Start(t).Client
 	keys := schema.Keys{Prefix: "db:", Colocated: true}
 	if len(items) > 0 {
@@ -42,7 +49,7 @@ func start(t *testing.T, tok string, items ...string) (*httptest.Server, *redis.
 	}
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	return srv, rdb, keys
+	return s, srv, rdb, keys
 }
 
 func get(t *testing.T, url string) (int, string, http.Header) {

@@ -1,0 +1,145 @@
+package integration_test
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redistest"
+)
+
+// serveDashboard starts w8yctl serve on the bundle's list, on a free port,
+// with env (W8Y_DASHBOARD_TOKEN turns the actions on), and returns the
+// page's address once it serves.
+func serveDashboard(t *testing.T, b *bundle, env ...string) string {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
+	serve := startCtl(t, env, b.at("serve", "--addr", addr)...)
+	url := "http://" + addr + "/"
+	redistest.WaitFor(t, "w8yctl serve to say where it serves", func() bool {
+		return strings.Contains(serve.stdoutSoFar(), "at "+url)
+	})
+	return url
+}
+
+// rowOf is the JavaScript for the table's row of item.
+func rowOf(item string) string {
+	return fmt.Sprintf(`document.querySelector('#items tbody tr[data-item=%s]')`, strconv.Quote(item))
+}
+
+// count is the JavaScript for the summary's count named name, or -1.
+func count(name string) string {
+	return fmt.Sprintf(`Number((document.querySelector('#summary [data-count=%q]') || {dataset: {n: -1}}).dataset.n)`, name)
+}
+
+// TestDashboardActionsInBrowser: an item that runs while paused shows as
+// both, with a resume button, and the summary counts it once, as paused; a
+// cancel carries the reason typed; items are added and removed from the
+// page. No worker runs, so that each item stays as the test set it.
+func TestDashboardActionsInBrowser(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "ops")
+	b.items("alpha", "held", "gone")
+	// held runs (a lock as a worker's), and was paused meanwhile.
+	b.Client.Set(ctx(t), b.key("lock:held"), "vm:4242:tok", 10*time.Minute)
+	b.Client.HSet(ctx(t), b.key("pause:held"), "reason", "vendor maintenance", "by", "ops@vm")
+	const token = "s3cret"
+	url := serveDashboard(t, b, "W8Y_DASHBOARD_TOKEN="+token)
+	tab := browser(t)
+	dir := screenshots(t)
+
+	act(t, tab, "open the dashboard", chromedp.Navigate(url), chromedp.WaitVisible(`#items tbody tr`))
+	shows(t, tab, "held as running and paused, with resume and cancel and no pause",
+		`(() => { const r = `+rowOf("held")+`; return r && r.cells[1].textContent === "running, paused (vendor maintenance)" &&
+		  r.querySelector('button[data-action="resume"]') && r.querySelector('button[data-action="cancel"]') &&
+		  !r.querySelector('button[data-action="pause"]'); })()`)
+	shows(t, tab, "held counted once, as paused", count("items")+` === 3 && `+count("paused")+` === 1 && `+count("running")+` === 0 && `+
+		`document.querySelector('#summary [data-count="paused"]').textContent === "1 paused (1 still running)"`)
+	screenshot(t, tab, dir, "paused-running")
+
+	// Cancel with a reason of the operator's own.
+	act(t, tab, "cancel held with a reason",
+		chromedp.SendKeys(`#token`, token),
+		chromedp.SendKeys(`#cancel-reason`, "stuck on the vendor"),
+		chromedp.Click(`#items tbody tr[data-item="held"] button[data-action="cancel"]`))
+	redistest.WaitFor(t, "held's cancel request in Redis", func() bool {
+		return b.Client.HGet(ctx(t), b.key("cancel:held"), "reason").Val() == "stuck on the vendor"
+	})
+	shows(t, tab, "the cancel done", `document.getElementById("message").textContent === "cancel held: done"`)
+
+	act(t, tab, "resume held", chromedp.Click(`#items tbody tr[data-item="held"] button[data-action="resume"]`))
+	redistest.WaitFor(t, "held's pause gone", func() bool { return b.Client.Exists(ctx(t), b.key("pause:held")).Val() == 0 })
+	shows(t, tab, "held running, with pause", `(() => { const r = `+rowOf("held")+`; return r.cells[1].textContent === "locked" && r.querySelector('button[data-action="pause"]') !== null; })()`)
+
+	// Add an item; remove one, which takes a second click.
+	act(t, tab, "add delta", chromedp.SendKeys(`#add-item`, "delta"), chromedp.Click(`#add`))
+	redistest.WaitFor(t, "delta in the list", func() bool { return slices.Contains(b.list(), "delta") })
+	shows(t, tab, "delta's row", rowOf("delta")+` !== null`)
+	remove := `#items tbody tr[data-item="gone"] button[data-action="remove"]`
+	act(t, tab, "click remove once", chromedp.Click(remove))
+	shows(t, tab, "the remove asking again", `document.querySelector('`+remove+`').textContent === "remove? click again"`)
+	// The table's refreshes keep the button as it is.
+	refreshes := eval[int](t, tab, `state.refreshes`)
+	shows(t, tab, "two more refreshes", fmt.Sprintf(`state.refreshes >= %d`, refreshes+2))
+	if got := eval[string](t, tab, `document.querySelector('`+remove+`').textContent`); got != "remove? click again" {
+		t.Fatalf("after a refresh, the remove button says %q", got)
+	}
+	if got := b.list(); !slices.Contains(got, "gone") {
+		t.Fatalf("one click removed gone: %q", got)
+	}
+	act(t, tab, "click remove again", chromedp.Click(remove))
+	redistest.WaitFor(t, "gone out of the list", func() bool { return !slices.Contains(b.list(), "gone") })
+	shows(t, tab, "gone's row gone", rowOf("gone")+` === null && `+count("items")+` === 3`)
+	if got := b.list(); !slices.Equal(got, []string{"alpha", "held", "delta"}) {
+		t.Errorf("the list is %q, want alpha, held, delta", got)
+	}
+}
+
+// TestDashboardOnAHundredThousandItems: on a list of 100,000 items the
+// page counts the whole list, shows the lag, and finds an item far past
+// its first page by search; without a token, no action shows.
+func TestDashboardOnAHundredThousandItems(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "big")
+	b.items(redistest.Items(100_000)...)
+	b.Client.Set(ctx(t), b.key("backoff:i77777"), "1", time.Hour)
+	b.Client.Set(ctx(t), b.key("lock:i99999"), "vm:1:tok", time.Hour)
+	// Two items due and not taken, the older a minute late.
+	late := float64(time.Now().Add(-time.Minute).UnixMilli())
+	b.Client.ZAdd(ctx(t), b.key("due"), redis.Z{Member: "i5", Score: late}, redis.Z{Member: "i6", Score: late + 1000})
+	url := serveDashboard(t, b)
+	tab := browser(t)
+	dir := screenshots(t)
+
+	act(t, tab, "open the dashboard", chromedp.Navigate(url), chromedp.WaitVisible(`#items tbody tr`))
+	shows(t, tab, "the whole list's counts", count("items")+` === 100000 && `+count("running")+` === 1 && `+
+		count("backoff")+` === 1 && `+count("failing")+` === 1 && `+count("cooling")+` === 0`)
+	shows(t, tab, "the lag", `document.getElementById("lag").dataset.due === "2" && /oldest waiting 1 min/.test(document.getElementById("lag").textContent)`)
+	if got := eval[string](t, tab, `document.getElementById("range").textContent`); got != "1–100 of 100000" {
+		t.Errorf("the pager says %q", got)
+	}
+	// Actions off: the boxes and the buttons are not there to be seen.
+	if got := eval[string](t, tab, `getComputedStyle(document.getElementById("actions")).display`); got != "none" {
+		t.Errorf("with actions off, the actions' boxes show (display %s)", got)
+	}
+	if n := eval[int](t, tab, `document.querySelectorAll("#items button").length`); n != 0 {
+		t.Errorf("with actions off, the table shows %d buttons", n)
+	}
+
+	// Failing first: the whole list's failing item, far past the page.
+	act(t, tab, "put failing items first", chromedp.Click(`#failing-first`))
+	shows(t, tab, "i77777 on top of the page", `(() => { const n = `+itemNames+`; return n.length === 101 && n[0] === "i77777"; })()`)
+	act(t, tab, "put failing items in list order", chromedp.Click(`#failing-first`))
+
+	act(t, tab, "search i77777", chromedp.SendKeys(`#filter`, "i77777"))
+	shows(t, tab, "i77777 alone, backing off", `(`+itemNames+`).join() === "i77777" && `+rowOf("i77777")+`.cells[1].textContent === "backoff"`)
+	if got := eval[string](t, tab, `document.getElementById("range").textContent`); got != `1 item holds "i77777"` {
+		t.Errorf("the search says %q", got)
+	}
+	screenshot(t, tab, dir, "dashboard-100k")
+}

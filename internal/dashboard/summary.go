@@ -1,0 +1,218 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/w8y/w8y/internal/status"
+)
+
+// summaryEvery is the least time between two reads of the whole list: a
+// read of 100,000 items costs Redis about a second of small commands (see
+// docs/benchmarks.md), which every 5 seconds is a fifth of one core at most
+// (cached stretches the time for slower reads), whatever the number of
+// browsers open.
+const summaryEvery = 5 * time.Second
+
+// Kinds an item is counted as in a summary: each item is counted once. An
+// operator's pause comes before a run under way, since the run is the last
+// until the item is resumed: a paused item that runs counts as paused (and
+// in PausedRunning).
+const (
+	kindRunning  = "running"
+	kindPaused   = "paused"
+	kindBackoff  = "backoff"
+	kindCooling  = "cooling"
+	kindIdle     = "idle"
+	kindBlocked  = "blocked"
+	kindInvalid  = "invalid"
+	kindFailing  = "failing"
+	maxSearchHit = MaxPage
+)
+
+// Counts is how many items of the list are of each kind. Running, Paused,
+// Backoff, Cooling, Idle, Blocked and Invalid add up to the items; Failing
+// (the last run failed, or it backs off or cannot run) and PausedRunning
+// (paused while a run goes on) count again some of them.
+type Counts struct {
+	Running       int64 `json:"running"`
+	Paused        int64 `json:"paused"`
+	PausedRunning int64 `json:"paused_running"`
+	Backoff       int64 `json:"backoff"`
+	Cooling       int64 `json:"cooling"`
+	Idle          int64 `json:"idle"`
+	Blocked       int64 `json:"blocked"`
+	Invalid       int64 `json:"invalid"`
+	Failing       int64 `json:"failing"`
+}
+
+// Summary is the whole list, counted at one read, with how far behind the
+// fleet is.
+type Summary struct {
+	// Items is how many distinct items the list holds.
+	Items  int64  `json:"items"`
+	Counts Counts `json:"counts"`
+	Lag    Lag    `json:"lag"`
+	// At is when the read ended, in Unix milliseconds; Took how long it
+	// took.
+	At     int64 `json:"at"`
+	TookMs int64 `json:"took_ms"`
+
+	// names and kinds are every item and its kind, which a search looks
+	// through without reading Redis.
+	names []string
+	kinds []string
+	fails []bool
+}
+
+// kind is what st is counted as.
+func kind(st status.Item) string {
+	switch {
+	case st.State == status.StateInvalid:
+		return kindInvalid
+	case st.State == status.StateBlocked:
+		return kindBlocked
+	case st.Pause != nil:
+		return kindPaused
+	case st.State == status.StateLocked:
+		return kindRunning
+	case st.State == status.StateBackoff:
+		return kindBackoff
+	case st.State == status.StateCooldown:
+		return kindCooling
+	default:
+		return kindIdle
+	}
+}
+
+// failing reports whether st needs a look: its last run failed, or it backs
+// off, or it cannot run. The page's "failing first" says the same.
+func failing(st status.Item) bool {
+	return st.ConsecutiveFailures > 0 || st.State == status.StateBackoff || st.State == status.StateBlocked || st.State == status.StateInvalid
+}
+
+// readSummary reads the whole list, a status.Batch at a time (one short
+// script and one pipeline of small reads per batch, so that no command
+// holds Redis up), and counts it.
+func (s *Server) readSummary(ctx context.Context) (*Summary, error) {
+	start := s.Now()
+	sum := &Summary{}
+	err := s.Status.Read(ctx, func(batch []status.Item) error {
+		for _, st := range batch {
+			k := kind(st)
+			c := &sum.Counts
+			switch k {
+			case kindRunning:
+				c.Running++
+			case kindPaused:
+				c.Paused++
+				if st.State == status.StateLocked {
+					c.PausedRunning++
+				}
+			case kindBackoff:
+				c.Backoff++
+			case kindCooling:
+				c.Cooling++
+			case kindIdle:
+				c.Idle++
+			case kindBlocked:
+				c.Blocked++
+			case kindInvalid:
+				c.Invalid++
+			}
+			f := failing(st)
+			if f {
+				c.Failing++
+			}
+			sum.names = append(sum.names, st.Item)
+			sum.kinds = append(sum.kinds, k)
+			sum.fails = append(sum.fails, f)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sum.Items = int64(len(sum.names))
+	end := s.Now()
+	if sum.Lag, err = readLag(ctx, s.Fleet.Client, s.Fleet.Keys, end); err != nil {
+		return nil, err
+	}
+	sum.At, sum.TookMs = end.UnixMilli(), end.Sub(start).Milliseconds()
+	return sum, nil
+}
+
+// summary is GET /api/summary: the whole list counted, at most
+// summaryEvery old.
+func (s *Server) summary(w http.ResponseWriter, r *http.Request) {
+	sum, err := s.summaries.get(r.Context())
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sum)
+}
+
+// searchReply is GET /api/search's reply: the first matches, read now,
+// and how many items of the summary match.
+type searchReply struct {
+	Query   string        `json:"query"`
+	State   string        `json:"state"`
+	Matches int64         `json:"matches"`
+	Now     int64         `json:"now"`
+	At      int64         `json:"summary_at"`
+	Items   []status.Item `json:"items"`
+}
+
+// search is GET /api/search?q=TEXT[&state=KIND][&limit=N]: the items of
+// the whole list whose name holds TEXT (in any case) and, if given, that
+// are of KIND (or "failing"), in list order as the summary read them; the
+// first limit of them are read anew, so that their rows are current.
+func (s *Server) search(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query().Get("q")
+	want := r.URL.Query().Get("state")
+	switch want {
+	case "", kindRunning, kindPaused, kindBackoff, kindCooling, kindIdle, kindBlocked, kindInvalid, kindFailing:
+	default:
+		writeError(w, http.StatusBadRequest, errors.New("state "+strconv.Quote(want)+": give running, paused, backoff, cooling, idle, blocked, invalid or failing"))
+		return
+	}
+	limit, err := number(r, "limit", DefaultPage, 1, maxSearchHit)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	sum, err := s.summaries.get(r.Context())
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	needle := strings.ToLower(q)
+	var hits []string
+	var matches int64
+	for i, name := range sum.names {
+		if want == kindFailing && !sum.fails[i] || want != "" && want != kindFailing && sum.kinds[i] != want {
+			continue
+		}
+		if needle != "" && !strings.Contains(strings.ToLower(name), needle) {
+			continue
+		}
+		matches++
+		if int64(len(hits)) < limit {
+			hits = append(hits, name)
+		}
+	}
+	items, err := s.Status.Items(r.Context(), hits)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if items == nil {
+		items = []status.Item{}
+	}
+	writeJSON(w, http.StatusOK, searchReply{Query: q, State: want, Matches: matches, Now: s.Now().UnixMilli(), At: sum.At, Items: items})
+}

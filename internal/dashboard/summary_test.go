@@ -1,0 +1,307 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/control"
+	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/status"
+)
+
+// getJSON GETs url and decodes its 200 reply into v.
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	code, body, _ := get(t, url)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, code, body)
+	}
+	if err := json.Unmarshal([]byte(body), v); err != nil {
+		t.Fatalf("GET %s: %v in %s", url, err, body)
+	}
+}
+
+// TestSummaryCountsEachItemOnce: the summary counts the whole list, each
+// item as one kind, a paused item that still runs as paused (and again
+// in paused_running), never as running.
+func TestSummaryCountsEachItemOnce(t *testing.T) {
+	items := []string{"run", "paused-run", "paused", "cool", "back", "idle", "fails"}
+	srv, rdb, keys := start(t, "", items...)
+	ctx := context.Background()
+	rdb.Set(ctx, keys.Lock("run"), "h:1:a", time.Minute)
+	rdb.Set(ctx, keys.Lock("paused-run"), "h:1:b", time.Minute)
+	rdb.HSet(ctx, keys.Pause("paused-run"), schema.PauseFieldReason, "vendor maintenance")
+	rdb.HSet(ctx, keys.Pause("paused"), schema.PauseFieldReason, "disk full")
+	rdb.Set(ctx, keys.Cooldown("cool"), "1", time.Minute)
+	rdb.Set(ctx, keys.Backoff("back"), "1", time.Minute)
+	rdb.HSet(ctx, keys.State("fails"), schema.FieldConsecutiveFailures, "2")
+
+	var sum Summary
+	getJSON(t, srv.URL+"/api/summary", &sum)
+	want := Counts{Running: 1, Paused: 2, PausedRunning: 1, Backoff: 1, Cooling: 1, Idle: 2, Failing: 2}
+	if sum.Items != 7 || sum.Counts != want {
+		t.Errorf("summary = %d items, %+v; want 7, %+v", sum.Items, sum.Counts, want)
+	}
+	c := sum.Counts
+	if total := c.Running + c.Paused + c.Backoff + c.Cooling + c.Idle + c.Blocked + c.Invalid; total != sum.Items {
+		t.Errorf("the kinds add up to %d, not the %d items", total, sum.Items)
+	}
+}
+
+// TestSummaryReadOnceForManyBrowsers: however many requests come at once,
+// one reads the list, and the others get what it read; a later request
+// within summaryEvery reads nothing.
+func TestSummaryReadOnceForManyBrowsers(t *testing.T) {
+	s, srv, _, _ := startServer(t, "", redistest.Items(2000)...)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			var sum Summary
+			getJSON(t, srv.URL+"/api/summary", &sum)
+			if sum.Items != 2000 {
+				t.Errorf("summary of %d items, want 2000", sum.Items)
+			}
+		})
+	}
+	wg.Wait()
+	var hits searchReply
+	getJSON(t, srv.URL+"/api/search?q=i1999", &hits)
+	if reads := s.summaries.count(); reads != 1 {
+		t.Errorf("the list was read %d times for 21 requests, want once", reads)
+	}
+}
+
+// TestCachedReadsAgainWhenOld: a value older than every is read again,
+// and one that took long is kept longer, in proportion.
+func TestCachedReadsAgainWhenOld(t *testing.T) {
+	now := time.Unix(1000, 0)
+	took := time.Duration(0)
+	reads := 0
+	c := newCached(5*time.Second, func() time.Time { return now }, func(context.Context) (int, error) {
+		reads++
+		now = now.Add(took)
+		return reads, nil
+	})
+	ctx := context.Background()
+	steps := []struct {
+		advance, took time.Duration
+		want          int
+	}{
+		{0, 0, 1},
+		{4 * time.Second, 0, 1},
+		{time.Second, 0, 2},
+		// This read takes 3s: the next comes 12s after it, not 5s.
+		{5 * time.Second, 3 * time.Second, 3},
+		{11 * time.Second, 0, 3},
+		{time.Second, 0, 4},
+	}
+	for i, step := range steps {
+		now = now.Add(step.advance)
+		took = step.took
+		if got, err := c.get(ctx); err != nil || got != step.want {
+			t.Fatalf("step %d: got %d (%v), want %d", i, got, err, step.want)
+		}
+	}
+}
+
+// TestSearchCoversTheWholeList: a search finds items anywhere in the
+// list, whatever page the browser shows, in any case, by state too, and
+// reads the first hits' rows anew.
+func TestSearchCoversTheWholeList(t *testing.T) {
+	items := redistest.Items(1200)
+	srv, rdb, keys := start(t, "", items...)
+	rdb.Set(context.Background(), keys.Backoff("i1107"), "1", time.Minute)
+	var r searchReply
+	getJSON(t, srv.URL+"/api/search?q=I110&limit=3", &r)
+	var names []string
+	for _, st := range r.Items {
+		names = append(names, st.Item)
+	}
+	// i110 and i1100 to i1109: 11 items.
+	if r.Matches != 11 || strings.Join(names, ",") != "i110,i1100,i1101" {
+		t.Errorf("search I110 = %d matches %q, want 11 and i110,i1100,i1101", r.Matches, names)
+	}
+	getJSON(t, srv.URL+"/api/search?state=failing", &r)
+	if r.Matches != 1 || len(r.Items) != 1 || r.Items[0].Item != "i1107" || r.Items[0].State != status.StateBackoff {
+		t.Errorf("failing = %+v", r)
+	}
+	for _, query := range []string{"state=sad", "limit=0", "limit=x"} {
+		if code, body, _ := get(t, srv.URL+"/api/search?"+query); code != http.StatusBadRequest {
+			t.Errorf("?%s: %d %s, want 400", query, code, body)
+		}
+	}
+}
+
+// TestLagFromTheDueIndex: the lag counts the entries due by now, and
+// ages the oldest that has a time; one made due "now" (score 0) counts
+// without an age, and those due later, or held by their keys, do not
+// count.
+func TestLagFromTheDueIndex(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	keys := schema.Keys{Prefix: "lag:", Colocated: true}
+	ctx := context.Background()
+	now := time.UnixMilli(1_800_000_000_000)
+	at := func(d time.Duration) float64 { return float64(now.Add(d).UnixMilli()) }
+	check := func(name string, keys schema.Keys, want Lag) {
+		t.Helper()
+		got, err := readLag(ctx, rdb, keys, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Known != want.Known || got.Due != want.Due || (got.OldestMs == nil) != (want.OldestMs == nil) || got.OldestMs != nil && *got.OldestMs != *want.OldestMs {
+			t.Errorf("%s: lag = %+v (oldest %v), want %+v (oldest %v)", name, got, deref(got.OldestMs), want, deref(want.OldestMs))
+		}
+	}
+	check("no index", keys, Lag{Known: true})
+	rdb.ZAdd(ctx, keys.Due(), redis.Z{Member: "now", Score: 0}, redis.Z{Member: "later", Score: at(time.Minute)})
+	check("due now only", keys, Lag{Known: true, Due: 1})
+	rdb.ZAdd(ctx, keys.Due(), redis.Z{Member: "late", Score: at(-90 * time.Second)}, redis.Z{Member: "just", Score: at(-time.Second)})
+	oldest := int64(90_000)
+	check("late items", keys, Lag{Known: true, Due: 3, OldestMs: &oldest})
+	// Entries older still, of items that a run, a pause, a cooldown or a
+	// backoff holds (a run that outlived its first lock expiry): not late.
+	for _, blocker := range []string{keys.Lock("long"), keys.Pause("paused"), keys.Cooldown("cool"), keys.Backoff("back")} {
+		rdb.Set(ctx, blocker, "1", time.Minute)
+	}
+	for _, item := range []string{"long", "paused", "cool", "back"} {
+		rdb.ZAdd(ctx, keys.Due(), redis.Z{Member: item, Score: at(-time.Hour)})
+	}
+	check("held items", keys, Lag{Known: true, Due: 3, OldestMs: &oldest})
+	check("not colocated", schema.Keys{Prefix: "lag:"}, Lag{})
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// TestRunsOfAnItem: an item's runs pair its start and end events by the
+// holder's token, newest first, with a run under way open, and a run
+// whose start is older than the events read dated from its duration.
+func TestRunsOfAnItem(t *testing.T) {
+	srv, rdb, keys := start(t, "", "a", "b")
+	ctx := context.Background()
+	add := func(ms int64, fields ...string) {
+		rdb.XAdd(ctx, &redis.XAddArgs{Stream: keys.Events(), ID: formatID(ms), Values: fields})
+	}
+	add(1000, "type", "finish", "item", "a", "holder", "h:1:old", "result", "success", "exit_code", "0", "duration_ms", "400")
+	add(2000, "type", "start", "item", "a", "holder", "h:1:x", "fence", "7")
+	add(2100, "type", "start", "item", "b", "holder", "h:2:y", "fence", "8")
+	add(2500, "type", "finish", "item", "a", "holder", "h:1:x", "result", "failure", "exit_code", "3", "duration_ms", "500")
+	add(3000, "type", "start", "item", "a", "holder", "h:1:z", "fence", "9")
+	var got struct {
+		Runs []Run `json:"runs"`
+	}
+	getJSON(t, srv.URL+"/api/runs?item=a", &got)
+	type brief struct {
+		holder     string
+		start, end any
+		result     any
+		code, took any
+	}
+	var briefs []brief
+	for _, r := range got.Runs {
+		briefs = append(briefs, brief{r.Holder, deref(r.Start), deref(r.End), derefS(r.Result), deref(r.ExitCode), deref(r.DurationMs)})
+	}
+	want := []brief{
+		{"h:1:z", int64(3000), nil, nil, nil, nil},
+		{"h:1:x", int64(2000), int64(2500), "failure", int64(3), int64(500)},
+		{"h:1:old", int64(600), int64(1000), "success", int64(0), int64(400)},
+	}
+	if len(briefs) != len(want) {
+		t.Fatalf("runs = %+v, want %+v", briefs, want)
+	}
+	for i := range want {
+		if briefs[i] != want[i] {
+			t.Errorf("run %d = %+v, want %+v", i, briefs[i], want[i])
+		}
+	}
+	if code, _, _ := get(t, srv.URL+"/api/runs"); code != http.StatusBadRequest {
+		t.Errorf("GET /api/runs without an item: %d, want 400", code)
+	}
+}
+
+func derefS(p *string) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func formatID(ms int64) string { return strconv.FormatInt(ms, 10) + "-0" }
+
+// TestChartCountsRunsAndFailures: the chart counts the runs that ended in
+// its window, and the failed ones again, in the bucket of their end; starts
+// and older runs are not counted.
+func TestChartCountsRunsAndFailures(t *testing.T) {
+	s, srv, rdb, keys := startServer(t, "", "a")
+	now := time.UnixMilli(1_800_000_123_456)
+	s.Now = func() time.Time { return now }
+	ctx := context.Background()
+	add := func(ago time.Duration, fields ...string) {
+		rdb.XAdd(ctx, &redis.XAddArgs{Stream: keys.Events(), ID: formatID(now.Add(-ago).UnixMilli()), Values: fields})
+	}
+	add(7*time.Hour, "type", "finish", "item", "a", "holder", "h", "result", "failure")
+	add(2*time.Hour, "type", "timeout", "item", "a", "holder", "h", "result", "timeout")
+	add(2*time.Hour-time.Millisecond, "type", "start", "item", "a", "holder", "h")
+	add(5*time.Minute, "type", "finish", "item", "a", "holder", "h", "result", "success")
+	add(5*time.Minute-time.Millisecond, "type", "finish", "item", "a", "holder", "h", "result", "failure")
+	add(time.Millisecond, "type", "cancelled", "item", "a", "holder", "h", "result", "cancelled")
+	var c Chart
+	getJSON(t, srv.URL+"/api/chart", &c)
+	bucket := func(ago time.Duration) int { return int(now.Add(-ago).Sub(time.UnixMilli(c.From)) / chartBucket) }
+	sum := func(v []int) (n int) {
+		for _, x := range v {
+			n += x
+		}
+		return n
+	}
+	if len(c.Runs) != 36 || c.BucketMs != chartBucket.Milliseconds() || c.Since != c.From {
+		t.Fatalf("chart = %+v", c)
+	}
+	if sum(c.Runs) != 4 || sum(c.Failures) != 2 || c.Runs[bucket(2*time.Hour)] != 1 || c.Failures[bucket(2*time.Hour)] != 1 ||
+		c.Runs[bucket(5*time.Minute)] < 2 || c.Failures[bucket(5*time.Minute)] != 1 {
+		t.Errorf("chart = runs %v, failures %v", c.Runs, c.Failures)
+	}
+}
+
+// BenchmarkSummary is one read of the whole list's summary, what one
+// browser or a hundred cost Redis every summaryEvery at most, on 100,000
+// items. It reports the Redis CPU that a read costs, from INFO cpu. (How
+// long each command holds Redis is status.Reader's, measured for --status:
+// see docs/benchmarks.md.)
+func BenchmarkSummary(b *testing.B) {
+	const n = 100_000
+	rdb := redistest.Start(b).Client
+	keys := schema.Keys{Prefix: "bench:", Colocated: true}
+	ctx := context.Background()
+	redistest.Seed(b, rdb, keys.List(), redistest.Items(n)...)
+	s := &Server{Fleet: &control.Fleet{Client: rdb, Keys: keys}, Status: &status.Reader{Client: rdb, Keys: keys}, Log: zerolog.Nop(), Now: time.Now}
+	cpu := func() float64 {
+		info := redistest.Info(b, rdb, "cpu")
+		sys, _ := strconv.ParseFloat(info["used_cpu_sys"], 64)
+		user, _ := strconv.ParseFloat(info["used_cpu_user"], 64)
+		return sys + user
+	}
+	before := cpu()
+	reads := 0
+	for b.Loop() {
+		sum, err := s.readSummary(ctx)
+		if err != nil || sum.Items != n {
+			b.Fatalf("summary: %v, %+v", err, sum)
+		}
+		reads++
+	}
+	b.ReportMetric((cpu()-before)*1000/float64(reads), "redis-cpu-ms/op")
+}
