@@ -48,7 +48,7 @@ var batchSource string
 //	ARGV[3] -> the lock's TTL in milliseconds
 //	ARGV[4] -> candidates left in this pass, or -1 to start a pass
 //	ARGV[5] -> the longest item the child can be given
-//	ARGV[6] -> options: "batch=N now=MS [state_ttl=MS events=N] [sweep=MS]"
+//	ARGV[6] -> options: "batch=N now=MS [state_ttl=MS events=N] [sweep=MS] [swept=1]"
 //
 // Returns {left, item or false, length or -1, fence, head1, size-or-type1,
 // ...}, which decodeBatchReply reads.
@@ -68,6 +68,9 @@ type batchCall struct {
 	// Sweep, if set, is how long the fleet's next sweep may wait when this
 	// call ends the pass without a take (see look.go).
 	Sweep time.Duration
+	// Swept is set in the sweep that a look elected this worker for: a take
+	// gives the sweep key back (see take.lua).
+	Swept bool
 	// Record holds the words that ask the script to record a take (see
 	// runs.Recorder.TakeWords).
 	Record string
@@ -98,7 +101,7 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 	if most <= 0 {
 		most = maxBatch
 	}
-	call := batchCall{Prefix: t.Keys.Prefix, Token: t.Token, TTL: t.TTL, MaxItemLen: t.MaxItemLen, Batch: min(firstBatch, most)}
+	call := batchCall{Prefix: t.Keys.Prefix, Token: t.Token, TTL: t.TTL, MaxItemLen: t.MaxItemLen, Batch: min(firstBatch, most), Swept: p.swept}
 	look := &t.Memory.look
 	// -1 asks the first call to start the pass from the list's length.
 	for p.left != 0 {
@@ -123,7 +126,6 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 		}
 		if p.left < 0 {
 			p.started = sent
-			look.length, look.known = reply.Length, reply.Length >= 0
 		}
 		p.left = reply.Left
 		call.Batch = min(2*call.Batch, most)
@@ -157,6 +159,9 @@ func (b batchCall) run(ctx context.Context, client redisconn.ScriptClient, acks 
 	options := "batch=" + strconv.Itoa(b.Batch) + " now=" + strconv.FormatInt(b.Now.UnixMilli(), 10) + b.Record
 	if b.Sweep > 0 {
 		options += " sweep=" + strconv.FormatInt(b.Sweep.Milliseconds(), 10)
+	}
+	if b.Swept {
+		options += " swept=1"
 	}
 	got, err := redisconn.RunConfirmed(ctx, client, batchScript, acks, b.TTL, []string{list},
 		b.Prefix, b.Token, b.TTL.Milliseconds(), b.Left, b.MaxItemLen, options)

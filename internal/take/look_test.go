@@ -3,6 +3,7 @@ package take
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -62,9 +63,11 @@ func TestLookMovesTakenItemToTail(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			keys := schema.Keys{Prefix: "tail:" + tt.name + ":", Colocated: true}
 			redistest.Seed(t, rdb, keys.List(), tt.list...)
+			// The fleet has tried the whole list: only the due entry is new.
+			rdb.Set(ctx, keys.Seen(), len(tt.list), 0)
 			rdb.ZAdd(ctx, keys.Due(), redis.Z{Score: 0, Member: tt.due})
 			var logs bytes.Buffer
-			pass := testTaker(rdb, keys.Prefix, true, 0, &logs).IdlePass()
+			pass := testTaker(rdb, keys.Prefix, true, 0, &logs).LookFirst()
 			taken, err := pass.Take(ctx, nil)
 			if err != nil || taken.Item != tt.due {
 				t.Fatalf("the look took %q (%v), want %q", taken.Item, err, tt.due)
@@ -74,6 +77,12 @@ func TestLookMovesTakenItemToTail(t *testing.T) {
 			}
 			if got := rdb.LRange(ctx, keys.List(), 0, -1).Val(); !slices.Equal(got, tt.after) {
 				t.Errorf("the list after the look is %q, want %q", got, tt.after)
+			}
+			// What the fleet has tried moved back by one with the items after
+			// the one moved: the moved item is tried again as appended, which
+			// costs a look, where passing an appended item would cost a sweep.
+			if got, want := rdb.Get(ctx, keys.Seen()).Val(), fmt.Sprint(len(tt.list)-1); got != want && !slices.Equal(tt.list, tt.after) {
+				t.Errorf("seen after the look is %s, want %s", got, want)
 			}
 			if v := rdb.Get(ctx, taken.Key).Val(); v != testToken {
 				t.Errorf("the lock of %q holds %q, want our token", taken.Item, v)

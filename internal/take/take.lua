@@ -25,8 +25,13 @@
 --                        at about N entries (absent or 0: no event)
 --           sweep=MS     when this call ends the pass without a take, the
 --                        pass was a sweep of the whole list for the fleet:
---                        set the sweep key (see due.lua) for MS, unless
---                        another worker's is set
+--                        set the sweep key (see due.lua) for MS, which is
+--                        how long the fleet waits for the next sweep
+--           swept=1      this pass is the sweep that due.lua elected this
+--                        worker for: a take ends it, and deletes the sweep
+--                        key if it is still ours, so that the next look of
+--                        any worker may sweep on for what else only a sweep
+--                        finds
 
 --
 -- Returns {left, taken, length, fence, head1, size1, head2, size2, ...}: the
@@ -178,9 +183,19 @@ if turn > 0 then
   -- expiry set on it.
   redis.call("RPUSH", list, unpack(items, 1, turn))
   redis.call("LTRIM", list, turn, -1)
+  -- The items appended after what the fleet has tried (see due.lua's
+  -- "seen") moved turn places towards the head, past none of them.
+  local seenKey = keyPrefix .. "seen"
+  local seen = tonumber(redis.pcall("GET", seenKey))
+  if seen and seen > 0 then
+    redis.pcall("SET", seenKey, math.max(seen - turn, 0))
+  end
 end
+local sweepKey = keyPrefix .. "sweep"
 if not took and left - looked <= 0 and tonumber(opt.sweep or 0) > 0 then
-  redis.call("SET", keyPrefix .. "sweep", token, "NX", "PX", opt.sweep)
+  redis.call("SET", sweepKey, token, "PX", opt.sweep)
+elseif took and opt.swept and redis.call("GET", sweepKey) == token then
+  redis.call("DEL", sweepKey)
 end
 
 -- Due: the item may run again when its lock expires, if its holder dies
