@@ -148,8 +148,8 @@ for c, item in ipairs(candidates) do
         redis.call("RPUSH", list, item)
         redis.call("LREM", list, 1, item)
         -- Every item after it moved one towards the head, the appended
-        -- ones too, unless it was among them.
-        if at < seen then
+        -- ones too, unless it was among them or there are none.
+        if at < seen and seen < length then
           seen = seen - 1
         end
       end

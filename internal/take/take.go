@@ -118,6 +118,8 @@ type Pass struct {
 	// left is how many candidates the pass has yet to look at, or -1 before
 	// it has read the list's length.
 	left int64
+	// length is the list's length when the pass read it, or -1 before.
+	length int64
 	// looks is set while the pass's takes are looks (see Taker.LookFirst),
 	// until a look finds nothing or elects this worker to sweep.
 	looks bool
@@ -139,7 +141,7 @@ func (t *Taker) Pass() *Pass {
 	if t.Memory == nil {
 		t.Memory = &Memory{}
 	}
-	return &Pass{t: t, left: -1}
+	return &Pass{t: t, left: -1, length: -1}
 }
 
 // LookFirst starts the way a worker takes: each Take is a look at the

@@ -27,6 +27,9 @@
 --                        pass was a sweep of the whole list for the fleet:
 --                        set the sweep key (see due.lua) for MS, which is
 --                        how long the fleet waits for the next sweep
+--           start=N      the list's length when the pass started: a
+--                        call that ends the pass without a take marks
+--                        that many items tried (see due.lua's "seen")
 --           swept=1      this pass is the sweep that due.lua elected this
 --                        worker for: a take ends it, and deletes the sweep
 --                        key if it is still ours, so that the next look of
@@ -65,6 +68,7 @@ local maxLen = tonumber(ARGV[5])
 -- from a client that has not authenticated, which would hide the NOAUTH
 -- error behind a protocol error.
 local clipLen = 64
+local seenKey = keyPrefix .. "seen"
 
 -- length is the list's length when this call knows it.
 local length
@@ -184,11 +188,23 @@ if turn > 0 then
   redis.call("RPUSH", list, unpack(items, 1, turn))
   redis.call("LTRIM", list, turn, -1)
   -- The items appended after what the fleet has tried (see due.lua's
-  -- "seen") moved turn places towards the head, past none of them.
-  local seenKey = keyPrefix .. "seen"
+  -- "seen"), if there are any, moved turn places towards the head, and the
+  -- mark moves with them: the tried items rotated behind them are tried
+  -- again by a look, rather than an appended item left to a sweep. With
+  -- none, every item stays tried.
   local seen = tonumber(redis.pcall("GET", seenKey))
-  if seen and seen > 0 then
+  if seen and seen < redis.call("LLEN", list) then
     redis.pcall("SET", seenKey, math.max(seen - turn, 0))
+  end
+end
+-- A pass that went round the whole list without a take tried every item
+-- that the list held when it started (opt.start), and left them in their
+-- order at the head; the items after them were appended since.
+if not took and left - looked <= 0 and opt.start then
+  local seen = tonumber(redis.pcall("GET", seenKey)) or 0
+  local start = math.min(tonumber(opt.start), redis.call("LLEN", list))
+  if seen < start then
+    redis.pcall("SET", seenKey, start)
   end
 end
 local sweepKey = keyPrefix .. "sweep"
