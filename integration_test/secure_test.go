@@ -264,8 +264,12 @@ func TestACL(t *testing.T) {
 func checkCancel(t *testing.T, s *server, env, args []string, item string) {
 	t.Helper()
 	prefix := args[len(args)-1] + ":"
-	// item is the only one free to run.
+	// item is the only one free to run, and due now, as w8yctl run-now
+	// makes it: a key deleted by hand alone waits for the fleet's sweep.
 	if err := s.Client.Del(ctx(t), prefix+"cooldown:"+item, prefix+"backoff:"+item).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Client.ZAdd(ctx(t), prefix+"due", redis.Z{Score: 0, Member: item}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()

@@ -17,6 +17,7 @@ func TestKeyNames(t *testing.T) {
 		k.Due():           "work:due",
 		k.Sweep():         "work:sweep",
 		k.Seen():          "work:seen",
+		k.Untried():       "work:untried",
 		k.Fence():         "work:fence",
 		k.Cancel("a:1"):   "work:cancel:a:1",
 	} {

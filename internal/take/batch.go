@@ -113,9 +113,9 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 		}
 		sent := time.Now()
 		call.Left, call.Now, call.Record = p.left, sent, t.Record.TakeWords()
-		if t.Looks() {
+		if t.Looks() && !p.head {
 			// Should this call end the pass without a take, the pass swept
-			// the list, and the fleet's next sweep may wait (see look.go):
+			// the list (a pass over the untried head alone did not), and the fleet's next sweep may wait (see look.go):
 			// the pass's time so far, or the last one's, stands for its cost.
 			elapsed := look.passTime
 			if p.left >= 0 {

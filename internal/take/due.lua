@@ -7,14 +7,18 @@
 --
 -- - items appended since workers last looked: outside writers add items
 --   with RPUSH, at the tail. The fleet shares how much of the list, from
---   its head, has been tried (ARGV[1] .. "seen", missing = 0), and a look
---   tries the items after it, the oldest first, at most new=N, and moves it
---   on past what it tried: a thousand items pushed at once are tried by the
---   whole fleet, each once, and a list that w8y has never run (no "seen"
---   key) is tried whole the same way. A rotation (take.lua) and a move to
---   the tail here move it back by the items they moved, so that it never
---   passes an item that was appended and not tried; an outside LREM before
---   it can make it pass one, which the sweep then finds;
+--   its head, has been tried (ARGV[1] .. "seen"), and a look tries the
+--   items after it, the oldest first, at most new=N, and moves it on past
+--   what it tried: a thousand items pushed at once are tried by the whole
+--   fleet, each once. A rotation (take.lua) and a move to the tail here
+--   move it back by the items they moved while appended items wait, so
+--   that it never passes one; an outside LREM before it can make it pass
+--   one, which the sweep then finds;
+-- - the items at the head that no worker has tried since w8y first saw the
+--   list (ARGV[1] .. "untried"; a list that w8y has never run is all
+--   untried): the look leaves them to the caller, which passes over that
+--   many with take.lua, rotating them as a pass always has, so that the
+--   whole fleet takes from a fresh list at once, each take a rotation;
 -- - items of the due index (ARGV[1] .. "due") whose score has passed: w8y
 --   writes it at each take (the moment the lock would expire) and finish
 --   (when the cooldown or backoff expires, or now), and an operator adds one
@@ -29,8 +33,9 @@
 -- so that the items that come due next stay near the head and LPOS finds
 -- them early.
 --
--- When nothing is taken and every appended item has been tried, it also
--- decides whether this worker passes over the whole list for the fleet now:
+-- When nothing is taken and every item has been tried (or none: the first
+-- pass over a list never run is the sweep), it also decides whether this
+-- worker passes over the whole list for the fleet now:
 -- it does when it sets the sweep key (ARGV[1] .. "sweep"), which then keeps
 -- the other workers from it for sweep=MS, until the sweep ends (take.lua
 -- then sets it for as long as the fleet waits for the next one) or takes an
@@ -47,13 +52,17 @@
 --           new=N        most appended items to try
 --           sweep=MS     how long a sweep keeps others from sweeping (absent
 --                        or 0: this worker does not sweep)
+--           head=0       look on while items at the head are untried, rather
+--                        than reply at once for the caller to pass over them
 --           state_ttl=MS, events=N   record a take as take.lua does
 --
--- Returns {unseen, taken, sweep, fence, head1, size1, ...}: how many
--- appended items are still to be tried after this look (a caller that took
--- nothing looks again at once while there are), the item whose lock is now
--- ours or false, 1 when this worker must sweep now (else 0), the take's
--- fencing token as take.lua returns it (0 without a take), and for each
+-- Returns {unseen, taken, sweep, fence, untried, head1, size1, ...}: how
+-- many appended items are still to be tried after this look (a caller that
+-- took nothing looks again at once while there are), the item whose lock is
+-- now ours or false, 1 when this worker must sweep now (else 0), the take's
+-- fencing token as take.lua returns it (0 without a take), how many items
+-- at the list's head no worker has tried yet (a caller that took nothing
+-- passes over them with take.lua, as a pass of that many), and for each
 -- item skipped because the child cannot be given it, or because its lock
 -- key holds another type, its head and size or type name, as take.lua
 -- reports them.
@@ -76,13 +85,39 @@ local length = redis.pcall("LLEN", list)
 if type(length) == "table" then
   return length
 end
+-- untried is how many items at the list's head no worker has tried since
+-- w8y first saw the list: all of them, the first time (no key). The caller
+-- passes over them (take.lua rotates them, as a one-shot run always has)
+-- before the look elects a sweep. An empty or missing list forgets both
+-- marks, so that a list made anew is tried whole. pcall: a key of another
+-- type reads as missing, and is replaced.
+local untriedKey = keyPrefix .. "untried"
+local untried = tonumber(redis.pcall("GET", untriedKey))
+if length == 0 then
+  redis.call("DEL", seenKey, untriedKey)
+  untried = 0
+elseif not untried then
+  untried = length
+  redis.pcall("SET", untriedKey, length)
+  redis.pcall("SET", seenKey, length)
+end
+-- A pass tries the head first: while items there are untried, the caller
+-- (unless it asks for the rest, head=0) passes over them before anything
+-- else, as a take always has.
+if untried > 0 and opt.head ~= "0" then
+  local early = {0, false, 0, 0, untried}
+  -- A list that no worker has tried at all: its pass is the fleet's sweep.
+  if untried >= length and tonumber(opt.sweep or 0) > 0 and redis.call("SET", keyPrefix .. "sweep", token, "NX", "PX", opt.sweep) then
+    early[3] = 1
+  end
+  return early
+end
 -- last is where the appended items start; seen where the next look's will.
--- pcall: a "seen" key of another type reads as missing, and is replaced.
 local stored = tonumber(redis.pcall("GET", seenKey))
-local last = math.min(stored or 0, length)
+local last = math.min(stored or length, length)
 local seen = last
 
-local reply = {0, false, 0, 0}
+local reply = {0, false, 0, 0, untried}
 local function skip(item, why)
   reply[#reply + 1] = sub(item, 1, clipLen)
   reply[#reply + 1] = why
@@ -91,16 +126,43 @@ end
 -- The candidates: new items first, the oldest first, then due ones, each
 -- at most once. newAt[i] is the list's length up to and including the new
 -- candidate i.
-local candidates, fromIndex, tried, newAt = {}, {}, {}, {}
-if length > last then
-  for i, item in ipairs(redis.call("LRANGE", list, last, last + newMost - 1)) do
+local candidates, fromIndex, tried, newAt, held = {}, {}, {}, {}, {}
+local function blockersOf(item)
+  return {keyPrefix .. "lock:" .. item, keyPrefix .. "cooldown:" .. item, keyPrefix .. "backoff:" .. item, keyPrefix .. "pause:" .. item}
+end
+-- The appended items are read a chunk at a time, from 16 doubling, up to
+-- the first that is free: a list that w8y has never run, whose first
+-- items are mostly free, costs a take a handful of items, not new=N; one
+-- whose free items are few costs about a candidate per item passed, each
+-- once for the fleet. An item passed here as held is not checked again.
+local from, chunk = last, 16
+while from < length and from - last < newMost do
+  local read = redis.call("LRANGE", list, from, math.min(from + chunk, last + newMost) - 1)
+  if #read == 0 then
+    break
+  end
+  local free = false
+  for i, item in ipairs(read) do
+    seen = from + i
     if not tried[item] then
       tried[item] = true
       candidates[#candidates + 1] = item
-      newAt[#candidates] = last + i
+      newAt[#candidates] = from + i
+      local size = #item
+      if size == 0 or size > maxLen or find(item, "\0", 1, true) then
+        -- Left to the loop below, which reports it.
+      elseif redis.call("EXISTS", list, unpack(blockersOf(item))) == 1 then
+        free = true
+        break
+      else
+        held[item] = true
+      end
     end
-    seen = last + i
   end
+  if free then
+    break
+  end
+  from, chunk = from + #read, chunk * 2
 end
 for _, item in ipairs(redis.call("ZRANGEBYSCORE", due, "-inf", now, "LIMIT", 0, most)) do
   if tried[item] then
@@ -116,8 +178,10 @@ local taken
 for c, item in ipairs(candidates) do
   local size = #item
   local lock = keyPrefix .. "lock:" .. item
-  local blockers = {lock, keyPrefix .. "cooldown:" .. item, keyPrefix .. "backoff:" .. item, keyPrefix .. "pause:" .. item}
-  if size == 0 or size > maxLen or find(item, "\0", 1, true) then
+  local blockers = blockersOf(item)
+  if held[item] and not fromIndex[item] then
+    -- An appended item found held above: passed.
+  elseif size == 0 or size > maxLen or find(item, "\0", 1, true) then
     -- Never runnable: dropped from the index, reported once per look.
     redis.call("ZREM", due, item)
     skip(item, size)
@@ -197,10 +261,10 @@ if taken then
     redis.pcall("XADD", events, "MAXLEN", "~", opt.events, "*", "type", "start", "item", taken, "holder", token, "fence", reply[4])
     redis.pcall("PEXPIRE", events, opt.state_ttl)
   end
-elseif seen >= length and tonumber(opt.sweep or 0) > 0 and redis.call("SET", keyPrefix .. "sweep", token, "NX", "PX", opt.sweep) then
+elseif seen >= length and untried == 0 and tonumber(opt.sweep or 0) > 0 and redis.call("SET", keyPrefix .. "sweep", token, "NX", "PX", opt.sweep) then
   reply[3] = 1
 end
-if seen ~= (stored or 0) then
+if length > 0 and seen ~= stored then
   redis.pcall("SET", seenKey, seen)
 end
 reply[1] = length - seen

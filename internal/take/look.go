@@ -64,7 +64,7 @@ var dueSource string
 //	ARGV[4] -> the longest item the child can be given
 //	ARGV[5] -> options: "now=MS most=N new=N sweep=MS [state_ttl=MS events=N]"
 //
-// Returns {unseen, item or false, sweep (1 or 0), fence, head1,
+// Returns {unseen, item or false, sweep (1 or 0), fence, untried, head1,
 // size-or-type1, ...}, which look reads.
 var dueScript = redis.NewScript(dueSource)
 
@@ -98,10 +98,12 @@ func (t *Taker) Looks() bool {
 }
 
 // lookReply is what one look did: the item it took (ok), whether appended
-// items are still to be tried (more), or whether this worker sweeps now.
+// items are still to be tried (more), how many items at the list's head no
+// worker has tried yet (untried), or whether this worker sweeps now.
 type lookReply struct {
 	taken           Taken
 	ok, more, sweep bool
+	untried         int64
 }
 
 // look is one call of dueScript for Pass.Take.
@@ -113,13 +115,16 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 	// The sweep key is set, if it is free, for at least sweepLease: the
 	// sweep's end sets it for as long as the fleet then waits.
 	sweep := max(sweepEvery(look.passTime, t.IdleWait), sweepLease)
+	head := ""
 	if p.looked {
-		sweep = 0
+		// The pass took by a look already: neither a sweep nor a pass over
+		// the head, which could take that item again.
+		sweep, head = 0, " head=0"
 	}
 	words := "now=" + strconv.FormatInt(sent.UnixMilli(), 10) +
 		" most=" + strconv.Itoa(lookMost) +
 		" new=" + strconv.Itoa(lookNew) +
-		" sweep=" + strconv.FormatInt(sweep.Milliseconds(), 10) +
+		" sweep=" + strconv.FormatInt(sweep.Milliseconds(), 10) + head +
 		t.Record.TakeWords()
 	got, err := redisconn.RunConfirmed(ctx, t.Client, dueScript, t.ReplicaAcks, t.TTL, []string{list},
 		t.Keys.Prefix, t.Token, t.TTL.Milliseconds(), t.MaxItemLen, words)
@@ -135,11 +140,12 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 		}
 		return lookReply{}, redisconn.Wrap("look at "+quote(list), err)
 	}
-	if len(reply) < 4 || len(reply)%2 != 0 {
+	if len(reply) < 5 || len(reply)%2 != 1 {
 		return lookReply{}, redisconn.Wrap("look at "+quote(list), fmt.Errorf("unexpected reply from due.lua: %d values", len(reply)))
 	}
 	unseen, _ := reply[0].(int64)
-	for _, s := range decodeSkipped(reply[4:]) {
+	untried, _ := reply[4].(int64)
+	for _, s := range decodeSkipped(reply[5:]) {
 		t.warnSkipped(s)
 	}
 	if item, isTaken := reply[1].(string); isTaken {
@@ -155,5 +161,5 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 		return lookReply{}, redisconn.Wrap("look at "+quote(list), err)
 	}
 	s, _ := reply[2].(int64)
-	return lookReply{more: unseen > 0, sweep: s == 1}, nil
+	return lookReply{more: unseen > 0, sweep: s == 1, untried: untried}, nil
 }

@@ -65,6 +65,7 @@ func TestLookMovesTakenItemToTail(t *testing.T) {
 			redistest.Seed(t, rdb, keys.List(), tt.list...)
 			// The fleet has tried the whole list: only the due entry is new.
 			rdb.Set(ctx, keys.Seen(), len(tt.list), 0)
+			rdb.Set(ctx, keys.Untried(), 0, 0)
 			rdb.ZAdd(ctx, keys.Due(), redis.Z{Score: 0, Member: tt.due})
 			var logs bytes.Buffer
 			pass := testTaker(rdb, keys.Prefix, true, 0, &logs).LookFirst()

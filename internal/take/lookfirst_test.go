@@ -104,14 +104,15 @@ func sameCircle(a, b []string) bool {
 
 // writtenKeys describes what the takes wrote under keys' prefix besides
 // the list and the locks: the due index's members and the fencing token.
-// The keys of the look's own bookkeeping, seen and sweep, are left out.
+// The keys of the look's own bookkeeping, seen, untried and sweep, are left
+// out.
 func writtenKeys(t *testing.T, rdb *redis.Client, keys schema.Keys) string {
 	t.Helper()
 	ctx := context.Background()
 	var other []string
 	for _, key := range rdb.Keys(ctx, keys.Prefix+"*").Val() {
 		switch {
-		case key == keys.List(), key == keys.Seen(), key == keys.Sweep(), key == keys.Due(), key == keys.Fence(),
+		case key == keys.List(), key == keys.Seen(), key == keys.Untried(), key == keys.Sweep(), key == keys.Due(), key == keys.Fence(),
 			strings.HasPrefix(key, keys.Prefix+"lock:"), strings.HasPrefix(key, keys.Prefix+"cooldown:"),
 			strings.HasPrefix(key, keys.Prefix+"backoff:"), strings.HasPrefix(key, keys.Prefix+"pause:"):
 		default:
@@ -133,6 +134,7 @@ func TestRotationKeepsAppendedItemsAppended(t *testing.T) {
 	keys := schema.Keys{Prefix: "appended:", Colocated: true}
 	redistest.Seed(t, rdb, keys.List(), "a", "b", "c")
 	rdb.Set(ctx, keys.Seen(), 3, 0)
+	rdb.Set(ctx, keys.Untried(), 0, 0)
 	rdb.Set(ctx, keys.Lock("a"), "someone-else", time.Hour)
 	rdb.RPush(ctx, keys.List(), "d")
 	// Nobody sweeps: the look must find d as appended.

@@ -125,6 +125,9 @@ type Pass struct {
 	looks bool
 	// swept is set once the look has turned into a sweep.
 	swept bool
+	// head is set while the pass goes over the items at the list's head
+	// that no worker has tried (see due.lua's "untried").
+	head bool
 	// looked is set once a look of the pass took an item. Its later looks
 	// no longer elect a sweep: a sweep is a pass of its own, which could
 	// take that item again once its run has ended, where a pass looks at
@@ -167,35 +170,51 @@ func (t *Taker) LookFirst() *Pass {
 // batches of them or looks). Both ways of a pass leave Redis in the same
 // state.
 func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
-	if p.left == 0 {
-		return Taken{}, ErrNoWork
-	}
-	for p.looks {
-		if stopped(stop) {
-			return Taken{}, ErrStopped
-		}
-		look, err := p.look(ctx)
-		switch {
-		case err != nil:
-			p.left = 0
-			return Taken{}, err
-		case look.ok:
-			p.looked = true
-			return look.taken, nil
-		case look.more:
-			// Appended items are still to be tried: a bounded batch each
-			// look, each tried once by the fleet.
-			continue
-		case !look.sweep:
-			p.left = 0
+	for {
+		if p.left == 0 {
 			return Taken{}, ErrNoWork
 		}
-		p.looks, p.swept = false, true
+		for p.looks {
+			if stopped(stop) {
+				return Taken{}, ErrStopped
+			}
+			look, err := p.look(ctx)
+			switch {
+			case err != nil:
+				p.left = 0
+				return Taken{}, err
+			case look.ok:
+				p.looked = true
+				return look.taken, nil
+			case look.more:
+				// Appended items are still to be tried: a bounded batch each
+				// look, each tried once by the fleet.
+				continue
+			case look.sweep:
+				p.looks, p.swept = false, true
+			case look.untried > 0 && !p.looked:
+				// Items at the head that no worker has tried: a pass over
+				// them, which rotates them as a one-shot run always has.
+				p.looks, p.head, p.left, p.started = false, true, look.untried, time.Now()
+			default:
+				p.left = 0
+				return Taken{}, ErrNoWork
+			}
+		}
+		var taken Taken
+		var err error
+		if p.t.Keys.Colocated {
+			taken, err = p.takeInBatches(ctx, stop)
+		} else {
+			taken, err = p.takeEach(ctx, stop)
+		}
+		if p.head && errors.Is(err, ErrNoWork) {
+			// The untried items are tried now: the look may elect a sweep.
+			p.looks, p.head, p.left = true, false, -1
+			continue
+		}
+		return taken, err
 	}
-	if p.t.Keys.Colocated {
-		return p.takeInBatches(ctx, stop)
-	}
-	return p.takeEach(ctx, stop)
 }
 
 // Swept reports whether this pass was the sweep of the whole list that a

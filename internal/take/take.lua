@@ -179,13 +179,15 @@ if n < want then
   length = n
 end
 local turn = looked
+-- listLen is the list's length after the rotation, once known.
+local listLen = length
 if length then
   turn = looked % length
 end
 if turn > 0 then
   -- RPUSH before LTRIM, so that the list never empties and keeps any
   -- expiry set on it.
-  redis.call("RPUSH", list, unpack(items, 1, turn))
+  listLen = redis.call("RPUSH", list, unpack(items, 1, turn)) - turn
   redis.call("LTRIM", list, turn, -1)
   -- The items appended after what the fleet has tried (see due.lua's
   -- "seen"), if there are any, moved turn places towards the head, and the
@@ -193,16 +195,22 @@ if turn > 0 then
   -- again by a look, rather than an appended item left to a sweep. With
   -- none, every item stays tried.
   local seen = tonumber(redis.pcall("GET", seenKey))
-  if seen and seen < redis.call("LLEN", list) then
+  if seen and seen < listLen then
     redis.pcall("SET", seenKey, math.max(seen - turn, 0))
   end
+end
+-- The items at the head that no worker had tried (see due.lua's
+-- "untried") are fewer by those this call looked at.
+local untried = tonumber(redis.pcall("GET", keyPrefix .. "untried"))
+if untried and untried > 0 then
+  redis.pcall("SET", keyPrefix .. "untried", math.max(untried - looked, 0))
 end
 -- A pass that went round the whole list without a take tried every item
 -- that the list held when it started (opt.start), and left them in their
 -- order at the head; the items after them were appended since.
 if not took and left - looked <= 0 and opt.start then
   local seen = tonumber(redis.pcall("GET", seenKey)) or 0
-  local start = math.min(tonumber(opt.start), redis.call("LLEN", list))
+  local start = math.min(tonumber(opt.start), listLen or redis.call("LLEN", list))
   if seen < start then
     redis.pcall("SET", seenKey, start)
   end

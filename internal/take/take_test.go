@@ -512,6 +512,9 @@ func TestLookHoldsPausedItems(t *testing.T) {
 	ctx := context.Background()
 	keys := schema.Keys{Prefix: "look:", Colocated: true}
 	redistest.Seed(t, rdb, keys.List(), "for-an-hour", "until-resumed")
+	// The fleet has tried the list: only the due index is left to look at.
+	rdb.Set(ctx, keys.Seen(), 2, 0)
+	rdb.Set(ctx, keys.Untried(), 0, 0)
 	rdb.HSet(ctx, keys.Pause("for-an-hour"), schema.PauseFieldReason, "flaky")
 	rdb.PExpire(ctx, keys.Pause("for-an-hour"), time.Hour)
 	rdb.HSet(ctx, keys.Pause("until-resumed"), schema.PauseFieldReason, "broken")
