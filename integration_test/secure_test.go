@@ -307,7 +307,19 @@ func checkLook(t *testing.T, c redis.Cmdable, env, args []string, prefix, item s
 	runs := filepath.Join(t.TempDir(), "runs")
 	p := startW8y(t, env, append(slices.Clone(args), "-c", "-q", "--cooldown", "1h", "--idle-wait", "1h",
 		"sh", "-c", `echo "$W8Y_ITEM" >> "$0"`, runs)...)
-	redistest.WaitFor(t, "the worker to go idle", func() bool { return c.Exists(ctx(t), prefix+"sweep").Val() == 1 })
+	// Idle: the sweep key is set (it is at a sweep's start too, so also) no
+	// item is locked, and no item is left that no worker has tried.
+	redistest.WaitFor(t, "the worker to go idle", func() bool {
+		if c.Exists(ctx(t), prefix+"sweep").Val() != 1 || c.Get(ctx(t), prefix+"untried").Val() != "0" {
+			return false
+		}
+		for _, it := range c.LRange(ctx(t), prefix+"list", 0, -1).Val() {
+			if c.Exists(ctx(t), prefix+"lock:"+it).Val() != 0 {
+				return false
+			}
+		}
+		return true
+	})
 	if err := c.Del(ctx(t), prefix+"cooldown:"+item, prefix+"backoff:"+item).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,8 @@
 # Run it with `make bench`, or alone. W8Y=path measures another build of
 # w8y (a lean build of main, say, for the figures before); TAKE_SIZES="100000"
 # leaves out the million; TAKE_FLEET=300 is how many workers the rollout
-# figure starts (0 leaves it out: it loads a 2-core machine for 40 s).
+# figure starts (0 leaves it out: it loads a 2-core machine for 40 s);
+# TAKE_BUSY=0 leaves out the busy figure.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -129,6 +130,7 @@ done
 
 # Busy: 8 workers over a million items, every 100th eligible (never run),
 # the rest cooling down by hand; each worker runs --max-items items.
+[ "${TAKE_BUSY:-1}" = 1 ] || exit 0
 rcli FLUSHALL >/dev/null
 load "b:" "$busy_items" 100
 per=$((busy_runs / busy_workers))
