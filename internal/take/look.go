@@ -25,10 +25,11 @@ const (
 	LookEvery = 800 * time.Millisecond
 	// lookMost is how many due entries one look tries.
 	lookMost = 10
-	// lookNew is how many appended items one look tries: as many as the
-	// busy pass's largest batch (maxBatch), so that a list that w8y has
-	// never run, all of it appended, is tried at a batch's cost per
-	// candidate, each candidate once for the whole fleet.
+	// lookNew is how many appended items one look tries, at most: as many
+	// as the pass's largest batch (maxBatch), which keeps a look to about a
+	// millisecond of Redis' time however many items were pushed at once;
+	// the take looks again while more are left, each tried once for the
+	// whole fleet.
 	lookNew = maxBatch
 	// sweepCost is how many times longer than a pass over the whole list
 	// takes the fleet waits between two sweeps: two thousand keeps the
