@@ -35,13 +35,18 @@ type Pass struct {
 	pass *take.Pass
 }
 
-// Pass starts a pass over the list.
+// Pass starts a whole pass over the list (--until-idle's).
 func (r *Rotator) Pass() *Pass { return &Pass{r: r, pass: r.Taker.Pass()} }
 
-// IdlePass is the take of an idle worker: a look at what came due, or when
-// it is this worker's turn to sweep for the fleet, a pass over the whole
-// list. Where the Rotator does not look, it is Pass.
-func (r *Rotator) IdlePass() *Pass { return &Pass{r: r, pass: r.Taker.IdlePass()} }
+// LookFirst starts the way a worker takes (see take.Taker.LookFirst): each
+// take looks at the appended items and the due index, and passes over the
+// whole list only when elected to sweep for the fleet. Where the Rotator
+// does not look, it is Pass.
+func (r *Rotator) LookFirst() *Pass { return &Pass{r: r, pass: r.Taker.LookFirst()} }
+
+// Looks reports whether an idle worker of this Rotator looks instead of
+// passing over the list (see take.Taker.Looks).
+func (r *Rotator) Looks() bool { return r.Taker.Looks() }
 
 // Take takes the next item of the pass and returns it with its Lock. It
 // returns ErrNoWork once the pass has looked at every candidate, errStopped
@@ -71,10 +76,6 @@ type unconfirmedError struct {
 
 func (e *unconfirmedError) Error() string { return e.err.Error() }
 func (e *unconfirmedError) Unwrap() error { return e.err }
-
-// Swept reports whether this pass was an idle worker's sweep of the whole
-// list for the fleet (see take.Pass.Swept).
-func (p *Pass) Swept() bool { return p.pass.Swept() }
 
 // lock is the Lock of what a take of this Rotator took.
 func (r *Rotator) lock(t take.Taken) *Lock {

@@ -116,13 +116,14 @@ func (w *worker) run(ctx context.Context) error {
 	return w.once(ctx)
 }
 
-// once is one-shot mode: it takes up to --parallel items from one pass over
-// the list, runs them together and waits for them all. It ends well if every
+// once is one-shot mode: it takes up to --parallel items, each by a look at
+// what came due or was appended (or in the sweep that a look elects it
+// for), runs them together and waits for them all. It ends well if every
 // child exited 0, and otherwise as the first run to end with something else
 // (first in time, not in the list), so that one --parallel 1 run exits with
 // its child's code.
 func (w *worker) once(ctx context.Context) error {
-	pass := w.rotator.Pass()
+	pass := w.rotator.LookFirst()
 	done := make(chan runs.End, w.opts.Parallel)
 	running := 0
 	var takeErr error
@@ -231,11 +232,6 @@ type continuous struct {
 	// listChecked is when an idle pass last checked that the list exists
 	// (see warnIfListMissing).
 	listChecked time.Time
-	// idle is set once a pass over the whole list found nothing to take:
-	// from then on the worker looks at what came due instead (see
-	// Rotator.IdlePass), unless --until-idle reads the whole list anyway,
-	// until a sweep takes an item that the looks did not know of.
-	idle bool
 }
 
 // fill takes items while slots are free and nothing pauses or closes the
@@ -248,9 +244,12 @@ func (l *continuous) fill(ctx context.Context) {
 			l.close("--max-items reached: no new items will be taken")
 			return
 		}
-		pass := w.rotator.Pass()
-		if l.idle && !w.opts.UntilIdle {
-			pass = w.rotator.IdlePass()
+		// Every take looks first (see Rotator.LookFirst), but --until-idle's,
+		// which must know that nothing is left: it passes over the whole
+		// list, as nothingLeft reads it.
+		pass := w.rotator.LookFirst()
+		if w.opts.UntilIdle {
+			pass = w.rotator.Pass()
 		}
 		item, lock, err := w.take(ctx, pass, l.running == 0)
 		if err == nil || errors.Is(err, ErrNoWork) {
@@ -259,9 +258,6 @@ func (l *continuous) fill(ctx context.Context) {
 		switch {
 		case err == nil:
 			l.retries = 0
-			if pass.Swept() {
-				l.idle = false
-			}
 			l.running++
 			l.taken++
 			go func() { l.done <- w.runItem(ctx, item, lock) }()
@@ -298,7 +294,6 @@ func (l *continuous) foundNothing(ctx context.Context) {
 			return
 		}
 	}
-	l.idle = true
 	wait := time.Duration(w.opts.IdleWait)
 	if w.rotator.Looks() && !w.opts.UntilIdle {
 		wait = min(wait, lookEvery)

@@ -781,17 +781,24 @@ func TestClusterSchedule(t *testing.T) {
 			r.wantExit(t, 4)
 			r.wantStdout(t, "")
 
-			// Deleting the cooldown runs its item at once; deleting the
+			// Deleting the cooldown and making the item due (as w8yctl
+			// run-now does: with a hash tag, a key deleted by hand alone
+			// waits for the fleet's sweep) runs its item at once; the
 			// backoff too, and its success resets the count.
-			if err := c.Client.Del(ctx(t), p+"cooldown:a").Err(); err != nil {
-				t.Fatal(err)
+			runNow := func(item, key string) {
+				t.Helper()
+				if err := c.Client.Del(ctx(t), key).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Client.ZAdd(ctx(t), p+"due", redis.Z{Score: 0, Member: item}).Err(); err != nil {
+					t.Fatal(err)
+				}
 			}
+			runNow("a", p+"cooldown:a")
 			r = run(nil, "printf", "%s", "{}")
 			r.wantExit(t, 0)
 			r.wantStdout(t, "a")
-			if err := c.Client.Del(ctx(t), p+"backoff:b").Err(); err != nil {
-				t.Fatal(err)
-			}
+			runNow("b", p+"backoff:b")
 			r = run(nil, "--cooldown", "1h", "printf", "%s", "{}")
 			r.wantExit(t, 0)
 			r.wantStdout(t, "b")

@@ -31,10 +31,11 @@ func (s *server) looks(t *testing.T) int {
 	return redistest.CommandStats(t, s.Client)["zrangebyscore"]
 }
 
-// TestIdleWorkerDoesNotReadTheList: once a pass has found every item of a
-// large list cooling, an idle worker looks at what came due every
-// --idle-wait instead of passing over the list again: no LRANGE, and no
-// EXISTS or MGET of candidates' keys, however many looks it makes.
+// TestIdleWorkerDoesNotReadTheList: once the fleet has tried every item of
+// a large list (as appended items, and in a sweep) and found it cooling, an
+// idle worker looks at what came due every --idle-wait instead of passing
+// over the list again: no LRANGE, and no EXISTS or MGET of candidates'
+// keys, however many looks it makes.
 func TestIdleWorkerDoesNotReadTheList(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
@@ -43,7 +44,10 @@ func TestIdleWorkerDoesNotReadTheList(t *testing.T) {
 	s.coolAll(t, "big", items, 10*time.Minute)
 	w := startW8y(t, nil, "-u", s.URL, "-k", "big", "-c", "-q", "--idle-wait", "100ms", "true")
 
-	redistest.WaitFor(t, "the worker's first look", func() bool { return s.looks(t) > 0 })
+	redistest.WaitFor(t, "the worker's first sweep", func() bool { return s.Client.Exists(ctx(t), "big:sweep").Val() == 1 })
+	// The look that elected the sweep came before it; the next, after.
+	elected := s.looks(t)
+	redistest.WaitFor(t, "a look after the sweep", func() bool { return s.looks(t) > elected })
 	before := redistest.CommandStats(t, s.Client)
 	redistest.WaitFor(t, "five more looks", func() bool { return s.looks(t) >= before["zrangebyscore"]+5 })
 	after := redistest.CommandStats(t, s.Client)

@@ -162,8 +162,9 @@ func TestFailureBackoffGrowsAndResets(t *testing.T) {
 		}
 		// While the backoff lasts, nothing is eligible.
 		runW8y(t, s.env, args...).wantExit(t, 3)
-		// Expire it now rather than wait.
-		s.Client.Del(ctx(t), s.key("backoff:f"))
+		// Expire it now rather than wait: as an operator does, so that
+		// the next run takes it rather than the fleet's next sweep.
+		s.ctl("run-now", "f").wantExit(t, 0)
 	}
 	fail(1, 2*time.Second)
 	fail(2, 4*time.Second)
@@ -250,7 +251,9 @@ func TestInterruptedRunIsNotAFailure(t *testing.T) {
 	// No cooldown, no backoff: only the run's record, its events, the
 	// fencing token its take incremented, and a due entry that says the
 	// item may run again at once.
-	if keys := s.keys(t, s.key("*")); !slices.Equal(keys, []string{s.key("due"), s.key("events"), s.key("fence"), s.key("list"), s.key("state:a")}) {
+	// And the fleet's marks of what it has tried of the list (see
+	// internal/take's due.lua).
+	if keys := s.keys(t, s.key("*")); !slices.Equal(keys, []string{s.key("due"), s.key("events"), s.key("fence"), s.key("list"), s.key("seen"), s.key("state:a"), s.key("untried")}) {
 		t.Errorf("keys after an interrupted run: %q", keys)
 	}
 	if due, err := s.Client.ZScore(ctx(t), s.key("due"), "a").Result(); err != nil || due > float64(time.Now().UnixMilli()) {
@@ -322,8 +325,9 @@ func TestScheduleSurvivesSIGKILL(t *testing.T) {
 		t.Errorf("%d more runs: a or b ran while waiting", n)
 	}
 
-	// The count goes on where the killed worker left it.
-	s.Client.Del(ctx(t), s.key("backoff:b"), s.key("cooldown:a"), s.key("cooldown:c"))
+	// The count goes on where the killed worker left it. The keys are
+	// deleted by hand, which only a sweep notices: make it due now.
+	s.Client.Del(ctx(t), s.key("backoff:b"), s.key("cooldown:a"), s.key("cooldown:c"), s.key("sweep"))
 	s.Client.Set(ctx(t), s.key("lock:a"), "held", time.Hour)
 	s.Client.Set(ctx(t), s.key("lock:c"), "held", time.Hour)
 	oneShot := slices.Delete(slices.Clone(args), 4, 5) // drop -c

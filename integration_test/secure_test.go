@@ -254,8 +254,12 @@ func TestACL(t *testing.T) {
 func checkCancel(t *testing.T, s *server, env, args []string, item string) {
 	t.Helper()
 	prefix := args[len(args)-1] + ":"
-	// item is the only one free to run.
+	// item is the only one free to run, and due now, as w8yctl run-now
+	// makes it: a key deleted by hand alone waits for the fleet's sweep.
 	if err := s.Client.Del(ctx(t), prefix+"cooldown:"+item, prefix+"backoff:"+item).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Client.ZAdd(ctx(t), prefix+"due", redis.Z{Score: 0, Member: item}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -293,7 +297,19 @@ func checkLook(t *testing.T, c redis.Cmdable, env, args []string, prefix, item s
 	runs := filepath.Join(t.TempDir(), "runs")
 	p := startW8y(t, env, append(slices.Clone(args), "-c", "-q", "--cooldown", "1h", "--idle-wait", "1h",
 		"sh", "-c", `echo "$W8Y_ITEM" >> "$0"`, runs)...)
-	redistest.WaitFor(t, "the worker to go idle", func() bool { return c.Exists(ctx(t), prefix+"sweep").Val() == 1 })
+	// Idle: the sweep key is set (it is at a sweep's start too, so also) no
+	// item is locked, and no item is left that no worker has tried.
+	redistest.WaitFor(t, "the worker to go idle", func() bool {
+		if c.Exists(ctx(t), prefix+"sweep").Val() != 1 || c.Get(ctx(t), prefix+"untried").Val() != "0" {
+			return false
+		}
+		for _, it := range c.LRange(ctx(t), prefix+"list", 0, -1).Val() {
+			if c.Exists(ctx(t), prefix+"lock:"+it).Val() != 0 {
+				return false
+			}
+		}
+		return true
+	})
 	if err := c.Del(ctx(t), prefix+"cooldown:"+item, prefix+"backoff:"+item).Err(); err != nil {
 		t.Fatal(err)
 	}

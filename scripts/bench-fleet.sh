@@ -82,6 +82,10 @@ wait_for() {
 	broken "timed out waiting for: $*"
 }
 has_key() { [ "$(rcli EXISTS "$1")" = 1 ]; }
+# swept says whether the fleet has passed over the list of prefix $1 once:
+# its sweep key is set (at the sweep's start) and no item is left untried
+# (at its end).
+swept() { has_key "$1:sweep" && [ "$(rcli GET "$1:untried")" = 0 ]; }
 stop_bg() {
 	local pid
 	for pid in "${bg_pids[@]}"; do
@@ -99,9 +103,10 @@ echo
 
 # 1. Idle: one continuous worker, default --idle-wait, over n items that
 # are all locked or all cooling down elsewhere. Its first pass (which a sweep
-# repeats for the fleet) is measured from the worker's start until it sets
-# the sweep key; the look alone over the window after it. The sweep's share
-# is its cost over the interval that the sweep key's expiry gives.
+# repeats for the fleet) is measured from the worker's start until it has
+# tried every item (see swept); the look alone over the window after it. The
+# sweep's share is its cost over the interval that the sweep key's expiry
+# gives.
 for n in $sizes; do
 	for mode in locked cooling; do
 		rcli FLUSHALL >/dev/null
@@ -110,7 +115,7 @@ for n in $sizes; do
 		start=$(cpu_ms)
 		"$w8y" -q -c -u "$url" -k b true &
 		bg_pids=($!)
-		wait_for has_key b:sweep
+		wait_for swept b
 		first=$(awk -v a="$start" -v b="$(cpu_ms)" 'BEGIN {printf "%.0f", b - a}')
 		every=$(rcli PTTL b:sweep)
 		read -r calls0 us0 < <(usec evalsha)
@@ -149,7 +154,7 @@ for _ in $(seq 10); do
 	"$w8y" -q -c -u "$url" -k b true &
 	bg_pids+=($!)
 done
-wait_for has_key b:sweep
+wait_for swept b
 settled() {
 	local a
 	a=$(stat lrange)
@@ -191,7 +196,7 @@ starts="$tmp/starts"
 : >"$starts"
 "$w8y" -q -c -u "$url" -k p --cooldown 3s bash -c 'echo "$W8Y_ITEM $EPOCHREALTIME" >>"$0"' "$starts" &
 bg_pids=($!)
-wait_for has_key p:sweep
+wait_for swept p
 # started_at waits for the child of item $1 and prints when it started.
 started_at() {
 	wait_for grep -q "^$1 " "$starts"

@@ -78,6 +78,19 @@ func (k Keys) Fence() string { return k.Prefix + "fence" }
 // worker does.
 func (k Keys) Sweep() string { return k.Prefix + "sweep" }
 
+// Seen is how much of the list, from its head, workers have already tried
+// (an integer, without expiry): the items from there to the tail are the
+// ones appended since, which every take tries before the due index (see
+// internal/take's due.lua). A rotation moves it back by the items it moved
+// to the tail while appended items wait after it.
+func (k Keys) Seen() string { return k.Prefix + "seen" }
+
+// Untried is how many items at the list's head no worker has tried since
+// w8y first saw the list (an integer, without expiry): the whole list, the
+// first time. Takes pass over them, rotating them, before the fleet relies
+// on the due index, the appended items and the sweep.
+func (k Keys) Untried() string { return k.Prefix + "untried" }
+
 // Cancel is item's cancel request: a hash, with an expiry, that asks the
 // worker holding item's lock to stop its child (see CancelRequest). The
 // holder reads it in the round trip that refreshes the lock, and deletes it

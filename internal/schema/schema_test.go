@@ -16,6 +16,8 @@ func TestKeyNames(t *testing.T) {
 		k.Events():        "work:events",
 		k.Due():           "work:due",
 		k.Sweep():         "work:sweep",
+		k.Seen():          "work:seen",
+		k.Untried():       "work:untried",
 		k.Fence():         "work:fence",
 		k.Cancel("a:1"):   "work:cancel:a:1",
 	} {

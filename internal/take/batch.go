@@ -48,7 +48,7 @@ var batchSource string
 //	ARGV[3] -> the lock's TTL in milliseconds
 //	ARGV[4] -> candidates left in this pass, or -1 to start a pass
 //	ARGV[5] -> the longest item the child can be given
-//	ARGV[6] -> options: "batch=N now=MS [state_ttl=MS events=N] [sweep=MS]"
+//	ARGV[6] -> options: "batch=N now=MS [state_ttl=MS events=N] [sweep=MS] [swept=1] [start=N]"
 //
 // Returns {left, item or false, length or -1, fence, head1, size-or-type1,
 // ...}, which decodeBatchReply reads.
@@ -68,6 +68,12 @@ type batchCall struct {
 	// Sweep, if set, is how long the fleet's next sweep may wait when this
 	// call ends the pass without a take (see look.go).
 	Sweep time.Duration
+	// Swept is set in the sweep that a look elected this worker for: a take
+	// gives the sweep key back (see take.lua).
+	Swept bool
+	// Start is the list's length when the pass started, once known (-1
+	// before): a pass that ends without a take marks that many items tried.
+	Start int64
 	// Record holds the words that ask the script to record a take (see
 	// runs.Recorder.TakeWords).
 	Record string
@@ -98,7 +104,7 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 	if most <= 0 {
 		most = maxBatch
 	}
-	call := batchCall{Prefix: t.Keys.Prefix, Token: t.Token, TTL: t.TTL, MaxItemLen: t.MaxItemLen, Batch: min(firstBatch, most)}
+	call := batchCall{Prefix: t.Keys.Prefix, Token: t.Token, TTL: t.TTL, MaxItemLen: t.MaxItemLen, Batch: min(firstBatch, most), Swept: p.swept, Start: p.length}
 	look := &t.Memory.look
 	// -1 asks the first call to start the pass from the list's length.
 	for p.left != 0 {
@@ -107,9 +113,9 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 		}
 		sent := time.Now()
 		call.Left, call.Now, call.Record = p.left, sent, t.Record.TakeWords()
-		if t.Looks() {
+		if t.Looks() && !p.head {
 			// Should this call end the pass without a take, the pass swept
-			// the list, and the fleet's next sweep may wait (see look.go):
+			// the list (a pass over the untried head alone did not), and the fleet's next sweep may wait (see look.go):
 			// the pass's time so far, or the last one's, stands for its cost.
 			elapsed := look.passTime
 			if p.left >= 0 {
@@ -123,7 +129,8 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 		}
 		if p.left < 0 {
 			p.started = sent
-			look.length, look.known = reply.Length, reply.Length >= 0
+			p.length = reply.Length
+			call.Start = reply.Length
 		}
 		p.left = reply.Left
 		call.Batch = min(2*call.Batch, most)
@@ -157,6 +164,12 @@ func (b batchCall) run(ctx context.Context, client redisconn.ScriptClient, acks 
 	options := "batch=" + strconv.Itoa(b.Batch) + " now=" + strconv.FormatInt(b.Now.UnixMilli(), 10) + b.Record
 	if b.Sweep > 0 {
 		options += " sweep=" + strconv.FormatInt(b.Sweep.Milliseconds(), 10)
+	}
+	if b.Swept {
+		options += " swept=1"
+	}
+	if b.Start >= 0 {
+		options += " start=" + strconv.FormatInt(b.Start, 10)
 	}
 	got, err := redisconn.RunConfirmed(ctx, client, batchScript, acks, b.TTL, []string{list},
 		b.Prefix, b.Token, b.TTL.Milliseconds(), b.Left, b.MaxItemLen, options)

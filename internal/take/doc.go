@@ -5,22 +5,28 @@
 // releases. Each Lua script lives beside the Go that builds its arguments
 // and decodes its reply.
 //
-// An item is taken in one of four ways, all through Pass.Take:
+// Every take of a worker starts with a look (Taker.LookFirst), where one
+// script reaches an item's keys; a pass over the whole list is left to the
+// fleet's sweep, or to where the look cannot be used. An item is taken in
+// one of four ways, all through Pass.Take:
 //
-//   - the busy pass per candidate (each.go, trylock.lua): LMOVE the list's
-//     head to its tail and try that candidate's lock, two round trips a
+//   - the look via the appended items and the due index (look.go,
+//     due.lua): a one-shot run, a worker's first take, a busy worker's
+//     next and an idle worker's look try only the items appended since the
+//     fleet last looked (after the shared "seen" mark) and those whose due
+//     entry has passed, at a cost that does not grow with the list;
+//   - the sweep (look.go, sweepEvery): when a look finds nothing, it elects
+//     one worker of the fleet, now and then, to pass over the whole list,
+//     which notices what the look cannot (a key deleted by hand);
+//   - the pass in batches, server-side (batch.go, take.lua): one call
+//     rotates the list and tries a batch of candidates' locks, for the
+//     sweep and --until-idle, where the list and every item's keys live on
+//     one server; it leaves Redis as the per-candidate pass does;
+//   - the pass per candidate (each.go, trylock.lua): LMOVE the list's head
+//     to its tail and try that candidate's lock, two round trips a
 //     candidate, for where an item's keys may live on other servers than
-//     the list (Redis Cluster without a hash tag);
-//   - the busy pass in batches, server-side (batch.go, take.lua): one call
-//     rotates the list and tries a batch of candidates' locks, for where
-//     the list and every item's keys live on one server; it leaves Redis as
-//     the per-candidate pass does;
-//   - the idle look via the due index (look.go, due.lua): an idle worker
-//     tries only what came due or was appended since its last look, at a
-//     cost that does not grow with the list;
-//   - the sweep (look.go, sweepEvery): now and then the look hands one idle
-//     worker of the fleet a whole pass over the list, which notices what
-//     the due index cannot (a key deleted by hand).
+//     the list (Redis Cluster without a hash tag): every take there is a
+//     pass, whose cost grows with the list.
 //
 // Every way increments the list's fencing token and records the start of
 // the run (see runs.Recorder) as part of the take, and a take that too few

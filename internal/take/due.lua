@@ -1,72 +1,123 @@
--- An idle worker's look at the list: instead of a pass over every item, it
--- tries only the items that may have become eligible since its last look,
--- and takes the first whose lock it gets, in one call whose cost does not
--- grow with the list:
+-- A look at the list: instead of a pass over every item, it tries only the
+-- items that may have become eligible, and takes the first whose lock it
+-- gets, in one call whose cost does not grow with the list. Every take of a
+-- worker whose items' keys live on the list's server starts with it: a
+-- one-shot run, a worker's first take, a busy worker's next one, an idle
+-- worker's look.
 --
--- - items appended since the last look, when the list has grown: outside
---   writers add items with RPUSH, so they are at the tail while no worker
---   rotates the list. ARGV[4] is how far the last look got, and the look
---   tries the oldest of them first, at most `most`, and replies how far it
---   got: a thousand items pushed at once are all tried, ten a look;
+-- - items appended since workers last looked: outside writers add items
+--   with RPUSH, at the tail. The fleet shares how much of the list, from
+--   its head, has been tried (ARGV[1] .. "seen"), and a look tries the
+--   items after it, the oldest first, at most new=N, and moves it on past
+--   what it tried: a thousand items pushed at once are tried by the whole
+--   fleet, each once. A rotation (take.lua) and a move to the tail here
+--   move it back by the items they moved while appended items wait, so
+--   that it never passes one; an outside LREM before it can make it pass
+--   one, which the sweep then finds;
+-- - the items at the head that no worker has tried since w8y first saw the
+--   list (ARGV[1] .. "untried"; a list that w8y has never run is all
+--   untried): the look leaves them to the caller, which passes over that
+--   many with take.lua, rotating them as a pass always has, so that the
+--   whole fleet takes from a fresh list at once, each take a rotation;
 -- - items of the due index (ARGV[1] .. "due") whose score has passed: w8y
 --   writes it at each take (the moment the lock would expire) and finish
 --   (when the cooldown or backoff expires, or now), and an operator adds one
 --   with score 0 to run an item now.
 --
 -- A due entry that turns out ineligible (locked, cooling down, backing off
--- or paused) is moved to when its blocker expires, or dropped when the blocker has no expiry or the item is no
--- longer in the list. A due item taken is moved to the tail of the list
--- (RPUSH, then LREM of its first occurrence: the list keeps exactly its
--- items), as a rotation would have, so that the items that come due next
--- stay near the head and LPOS finds them early.
+-- or paused) is moved to when its blocker expires, or dropped when the
+-- blocker has no expiry or the item is no longer in the list. An appended
+-- item that is not eligible is only passed: the sweep finds it. A due item
+-- taken is moved to the tail of the list (RPUSH, then LREM of its first
+-- occurrence: the list keeps exactly its items), as a rotation would have,
+-- so that the items that come due next stay near the head and LPOS finds
+-- them early.
 --
--- When nothing is taken, it also decides whether this worker passes over
--- the whole list for the fleet now: it does when it sets the sweep key
--- (ARGV[1] .. "sweep"), which then keeps the other idle workers from it for
--- sweep=MS. The sweep notices what neither the index nor the list's length
--- shows: keys deleted by hand, items added while others rotate the list.
+-- When nothing is taken and every item has been tried (or none: the first
+-- pass over a list never run is the sweep), it also decides whether this
+-- worker passes over the whole list for the fleet now:
+-- it does when it sets the sweep key (ARGV[1] .. "sweep"), which then keeps
+-- the other workers from it for sweep=MS, until the sweep ends (take.lua
+-- then sets it for as long as the fleet waits for the next one) or takes an
+-- item (take.lua deletes it: there may be more that only a sweep finds).
+-- The sweep notices what neither the index nor the appended items show:
+-- keys deleted by hand, items appended behind an outside LREM.
 --
 -- KEYS[1] the list
 -- ARGV[1] key prefix, ARGV[2] our token, ARGV[3] lock TTL in milliseconds
--- ARGV[4] how much of the list the last look had seen (its length then, or
---         less when more items had been appended than it tried), or -1
---         when unknown
--- ARGV[5] longest item the child can be given
--- ARGV[6] options, words of the form name=value as in take.lua:
+-- ARGV[4] longest item the child can be given
+-- ARGV[5] options, words of the form name=value as in take.lua:
 --           now=MS       the time of the look, Unix milliseconds
---           most=N       most due entries, and most new items, to try
+--           most=N       most due entries to try
+--           new=N        most appended items to try
 --           sweep=MS     how long a sweep keeps others from sweeping (absent
 --                        or 0: this worker does not sweep)
+--           head=0       look on while items at the head are untried, rather
+--                        than reply at once for the caller to pass over them
 --           state_ttl=MS, events=N   record a take as take.lua does
 --
--- Returns {seen, taken, sweep, fence, head1, size1, ...}: how much of the
--- list the next look may take as seen (the list's length, or less; see
--- above), the item whose lock is now ours or false, 1 when this worker must
--- sweep now (else 0), the take's fencing token as take.lua returns it (0
--- without a take), and for each item skipped because the child cannot be given it,
--- or because its lock key holds another type, its head and size or type
--- name, as take.lua reports them.
+-- Returns {unseen, taken, sweep, fence, untried, head1, size1, ...}: how
+-- many appended items are still to be tried after this look (a caller that
+-- took nothing looks again at once while there are), the item whose lock is
+-- now ours or false, 1 when this worker must sweep now (else 0), the take's
+-- fencing token as take.lua returns it (0 without a take), how many items
+-- at the list's head no worker has tried yet (a caller that took nothing
+-- passes over them with take.lua, as a pass of that many), and for each
+-- item skipped because the child cannot be given it, or because its lock
+-- key holds another type, its head and size or type name, as take.lua
+-- reports them.
 --
 -- The item's keys are not declared in KEYS: as for take.lua, the client
 -- uses this script only where they live on the list's server.
 local find, sub = string.find, string.sub
 local list = KEYS[1]
 local keyPrefix, token, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local last, maxLen = tonumber(ARGV[4]), tonumber(ARGV[5])
-local due = keyPrefix .. "due"
+local maxLen = tonumber(ARGV[4])
+local due, seenKey = keyPrefix .. "due", keyPrefix .. "seen"
 local opt = {}
-for name, value in string.gmatch(ARGV[6] or "", "([%w_]+)=(%S*)") do
+for name, value in string.gmatch(ARGV[5] or "", "([%w_]+)=(%S*)") do
   opt[name] = value
 end
-local now, most = tonumber(opt.now), tonumber(opt.most or 10)
+local now, most, newMost = tonumber(opt.now), tonumber(opt.most or 10), tonumber(opt.new or 10)
 local clipLen = 64
 
 local length = redis.pcall("LLEN", list)
 if type(length) == "table" then
   return length
 end
+-- untried is how many items at the list's head no worker has tried since
+-- w8y first saw the list: all of them, the first time (no key). The caller
+-- passes over them (take.lua rotates them, as a one-shot run always has)
+-- before the look elects a sweep. An empty or missing list forgets both
+-- marks, so that a list made anew is tried whole. pcall: a key of another
+-- type reads as missing, and is replaced.
+local untriedKey = keyPrefix .. "untried"
+local untried = tonumber(redis.pcall("GET", untriedKey))
+if length == 0 then
+  redis.call("DEL", seenKey, untriedKey)
+  untried = 0
+elseif not untried then
+  untried = length
+  redis.pcall("SET", untriedKey, length)
+  redis.pcall("SET", seenKey, length)
+end
+-- A pass tries the head first: while items there are untried, the caller
+-- (unless it asks for the rest, head=0) passes over them before anything
+-- else, as a take always has.
+if untried > 0 and opt.head ~= "0" then
+  local early = {0, false, 0, 0, untried}
+  -- A list that no worker has tried at all: its pass is the fleet's sweep.
+  if untried >= length and tonumber(opt.sweep or 0) > 0 and redis.call("SET", keyPrefix .. "sweep", token, "NX", "PX", opt.sweep) then
+    early[3] = 1
+  end
+  return early
+end
+-- last is where the appended items start; seen where the next look's will.
+local stored = tonumber(redis.pcall("GET", seenKey))
+local last = math.min(stored or length, length)
+local seen = last
 
-local reply = {length, false, 0, 0}
+local reply = {0, false, 0, 0, untried}
 local function skip(item, why)
   reply[#reply + 1] = sub(item, 1, clipLen)
   reply[#reply + 1] = why
@@ -75,22 +126,49 @@ end
 -- The candidates: new items first, the oldest first, then due ones, each
 -- at most once. newAt[i] is the list's length up to and including the new
 -- candidate i.
-local candidates, fromIndex, seen, newAt = {}, {}, {}, {}
-if last >= 0 and length > last then
-  for i, item in ipairs(redis.call("LRANGE", list, last, last + most - 1)) do
-    if not seen[item] then
-      seen[item] = true
-      candidates[#candidates + 1] = item
-      newAt[#candidates] = last + i
-    end
-    reply[1] = last + i
+local candidates, fromIndex, tried, newAt, held = {}, {}, {}, {}, {}
+local function blockersOf(item)
+  return {keyPrefix .. "lock:" .. item, keyPrefix .. "cooldown:" .. item, keyPrefix .. "backoff:" .. item, keyPrefix .. "pause:" .. item}
+end
+-- The appended items are read a chunk at a time, from 16 doubling, up to
+-- the first that is free: a list that w8y has never run, whose first
+-- items are mostly free, costs a take a handful of items, not new=N; one
+-- whose free items are few costs about a candidate per item passed, each
+-- once for the fleet. An item passed here as held is not checked again.
+local from, chunk = last, 16
+while from < length and from - last < newMost do
+  local read = redis.call("LRANGE", list, from, math.min(from + chunk, last + newMost) - 1)
+  if #read == 0 then
+    break
   end
+  local free = false
+  for i, item in ipairs(read) do
+    seen = from + i
+    if not tried[item] then
+      tried[item] = true
+      candidates[#candidates + 1] = item
+      newAt[#candidates] = from + i
+      local size = #item
+      if size == 0 or size > maxLen or find(item, "\0", 1, true) then
+        -- Left to the loop below, which reports it.
+      elseif redis.call("EXISTS", list, unpack(blockersOf(item))) == 1 then
+        free = true
+        break
+      else
+        held[item] = true
+      end
+    end
+  end
+  if free then
+    break
+  end
+  from, chunk = from + #read, chunk * 2
 end
 for _, item in ipairs(redis.call("ZRANGEBYSCORE", due, "-inf", now, "LIMIT", 0, most)) do
-  if seen[item] then
+  if tried[item] then
     fromIndex[item] = true
   else
-    seen[item] = true
+    tried[item] = true
     candidates[#candidates + 1] = item
     fromIndex[item] = true
   end
@@ -100,8 +178,10 @@ local taken
 for c, item in ipairs(candidates) do
   local size = #item
   local lock = keyPrefix .. "lock:" .. item
-  local blockers = {lock, keyPrefix .. "cooldown:" .. item, keyPrefix .. "backoff:" .. item, keyPrefix .. "pause:" .. item}
-  if size == 0 or size > maxLen or find(item, "\0", 1, true) then
+  local blockers = blockersOf(item)
+  if held[item] and not fromIndex[item] then
+    -- An appended item found held above: passed.
+  elseif size == 0 or size > maxLen or find(item, "\0", 1, true) then
     -- Never runnable: dropped from the index, reported once per look.
     redis.call("ZREM", due, item)
     skip(item, size)
@@ -124,15 +204,20 @@ for c, item in ipairs(candidates) do
       redis.call("ZREM", due, item)
     elseif redis.call("SET", lock, token, "NX", "PX", ttl) then
       taken = item
+      -- The appended items after this one are for the next look.
+      if newAt[c] then
+        seen = newAt[c]
+      end
       if fromIndex[item] then
         redis.call("RPUSH", list, item)
         redis.call("LREM", list, 1, item)
+        -- Every item after it moved one towards the head, the appended
+        -- ones too, unless it was among them or there are none.
+        if at < seen and seen < length then
+          seen = seen - 1
+        end
       end
       redis.call("ZADD", due, now + ttl, item)
-      -- The new items after this one are for the next look.
-      if newAt[c] then
-        reply[1] = newAt[c]
-      end
       break
     end
   elseif fromIndex[item] then
@@ -176,7 +261,11 @@ if taken then
     redis.pcall("XADD", events, "MAXLEN", "~", opt.events, "*", "type", "start", "item", taken, "holder", token, "fence", reply[4])
     redis.pcall("PEXPIRE", events, opt.state_ttl)
   end
-elseif tonumber(opt.sweep or 0) > 0 and redis.call("SET", keyPrefix .. "sweep", token, "NX", "PX", opt.sweep) then
+elseif seen >= length and untried == 0 and tonumber(opt.sweep or 0) > 0 and redis.call("SET", keyPrefix .. "sweep", token, "NX", "PX", opt.sweep) then
   reply[3] = 1
 end
+if length > 0 and seen ~= stored then
+  redis.pcall("SET", seenKey, seen)
+end
+reply[1] = length - seen
 return reply

@@ -12,20 +12,25 @@ import (
 	"github.com/w8y/w8y/internal/redisconn"
 )
 
-// The idle look and the sweep. An idle --continuous worker, once a pass over
-// the list has found nothing to take, no longer passes over the whole list
-// every --idle-wait: it looks (dueScript) at what may have become eligible
-// since, which costs Redis the same for ten items as for a million, and
-// leaves the whole list to a sweep that one idle worker of the fleet makes
-// now and then.
+// The look and the sweep. Every take where one script reaches an item's
+// keys (see Taker.Looks) starts with a look (dueScript) at what may be
+// eligible: the items appended since the fleet last looked, and the due
+// index. It costs Redis the same for ten items as for a million. The whole
+// list is left to a sweep that one worker of the fleet makes now and then,
+// when a look elects it.
 const (
 	// LookEvery is the longest pause between an idle worker's looks,
 	// however long --idle-wait is, before jitter (±25%): an item that an
 	// operator makes due now is taken within a second.
 	LookEvery = 800 * time.Millisecond
-	// lookMost is how many due entries, and how many new items, one look
-	// tries.
+	// lookMost is how many due entries one look tries.
 	lookMost = 10
+	// lookNew is how many appended items one look tries, at most: as many
+	// as the pass's largest batch (maxBatch), which keeps a look to about a
+	// millisecond of Redis' time however many items were pushed at once;
+	// the take looks again while more are left, each tried once for the
+	// whole fleet.
+	lookNew = maxBatch
 	// sweepCost is how many times longer than a pass over the whole list
 	// takes the fleet waits between two sweeps: two thousand keeps the
 	// sweeps to at most half a millisecond of Redis CPU a second, for the
@@ -35,42 +40,43 @@ const (
 	// is the longest that a change only a sweep notices (a cooldown or lock
 	// deleted by hand) waits.
 	sweepMax = time.Hour
+	// sweepLease is the least time a sweep keeps the others from sweeping
+	// while it runs: a worker that has not swept yet does not know how long
+	// a pass takes, and a second sweep while the first still runs doubles
+	// the cost. The sweep's end replaces it with the wait for the next
+	// (sweepEvery), and a sweep's take deletes it; only a sweeper that dies
+	// leaves it to expire.
+	sweepLease = time.Minute
 )
 
 //go:embed due.lua
 var dueSource string
 
-// dueScript is an idle worker's look at the list: it tries the items that
-// were appended since its last look and those whose due entry has passed,
-// moves a due item it takes to the list's tail, and says when to pass over
-// the whole list for the fleet (due.lua says how, at its top).
+// dueScript is a look at the list: it tries the items appended since the
+// fleet's last look and those whose due entry has passed, moves a due item
+// it takes to the list's tail, and says when to pass over the whole list
+// for the fleet (due.lua says how, at its top).
 //
 //	KEYS[1] -> the list
-//	ARGV[1] -> the key prefix (the due index, the sweep key and each item's
-//	           keys are under it, on the list's server)
+//	ARGV[1] -> the key prefix (the due index, the sweep and seen keys and
+//	           each item's keys are under it, on the list's server)
 //	ARGV[2] -> our token
 //	ARGV[3] -> the lock's TTL in milliseconds
-//	ARGV[4] -> how much of the list the last look saw, or -1
-//	ARGV[5] -> the longest item the child can be given
-//	ARGV[6] -> options: "now=MS most=N sweep=MS [state_ttl=MS events=N]"
+//	ARGV[4] -> the longest item the child can be given
+//	ARGV[5] -> options: "now=MS most=N new=N sweep=MS [state_ttl=MS events=N]"
 //
-// Returns {seen, item or false, sweep (1 or 0), fence, head1,
+// Returns {unseen, item or false, sweep (1 or 0), fence, untried, head1,
 // size-or-type1, ...}, which look reads.
 var dueScript = redis.NewScript(dueSource)
 
 // looking is what a Taker learns from its passes and looks for the next
 // look.
 type looking struct {
-	// length is the list's length at the start of the last pass, or how
-	// much of it the last look saw (less than its length while items
-	// appended at once are still to be tried), if known.
-	length int64
-	known  bool
 	// passTime is how long the last whole pass took, or 0 before one.
 	passTime time.Duration
 	// off is set once the server turned out to lack a command that
-	// dueScript needs (LPOS: Redis older than 6.0.6); idle workers then
-	// pass over the whole list, as before.
+	// dueScript needs (LPOS: Redis older than 6.0.6); takes then pass over
+	// the whole list, as before.
 	off bool
 }
 
@@ -85,46 +91,62 @@ func sweepEvery(passTime, idleWait time.Duration) time.Duration {
 	return min(max(passTime*sweepCost, idleWait), sweepMax)
 }
 
-// Looks reports whether an idle worker of this Taker looks instead of
-// passing over the list: only where one script may touch all of an item's
+// Looks reports whether a take of this Taker starts with a look instead of
+// a pass over the list: only where one script may touch all of an item's
 // keys (see schema.Keys.Colocated).
 func (t *Taker) Looks() bool {
 	return t.Keys.Colocated && (t.Memory == nil || !t.Memory.look.off)
 }
 
-// look is Pass.Take's look: the item taken (ok), or whether to sweep.
-func (p *Pass) look(ctx context.Context) (taken Taken, ok, sweep bool, err error) {
+// lookReply is what one look did: the item it took (ok), whether appended
+// items are still to be tried (more), how many items at the list's head no
+// worker has tried yet (untried), or whether this worker sweeps now.
+type lookReply struct {
+	taken           Taken
+	ok, more, sweep bool
+	untried         int64
+}
+
+// look is one call of dueScript for Pass.Take.
+func (p *Pass) look(ctx context.Context) (lookReply, error) {
 	t := p.t
 	look := &t.Memory.look
 	list := t.Keys.List()
 	sent := time.Now()
-	length := int64(-1)
-	if look.known {
-		length = look.length
+	// The sweep key is set, if it is free, for at least sweepLease: the
+	// sweep's end sets it for as long as the fleet then waits.
+	sweep := max(sweepEvery(look.passTime, t.IdleWait), sweepLease)
+	head := ""
+	if p.looked {
+		// The pass took by a look already: neither a sweep nor a pass over
+		// the head, which could take that item again.
+		sweep, head = 0, " head=0"
 	}
 	words := "now=" + strconv.FormatInt(sent.UnixMilli(), 10) +
 		" most=" + strconv.Itoa(lookMost) +
-		" sweep=" + strconv.FormatInt(sweepEvery(look.passTime, t.IdleWait).Milliseconds(), 10) +
+		" new=" + strconv.Itoa(lookNew) +
+		" sweep=" + strconv.FormatInt(sweep.Milliseconds(), 10) + head +
 		t.Record.TakeWords()
 	got, err := redisconn.RunConfirmed(ctx, t.Client, dueScript, t.ReplicaAcks, t.TTL, []string{list},
-		t.Keys.Prefix, t.Token, t.TTL.Milliseconds(), length, t.MaxItemLen, words)
+		t.Keys.Prefix, t.Token, t.TTL.Milliseconds(), t.MaxItemLen, words)
 	reply, isList := got.([]any)
 	if !isList {
 		if err != nil && redisconn.UnknownCommand(err, "lpos") {
 			look.off = true
-			t.Log.Warn().Msg("this Redis has no LPOS (it is older than 6.0.6): idle workers pass over the whole list every --idle-wait instead of looking at what came due")
-			return Taken{}, false, true, nil
+			t.Log.Warn().Msg("this Redis has no LPOS (it is older than 6.0.6): every take passes over the whole list instead of looking at what came due")
+			return lookReply{sweep: true}, nil
 		}
 		if err == nil {
 			err = fmt.Errorf("unexpected reply from due.lua: %T", got)
 		}
-		return Taken{}, false, false, redisconn.Wrap("look at "+quote(list), err)
+		return lookReply{}, redisconn.Wrap("look at "+quote(list), err)
 	}
-	if len(reply) < 4 || len(reply)%2 != 0 {
-		return Taken{}, false, false, redisconn.Wrap("look at "+quote(list), fmt.Errorf("unexpected reply from due.lua: %d values", len(reply)))
+	if len(reply) < 5 || len(reply)%2 != 1 {
+		return lookReply{}, redisconn.Wrap("look at "+quote(list), fmt.Errorf("unexpected reply from due.lua: %d values", len(reply)))
 	}
-	look.length, look.known = reply[0].(int64)
-	for _, s := range decodeSkipped(reply[4:]) {
+	unseen, _ := reply[0].(int64)
+	untried, _ := reply[4].(int64)
+	for _, s := range decodeSkipped(reply[5:]) {
 		t.warnSkipped(s)
 	}
 	if item, isTaken := reply[1].(string); isTaken {
@@ -132,13 +154,13 @@ func (p *Pass) look(ctx context.Context) (taken Taken, ok, sweep bool, err error
 		taken.Fence, _ = reply[3].(int64)
 		t.warnNoFence(taken)
 		if errors.Is(err, redisconn.ErrNotReplicated) {
-			return Taken{}, false, false, unconfirmed(taken, err)
+			return lookReply{}, unconfirmed(taken, err)
 		}
-		return taken, true, false, nil
+		return lookReply{taken: taken, ok: true}, nil
 	}
 	if err != nil && !errors.Is(err, redisconn.ErrNotReplicated) {
-		return Taken{}, false, false, redisconn.Wrap("look at "+quote(list), err)
+		return lookReply{}, redisconn.Wrap("look at "+quote(list), err)
 	}
 	s, _ := reply[2].(int64)
-	return Taken{}, false, s == 1, nil
+	return lookReply{more: unseen > 0, sweep: s == 1, untried: untried}, nil
 }

@@ -2,6 +2,7 @@ package take
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -60,9 +61,12 @@ func TestLookMovesTakenItemToTail(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			keys := schema.Keys{Prefix: "tail:" + tt.name + ":", Colocated: true}
 			redistest.Seed(t, rdb, keys.List(), tt.list...)
+			// The fleet has tried the whole list: only the due entry is new.
+			rdb.Set(ctx, keys.Seen(), len(tt.list), 0)
+			rdb.Set(ctx, keys.Untried(), 0, 0)
 			rdb.ZAdd(ctx, keys.Due(), redis.Z{Score: 0, Member: tt.due})
 			var logs bytes.Buffer
-			pass := testTaker(rdb, keys.Prefix, true, 0, &logs).IdlePass()
+			pass := testTaker(rdb, keys.Prefix, true, 0, &logs).LookFirst()
 			taken, err := pass.Take(ctx, nil)
 			if err != nil || taken.Item != tt.due {
 				t.Fatalf("the look took %q (%v), want %q", taken.Item, err, tt.due)
@@ -73,8 +77,22 @@ func TestLookMovesTakenItemToTail(t *testing.T) {
 			if got := rdb.LRange(ctx, keys.List(), 0, -1).Val(); !slices.Equal(got, tt.after) {
 				t.Errorf("the list after the look is %q, want %q", got, tt.after)
 			}
+			// No item was appended: every item, the moved one too, stays
+			// tried.
+			if got, want := rdb.Get(ctx, keys.Seen()).Val(), fmt.Sprint(len(tt.list)); got != want {
+				t.Errorf("seen after the look is %s, want %s", got, want)
+			}
 			if v := rdb.Get(ctx, taken.Key).Val(); v != testToken {
 				t.Errorf("the lock of %q holds %q, want our token", taken.Item, v)
+			}
+			// One appended now is the next look's, wherever the take moved
+			// items: a mark that moved with the moved item would pass it.
+			rdb.RPush(ctx, keys.List(), "appended")
+			rdb.ZAdd(ctx, keys.Due(), redis.Z{Score: 0, Member: "b"})
+			rdb.Set(ctx, keys.Lock("b"), "someone-else", time.Hour)
+			next, err := pass.t.LookFirst().Take(ctx, nil)
+			if err != nil || next.Item != "appended" {
+				t.Errorf("the next look took %q (%v), want the item appended", next.Item, err)
 			}
 		})
 	}

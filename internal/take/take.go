@@ -118,67 +118,107 @@ type Pass struct {
 	// left is how many candidates the pass has yet to look at, or -1 before
 	// it has read the list's length.
 	left int64
-	// looks is set while the pass is an idle worker's look, which turns
-	// into a whole pass when it is this worker's turn to sweep (see
-	// Taker.IdlePass).
+	// length is the list's length when the pass read it, or -1 before.
+	length int64
+	// looks is set while the pass's takes are looks (see Taker.LookFirst),
+	// until a look finds nothing or elects this worker to sweep.
 	looks bool
 	// swept is set once the look has turned into a sweep.
 	swept bool
+	// head is set while the pass goes over the items at the list's head
+	// that no worker has tried (see due.lua's "untried").
+	head bool
+	// looked is set once a look of the pass took an item. Its later looks
+	// no longer elect a sweep: a sweep is a pass of its own, which could
+	// take that item again once its run has ended, where a pass looks at
+	// each candidate at most once (--parallel).
+	looked bool
 	// started is when the pass's first call was sent.
 	started time.Time
 }
 
-// Pass starts a pass over the list.
+// Pass starts a whole pass over the list: every candidate is looked at
+// until one is taken. --until-idle, which must know that nothing is left,
+// takes this way.
 func (t *Taker) Pass() *Pass {
 	if t.Memory == nil {
 		t.Memory = &Memory{}
 	}
-	return &Pass{t: t, left: -1}
+	return &Pass{t: t, left: -1, length: -1}
 }
 
-// IdlePass is the take of an idle worker: a look, or when the look says it
-// is this worker's turn to sweep, a pass over the whole list. Where the
-// Taker does not look, it is Pass.
-func (t *Taker) IdlePass() *Pass {
+// LookFirst starts the way a worker takes: each Take is a look at the
+// appended items and the due index, whose cost does not grow with the
+// list, and turns into a pass over the whole list only when the look
+// elects this worker to sweep for the fleet. Where the Taker does not look
+// (see Looks), it is Pass.
+func (t *Taker) LookFirst() *Pass {
 	p := t.Pass()
 	p.looks = t.Looks()
 	return p
 }
 
-// Take rotates the list and tries each eligible candidate's lock, looking
-// at no more candidates than the list held at the start of the pass, and
-// going on from where the pass's last Take stopped. A candidate is eligible
-// when it has no cooldown, backoff or pause key. The first lock taken wins.
-// It returns ErrNoWork once the pass has looked at every candidate, and
-// ErrStopped if stop is closed between candidates (or, where the keys are
-// colocated, between batches of them). Both paths leave Redis in the same
+// Take takes an item: with a pass that looks first, by a look, or by the
+// sweep a look elected; otherwise (or in the sweep) it rotates the list and
+// tries each eligible candidate's lock, looking at no more candidates than
+// the list held at the start of the pass, and going on from where the
+// pass's last Take stopped. A candidate is eligible when it has no
+// cooldown, backoff or pause key. The first lock taken wins. It returns
+// ErrNoWork once the pass has looked at every candidate, or a look found
+// nothing and did not elect this worker to sweep, and ErrStopped if stop is
+// closed between candidates (or, where the keys are colocated, between
+// batches of them or looks). Both ways of a pass leave Redis in the same
 // state.
 func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
-	if p.left == 0 {
-		return Taken{}, ErrNoWork
-	}
-	if p.looks {
-		p.looks = false
-		taken, ok, sweep, err := p.look(ctx)
-		if err != nil || ok || !sweep {
-			p.left = 0
-			if err == nil && !ok {
-				err = ErrNoWork
-			}
-			return taken, err
+	for {
+		if p.left == 0 {
+			return Taken{}, ErrNoWork
 		}
-		p.swept = true
+		for p.looks {
+			if stopped(stop) {
+				return Taken{}, ErrStopped
+			}
+			look, err := p.look(ctx)
+			switch {
+			case err != nil:
+				p.left = 0
+				return Taken{}, err
+			case look.ok:
+				p.looked = true
+				return look.taken, nil
+			case look.more:
+				// Appended items are still to be tried: a bounded batch each
+				// look, each tried once by the fleet.
+				continue
+			case look.sweep:
+				p.looks, p.swept = false, true
+			case look.untried > 0 && !p.looked:
+				// Items at the head that no worker has tried: a pass over
+				// them, which rotates them as a one-shot run always has.
+				p.looks, p.head, p.left, p.started = false, true, look.untried, time.Now()
+			default:
+				p.left = 0
+				return Taken{}, ErrNoWork
+			}
+		}
+		var taken Taken
+		var err error
+		if p.t.Keys.Colocated {
+			taken, err = p.takeInBatches(ctx, stop)
+		} else {
+			taken, err = p.takeEach(ctx, stop)
+		}
+		if p.head && errors.Is(err, ErrNoWork) {
+			// The untried items are tried now: the look may elect a sweep.
+			p.looks, p.head, p.left = true, false, -1
+			continue
+		}
+		return taken, err
 	}
-	if p.t.Keys.Colocated {
-		return p.takeInBatches(ctx, stop)
-	}
-	return p.takeEach(ctx, stop)
 }
 
-// Swept reports whether this pass was an idle worker's sweep of the whole
-// list for the fleet. A sweep that takes an item found work that the due
-// index did not know of (a cooldown deleted by hand, say), of which there
-// may be more: the worker goes back to passes.
+// Swept reports whether this pass was the sweep of the whole list that a
+// look elected this worker for.
 func (p *Pass) Swept() bool { return p.swept }
 
 // stopped reports whether stop is closed.

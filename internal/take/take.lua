@@ -25,8 +25,16 @@
 --                        at about N entries (absent or 0: no event)
 --           sweep=MS     when this call ends the pass without a take, the
 --                        pass was a sweep of the whole list for the fleet:
---                        set the sweep key (see due.lua) for MS, unless
---                        another worker's is set
+--                        set the sweep key (see due.lua) for MS, which is
+--                        how long the fleet waits for the next sweep
+--           start=N      the list's length when the pass started: a
+--                        call that ends the pass without a take marks
+--                        that many items tried (see due.lua's "seen")
+--           swept=1      this pass is the sweep that due.lua elected this
+--                        worker for: a take ends it, and deletes the sweep
+--                        key if it is still ours, so that the next look of
+--                        any worker may sweep on for what else only a sweep
+--                        finds
 
 --
 -- Returns {left, taken, length, fence, head1, size1, head2, size2, ...}: the
@@ -60,6 +68,7 @@ local maxLen = tonumber(ARGV[5])
 -- from a client that has not authenticated, which would hide the NOAUTH
 -- error behind a protocol error.
 local clipLen = 64
+local seenKey = keyPrefix .. "seen"
 
 -- length is the list's length when this call knows it.
 local length
@@ -170,17 +179,47 @@ if n < want then
   length = n
 end
 local turn = looked
+-- listLen is the list's length after the rotation, once known.
+local listLen = length
 if length then
   turn = looked % length
 end
 if turn > 0 then
   -- RPUSH before LTRIM, so that the list never empties and keeps any
   -- expiry set on it.
-  redis.call("RPUSH", list, unpack(items, 1, turn))
+  listLen = redis.call("RPUSH", list, unpack(items, 1, turn)) - turn
   redis.call("LTRIM", list, turn, -1)
+  -- The items appended after what the fleet has tried (see due.lua's
+  -- "seen"), if there are any, moved turn places towards the head, and the
+  -- mark moves with them: the tried items rotated behind them are tried
+  -- again by a look, rather than an appended item left to a sweep. With
+  -- none, every item stays tried.
+  local seen = tonumber(redis.pcall("GET", seenKey))
+  if seen and seen < listLen then
+    redis.pcall("SET", seenKey, math.max(seen - turn, 0))
+  end
 end
+-- The items at the head that no worker had tried (see due.lua's
+-- "untried") are fewer by those this call looked at.
+local untried = tonumber(redis.pcall("GET", keyPrefix .. "untried"))
+if untried and untried > 0 then
+  redis.pcall("SET", keyPrefix .. "untried", math.max(untried - looked, 0))
+end
+-- A pass that went round the whole list without a take tried every item
+-- that the list held when it started (opt.start), and left them in their
+-- order at the head; the items after them were appended since.
+if not took and left - looked <= 0 and opt.start then
+  local seen = tonumber(redis.pcall("GET", seenKey)) or 0
+  local start = math.min(tonumber(opt.start), listLen or redis.call("LLEN", list))
+  if seen < start then
+    redis.pcall("SET", seenKey, start)
+  end
+end
+local sweepKey = keyPrefix .. "sweep"
 if not took and left - looked <= 0 and tonumber(opt.sweep or 0) > 0 then
-  redis.call("SET", keyPrefix .. "sweep", token, "NX", "PX", opt.sweep)
+  redis.call("SET", sweepKey, token, "PX", opt.sweep)
+elseif took and opt.swept and redis.call("GET", sweepKey) == token then
+  redis.call("DEL", sweepKey)
 end
 
 -- Due: the item may run again when its lock expires, if its holder dies

@@ -82,10 +82,16 @@ func testTaker(client Client, prefix string, colocated bool, batch int, logs *by
 // lock taken, and describes what it left.
 func takeAll(t *testing.T, rdb *redis.Client, r *Taker, takes int, logs *bytes.Buffer) takeOutcome {
 	t.Helper()
+	return takeWith(t, rdb, r, r.Pass, takes, logs)
+}
+
+// takeWith is takeAll with the passes that pass starts.
+func takeWith(t *testing.T, rdb *redis.Client, r *Taker, pass func() *Pass, takes int, logs *bytes.Buffer) takeOutcome {
+	t.Helper()
 	ctx := context.Background()
 	var out takeOutcome
 	for range takes {
-		taken, err := r.Pass().Take(ctx, nil)
+		taken, err := pass().Take(ctx, nil)
 		switch {
 		case errors.Is(err, ErrNoWork):
 			out.Taken = append(out.Taken, "(no work)")
@@ -499,6 +505,9 @@ func TestLookHoldsPausedItems(t *testing.T) {
 	rdb, ctx := redistest.Client(t)
 	keys := schema.Keys{Prefix: "look:", Colocated: true}
 	redistest.Seed(t, rdb, keys.List(), "for-an-hour", "until-resumed")
+	// The fleet has tried the list: only the due index is left to look at.
+	rdb.Set(ctx, keys.Seen(), 2, 0)
+	rdb.Set(ctx, keys.Untried(), 0, 0)
 	rdb.HSet(ctx, keys.Pause("for-an-hour"), schema.PauseFieldReason, "flaky")
 	rdb.PExpire(ctx, keys.Pause("for-an-hour"), time.Hour)
 	rdb.HSet(ctx, keys.Pause("until-resumed"), schema.PauseFieldReason, "broken")
@@ -507,7 +516,7 @@ func TestLookHoldsPausedItems(t *testing.T) {
 	var logs bytes.Buffer
 	r := testTaker(rdb, keys.Prefix, true, 0, &logs)
 	before := time.Now()
-	if taken, err := r.IdlePass().Take(ctx, nil); !errors.Is(err, ErrNoWork) {
+	if taken, err := r.LookFirst().Take(ctx, nil); !errors.Is(err, ErrNoWork) {
 		t.Fatalf("a look took %q (%v), want nothing: both items are paused", taken.Item, err)
 	}
 	due, err := rdb.ZRangeWithScores(ctx, keys.Due(), 0, -1).Result()
@@ -520,7 +529,7 @@ func TestLookHoldsPausedItems(t *testing.T) {
 
 	rdb.Del(ctx, keys.Pause("for-an-hour"))
 	rdb.ZAdd(ctx, keys.Due(), redis.Z{Score: 0, Member: "for-an-hour"})
-	taken, err := r.IdlePass().Take(ctx, nil)
+	taken, err := r.LookFirst().Take(ctx, nil)
 	if err != nil || taken.Item != "for-an-hour" {
 		t.Fatalf("a look after the pause was deleted took %q (%v), want for-an-hour", taken.Item, err)
 	}
