@@ -16,6 +16,7 @@ import (
 	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/status"
 )
 
 // Options are w8yctl's options: w8y's connection options and prefix, with
@@ -59,6 +60,9 @@ type VerbOptions struct {
 	Addr      string `long:"addr" value-name:"HOST:PORT" description:"serve: where the dashboard listens, such as 127.0.0.1:8080 (port 0: any free port, printed)"`
 	TokenFile string `long:"token-file" value-name:"FILE" description:"serve: turn the dashboard's actions on with the token that FILE holds (or W8Y_DASHBOARD_TOKEN)"`
 	Watch     string `long:"watch" optional:"true" optional-value:"2s" value-name:"INTERVAL" description:"status: show it again every INTERVAL (2s), until Ctrl-C"`
+	State     string `long:"state" value-name:"STATE[,STATE]" description:"status: only the rows of items in these states (running, paused, failing, cooling, backoff, idle, blocked, invalid)"`
+	Match     string `long:"match" value-name:"GLOB" description:"status: only the rows of items that GLOB matches (* any characters, ? one)"`
+	Limit     string `long:"limit" value-name:"N" description:"status: at most N rows (0: the summary alone)"`
 }
 
 // command is a parsed command line: the verb, its items and the options.
@@ -72,6 +76,8 @@ type command struct {
 	count    int64
 	watch    time.Duration
 	since    string
+	// filter is --state, --match and --limit, parsed.
+	filter status.Filter
 	// by is who gives the command, user@host, for a pause.
 	by string
 	// token is the dashboard's token, from W8Y_DASHBOARD_TOKEN or
@@ -138,7 +144,7 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 
 // verbSpecific are the options that some verbs take and others refuse:
 // each one's description starts with the verbs that take it.
-var verbSpecific = []string{"create", "for", "reason", "as-failure", "cancel", "follow", "item", "count", "watch", "since", "fix", "addr", "token-file"}
+var verbSpecific = []string{"create", "for", "reason", "as-failure", "cancel", "follow", "item", "count", "watch", "since", "fix", "addr", "token-file", "state", "match", "limit"}
 
 // check refuses what the verb cannot take: options of other verbs, missing
 // or repeated items, and values that do not parse.
@@ -182,6 +188,14 @@ func (c *command) check(parser *flags.Parser, args []string) error {
 	if c.opts.Watch != "" && len(c.items) > 0 {
 		return fmt.Errorf("--watch shows the table of every item: give it without ITEMs")
 	}
+	if (c.opts.State != "" || c.opts.Match != "" || c.opts.Limit != "") && len(c.items) > 0 {
+		return fmt.Errorf("--state, --match and --limit choose the rows of the table of every item: give them without ITEMs")
+	}
+	filter, err := status.ParseFilter(c.opts.State, c.opts.Match, c.opts.Limit)
+	if err != nil {
+		return err
+	}
+	c.filter = filter
 	if c.opts.Watch != "" {
 		d, err := duration.Parse(c.opts.Watch)
 		if err != nil || d < minWatch {

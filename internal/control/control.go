@@ -289,7 +289,7 @@ func (f *Fleet) noList(adding bool) error {
 }
 
 func (f *Fleet) wrongType(kind string) error {
-	return refusal{fmt.Sprintf("%q holds a %s, not a list of items", f.Keys.List(), kind)}
+	return refusal{f.Keys.NotAList(kind)}
 }
 
 func (f *Fleet) notInList(item string) error {
