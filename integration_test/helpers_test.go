@@ -490,9 +490,11 @@ func statusJSON(t *testing.T, env []string, args ...string) []map[string]any {
 	if r.Stderr != "" {
 		t.Fatalf("--status --json wrote on stderr: %s", r)
 	}
-	var items []map[string]any
-	if err := json.Unmarshal([]byte(r.Stdout), &items); err != nil {
+	var doc struct {
+		Items []map[string]any `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil {
 		t.Fatalf("--json is not one JSON document: %v\n%s", err, r.Stdout)
 	}
-	return items
+	return doc.Items
 }

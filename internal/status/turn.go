@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 )
 
@@ -69,7 +68,7 @@ func (s *Reader) turn(ctx context.Context, f Filter, whole bool, now time.Time) 
 // summary's two lines, a blank line, the table of rows (width as
 // writeTable's), and a line that says how many rows the filter left out.
 func (t turn) write(w io.Writer, f Filter, now time.Time, width int) {
-	writeSummary(w, t, now)
+	writeSummary(w, t, width)
 	fmt.Fprintln(w)
 	if len(t.Items) > 0 {
 		writeTable(w, t.Items, now, width)
@@ -87,32 +86,35 @@ func (t turn) write(w io.Writer, f Filter, now time.Time, width int) {
 	}
 }
 
-// writeSummary writes the summary's lines, such as
+// writeSummary writes the summary's three lines, such as
 //
-//	work:list: 100000 items: 3 running, 1 paused, 120 cooling, 2 backing off, 99874 idle; 5 failing
-//	live workers: 4; behind: 12 items overdue, the most by 3m2s (report-42)
-func writeSummary(w io.Writer, t turn, now time.Time) {
+//	work:list: 100000 items
+//	running 3  paused 1  cooling 120  backoff 2  idle 99874  failing 5
+//	live workers 4  overdue 12, the most by 3m2s (report-42)
+//
+// each clipped to width terminal columns when width > 0.
+func writeSummary(w io.Writer, t turn, width int) {
 	s := t.Summary
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d items: %d running, %d paused, %d cooling, %d backing off, %d idle; %d failing",
-		t.List, s.Items, s.Running, s.Paused, s.Cooling, s.BackingOff, s.Idle, s.Failing)
+	head := fmt.Sprintf("%s: %d items", t.List, s.Items)
+	if t.SummaryAgeMs > 0 {
+		head += fmt.Sprintf(" (counted %s ago)", short(time.Duration(t.SummaryAgeMs)*time.Millisecond))
+	}
+	counts := fmt.Sprintf("running %d  paused %d  cooling %d  backoff %d  idle %d  failing %d",
+		s.Running, s.Paused, s.Cooling, s.BackingOff, s.Idle, s.Failing)
 	if s.Blocked > 0 {
-		fmt.Fprintf(&b, ", %d blocked", s.Blocked)
+		counts += fmt.Sprintf("  blocked %d", s.Blocked)
 	}
 	if s.Invalid > 0 {
-		fmt.Fprintf(&b, ", %d invalid", s.Invalid)
+		counts += fmt.Sprintf("  invalid %d", s.Invalid)
 	}
-	if t.SummaryAgeMs > 0 {
-		fmt.Fprintf(&b, " (counted %s ago)", short(time.Duration(t.SummaryAgeMs)*time.Millisecond))
+	behind := fmt.Sprintf("live workers %d  overdue %d", t.LiveWorkers, t.Lag.Overdue)
+	if t.Lag.MostOverdue != nil {
+		behind += fmt.Sprintf(", the most by %s (%s)", short(time.Duration(t.Lag.MostOverdueMs)*time.Millisecond), cell(*t.Lag.MostOverdue))
 	}
-	fmt.Fprintln(w, b.String())
-	behind := "none overdue"
-	switch {
-	case t.Lag.Overdue > 0 && t.Lag.MostOverdue != nil:
-		behind = fmt.Sprintf("%d overdue, the most by %s (%s)", t.Lag.Overdue,
-			short(time.Duration(t.Lag.MostOverdueMs)*time.Millisecond), clipCell(cell(*t.Lag.MostOverdue), 40))
-	case t.Lag.Overdue > 0:
-		behind = fmt.Sprintf("%d overdue", t.Lag.Overdue)
+	for _, line := range []string{head, counts, behind} {
+		if width > 0 {
+			line = clipCell(line, width)
+		}
+		fmt.Fprintln(w, line)
 	}
-	fmt.Fprintf(w, "live workers: %d; behind: %s\n", t.LiveWorkers, behind)
 }
