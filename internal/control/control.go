@@ -52,6 +52,19 @@ type Fleet struct {
 	// Keys are the keys under the prefix; where Keys.Colocated, each
 	// command is one call of lua.Control.
 	Keys schema.Keys
+	// Remedies start the commands that Check suggests; the zero value
+	// names the commands alone.
+	Remedies Remedies
+}
+
+// Remedies are the command lines, with the options that reach this Redis
+// and this prefix, that Check's suggested repairs start with: w8yctl's
+// for what a verb mends, and redis-cli's for a key no verb may touch (a
+// lock). Without the options, a pasted repair would go to whatever Redis
+// listens on localhost:6379.
+type Remedies struct {
+	W8yctl   string
+	RedisCLI string
 }
 
 // ErrRefused marks a command that the state of Redis refuses: the list is
