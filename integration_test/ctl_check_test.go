@@ -53,16 +53,16 @@ func TestCtlCheck(t *testing.T) {
 	ctl := "w8yctl -u " + s.URL + " -k ck"
 	cli := fmt.Sprintf("redis-cli -h 127.0.0.1 -p %d", s.Port)
 	want := []string{
-		`cannot_run: "" can never run: it is empty, and every worker skips it; to repair: `+ctl+` remove -- ''`,
-		`duplicate: "a" is in the list 3 times, and runs 3 times as often as the others; to repair: `+ctl+` check --fix`,
-		`lock_without_expiry: the lock "ck:lock:b", held by "lost-holder", has no expiry: if its holder is gone, no worker will take "b" again; to repair: `+cli+` DEL 'ck:lock:b'  # once no run holds it`,
-		`orphan_due: the due index holds "old", which the list does not; to repair: `+ctl+` check --fix`,
-		`orphan_key: "ck:cooldown:old" belongs to "old", which the list does not hold; to repair: `+ctl+` check --fix`,
-		`orphan_key: "ck:pause:old" belongs to "old", which the list does not hold; to repair: `+ctl+` check --fix`,
-		`orphan_key: "ck:state:old" belongs to "old", which the list does not hold; to repair: `+ctl+` check --fix`,
-		`wrong_type: "ck:backoff:a" is a list, not a string (w8y writes a string there), and holds "a" up for good (it has no expiry); to repair: `+ctl+` check --fix`,
-		`wrong_type: "ck:cooldown:a" is a hash, not a string (w8y writes a string there), and holds "a" up for good (it has no expiry); to repair: `+ctl+` check --fix`,
-		`wrong_type: the lock "ck:lock:c" is a hash, not a string: no worker can take "c" until it is deleted; to repair: `+cli+` DEL 'ck:lock:c'`,
+		`cannot_run: "" can never run: it is empty, and every worker skips it; to repair: ` + ctl + ` remove -- ''`,
+		`duplicate: "a" is in the list 3 times, and runs 3 times as often as the others; to repair: ` + ctl + ` check --fix`,
+		`lock_without_expiry: the lock "ck:lock:b", held by "lost-holder", has no expiry: if its holder is gone, no worker will take "b" again; to repair: ` + cli + ` DEL 'ck:lock:b'  # once no run holds it`,
+		`orphan_due: the due index holds "old", which the list does not; to repair: ` + ctl + ` check --fix`,
+		`orphan_key: "ck:cooldown:old" belongs to "old", which the list does not hold; to repair: ` + ctl + ` check --fix`,
+		`orphan_key: "ck:pause:old" belongs to "old", which the list does not hold; to repair: ` + ctl + ` check --fix`,
+		`orphan_key: "ck:state:old" belongs to "old", which the list does not hold; to repair: ` + ctl + ` check --fix`,
+		`wrong_type: "ck:backoff:a" is a list, not a string (w8y writes a string there), and holds "a" up for good (it has no expiry); to repair: ` + ctl + ` check --fix`,
+		`wrong_type: "ck:cooldown:a" is a hash, not a string (w8y writes a string there), and holds "a" up for good (it has no expiry); to repair: ` + ctl + ` check --fix`,
+		`wrong_type: the lock "ck:lock:c" is a hash, not a string: no worker can take "c" until it is deleted; to repair: ` + cli + ` DEL 'ck:lock:c'`,
 	}
 	pauseLine := `wrong_type: "ck:pause:c" is a string, not a hash (w8y writes a hash there), and holds "c" up for `
 	before := s.snapshot(t)
