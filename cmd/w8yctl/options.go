@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	flags "github.com/jessevdk/go-flags"
 	"github.com/w8y/w8y/internal/cli"
+	"github.com/w8y/w8y/internal/control"
 	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
@@ -78,7 +78,8 @@ type command struct {
 	since    string
 	// filter is --state, --match and --limit, parsed.
 	filter status.Filter
-	// by is who gives the command, user@host, for a pause.
+	// by is who gives the command (control.Who), as pauses and cancels
+	// record it.
 	by string
 	// token is the dashboard's token, from W8Y_DASHBOARD_TOKEN or
 	// --token-file: "" leaves its actions off.
@@ -132,7 +133,7 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 	if len(rest) == 0 {
 		return nil, fmt.Errorf("missing verb: give one of %s (see w8yctl --help)", strings.Join(verbNames(), ", "))
 	}
-	c := &command{verb: findVerb(rest[0]), items: rest[1:], opts: &opts, by: whoAmI(getenv), now: time.Now(), token: getenv(tokenVar)}
+	c := &command{verb: findVerb(rest[0]), items: rest[1:], opts: &opts, by: control.Who(getenv), now: time.Now(), token: getenv(tokenVar)}
 	if c.verb == nil {
 		return nil, fmt.Errorf("unknown verb %q: give one of %s (see w8yctl --help)", rest[0], strings.Join(verbNames(), ", "))
 	}
@@ -268,18 +269,4 @@ func explain(parser *flags.Parser, err error, getenv func(string) string) error 
 		return fmt.Errorf("%s %s: a value that starts with - reads as an option; a negative value is not accepted anyway (see w8yctl --help)", flag, value)
 	}
 	return fmt.Errorf("%s (see w8yctl --help)", msg)
-}
-
-// whoAmI is who gives this command, as a pause records it: the user (from
-// $USER, or the uid) at this host.
-func whoAmI(getenv func(string) string) string {
-	user := getenv("USER")
-	if user == "" {
-		user = "uid " + strconv.Itoa(os.Getuid())
-	}
-	host, err := os.Hostname()
-	if err != nil {
-		host = "unknown host"
-	}
-	return user + "@" + host
 }

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,9 @@ type Fleet struct {
 	// Keys are the keys under the prefix; where Keys.Colocated, each
 	// command is one call of lua.Control.
 	Keys schema.Keys
+	// By is who gives the commands (see Who), as pauses and cancels record
+	// it; "" means Who of this process.
+	By string
 	// Remedies start the commands that Check suggests; the zero value
 	// names the commands alone.
 	Remedies Remedies
@@ -311,3 +315,11 @@ func (f *Fleet) notInList(item string) error {
 
 // millis is t as Unix milliseconds, as w8y's keys store times.
 func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+// by is who gives f's commands: f.By, else Who of this process.
+func (f *Fleet) by() string {
+	if f.By != "" {
+		return f.By
+	}
+	return Who(os.Getenv)
+}
