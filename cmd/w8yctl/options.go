@@ -108,6 +108,10 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 		cli.Complete(parser, verbNames(), args[1:], stdout)
 		return nil, errHelp
 	}
+	// Before go-flags, which reads -for as -f -o -r.
+	if msg := cli.OneDashLong(parser, args); msg != "" {
+		return nil, fmt.Errorf("%s (an ITEM that starts with - goes after --)", msg)
+	}
 	rest, err := parser.ParseArgs(args)
 	if err != nil {
 		var ferr *flags.Error
@@ -115,7 +119,7 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 			writeHelp(parser, args, stdout)
 			return nil, errHelp
 		}
-		return nil, explain(parser, err, getenv)
+		return nil, explain(parser, args, err, getenv)
 	}
 	switch {
 	case opts.Version:
@@ -245,10 +249,16 @@ func streamID(since string, now time.Time) (string, error) {
 
 // explain turns go-flags' error into one line in the user's words: go-flags
 // names Go types ("expected bool", "strconv.ParseBool").
-func explain(parser *flags.Parser, err error, getenv func(string) string) error {
+func explain(parser *flags.Parser, args []string, err error, getenv func(string) string) error {
 	var ferr *flags.Error
 	if !errors.As(err, &ferr) {
 		return fmt.Errorf("%s (see w8yctl --help)", err)
+	}
+	if ferr.Type == flags.ErrUnknownFlag {
+		if arg := cli.UnknownOption(parser, args); arg != "" {
+			return fmt.Errorf("%s: no such option (see w8yctl --help); an ITEM that starts with - goes after --, as in: w8yctl %s -- %s",
+				arg, verbOf(parser, args), shellWord(arg))
+		}
 	}
 	if ferr.Type == flags.ErrMarshal {
 		// Only the switches can fail to parse (the other values are
@@ -269,4 +279,27 @@ func explain(parser *flags.Parser, err error, getenv func(string) string) error 
 		return fmt.Errorf("%s %s: a value that starts with - reads as an option; a negative value is not accepted anyway (see w8yctl --help)", flag, value)
 	}
 	return fmt.Errorf("%s (see w8yctl --help)", msg)
+}
+
+// verbOf is the verb of args as far as it can be told before they parse:
+// the first argument that is no option nor an option's value, or VERB.
+func verbOf(parser *flags.Parser, args []string) string {
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		switch {
+		case arg == "--":
+			return "VERB"
+		case strings.HasPrefix(arg, "--"):
+			if opt := parser.FindOptionByLongName(strings.TrimPrefix(arg, "--")); opt != nil && cli.TakesValue(opt) && !opt.OptionalArgument {
+				i++
+			}
+		case strings.HasPrefix(arg, "-") && len(arg) == 2:
+			if opt := parser.FindOptionByShortName(rune(arg[1])); opt != nil && cli.TakesValue(opt) {
+				i++
+			}
+		case !strings.HasPrefix(arg, "-") && findVerb(arg) != nil:
+			return arg
+		}
+	}
+	return "VERB"
 }
