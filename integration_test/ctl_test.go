@@ -289,9 +289,17 @@ func TestCtlEvents(t *testing.T) {
 	}
 	r = runCtl(t, nil, append(at, "events", "--item", "a", "-n", "1", "--json")...)
 	r.mustExit(t, 0)
-	var event map[string]string
+	var event map[string]any
 	if err := json.Unmarshal([]byte(r.Stdout), &event); err != nil || event["type"] != "finish" || event["item"] != "a" || event["result"] != "success" {
 		t.Errorf("events --item a -n 1 --json: %v %s", err, r)
+	}
+	// Numbers are numbers, as in status --json.
+	if _, ok := event["duration_ms"].(float64); !ok || event["exit_code"] != float64(0) {
+		t.Errorf("events --json's exit_code and duration_ms are not numbers: %s", r.Stdout)
+	}
+	r = runCtl(t, nil, append(at, "events", "--item", "a", "-n", "2", "--json")...)
+	if !strings.Contains(r.Stdout, `"fence":`) || strings.Contains(r.Stdout, `"fence":"`) {
+		t.Errorf("events --json's fence is not a number: %s", r.Stdout)
 	}
 
 	// From the third event on, by its ID; and those of the last hour.
@@ -361,7 +369,7 @@ func TestCtlBadInput(t *testing.T) {
 		{"status of items on a missing list", nil, []string{"-u", s.URL, "-k", "typo", "status", "a"}, `the list "typo:list" does not exist`},
 		{"check on a missing list", nil, []string{"-u", s.URL, "-k", "typo", "check", "--fix"}, `the list "typo:list" does not exist`},
 		{"check on a list of another type", nil, []string{"-u", s.URL, "-k", "hash", "check", "--fix"}, `"hash:list" holds a hash, not a list`},
-		{"unknown option", nil, append(at, "check", "--frobnicate"), "unknown flag frobnicate"},
+		{"unknown option", nil, append(at, "check", "--frobnicate"), "--frobnicate: no such option (see w8yctl --help)"},
 		{"check given an item", nil, append(at, "check", "a"), "check takes no items"},
 		{"--fix with another verb", nil, append(at, "resume", "a", "--fix"), "--fix goes with check, not resume"},
 		{"check on an unreachable Redis", nil, []string{"-u", fmt.Sprintf("redis://127.0.0.1:%d", redistest.FreePort(t)), "-k", "bad", "check"}, "connect to Redis"},
