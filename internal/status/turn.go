@@ -73,7 +73,8 @@ func (t turn) write(w io.Writer, f Filter, now time.Time, width int) {
 	if len(t.Items) > 0 {
 		writeTable(w, t.Items, now, width)
 	}
-	if !f.filtered() {
+	if !f.filtered() || f.Limit == 0 {
+		// --limit 0 asks for the summary alone.
 		return
 	}
 	switch {
