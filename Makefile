@@ -61,10 +61,16 @@ image: build
 # The chaos test runs on its own, with -v so that its figures (runs, faults
 # of each kind, overlaps found) are printed, and without the other tests
 # competing for the CPU.
+#
+# The alert rules that ship (examples/monitoring/) are checked and their unit
+# tests run with promtool, from Debian's prometheus package.
 test:
 	bash scripts/ensure-redis.sh
 	bash scripts/ensure-podman.sh
 	bash scripts/ensure-chromium.sh
+	bash scripts/ensure-promtool.sh
+	promtool check rules examples/monitoring/w8y-alerts.yml
+	promtool test rules examples/monitoring/w8y-alerts.test.yml
 	go test -race -count=1 -skip '^TestChaos$$' ./...
 	go test -race -count=1 -run '^TestChaos$$' -v ./integration_test/
 

@@ -16,6 +16,7 @@ import (
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/status"
 )
 
 // Options holds everything w8y can be told on its command line or through
@@ -92,6 +93,11 @@ type StatusOptions struct {
 	Status bool          `long:"status" description:"Show every item's lock, schedule and last run" details:"Show every item in list order with its lock, cooldown or backoff, and last run, then exit; needs no executable."`
 	JSON   bool          `long:"json" env:"W8Y_JSON" description:"With --status, JSON instead of a table"`
 	Watch  duration.Flag `long:"watch" env:"W8Y_WATCH" optional:"true" optional-value:"2s" value-name:"INTERVAL" description:"With --status, show it every INTERVAL (2s)" details:"With --status, show it again every INTERVAL (2s when given without one; at least 100ms) until SIGINT or SIGTERM, then exit 0."`
+	State  string        `long:"state" value-name:"STATES" description:"With --status, rows in these states only" details:"With --status, show only the rows of items in one of these STATES, apart by commas: running, paused, failing (its last run failed), cooling, backoff, idle, blocked, invalid. The summary still counts every item."`
+	Match  string        `long:"match" value-name:"GLOB" description:"With --status, rows of items GLOB matches" details:"With --status, show only the rows of items that GLOB matches whole: * stands for any characters (slashes too), ? for one."`
+	Limit  string        `long:"limit" value-name:"N" description:"With --status, at most N rows (0: none)" details:"With --status, show at most N rows, the first in list order that the other filters leave; 0 shows the summary alone. Without it, every row."`
+	// filter is --state, --match and --limit, checked.
+	filter status.Filter
 }
 
 type OtherOptions struct {
@@ -247,6 +253,11 @@ func (o *Options) validateStatus() error {
 	if o.Watch < 0 || (o.Watch > 0 && time.Duration(o.Watch) < minWatch) {
 		return usageError("--watch must be at least %s, got %s", minWatch, o.Watch)
 	}
+	filter, err := status.ParseFilter(o.State, o.Match, o.Limit)
+	if err != nil {
+		return usageError("%s", err)
+	}
+	o.filter = filter
 	if err := o.Options.Validate(); err != nil {
 		return usageError("%s", err)
 	}
@@ -256,8 +267,8 @@ func (o *Options) validateStatus() error {
 
 // validateCommand checks the executable and the options of its child.
 func (o *Options) validateCommand() error {
-	if o.JSON || o.Watch != 0 {
-		return usageError("--json and --watch go with --status")
+	if o.JSON || o.Watch != 0 || o.State != "" || o.Match != "" || o.Limit != "" {
+		return usageError("--json, --watch, --state, --match and --limit go with --status")
 	}
 	if len(o.Command) == 0 {
 		return usageError("missing executable (usage: w8y [OPTIONS] [--] executable [args...])")

@@ -157,7 +157,13 @@ func (c *childRunner) wait(child *proc.Child, lease *lease, grace time.Duration,
 			// child's group before it exited (see proc.Spawner), so that
 			// the caller's stopped knows of a Ctrl-C that ended the child.
 			if child.EndStragglers(time.Now().Add(grace)) {
-				log.Warn().Int("pid", child.PID).Msg("the child left processes in its group; they were stopped")
+				// While w8y drains after a stop signal, which its group had
+				// too, a process still on its way out is no news.
+				event := log.Warn()
+				if c.stops.Stopping() {
+					event = log.Info()
+				}
+				event.Int("pid", child.PID).Msg("the child left processes in its group; they were stopped")
 			}
 			// A lock found lost as the child ended (killed for it, after
 			// w8y was stopped with it: see jobctl) is the run's end.
@@ -190,10 +196,11 @@ func (c *childRunner) wait(child *proc.Child, lease *lease, grace time.Duration,
 }
 
 // logEnd logs how the child pid's run ended. A failed run is a warning, so
-// that --log-level warn still shows it; a success is news.
+// that --log-level warn still shows it; a success is news, and so is a run
+// interrupted by a stop signal: a rollout's every drain is one.
 func logEnd(log zerolog.Logger, pid int, exit proc.Exit, result schema.Result, failed error) {
 	event := log.Info()
-	if result != schema.ResultSuccess {
+	if result != schema.ResultSuccess && result != schema.ResultInterrupted {
 		event = log.Warn().AnErr("cause", failed)
 	}
 	event.Int("pid", pid).Int("exit_code", exit.Code).Str("status", exit.String()).Str("result", string(result)).

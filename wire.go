@@ -146,5 +146,6 @@ func showStatus(opts *Options, stdout io.Writer, log zerolog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	reader := &status.Reader{Client: client, Keys: schema.Keys{Prefix: opts.KeyPrefix}}
-	return status.Show(ctx, reader, opts.JSON, time.Duration(opts.Watch), stdout, log)
+	view := status.View{JSON: opts.JSON, Watch: time.Duration(opts.Watch), Filter: opts.filter}
+	return status.Show(ctx, reader, view, stdout, log)
 }

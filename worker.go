@@ -87,6 +87,7 @@ type observer interface {
 	ChildStarted()
 	ChildEnded()
 	RunEnded(result schema.Result, ran bool, took time.Duration)
+	FailureStreak(failures int64)
 	IdlePass()
 }
 
@@ -96,6 +97,7 @@ type noMetrics struct{}
 func (noMetrics) ChildStarted()                               {}
 func (noMetrics) ChildEnded()                                 {}
 func (noMetrics) RunEnded(schema.Result, bool, time.Duration) {}
+func (noMetrics) FailureStreak(int64)                         {}
 func (noMetrics) IdlePass()                                   {}
 
 // childExitError is a run whose child's exit code w8y exits with: the
@@ -537,6 +539,7 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End) {
 		log.Error().Err(err).Str("result", string(end.Result)).Msg("could not finish the run; the lock will expire by itself")
 		return
 	}
+	w.metrics.FailureStreak(done.Failures)
 	if !done.Released {
 		log.Warn().Msg("the lock was no longer ours at release; left alone")
 	}

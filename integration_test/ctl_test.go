@@ -288,9 +288,17 @@ func TestCtlEvents(t *testing.T) {
 	}
 	r = runCtl(t, nil, append(at, "events", "--item", "a", "-n", "1", "--json")...)
 	r.mustExit(t, 0)
-	var event map[string]string
+	var event map[string]any
 	if err := json.Unmarshal([]byte(r.Stdout), &event); err != nil || event["type"] != "finish" || event["item"] != "a" || event["result"] != "success" {
 		t.Errorf("events --item a -n 1 --json: %v %s", err, r)
+	}
+	// Numbers are numbers, as in status --json.
+	if _, ok := event["duration_ms"].(float64); !ok || event["exit_code"] != float64(0) {
+		t.Errorf("events --json's exit_code and duration_ms are not numbers: %s", r.Stdout)
+	}
+	r = runCtl(t, nil, append(at, "events", "--item", "a", "-n", "2", "--json")...)
+	if !strings.Contains(r.Stdout, `"fence":`) || strings.Contains(r.Stdout, `"fence":"`) {
+		t.Errorf("events --json's fence is not a number: %s", r.Stdout)
 	}
 
 	// From the third event on, by its ID; and those of the last hour.
@@ -360,7 +368,7 @@ func TestCtlBadInput(t *testing.T) {
 		{"status of items on a missing list", nil, []string{"-u", s.URL, "-k", "typo", "status", "a"}, `the list "typo:list" does not exist`},
 		{"check on a missing list", nil, []string{"-u", s.URL, "-k", "typo", "check", "--fix"}, `the list "typo:list" does not exist`},
 		{"check on a list of another type", nil, []string{"-u", s.URL, "-k", "hash", "check", "--fix"}, `"hash:list" holds a hash, not a list`},
-		{"unknown option", nil, append(at, "check", "--frobnicate"), "unknown flag frobnicate"},
+		{"unknown option", nil, append(at, "check", "--frobnicate"), "--frobnicate: no such option (see w8yctl --help)"},
 		{"check given an item", nil, append(at, "check", "a"), "check takes no items"},
 		{"--fix with another verb", nil, append(at, "resume", "a", "--fix"), "--fix goes with check, not resume"},
 		{"check on an unreachable Redis", nil, []string{"-u", fmt.Sprintf("redis://127.0.0.1:%d", redistest.FreePort(t)), "-k", "bad", "check"}, "connect to Redis"},
@@ -614,17 +622,21 @@ func TestCtlCheck(t *testing.T) {
 	c.Set(ctx(t), "ck:fence", "7", 0)
 
 	at := []string{"-u", s.URL, "-k", "ck"}
+	// The repairs carry the connection options, so that pasted into a
+	// shell they go to this Redis, not to whatever listens on 6379.
+	ctl := "w8yctl -u " + s.URL + " -k ck"
+	cli := fmt.Sprintf("redis-cli -h 127.0.0.1 -p %d", s.Port)
 	want := []string{
-		`cannot_run: "" can never run: it is empty, and every worker skips it; to repair: redis-cli LREM 'ck:list' 0 ''`,
-		`duplicate: "a" is in the list 3 times, and runs 3 times as often as the others; to repair: w8yctl check --fix`,
-		`lock_without_expiry: the lock "ck:lock:b", held by "lost-holder", has no expiry: if its holder is gone, no worker will take "b" again; to repair: redis-cli DEL 'ck:lock:b'  # once no run holds it`,
-		`orphan_due: the due index holds "old", which the list does not; to repair: w8yctl check --fix`,
-		`orphan_key: "ck:cooldown:old" belongs to "old", which the list does not hold; to repair: w8yctl check --fix`,
-		`orphan_key: "ck:pause:old" belongs to "old", which the list does not hold; to repair: w8yctl check --fix`,
-		`orphan_key: "ck:state:old" belongs to "old", which the list does not hold; to repair: w8yctl check --fix`,
-		`wrong_type: "ck:backoff:a" is a list, not a string (w8y writes a string there), and holds "a" up for good (it has no expiry); to repair: w8yctl check --fix`,
-		`wrong_type: "ck:cooldown:a" is a hash, not a string (w8y writes a string there), and holds "a" up for good (it has no expiry); to repair: w8yctl check --fix`,
-		`wrong_type: the lock "ck:lock:c" is a hash, not a string: no worker can take "c" until it is deleted; to repair: redis-cli DEL 'ck:lock:c'`,
+		`cannot_run: "" can never run: it is empty, and every worker skips it; to repair: ` + ctl + ` remove -- ''`,
+		`duplicate: "a" is in the list 3 times, and runs 3 times as often as the others; to repair: ` + ctl + ` check --fix`,
+		`lock_without_expiry: the lock "ck:lock:b", held by "lost-holder", has no expiry: if its holder is gone, no worker will take "b" again; to repair: ` + cli + ` DEL 'ck:lock:b'  # once no run holds it`,
+		`orphan_due: the due index holds "old", which the list does not; to repair: ` + ctl + ` check --fix`,
+		`orphan_key: "ck:cooldown:old" belongs to "old", which the list does not hold; to repair: ` + ctl + ` check --fix`,
+		`orphan_key: "ck:pause:old" belongs to "old", which the list does not hold; to repair: ` + ctl + ` check --fix`,
+		`orphan_key: "ck:state:old" belongs to "old", which the list does not hold; to repair: ` + ctl + ` check --fix`,
+		`wrong_type: "ck:backoff:a" is a list, not a string (w8y writes a string there), and holds "a" up for good (it has no expiry); to repair: ` + ctl + ` check --fix`,
+		`wrong_type: "ck:cooldown:a" is a hash, not a string (w8y writes a string there), and holds "a" up for good (it has no expiry); to repair: ` + ctl + ` check --fix`,
+		`wrong_type: the lock "ck:lock:c" is a hash, not a string: no worker can take "c" until it is deleted; to repair: ` + cli + ` DEL 'ck:lock:c'`,
 	}
 	pauseLine := `wrong_type: "ck:pause:c" is a string, not a hash (w8y writes a hash there), and holds "c" up for `
 	before := s.snapshot(t)
@@ -659,7 +671,7 @@ func TestCtlCheck(t *testing.T) {
 		`orphan_due: the due index holds "old", which the list does not: removed the entry`,
 		`orphan_key: "ck:state:old" belongs to "old", which the list does not hold: deleted it`,
 		`wrong_type: "ck:cooldown:a" is a hash, not a string (w8y writes a string there), and holds "a" up for good (it has no expiry): deleted it`,
-		`wrong_type: the lock "ck:lock:c" is a hash, not a string: no worker can take "c" until it is deleted; to repair: redis-cli DEL 'ck:lock:c'`,
+		`wrong_type: the lock "ck:lock:c" is a hash, not a string: no worker can take "c" until it is deleted; to repair: ` + cli + ` DEL 'ck:lock:c'`,
 		`found 11 problems under "ck:", repaired 8`,
 	} {
 		if !strings.Contains(r.Stdout, line+"\n") {
@@ -699,8 +711,25 @@ func TestCtlCheck(t *testing.T) {
 		!strings.Contains(r.Stdout, `wrong_type: the lock "ck:lock:c"`) {
 		t.Errorf("the second check:\n%s", r.Stdout)
 	}
-	c.Del(ctx(t), "ck:lock:b", "ck:lock:c")
-	c.LRem(ctx(t), "ck:list", 0, "")
+	// Run as a shell runs them, where W8Y_REDIS_URL is not set. A remedy
+	// without this server's port is not run: it would go to port 6379.
+	r = runCtl(t, nil, append(at, "check", "--json")...)
+	findings = nil
+	if err := json.Unmarshal([]byte(r.Stdout), &findings); err != nil || len(findings) != 3 {
+		t.Fatalf("check --json: %v\n%s", err, r)
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(ctlBinary, filepath.Join(bin, "w8yctl")); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range findings {
+		if f.Remedy == nil || !strings.HasPrefix(*f.Remedy, ctl+" ") && !strings.HasPrefix(*f.Remedy, cli+" ") {
+			t.Errorf("the repair of %s is not one for this Redis: %v", f.Key, f.Remedy)
+			continue
+		}
+		r := startCommand(t, []string{"PATH=" + bin + ":" + os.Getenv("PATH")}, "bash", "-c", *f.Remedy).wait(t)
+		r.mustExit(t, 0)
+	}
 	r = runCtl(t, nil, append(at, "check")...)
 	r.mustExit(t, 0)
 	r.wantStdout(t, "found 0 problems under \"ck:\"\n")
@@ -789,7 +818,9 @@ func TestDocsCtlCheck(t *testing.T) {
 		stdout.WriteString(r.Stdout)
 		codes = append(codes, r.Code)
 	}
-	if want := doctest.Block(t, "docs/operating.md", "", `found 3 problems under "work:"`); stdout.String() != want {
+	// The page's server, where the repairs go.
+	printed := strings.ReplaceAll(stdout.String(), "-u "+s.URL+" ", "-u redis://redis.internal:6379 ")
+	if want := doctest.Block(t, "docs/operating.md", "", `found 3 problems under "work:"`); printed != want {
 		t.Errorf("the session printed:\n%s\nwant the page's:\n%s", stdout.String(), want)
 	}
 	if !slices.Equal(codes, []int{1, 0, 0}) {

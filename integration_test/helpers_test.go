@@ -554,9 +554,11 @@ func statusOutput(t *testing.T, env []string, args ...string) string {
 func statusJSON(t *testing.T, env []string, args ...string) []map[string]any {
 	t.Helper()
 	out := statusOutput(t, env, slices.Concat(args, []string{"--json"})...)
-	var items []map[string]any
-	if err := json.Unmarshal([]byte(out), &items); err != nil {
+	var doc struct {
+		Items []map[string]any `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("--json is not one JSON document: %v\n%s", err, out)
 	}
-	return items
+	return doc.Items
 }

@@ -182,12 +182,23 @@ type statusRow map[string]string
 func parseTable(t *testing.T, out string) map[string]statusRow {
 	t.Helper()
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	// The summary's lines come before the table.
+	for len(lines) > 0 && !strings.HasPrefix(lines[0], "ITEM ") {
+		lines = lines[1:]
+	}
+	if len(lines) == 0 {
+		t.Fatalf("no table in %q", out)
+	}
 	gap := regexp.MustCompile(`\s{2,}`)
 	header := gap.Split(lines[0], -1)
 	rows := map[string]statusRow{}
 	var order []string
 	for _, line := range lines[1:] {
 		cells := gap.Split(line, -1)
+		if len(cells) == 1 {
+			// The lines under the table: notes, and what a filter left out.
+			break
+		}
 		if len(cells) != len(header) {
 			t.Fatalf("row %q has %d cells, the header %d", line, len(cells), len(header))
 		}
@@ -307,9 +318,13 @@ func TestStatus(t *testing.T) {
 	p.wait(t).wantExit(t, 0)
 	// Bad input: one line, exit 125.
 	s.Client.Set(ctx(t), "wrong:list", "x", 0)
+	// The same words as w8yctl's, not Redis' WRONGTYPE.
 	r := runW8y(t, nil, "--status", "-u", s.URL, "-k", "wrong")
 	r.wantExit(t, 125)
-	oneLine(t, r.Stderr, "WRONGTYPE")
+	oneLine(t, r.Stderr, `"wrong:list" holds a string, not a list of items`)
+	r = runCtl(t, nil, "-u", s.URL, "-k", "wrong", "status")
+	r.wantExit(t, 125)
+	oneLineOf(t, "w8yctl", r.Stderr, `"wrong:list" holds a string, not a list of items`)
 }
 
 // TestStatusOfWhatCannotRun: --status shows what it can see is wrong as
@@ -324,14 +339,18 @@ func TestStatusOfWhatCannotRun(t *testing.T) {
 	r.wantStdout(t, `the list "wrok:list" does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right?`+"\n")
 	r = runW8y(t, nil, "--status", "--json", "-t", "-u", s.URL, "-k", "wrok")
 	r.wantExit(t, 0)
-	r.wantStdout(t, "[\n]\n")
-	r.wantStderr(t, `WRN the list "wrok:list" does not exist`)
+	if !strings.HasSuffix(r.Stdout, `,"items":[`+"\n]}\n") || !strings.Contains(r.Stdout, `"items":0`) {
+		t.Errorf("--json of a missing list: %s", r)
+	}
+	if !strings.Contains(r.Stderr, `WRN the list "wrok:list" does not exist`) {
+		t.Errorf("--json says nothing of the missing list: %s", r)
+	}
 
 	s.seed(t, "odd:list", "hashed", "", "fine")
 	s.Client.HSet(ctx(t), "odd:lock:hashed", "field", "value")
 	r = runW8y(t, nil, "--status", "-u", s.URL, "-k", "odd")
 	r.wantExit(t, 0)
-	rows := parseTable(t, strings.Join(strings.Split(r.Stdout, "\n")[:4], "\n"))
+	rows := parseTable(t, r.Stdout)
 	for item, state := range map[string]string{"hashed": "blocked", `""`: "invalid", "fine": "idle"} {
 		if got := rows[item]["STATE"]; got != state {
 			t.Errorf("%s: STATE %q, want %q\n%s", item, got, state, r.Stdout)
@@ -382,7 +401,7 @@ func TestStatusWatchTable(t *testing.T) {
 	s := setup(t, "swt")
 	s.items("a")
 	p := startW8y(t, nil, "--status", "--watch=100ms", "-u", s.URL, "-k", "swt")
-	turn := regexp.MustCompile(`(?m)^swt:list at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \(every 100ms\)\nITEM +STATE`)
+	turn := regexp.MustCompile(`(?m)^swt:list at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \(every 100ms\)\nswt:list: 1 items\n`)
 	redistest.WaitFor(t, "three turns", func() bool { return len(turn.FindAllString(p.stdoutSoFar(), -1)) >= 3 })
 	p.signal(t, syscall.SIGTERM)
 	r := p.wait(t)
@@ -612,5 +631,30 @@ func TestSystemdUnit(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || len(out) != 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+// TestStatusOfAHundredThousandItems: on 100,000 items, --status opens with
+// the summary of the whole list, and --state failing shows only the
+// failing rows.
+func TestStatusOfAHundredThousandItems(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "big")
+	items := redistest.Items(100_000)
+	for i := 0; i < len(items); i += 10_000 {
+		s.Client.RPush(ctx(t), s.key("list"), redistest.Values(items[i:i+10_000])...)
+	}
+	for _, i := range []int{7, 50_000, 99_999} {
+		s.Client.HSet(ctx(t), s.key("state:"+items[i]), "consecutive_failures", "3")
+	}
+	r := runW8y(t, nil, "--status", "--state", "failing", "-u", s.URL, "-k", "big")
+	r.wantExit(t, 0)
+	lines := strings.Split(r.Stdout, "\n")
+	if lines[0] != "big:list: 100000 items" || !strings.HasSuffix(lines[1], "failing 3") {
+		t.Errorf("the summary does not come first:\n%s", strings.Join(lines[:min(6, len(lines))], "\n"))
+	}
+	rows := parseTable(t, r.Stdout)
+	if got := rows["(order)"]["items"]; got != "i7 i50000 i99999" {
+		t.Errorf("--state failing shows %q", got)
 	}
 }

@@ -102,35 +102,11 @@ func TestRecipeCron(t *testing.T) {
 // worker, which backs it off and goes on with the others.
 func TestSystemdUnitKeepsGoing(t *testing.T) {
 	t.Parallel()
-	unit, err := os.ReadFile("../scripts/w8y@.service")
-	if err != nil {
-		t.Fatal(err)
-	}
-	envFile := doctest.Block(t, "docs/recipes.md", "sh", "COMMAND=")
-	example, err := os.ReadFile("../scripts/w8y-reports.env")
-	if err != nil || string(example) != envFile {
-		t.Fatalf("docs/recipes.md's environment file is not scripts/w8y-reports.env (%v)", err)
-	}
+	env, execStart := systemdUnit(t)
 	// The example's password, given to the test's server.
 	s := startRedis(t, redistest.Password("secret"))
 	s.seed(t, "reports:list", "a", "b-fails-2", "c")
 	dir := t.TempDir()
-	env := map[string]string{}
-	var execStart []string
-	for _, line := range strings.Split(string(unit), "\n") {
-		if kv, ok := strings.CutPrefix(line, "Environment="); ok {
-			name, value, _ := strings.Cut(kv, "=")
-			env[name] = value
-		}
-		if cmd, ok := strings.CutPrefix(line, "ExecStart="); ok {
-			execStart = strings.Fields(cmd)
-		}
-	}
-	// EnvironmentFile= comes after, and wins.
-	for _, line := range strings.Split(strings.TrimSpace(envFile), "\n") {
-		name, value, _ := strings.Cut(line, "=")
-		env[name] = value
-	}
 	env["W8Y_REDIS_URL"] = fmt.Sprintf("redis://127.0.0.1:%d/0", s.Port)
 	env["W8Y_METRICS_ADDR"] = fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	// The backoff shortened, so that the failing item is retried in the
@@ -139,14 +115,11 @@ func TestSystemdUnitKeepsGoing(t *testing.T) {
 		t.Fatal("the unit gives no W8Y_FAILURE_BACKOFF")
 	}
 	env["W8Y_FAILURE_BACKOFF"] = "50ms,100ms"
-	var argv, environ []string
-	for _, word := range execStart {
-		if word == "$COMMAND" {
-			argv = append(argv, strings.Fields(installed(env["COMMAND"], reportScript(t)))...)
-			continue
-		}
-		argv = append(argv, installed(word, ""))
-	}
+	// And the cooldown, so that the others run again
+	// (TestSystemdUnitRunsEachItemOncePerCooldown runs it as written).
+	env["W8Y_COOLDOWN"] = "0"
+	var environ []string
+	argv := unitArgv(execStart, env, reportScript(t))
 	for name, value := range env {
 		environ = append(environ, name+"="+value)
 	}

@@ -100,13 +100,13 @@ func TestTLS(t *testing.T) {
 // TYPE and SET to set them, HSET and HINCRBY to count failures), INCR for the
 // fencing token, the record (HDEL of a cancelled run's reason), the cancel
 // request (HMGET at each refresh, HGET and DEL at the finish), the due
-// index, --status and /healthz. The scripts call the record's with pcall, so a
+// index, --status (ZCOUNT for its lag) and /healthz. The scripts call the record's with pcall, so a
 // missing one would only show as a missing record: the tests check it, and
 // the cooldown and backoff (checkSchedule).
 const aclCommands = "+evalsha +eval +llen +lmove +rpoplpush +wait " +
 	"+lrange +exists +mget +set +rpush +ltrim +type +get +pexpire +del " +
 	"+hset +hincrby +hdel +hget +xadd +lindex +lpos +pttl +hmget +ping +incr " +
-	"+zadd +zrem +zrangebyscore +lrem"
+	"+zadd +zrem +zrangebyscore +zcount +lrem"
 
 // checkRecord fails the test unless each of items ran once, as its state
 // hash says, and events holds a start and an end for each: the ACL rule

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -13,9 +12,11 @@ import (
 
 	flags "github.com/jessevdk/go-flags"
 	"github.com/w8y/w8y/internal/cli"
+	"github.com/w8y/w8y/internal/control"
 	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/status"
 )
 
 // Options are w8yctl's options: w8y's connection options and prefix, with
@@ -59,6 +60,9 @@ type VerbOptions struct {
 	Addr      string `long:"addr" value-name:"HOST:PORT" description:"serve: where the dashboard listens, such as 127.0.0.1:8080 (port 0: any free port, printed)"`
 	TokenFile string `long:"token-file" value-name:"FILE" description:"serve: turn the dashboard's actions on with the token that FILE holds (or W8Y_DASHBOARD_TOKEN)"`
 	Watch     string `long:"watch" optional:"true" optional-value:"2s" value-name:"INTERVAL" description:"status: show it again every INTERVAL (2s), until Ctrl-C"`
+	State     string `long:"state" value-name:"STATE[,STATE]" description:"status: only the rows of items in these states (running, paused, failing, cooling, backoff, idle, blocked, invalid)"`
+	Match     string `long:"match" value-name:"GLOB" description:"status: only the rows of items that GLOB matches (* any characters, ? one)"`
+	Limit     string `long:"limit" value-name:"N" description:"status: at most N rows (0: the summary alone)"`
 }
 
 // command is a parsed command line: the verb, its items and the options.
@@ -72,7 +76,10 @@ type command struct {
 	count    int64
 	watch    time.Duration
 	since    string
-	// by is who gives the command, user@host, for a pause.
+	// filter is --state, --match and --limit, parsed.
+	filter status.Filter
+	// by is who gives the command (control.Who), as pauses and cancels
+	// record it.
 	by string
 	// token is the dashboard's token, from W8Y_DASHBOARD_TOKEN or
 	// --token-file: "" leaves its actions off.
@@ -101,6 +108,10 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 		cli.Complete(parser, verbNames(), args[1:], stdout)
 		return nil, errHelp
 	}
+	// Before go-flags, which reads -for as -f -o -r.
+	if msg := cli.OneDashLong(parser, args); msg != "" {
+		return nil, fmt.Errorf("%s (an ITEM that starts with - goes after --)", msg)
+	}
 	rest, err := parser.ParseArgs(args)
 	if err != nil {
 		var ferr *flags.Error
@@ -108,7 +119,7 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 			writeHelp(parser, args, stdout)
 			return nil, errHelp
 		}
-		return nil, explain(parser, err, getenv)
+		return nil, explain(parser, args, err, getenv)
 	}
 	switch {
 	case opts.Version:
@@ -126,7 +137,7 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 	if len(rest) == 0 {
 		return nil, fmt.Errorf("missing verb: give one of %s (see w8yctl --help)", strings.Join(verbNames(), ", "))
 	}
-	c := &command{verb: findVerb(rest[0]), items: rest[1:], opts: &opts, by: whoAmI(getenv), now: time.Now(), token: getenv(tokenVar)}
+	c := &command{verb: findVerb(rest[0]), items: rest[1:], opts: &opts, by: control.Who(getenv), now: time.Now(), token: getenv(tokenVar)}
 	if c.verb == nil {
 		return nil, fmt.Errorf("unknown verb %q: give one of %s (see w8yctl --help)", rest[0], strings.Join(verbNames(), ", "))
 	}
@@ -138,7 +149,7 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 
 // verbSpecific are the options that some verbs take and others refuse:
 // each one's description starts with the verbs that take it.
-var verbSpecific = []string{"create", "for", "reason", "as-failure", "cancel", "follow", "item", "count", "watch", "since", "fix", "addr", "token-file"}
+var verbSpecific = []string{"create", "for", "reason", "as-failure", "cancel", "follow", "item", "count", "watch", "since", "fix", "addr", "token-file", "state", "match", "limit"}
 
 // check refuses what the verb cannot take: options of other verbs, missing
 // or repeated items, and values that do not parse.
@@ -182,6 +193,14 @@ func (c *command) check(parser *flags.Parser, args []string) error {
 	if c.opts.Watch != "" && len(c.items) > 0 {
 		return fmt.Errorf("--watch shows the table of every item: give it without ITEMs")
 	}
+	if (c.opts.State != "" || c.opts.Match != "" || c.opts.Limit != "") && len(c.items) > 0 {
+		return fmt.Errorf("--state, --match and --limit choose the rows of the table of every item: give them without ITEMs")
+	}
+	filter, err := status.ParseFilter(c.opts.State, c.opts.Match, c.opts.Limit)
+	if err != nil {
+		return err
+	}
+	c.filter = filter
 	if c.opts.Watch != "" {
 		d, err := duration.Parse(c.opts.Watch)
 		if err != nil || d < minWatch {
@@ -230,10 +249,16 @@ func streamID(since string, now time.Time) (string, error) {
 
 // explain turns go-flags' error into one line in the user's words: go-flags
 // names Go types ("expected bool", "strconv.ParseBool").
-func explain(parser *flags.Parser, err error, getenv func(string) string) error {
+func explain(parser *flags.Parser, args []string, err error, getenv func(string) string) error {
 	var ferr *flags.Error
 	if !errors.As(err, &ferr) {
 		return fmt.Errorf("%s (see w8yctl --help)", err)
+	}
+	if ferr.Type == flags.ErrUnknownFlag {
+		if arg := cli.UnknownOption(parser, args); arg != "" {
+			return fmt.Errorf("%s: no such option (see w8yctl --help); an ITEM that starts with - goes after --, as in: w8yctl %s -- %s",
+				arg, verbOf(parser, args), shellWord(arg))
+		}
 	}
 	if ferr.Type == flags.ErrMarshal {
 		// Only the switches can fail to parse (the other values are
@@ -256,16 +281,25 @@ func explain(parser *flags.Parser, err error, getenv func(string) string) error 
 	return fmt.Errorf("%s (see w8yctl --help)", msg)
 }
 
-// whoAmI is who gives this command, as a pause records it: the user (from
-// $USER, or the uid) at this host.
-func whoAmI(getenv func(string) string) string {
-	user := getenv("USER")
-	if user == "" {
-		user = "uid " + strconv.Itoa(os.Getuid())
+// verbOf is the verb of args as far as it can be told before they parse:
+// the first argument that is no option nor an option's value, or VERB.
+func verbOf(parser *flags.Parser, args []string) string {
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		switch {
+		case arg == "--":
+			return "VERB"
+		case strings.HasPrefix(arg, "--"):
+			if opt := parser.FindOptionByLongName(strings.TrimPrefix(arg, "--")); opt != nil && cli.TakesValue(opt) && !opt.OptionalArgument {
+				i++
+			}
+		case strings.HasPrefix(arg, "-") && len(arg) == 2:
+			if opt := parser.FindOptionByShortName(rune(arg[1])); opt != nil && cli.TakesValue(opt) {
+				i++
+			}
+		case !strings.HasPrefix(arg, "-") && findVerb(arg) != nil:
+			return arg
+		}
 	}
-	host, err := os.Hostname()
-	if err != nil {
-		host = "unknown host"
-	}
-	return user + "@" + host
+	return "VERB"
 }

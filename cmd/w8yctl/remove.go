@@ -23,7 +23,7 @@ func runRemove(ctx context.Context, c *command, fleet *control.Fleet, out *print
 			}
 			// The run may have ended in between: then there is nothing
 			// left to cancel.
-			if _, err := control.Cancel(ctx, fleet.Client, fleet.Keys, r.Item, "removed", false); err != nil && !errors.Is(err, control.ErrNotRunning) {
+			if _, err := control.CancelBy(ctx, fleet.Client, fleet.Keys, r.Item, "removed", c.by, false); err != nil && !errors.Is(err, control.ErrNotRunning) {
 				return err
 			}
 		}

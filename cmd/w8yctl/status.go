@@ -21,7 +21,7 @@ func runStatus(ctx context.Context, c *command, fleet *control.Fleet, out *print
 		return showDetails(ctx, c, fleet, out)
 	}
 	reader := &status.Reader{Client: fleet.Client, Keys: fleet.Keys}
-	return status.Show(ctx, reader, out.json, c.watch, out.w, out.log)
+	return status.Show(ctx, reader, status.View{JSON: out.json, Watch: c.watch, Filter: c.filter}, out.w, out.log)
 }
 
 // showDetails is w8yctl status ITEM...: a block of lines for each item, or

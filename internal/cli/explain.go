@@ -65,7 +65,7 @@ func (e Explainer) CommandLine(args []string) ([]Given, error) {
 		}
 		if name, _, _ := strings.Cut(arg[1:], "="); len(name) > 1 {
 			if opt := e.Parser.FindOptionByLongName(name); opt != nil {
-				return out, e.Usage("%s: long options take two dashes: did you mean --%s?", arg, opt.LongName)
+				return out, e.Usage("%s", oneDash(arg, opt))
 			}
 		}
 		// A cluster of short flags, as in -cq or -x5; the first one that

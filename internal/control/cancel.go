@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"strconv"
 	"time"
 
@@ -43,6 +42,12 @@ const MaxReason = 1000
 // It returns the request written, or ErrNotRunning when no run holds the
 // lock, and then changes nothing.
 func Cancel(ctx context.Context, client redis.Scripter, keys schema.Keys, item, reason string, asFailure bool) (schema.CancelRequest, error) {
+	return CancelBy(ctx, client, keys, item, reason, Who(os.Getenv), asFailure)
+}
+
+// CancelBy is Cancel recorded as asked by by (see Who): w8yctl's verbs and
+// the dashboard's actions name who gives them.
+func CancelBy(ctx context.Context, client redis.Scripter, keys schema.Keys, item, reason, by string, asFailure bool) (schema.CancelRequest, error) {
 	if !keys.Colocated {
 		return schema.CancelRequest{}, ErrNotColocated
 	}
@@ -50,7 +55,7 @@ func Cancel(ctx context.Context, client redis.Scripter, keys schema.Keys, item, 
 		return schema.CancelRequest{}, ErrReasonTooLong
 	}
 	// At as the request stores it: in whole milliseconds.
-	req := schema.CancelRequest{Reason: reason, By: asker(), At: time.UnixMilli(time.Now().UnixMilli()), AsFailure: asFailure}
+	req := schema.CancelRequest{Reason: reason, By: by, At: time.UnixMilli(time.Now().UnixMilli()), AsFailure: asFailure}
 	failure := "0"
 	if asFailure {
 		failure = "1"
@@ -71,19 +76,6 @@ func Cancel(ctx context.Context, client redis.Scripter, keys schema.Keys, item, 
 	return req, nil
 }
 
-// asker names who asks for a cancel, as user@host, for the request's record.
-func asker() string {
-	name := os.Getenv("USER")
-	if u, err := user.Current(); err == nil {
-		name = u.Username
-	}
-	host, err := os.Hostname()
-	if err != nil {
-		host = "unknown-host"
-	}
-	return name + "@" + host
-}
-
 // CancelRuns is w8yctl cancel: Cancel for each of items, once the list
 // has been found to exist and to be a list, so that a mistyped prefix is
 // refused rather than reported as "not running". Items that the list no
@@ -100,7 +92,7 @@ func (f *Fleet) CancelRuns(ctx context.Context, items []string, reason string, a
 	}
 	var out []Result
 	for _, item := range items {
-		req, err := Cancel(ctx, f.Client, f.Keys, item, reason, asFailure)
+		req, err := CancelBy(ctx, f.Client, f.Keys, item, reason, f.by(), asFailure)
 		switch {
 		case errors.Is(err, ErrNotRunning):
 			out = append(out, Result{Item: item})

@@ -174,7 +174,7 @@ func (f *Fleet) duplicates(ctx context.Context, dups []string, fix bool) ([]Find
 			}
 			d.Fixed = ptr(fmt.Sprintf("removed %d extra %s, kept the first", n-1, extra))
 		} else {
-			d.Remedy = ptr("w8yctl check --fix")
+			d.Remedy = ptr(f.w8yctl() + " check --fix")
 		}
 		out = append(out, d)
 	}
@@ -248,11 +248,11 @@ func (f *Fleet) checkKeys(ctx context.Context, inList map[string]int, fix bool) 
 		switch {
 		case k.infix == "lock:" && kind != k.want:
 			d = &Finding{Kind: FindingWrongType, Problem: fmt.Sprintf("the lock %s is a %s, not a string: no worker can take %s until it is deleted", quote(k.key), kind, quote(k.item)),
-				Remedy: ptr("redis-cli DEL " + shellQuote(k.key))}
+				Remedy: ptr(f.redisCLI() + " DEL " + shellQuote(k.key))}
 		case k.infix == "lock:" && ttl == -1:
 			holder, _ := f.Client.Get(ctx, k.key).Result()
 			d = &Finding{Kind: FindingLockWithoutExpiry, Problem: fmt.Sprintf("the lock %s, held by %q, has no expiry: if its holder is gone, no worker will take %s again", quote(k.key), holder, quote(k.item)),
-				Remedy: ptr("redis-cli DEL " + shellQuote(k.key) + "  # once no run holds it")}
+				Remedy: ptr(f.redisCLI() + " DEL " + shellQuote(k.key) + "  # once no run holds it")}
 		case k.infix == "lock:":
 			// A lock with an expiry is a run's, even of an item removed
 			// while it ran: it ends by itself.
@@ -270,7 +270,7 @@ func (f *Fleet) checkKeys(ctx context.Context, inList map[string]int, fix bool) 
 		if d != nil {
 			d.Item, d.Key = k.item, k.key
 			if d.Fixed == nil && d.Remedy == nil && !fix {
-				d.Remedy = ptr("w8yctl check --fix")
+				d.Remedy = ptr(f.w8yctl() + " check --fix")
 			}
 			out = append(out, *d)
 		}
@@ -286,7 +286,7 @@ func (f *Fleet) checkKeys(ctx context.Context, inList map[string]int, fix bool) 
 			}
 			d.Fixed = ptr("removed the entry")
 		} else {
-			d.Remedy = ptr("w8yctl check --fix")
+			d.Remedy = ptr(f.w8yctl() + " check --fix")
 		}
 		out = append(out, d)
 	}
@@ -415,7 +415,7 @@ func (f *Fleet) cannotRun(item, why string) Finding {
 	d := Finding{Kind: FindingCannotRun, Item: item, Key: f.Keys.List(),
 		Problem: fmt.Sprintf("%s can never run: %s, and every worker skips it", quote(item), why)}
 	if !strings.ContainsRune(item, 0) && len(item) <= items.ClipLen {
-		d.Remedy = ptr("redis-cli LREM " + shellQuote(f.Keys.List()) + " 0 " + shellQuote(item))
+		d.Remedy = ptr(f.w8yctl() + " remove -- " + shellQuote(item))
 	}
 	return d
 }
@@ -439,3 +439,19 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 func quote(s string) string { return strconv.Quote(items.Clip(s)) }
 
 func ptr[T any](v T) *T { return &v }
+
+// w8yctl and redisCLI start a remedy: f.Remedies', else the command with
+// the prefix alone.
+func (f *Fleet) w8yctl() string {
+	if f.Remedies.W8yctl != "" {
+		return f.Remedies.W8yctl
+	}
+	return "w8yctl -k " + shellQuote(strings.TrimSuffix(f.Keys.Prefix, ":"))
+}
+
+func (f *Fleet) redisCLI() string {
+	if f.Remedies.RedisCLI != "" {
+		return f.Remedies.RedisCLI
+	}
+	return "redis-cli"
+}

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,22 @@ type Fleet struct {
 	// Keys are the keys under the prefix; where Keys.Colocated, each
 	// command is one call of lua.Control.
 	Keys schema.Keys
+	// By is who gives the commands (see Who), as pauses and cancels record
+	// it; "" means Who of this process.
+	By string
+	// Remedies start the commands that Check suggests; the zero value
+	// names the commands alone.
+	Remedies Remedies
+}
+
+// Remedies are the command lines, with the options that reach this Redis
+// and this prefix, that Check's suggested repairs start with: w8yctl's
+// for what a verb mends, and redis-cli's for a key no verb may touch (a
+// lock). Without the options, a pasted repair would go to whatever Redis
+// listens on localhost:6379.
+type Remedies struct {
+	W8yctl   string
+	RedisCLI string
 }
 
 // ErrRefused marks a command that the state of Redis refuses: the list is
@@ -290,7 +307,7 @@ func (f *Fleet) noList(adding bool) error {
 }
 
 func (f *Fleet) wrongType(kind string) error {
-	return refusal{fmt.Sprintf("%q holds a %s, not a list of items", f.Keys.List(), kind)}
+	return refusal{f.Keys.NotAList(kind)}
 }
 
 func (f *Fleet) notInList(item string) error {
@@ -299,3 +316,11 @@ func (f *Fleet) notInList(item string) error {
 
 // millis is t as Unix milliseconds, as w8y's keys store times.
 func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+// by is who gives f's commands: f.By, else Who of this process.
+func (f *Fleet) by() string {
+	if f.By != "" {
+		return f.By
+	}
+	return Who(os.Getenv)
+}

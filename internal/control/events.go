@@ -33,12 +33,20 @@ func (e Event) Time() time.Time {
 	return time.UnixMilli(ms)
 }
 
+// numberFields are the fields of an event that hold whole numbers, which
+// JSON shows as numbers, as --status --json does: a stream holds only
+// strings.
+var numberFields = map[string]bool{"exit_code": true, "duration_ms": true, "fence": true}
+
 // MarshalJSON is the event as w8yctl's --json prints it: one object of its
-// ID, its time and its fields.
+// ID, its time and its fields, numbers as numbers.
 func (e Event) MarshalJSON() ([]byte, error) {
-	doc := map[string]string{"id": e.ID, "time": e.Time().UTC().Format(time.RFC3339Nano)}
+	doc := map[string]any{"id": e.ID, "time": e.Time().UTC().Format(time.RFC3339Nano)}
 	for _, f := range e.Fields {
 		doc[f.Name] = f.Value
+		if n, err := strconv.ParseInt(f.Value, 10, 64); err == nil && numberFields[f.Name] {
+			doc[f.Name] = n
+		}
 	}
 	return json.Marshal(doc)
 }

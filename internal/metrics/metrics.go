@@ -8,6 +8,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,7 +29,13 @@ type Metrics struct {
 	redisErrors prometheus.Counter
 	idlePasses  prometheus.Counter
 	running     prometheus.Gauge
+	streaks     *prometheus.CounterVec
 }
+
+// streakFloors are the lengths of failure streaks that
+// w8y_failure_streaks_total counts runs at: enough for an alert on "failed
+// N times in a row" with N of 3, 5 or 10, without a label per item.
+var streakFloors = []int64{1, 3, 5, 10}
 
 // durationBuckets bound the run-duration histogram: from 10ms to about 11
 // hours in steps of 4, since items range from a quick sync to a nightly
@@ -65,11 +72,17 @@ func New(version, commit string) *Metrics {
 			Name: "w8y_children_running", Help: "Children running now, up to --parallel.",
 		}),
 	}
+	m.streaks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "w8y_failure_streaks_total", Help: "Runs that left their item with at least this many consecutive failures (1, 3, 5, 10).",
+	}, []string{"at_least"})
+	for _, floor := range streakFloors {
+		m.streaks.WithLabelValues(strconv.FormatInt(floor, 10))
+	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "w8y_build_info", Help: "Always 1; the labels say which w8y runs.",
 	}, []string{"version", "commit"})
 	build.WithLabelValues(version, commit).Set(1)
-	m.registry.MustRegister(m.started, m.finished, m.duration, m.locksLost, m.timeouts, m.redisErrors, m.idlePasses, m.running, build)
+	m.registry.MustRegister(m.started, m.finished, m.duration, m.locksLost, m.timeouts, m.redisErrors, m.idlePasses, m.running, m.streaks, build)
 	// Every result shows from the start, at zero, so that rate() and alerts
 	// on a result work before it first happens.
 	for _, r := range schema.Results {
@@ -102,6 +115,16 @@ func (m *Metrics) RunEnded(result schema.Result, ran bool, took time.Duration) {
 		m.locksLost.Inc()
 	case schema.ResultTimeout:
 		m.timeouts.Inc()
+	}
+}
+
+// FailureStreak counts a run that left its item with failures consecutive
+// failures (-1 when not known, as runs.Finish says).
+func (m *Metrics) FailureStreak(failures int64) {
+	for _, floor := range streakFloors {
+		if failures >= floor {
+			m.streaks.WithLabelValues(strconv.FormatInt(floor, 10)).Inc()
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/status"
 )
 
 // shutdownTimeout bounds how long w8y waits for a scrape in flight when it
@@ -119,6 +120,7 @@ func probeHandler(check func(context.Context) error) http.Handler {
 // down and waits for it.
 func Start(addr string, client redis.UniversalClient, keys schema.Keys, version, commit string, log zerolog.Logger) (m *Metrics, beat *health.Heartbeat, stop func(), err error) {
 	m = New(version, commit)
+	m.registry.MustRegister(newLagCollector(&status.Reader{Client: client, Keys: keys}, time.Now))
 	hook := redisHook{m: m}
 	client.AddHook(hook)
 	beat = health.NewHeartbeat(time.Now)

@@ -16,26 +16,47 @@ import (
 	"unicode/utf8"
 
 	"github.com/mattn/go-isatty"
+	"github.com/mattn/go-runewidth"
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/redisconn"
 	"golang.org/x/sys/unix"
 )
 
-// Show is w8y --status: every item of the list that reader reads, in list
-// order, as a table or as JSON, written to stdout once, or every watch
-// interval (when not 0) until ctx is done. A watch that fails to read goes
-// on to the next turn unless Redis refuses (ErrRefused), logging the error.
-// On a terminal, each turn clears the screen first and the table is
-// clipped to the terminal's width; elsewhere (a pipe, a file) each turn of
-// the table starts with a line that says when it was read, after a blank
-// line, so that the turns stay apart.
-func Show(ctx context.Context, reader *Reader, asJSON bool, watch time.Duration, stdout io.Writer, log zerolog.Logger) error {
+// View is how --status shows the list: as JSON or a table, once or every
+// Watch interval, and which rows (the summary counts every item).
+type View struct {
+	JSON   bool
+	Watch  time.Duration
+	Filter Filter
+}
+
+// summaryEvery is how often --watch reads the whole list again for the
+// summary when the rows it shows need less (--limit): a pass over 100,000
+// items costs Redis about a second of small commands, which a refresh every
+// 2 seconds should not pay each time. The lag and the live workers, which
+// cost a round trip whatever the list's length, are read every turn.
+const summaryEvery = 15 * time.Second
+
+// Show is w8y --status and w8yctl status: a summary of the whole list that
+// reader reads (see Summary, Lag, LiveWorkers), then the rows that
+// view.Filter chooses, in list order, as a table or as JSON, written to
+// stdout once, or every view.Watch interval (when not 0) until ctx is done.
+// A watch that fails to read goes on to the next turn unless Redis refuses
+// (ErrRefused), logging the error. On a terminal, each turn clears the
+// screen first and the table is clipped to the terminal's width; elsewhere
+// (a pipe, a file) every byte is shown, and each turn of the table starts
+// with a line that says when it was read, after a blank line, so that the
+// turns stay apart.
+func Show(ctx context.Context, reader *Reader, view View, stdout io.Writer, log zerolog.Logger) error {
 	terminal := isTerminal(stdout)
 	width := 0
 	if terminal {
 		width = terminalWidth(stdout)
 	}
+	watch := view.Watch
 	turns := 0
+	var summary *Summary
+	var summaryAt time.Time
 	show := func() error {
 		var buf bytes.Buffer
 		if terminal && watch > 0 {
@@ -43,32 +64,36 @@ func Show(ctx context.Context, reader *Reader, asJSON bool, watch time.Duration,
 			// it does not flicker.
 			buf.WriteString("\x1b[H\x1b[2J")
 		}
-		if watch > 0 && !asJSON {
+		now := time.Now()
+		if watch > 0 && !view.JSON {
 			if !terminal && turns > 0 {
 				buf.WriteString("\n")
 			}
-			fmt.Fprintf(&buf, "%s at %s (every %s)\n", reader.Keys.List(), time.Now().Format("2006-01-02 15:04:05 MST"), watch)
+			fmt.Fprintf(&buf, "%s at %s (every %s)\n", reader.Keys.List(), now.Format("2006-01-02 15:04:05 MST"), watch)
 		}
 		turns++
-		var items []Item
-		err := reader.Read(ctx, func(batch []Item) error {
-			items = append(items, batch...)
-			return nil
-		})
+		whole := summary == nil || watch == 0 || now.Sub(summaryAt) >= summaryEvery
+		t, err := reader.turn(ctx, view.Filter, whole, now)
 		if err != nil {
 			return err
 		}
+		if t.Summary != nil {
+			summary, summaryAt = t.Summary, now
+		} else {
+			t.Summary, t.SummaryAgeMs = summary, now.Sub(summaryAt).Milliseconds()
+		}
 		missing := fmt.Sprintf("the list %q does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right?", reader.Keys.List())
+		empty := t.Summary != nil && t.Summary.Items == 0
 		switch {
-		case asJSON:
-			if len(items) == 0 {
+		case view.JSON:
+			if empty {
 				log.Warn().Msg(missing)
 			}
-			err = writeJSON(&buf, items)
-		case len(items) == 0:
+			err = writeJSON(&buf, t)
+		case empty:
 			fmt.Fprintln(&buf, missing)
 		default:
-			writeTable(&buf, items, time.Now(), width)
+			t.write(&buf, view.Filter, now, width)
 		}
 		if err != nil {
 			return err
@@ -135,10 +160,16 @@ func terminalWidth(w io.Writer) int {
 	return 80
 }
 
-// writeJSON writes one JSON document, an array with an item per line.
-func writeJSON(w io.Writer, items []Item) error {
-	io.WriteString(w, "[")
-	for i, st := range items {
+// writeJSON writes one JSON document: an object with the summary, the
+// lag and the live workers, and "items", an array with an item per line.
+func writeJSON(w io.Writer, t turn) error {
+	head, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	w.Write(head[:len(head)-1])
+	io.WriteString(w, `,"items":[`)
+	for i, st := range t.Items {
 		line, err := json.Marshal(st)
 		if err != nil {
 			return err
@@ -149,7 +180,7 @@ func writeJSON(w io.Writer, items []Item) error {
 		io.WriteString(w, "\n")
 		w.Write(line)
 	}
-	io.WriteString(w, "\n]\n")
+	io.WriteString(w, "\n]}\n")
 	return nil
 }
 
@@ -168,8 +199,9 @@ const (
 )
 
 // writeTable writes a table, a line per item, its columns apart by two
-// spaces; now is the time that ages are measured from. With width > 0, the
-// ITEM and HOLDER cells are clipped so that each line fits width columns.
+// spaces and sized by display width; now is the time that ages are
+// measured from. With width > 0, the ITEM and HOLDER cells are clipped so
+// that each line fits width columns; with 0 (a pipe), every cell is whole.
 // Items that can never run as things are (blocked, invalid) are explained
 // below the table, and paused items' pauses told of: who paused them, and
 // why.
@@ -188,19 +220,26 @@ func writeTable(w io.Writer, items []Item, now time.Time, width int) {
 	widths := make([]int, len(columns))
 	for _, row := range rows {
 		for i, c := range row {
-			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+			widths[i] = max(widths[i], runewidth.StringWidth(c))
 		}
 	}
 	if width > 0 {
 		fit(widths, width)
+	} else {
+		// Every byte, but no padding of every line to the longest item:
+		// a longer cell pushes only its own row's next columns over.
+		widths[itemColumn] = min(widths[itemColumn], maxPadded)
+		widths[holderColumn] = min(widths[holderColumn], maxPadded)
 	}
 	for _, row := range rows {
 		var line strings.Builder
 		for i, c := range row {
-			c = clipCell(c, widths[i])
+			if width > 0 {
+				c = clipCell(c, widths[i])
+			}
 			line.WriteString(c)
 			if i < len(row)-1 {
-				line.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2))
+				line.WriteString(strings.Repeat(" ", max(0, widths[i]-runewidth.StringWidth(c))+2))
 			}
 		}
 		fmt.Fprintln(w, line.String())
@@ -230,13 +269,20 @@ func fit(widths []int, width int) {
 	}
 }
 
-// clipCell shortens c to width columns, marking the cut with "…".
+// maxPadded is the widest that the ITEM and HOLDER columns are padded to
+// in a pipe or a file, where cells are never clipped: wide enough for the
+// items of most lists, and a 5 KB item does not pad every line to 5 KB.
+const maxPadded = 40
+
+// clipCell shortens c to width terminal columns, marking the cut with "…".
+// Widths are display widths: a CJK character or an emoji takes two
+// columns, a combining mark none (go-runewidth's tables, kept up with
+// Unicode, are what terminals follow).
 func clipCell(c string, width int) string {
-	if utf8.RuneCountInString(c) <= width {
+	if runewidth.StringWidth(c) <= width {
 		return c
 	}
-	runes := []rune(c)
-	return string(runes[:width-1]) + "…"
+	return runewidth.Truncate(c, width, "…")
 }
 
 // row is st's line in the table.

@@ -107,7 +107,7 @@ func (s *Reader) Read(ctx context.Context, each func([]Item) error) error {
 		}
 		reply, err := readScript.Run(ctx, s.Client, []string{list}, args...).Slice()
 		if err != nil {
-			return redisconn.Wrap("read "+strconv.Quote(list), err)
+			return s.readError(ctx, err)
 		}
 		n, _ := reply[0].(int64)
 		if n == 0 || len(reply) < 3 {
@@ -308,7 +308,7 @@ func (s *Reader) Page(ctx context.Context, offset, limit int64) (int64, []Item, 
 	length := pipe.LLen(ctx, list)
 	window := pipe.LRange(ctx, list, offset, offset+limit-1)
 	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, nil, redisconn.Wrap("read "+strconv.Quote(list), err)
+		return 0, nil, s.readError(ctx, err)
 	}
 	items, err := s.Items(ctx, window.Val())
 	if err != nil {
@@ -316,3 +316,25 @@ func (s *Reader) Page(ctx context.Context, offset, limit int64) (int64, []Item, 
 	}
 	return length.Val(), items, nil
 }
+
+// readError is the error of reading the list: a list key of another type
+// gets the words every command gives it (schema.Keys.NotAList), not Redis'
+// WRONGTYPE.
+func (s *Reader) readError(ctx context.Context, err error) error {
+	list := s.Keys.List()
+	if strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		pipe := s.Client.Pipeline()
+		kind := pipe.Type(ctx, list)
+		if _, terr := pipe.Exec(ctx); terr == nil {
+			return notAList{s.Keys.NotAList(kind.Val())}
+		}
+	}
+	return redisconn.Wrap("read "+strconv.Quote(list), err)
+}
+
+// notAList is a list key of another type: no retry mends it, so it is one
+// of redisconn.ErrRefused, which --watch gives up on.
+type notAList struct{ msg string }
+
+func (e notAList) Error() string        { return e.msg }
+func (e notAList) Is(target error) bool { return target == redisconn.ErrRefused }

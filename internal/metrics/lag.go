@@ -1,0 +1,61 @@
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/w8y/w8y/internal/status"
+)
+
+// lagTimeout bounds a scrape's read of the lag: Prometheus' own scrape
+// timeout is 10s by default, and a Redis that does not answer two small
+// reads in 2s is as good as down for this.
+const lagTimeout = 2 * time.Second
+
+// lagCollector reads how far behind the fleet is, at each scrape, from the
+// due index (status.Reader.Lag: two round trips whatever the list's
+// length): every worker of a list reports the same values, so alerts take
+// max by (list).
+type lagCollector struct {
+	reader  *status.Reader
+	now     func() time.Time
+	overdue *prometheus.Desc
+	lag     *prometheus.Desc
+	up      *prometheus.Desc
+}
+
+func newLagCollector(reader *status.Reader, now func() time.Time) *lagCollector {
+	labels := prometheus.Labels{"list": reader.Keys.List()}
+	return &lagCollector{
+		reader: reader,
+		now:    now,
+		overdue: prometheus.NewDesc("w8y_overdue_items",
+			"Items whose cooldown, backoff or schedule lets them run that no worker has taken yet, from the due index (the same on every worker of the list).", nil, labels),
+		lag: prometheus.NewDesc("w8y_lag_seconds",
+			"How long ago the most overdue item came due: how far behind the fleet is on the list (0 when none is overdue).", nil, labels),
+		up: prometheus.NewDesc("w8y_redis_up",
+			"1 when this scrape's read of the due index reached Redis, 0 when it failed.", nil, labels),
+	}
+}
+
+func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.overdue
+	ch <- c.lag
+	ch <- c.up
+}
+
+// Collect reads the lag; a failed read reports w8y_redis_up 0 and leaves
+// the lag out rather than report a made-up 0.
+func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), lagTimeout)
+	defer cancel()
+	lag, err := c.reader.Lag(ctx, c.now())
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	ch <- prometheus.MustNewConstMetric(c.overdue, prometheus.GaugeValue, float64(lag.Overdue))
+	ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(lag.MostOverdueMs)/1000)
+}

@@ -1,0 +1,68 @@
+package metrics
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/status"
+)
+
+// TestLagGauges: a scrape reads the due index and reports how many items
+// are overdue and by how long the most, with their help text; with Redis
+// gone, w8y_redis_up is 0 and the lag is left out, not made 0.
+func TestLagGauges(t *testing.T) {
+	srv := redistest.Start(t)
+	keys := schema.Keys{Prefix: "m:"}
+	now := time.UnixMilli(1_800_000_000_000)
+	srv.Client.ZAdd(context.Background(), keys.Due(),
+		redis.Z{Score: float64(now.Add(-42 * time.Second).UnixMilli()), Member: "a"},
+		redis.Z{Score: float64(now.Add(-time.Second).UnixMilli()), Member: "b"},
+		redis.Z{Score: float64(now.Add(time.Minute).UnixMilli()), Member: "c"})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newLagCollector(&status.Reader{Client: srv.Client, Keys: keys}, func() time.Time { return now }))
+	want := `# HELP w8y_lag_seconds How long ago the most overdue item came due: how far behind the fleet is on the list (0 when none is overdue).
+# TYPE w8y_lag_seconds gauge
+w8y_lag_seconds{list="m:list"} 42
+# HELP w8y_overdue_items Items whose cooldown, backoff or schedule lets them run that no worker has taken yet, from the due index (the same on every worker of the list).
+# TYPE w8y_overdue_items gauge
+w8y_overdue_items{list="m:list"} 2
+# HELP w8y_redis_up 1 when this scrape's read of the due index reached Redis, 0 when it failed.
+# TYPE w8y_redis_up gauge
+w8y_redis_up{list="m:list"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+	gone := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer gone.Close()
+	reg = prometheus.NewRegistry()
+	reg.MustRegister(newLagCollector(&status.Reader{Client: gone, Keys: keys}, func() time.Time { return now }))
+	want = `# HELP w8y_redis_up 1 when this scrape's read of the due index reached Redis, 0 when it failed.
+# TYPE w8y_redis_up gauge
+w8y_redis_up{list="m:list"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestFailureStreaks: a run counts at every floor its item's streak has
+// reached, and an unknown streak (-1) or a success (0) at none.
+func TestFailureStreaks(t *testing.T) {
+	m := New("v1", "abc")
+	for _, failures := range []int64{-1, 0, 1, 3, 4, 10} {
+		m.FailureStreak(failures)
+	}
+	for floor, want := range map[string]float64{"1": 4, "3": 3, "5": 1, "10": 1} {
+		if got := testutil.ToFloat64(m.streaks.WithLabelValues(floor)); got != want {
+			t.Errorf("at_least=%s: %v, want %v", floor, got, want)
+		}
+	}
+}

@@ -1,0 +1,275 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redisconn"
+)
+
+// Summary counts the whole list's items by what they are doing: the lines
+// that open --status, before the rows. An item may count more than once: a
+// paused item that still runs is both running and paused, and a failing
+// one is also cooling, backing off or idle.
+type Summary struct {
+	// Items is how many distinct items the list holds.
+	Items      int64 `json:"items"`
+	Running    int64 `json:"running"`
+	Paused     int64 `json:"paused"`
+	Cooling    int64 `json:"cooling"`
+	BackingOff int64 `json:"backing_off"`
+	Idle       int64 `json:"idle"`
+	// Failing items' last run failed (consecutive_failures > 0).
+	Failing int64 `json:"failing"`
+	// Blocked and Invalid items can never run as things are.
+	Blocked int64 `json:"blocked"`
+	Invalid int64 `json:"invalid"`
+}
+
+// add counts st.
+func (s *Summary) add(st Item) {
+	s.Items++
+	if st.Pause != nil {
+		s.Paused++
+	}
+	if st.ConsecutiveFailures > 0 {
+		s.Failing++
+	}
+	switch st.State {
+	case StateLocked:
+		s.Running++
+	case StateBackoff:
+		s.BackingOff++
+	case StateCooldown:
+		s.Cooling++
+	case StateIdle:
+		s.Idle++
+	case StateBlocked:
+		s.Blocked++
+	case StateInvalid:
+		s.Invalid++
+	}
+}
+
+// Lag is how far behind the fleet is on a list: the items whose cooldown,
+// backoff or schedule says they may run, that no worker has taken yet.
+// It is read from the due index, never from the list, so it costs the same
+// on a list of 100,000 items as on one of ten.
+type Lag struct {
+	// Overdue is how many items are due and not taken.
+	Overdue int64 `json:"overdue"`
+	// MostOverdueMs is how long ago the most overdue item came due, in
+	// milliseconds; 0 when none is.
+	MostOverdueMs int64 `json:"most_overdue_ms"`
+	// MostOverdue is that item, or null.
+	MostOverdue *string `json:"most_overdue_item"`
+}
+
+// lagSample is how many of the oldest due entries Lag checks for a lock or
+// a pause: an entry whose run outlasts its lock's first expiry stays in the
+// index with a past score until an idle worker moves it, and a running or
+// paused item is not behind. A hundred EXISTS cost Redis some 20µs; past
+// them, entries are counted without the check.
+const lagSample = 100
+
+// Lag reads how far behind the fleet is at now (see Lag): one pipeline of
+// ZCOUNT and ZRANGEBYSCORE over the due index up to now, then one of
+// EXISTS for the oldest lagSample entries' locks and pauses.
+//
+// An entry with score 0 (w8yctl run-now and resume write "now" so, whatever
+// the workers' clocks say) counts as overdue, but its age is not known, so
+// it does not set MostOverdueMs.
+func (s *Reader) Lag(ctx context.Context, now time.Time) (Lag, error) {
+	due := s.Keys.Due()
+	upTo := strconv.FormatInt(now.UnixMilli(), 10)
+	pipe := s.Client.Pipeline()
+	count := pipe.ZCount(ctx, due, "-inf", upTo)
+	oldest := pipe.ZRangeByScoreWithScores(ctx, due, &redis.ZRangeBy{Min: "-inf", Max: upTo, Count: lagSample})
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Lag{}, redisconn.Wrap("read "+strconv.Quote(due), err)
+	}
+	entries := oldest.Val()
+	lag := Lag{Overdue: count.Val()}
+	if len(entries) == 0 {
+		return lag, nil
+	}
+	pipe = s.Client.Pipeline()
+	held := make([]*redis.IntCmd, len(entries))
+	for i, e := range entries {
+		item, _ := e.Member.(string)
+		held[i] = pipe.Exists(ctx, s.Keys.Lock(item), s.Keys.Pause(item))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Lag{}, redisconn.Wrap("read the locks of "+strconv.Quote(due)+"'s oldest entries", err)
+	}
+	for i, e := range entries {
+		if held[i].Val() > 0 {
+			lag.Overdue--
+			continue
+		}
+		if lag.MostOverdue != nil || e.Score <= 0 {
+			continue
+		}
+		item, _ := e.Member.(string)
+		lag.MostOverdue = &item
+		lag.MostOverdueMs = max(0, now.UnixMilli()-int64(e.Score))
+	}
+	return lag, nil
+}
+
+// LiveWorkers is how many workers are alive on the list's prefix: the
+// members of <prefix>workers whose score, when their registration expires
+// in Unix milliseconds, is after now; 0 when the key is missing.
+//
+// The registry of live workers is the find-work issue's (23), which names
+// the key; until it lands here, this reads it as that issue specifies, and
+// it is the one place to point at the registry's own reader.
+func (s *Reader) LiveWorkers(ctx context.Context, now time.Time) (int64, error) {
+	key := s.Keys.Prefix + "workers"
+	pipe := s.Client.Pipeline()
+	n := pipe.ZCount(ctx, key, "("+strconv.FormatInt(now.UnixMilli(), 10), "+inf")
+	if _, err := pipe.Exec(ctx); err != nil {
+		if redisconn.IsReply(err) {
+			// Another type where the registry should be tells of no live
+			// worker; it is not this command's to mend.
+			return 0, nil
+		}
+		return 0, redisconn.Wrap("read "+strconv.Quote(key), err)
+	}
+	return n.Val(), nil
+}
+
+// Filter chooses the rows that --status shows; the summary counts every
+// item whatever the filter.
+type Filter struct {
+	// States are the states a row must have one of (see ParseStates); none
+	// means any.
+	States []string
+	// Match is a glob (see ParseMatch) that the item must match; nil means
+	// any.
+	Match *regexp.Regexp
+	// Limit is how many rows to show at most; negative means all.
+	Limit int
+}
+
+// All is the filter that shows every row.
+var All = Filter{Limit: -1}
+
+// Filter states that are not an item's State: failing is a streak of
+// failures, whatever the item does now; running is what a person calls
+// locked.
+const (
+	filterFailing = "failing"
+	filterRunning = "running"
+)
+
+// filterStates are what --state accepts, and the State each stands for.
+var filterStates = map[string]string{
+	filterRunning: StateLocked, StateLocked: StateLocked,
+	StatePaused: StatePaused, filterFailing: filterFailing,
+	"cooling": StateCooldown, StateCooldown: StateCooldown,
+	StateBackoff: StateBackoff, "backing-off": StateBackoff,
+	StateIdle: StateIdle, StateBlocked: StateBlocked, StateInvalid: StateInvalid,
+}
+
+// StateNames are --state's values, as its help and its errors list them.
+const StateNames = "running, paused, failing, cooling, backoff, idle, blocked, invalid"
+
+// ParseStates reads --state: states apart by commas.
+func ParseStates(value string) ([]string, error) {
+	var out []string
+	for part := range strings.SplitSeq(value, ",") {
+		part = strings.ToLower(strings.TrimSpace(part))
+		state, ok := filterStates[part]
+		if !ok {
+			return nil, fmt.Errorf("--state %q: %q is not a state: give one or more of %s, apart by commas", value, part, StateNames)
+		}
+		if !slices.Contains(out, state) {
+			out = append(out, state)
+		}
+	}
+	return out, nil
+}
+
+// ParseMatch reads --match: a glob in which * stands for any run of
+// characters (slashes too, unlike a path's glob) and ? for one; every other
+// character stands for itself.
+func ParseMatch(glob string) *regexp.Regexp {
+	var b strings.Builder
+	b.WriteString(`^(?s:`)
+	for _, r := range glob {
+		switch r {
+		case '*':
+			b.WriteString(".*")
+		case '?':
+			b.WriteString(".")
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	b.WriteString(`)$`)
+	return regexp.MustCompile(b.String())
+}
+
+// ParseLimit reads --limit: a whole number, 0 for the summary alone.
+func ParseLimit(value string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(value))
+	if err != nil || n < 0 || n > math.MaxInt32 {
+		return 0, fmt.Errorf("--limit %q: give a whole number of rows, 0 or more (0 shows the summary alone)", value)
+	}
+	return n, nil
+}
+
+// filtered reports whether f chooses the row of st.
+func (f Filter) filtered() bool { return len(f.States) > 0 || f.Match != nil || f.Limit >= 0 }
+
+// matches reports whether st's row passes f's states and glob.
+func (f Filter) matches(st Item) bool {
+	if f.Match != nil && !f.Match.MatchString(st.Item) {
+		return false
+	}
+	if len(f.States) == 0 {
+		return true
+	}
+	for _, want := range f.States {
+		switch {
+		case want == filterFailing && st.ConsecutiveFailures > 0,
+			want == StatePaused && st.Pause != nil,
+			want == st.State:
+			return true
+		}
+	}
+	return false
+}
+
+// errStop ends a pass over the list that has read all it needs.
+var errStop = errors.New("enough rows")
+
+// ParseFilter reads --state, --match and --limit as given ("" for one not
+// given) into a Filter, with the one line a bad value gets.
+func ParseFilter(states, match, limit string) (Filter, error) {
+	f := All
+	var err error
+	if states != "" {
+		if f.States, err = ParseStates(states); err != nil {
+			return Filter{}, err
+		}
+	}
+	if match != "" {
+		f.Match = ParseMatch(match)
+	}
+	if limit != "" {
+		if f.Limit, err = ParseLimit(limit); err != nil {
+			return Filter{}, err
+		}
+	}
+	return f, nil
+}

@@ -1,0 +1,210 @@
+package status
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mattn/go-runewidth"
+	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/schema"
+)
+
+// TestLagReadsTheDueIndex: lag counts the due entries whose time has come
+// and whose item is neither locked nor paused, and the most overdue is the
+// oldest of those with a known time (a run-now's 0 has none).
+func TestLagReadsTheDueIndex(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	keys := schema.Keys{Prefix: "lag:"}
+	r := &Reader{Client: rdb, Keys: keys}
+	now := time.UnixMilli(1_800_000_000_000)
+	ms := func(d time.Duration) float64 { return float64(now.Add(d).UnixMilli()) }
+
+	lag, err := r.Lag(ctx, now)
+	if err != nil || lag.Overdue != 0 || lag.MostOverdue != nil || lag.MostOverdueMs != 0 {
+		t.Fatalf("no index: %+v, %v", lag, err)
+	}
+	rdb.ZAdd(ctx, keys.Due(),
+		z(ms(-90*time.Second), "late"), z(ms(-3*time.Minute), "running"), z(ms(-4*time.Minute), "paused"),
+		z(ms(-time.Second), "just"), z(0, "run-now"), z(ms(time.Minute), "later"))
+	rdb.Set(ctx, keys.Lock("running"), "h:1:x", time.Minute)
+	rdb.HSet(ctx, keys.Pause("paused"), "by", "ops@h")
+	lag, err = r.Lag(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lag.Overdue != 3 || lag.MostOverdue == nil || *lag.MostOverdue != "late" || lag.MostOverdueMs != 90_000 {
+		t.Errorf("lag %+v (most %v), want 3 overdue (late, just, run-now), late the most by 90s", lag, deref(lag.MostOverdue))
+	}
+}
+
+// TestSummaryCountsTheWholeListAndFilterChoosesRows: the summary counts
+// every item in chunks, whatever rows --state, --match and --limit choose.
+func TestSummaryCountsTheWholeListAndFilterChoosesRows(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	keys := schema.Keys{Prefix: "sum:"}
+	items := redistest.Items(1200)
+	rdb.RPush(ctx, keys.List(), redistest.Values(items)...)
+	for _, i := range []int{5, 700, 1100} {
+		rdb.HSet(ctx, keys.State(items[i]), schema.FieldConsecutiveFailures, "2")
+	}
+	rdb.Set(ctx, keys.Lock(items[700]), "h:1:x", time.Minute)
+	rdb.Set(ctx, keys.Cooldown(items[1]), "1", time.Minute)
+	rdb.HSet(ctx, keys.Pause(items[700]), "by", "ops@h")
+	rdb.ZAdd(ctx, keys.Prefix+"workers", z(float64(time.Now().Add(time.Minute).UnixMilli()), "w1"), z(1, "gone"))
+	r := &Reader{Client: rdb, Keys: keys, Batch: 100}
+
+	failing, _ := ParseStates("failing")
+	for _, tt := range []struct {
+		name   string
+		filter Filter
+		rows   []string
+	}{
+		{"failing", Filter{States: failing, Limit: -1}, []string{items[5], items[700], items[1100]}},
+		{"failing, limit 2", Filter{States: failing, Limit: 2}, []string{items[5], items[700]}},
+		{"running and paused", Filter{States: []string{StateLocked, StatePaused}, Limit: -1}, []string{items[700]}},
+		{"match", Filter{Match: ParseMatch("i11?"), Limit: 3}, []string{"i110", "i111", "i112"}},
+	} {
+		got, err := r.turn(ctx, tt.filter, true, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []string
+		for _, st := range got.Items {
+			rows = append(rows, st.Item)
+		}
+		if strings.Join(rows, " ") != strings.Join(tt.rows, " ") {
+			t.Errorf("%s: rows %q, want %q", tt.name, rows, tt.rows)
+		}
+		want := Summary{Items: 1200, Running: 1, Paused: 1, Cooling: 1, Idle: 1198, Failing: 3}
+		if got.Summary == nil || *got.Summary != want {
+			t.Errorf("%s: summary %+v, want %+v", tt.name, got.Summary, want)
+		}
+		if got.LiveWorkers != 1 {
+			t.Errorf("%s: %d live workers, want 1", tt.name, got.LiveWorkers)
+		}
+	}
+	// Without the summary, a turn stops once it has --limit's rows.
+	got, err := r.turn(ctx, Filter{Limit: 10}, false, time.Now())
+	if err != nil || got.Summary != nil || len(got.Items) != 10 {
+		t.Errorf("a turn for 10 rows alone: %d rows, summary %v, %v", len(got.Items), got.Summary, err)
+	}
+}
+
+// TestSummaryComesFirst: the table opens with the summary, and the JSON is
+// one object whose items are one a line.
+func TestSummaryComesFirst(t *testing.T) {
+	now := time.Now()
+	late := "late"
+	tr := turn{List: "w:list", Summary: &Summary{Items: 2, Idle: 2, Failing: 1}, LiveWorkers: 3,
+		Lag: Lag{Overdue: 4, MostOverdue: &late, MostOverdueMs: 125_000}, Items: sample(now, "a", "h:1:x")}
+	var out bytes.Buffer
+	tr.write(&out, All, now, 0)
+	lines := strings.Split(out.String(), "\n")
+	want := []string{"w:list: 2 items", "running 0  paused 0  cooling 0  backoff 0  idle 2  failing 1",
+		"live workers 3  overdue 4, the most by 2m5s (late)", ""}
+	if len(lines) < 5 || strings.Join(lines[:4], "\n") != strings.Join(want, "\n") || !strings.HasPrefix(lines[4], "ITEM ") {
+		t.Errorf("the table:\n%s", out.String())
+	}
+	out.Reset()
+	if err := writeJSON(&out, tr); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Summary Summary
+		Lag     Lag
+		Items   []Item
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Summary.Failing != 1 || doc.Lag.MostOverdueMs != 125_000 || len(doc.Items) != len(tr.Items) {
+		t.Errorf("--json %v:\n%s", err, out.String())
+	}
+	if n := strings.Count(out.String(), "\n"); n != len(tr.Items)+2 {
+		t.Errorf("--json has %d lines, want a line per item and two more:\n%s", n, out.String())
+	}
+}
+
+// TestColumnsByDisplayWidth: CJK and emoji take two columns each, so rows
+// with them line up; on a terminal they are clipped by display width, in
+// a pipe every byte is kept without padding every line to the longest.
+func TestColumnsByDisplayWidth(t *testing.T) {
+	now := time.Now()
+	var items []Item
+	for _, name := range []string{"報告書-四二", "🚀-launch", "plain"} {
+		items = append(items, Item{Item: name, State: StateIdle})
+	}
+	var out bytes.Buffer
+	writeTable(&out, items, now, 0)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	at := -1
+	for _, line := range lines {
+		i := strings.Index(line, "idle")
+		if i < 0 {
+			i = strings.Index(line, "STATE")
+		}
+		col := runewidth.StringWidth(line[:i])
+		if at >= 0 && col != at {
+			t.Errorf("STATE at column %d, want %d:\n%s", col, at, out.String())
+		}
+		at = col
+	}
+
+	long := strings.Repeat("x", 5000)
+	out.Reset()
+	writeTable(&out, append(items, Item{Item: long, State: StateIdle}), now, 0)
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if !strings.HasPrefix(line, long) && len(line) > 200 {
+			t.Errorf("a short row padded to %d bytes", len(line))
+		}
+	}
+	if !strings.Contains(out.String(), long+"  idle") {
+		t.Error("a pipe does not get the long item whole")
+	}
+
+	out.Reset()
+	writeTable(&out, append(items, Item{Item: strings.Repeat("報", 60), State: StateIdle}), now, 60)
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if w := runewidth.StringWidth(line); w > 60 {
+			t.Errorf("a %d-column line on a 60-column terminal: %q", w, line)
+		}
+	}
+}
+
+func TestParseFilter(t *testing.T) {
+	for _, tt := range []struct {
+		states, match, limit string
+		err                  string
+	}{
+		{"failing,running", "", "", ""},
+		{"Cooling, backoff", "report-*", "10", ""},
+		{"", "", "0", ""},
+		{"broken", "", "", `--state "broken": "broken" is not a state: give one or more of running, paused`},
+		{"", "", "-1", `--limit "-1": give a whole number`},
+		{"", "", "ten", `--limit "ten": give a whole number`},
+	} {
+		_, err := ParseFilter(tt.states, tt.match, tt.limit)
+		if (err == nil) != (tt.err == "") || err != nil && !strings.HasPrefix(err.Error(), tt.err) {
+			t.Errorf("%q %q %q: %v, want %q", tt.states, tt.match, tt.limit, err, tt.err)
+		}
+	}
+	m := ParseMatch("a/*.[x]?")
+	for s, want := range map[string]bool{"a/b/c.[x]1": true, "a/.[x]": false, "ab.[x]1": false, "a/b.x1": false} {
+		if m.MatchString(s) != want {
+			t.Errorf("--match a/*.[x]? on %q: %v", s, !want)
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+func z(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
