@@ -301,6 +301,10 @@ func TestIdleBacklogs(t *testing.T) {
 	for _, item := range items {
 		s.Client.Del(ctx(t), "hand:cooldown:"+item)
 	}
+	// The next look sweeps: the wait between sweeps is a multiple of how
+	// long the last pass took (see take's sweepEvery), which a loaded machine
+	// can stretch past the test's timeout.
+	s.Client.Del(ctx(t), "hand:sweep")
 	redistest.WaitFor(t, "the first item taken by a sweep", ran(1))
 	start := time.Now()
 	redistest.WaitFor(t, "the other 29 items to run", ran(30))
