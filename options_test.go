@@ -74,33 +74,9 @@ func TestParseOptions(t *testing.T) {
 				}
 			},
 		},
-		{
-			name: "expiry in seconds",
-			args: []string{"-x", "30", "true"},
-			check: func(t *testing.T, o *Options) {
-				if time.Duration(o.KeyExpiry) != 30*time.Second {
-					t.Errorf("expiry %s", time.Duration(o.KeyExpiry))
-				}
-			},
-		},
-		{
-			name: "expiry in fractional seconds",
-			args: []string{"-x", "0.5", "true"},
-			check: func(t *testing.T, o *Options) {
-				if time.Duration(o.KeyExpiry) != 500*time.Millisecond {
-					t.Errorf("expiry %s", time.Duration(o.KeyExpiry))
-				}
-			},
-		},
-		{
-			name: "expiry as a Go duration",
-			args: []string{"--key-expiry", "1500ms", "true"},
-			check: func(t *testing.T, o *Options) {
-				if time.Duration(o.KeyExpiry) != 1500*time.Millisecond {
-					t.Errorf("expiry %s", time.Duration(o.KeyExpiry))
-				}
-			},
-		},
+		{name: "expiry in seconds", args: []string{"-x", "30", "true"}, check: expiryIs(30 * time.Second)},
+		{name: "expiry in fractional seconds", args: []string{"-x", "0.5", "true"}, check: expiryIs(500 * time.Millisecond)},
+		{name: "expiry as a Go duration", args: []string{"--key-expiry", "1500ms", "true"}, check: expiryIs(1500 * time.Millisecond)},
 		{
 			name: "repeated exit codes replace the default",
 			args: []string{"-i", "3", "-i", "4", "true"},
@@ -429,6 +405,17 @@ func TestParseOptions(t *testing.T) {
 // goSpeak finds what go-flags and strconv say in Go's words: type names
 // and function names, which mean nothing to a user.
 var goSpeak = regexp.MustCompile(`expected [a-z]+\.|strconv\.|main\.|duration\.Flag|runs\.Backoff|\[\]int|invalid syntax`)
+
+// expiryIs is a check of TestParseOptions: the lock's expiry came out as
+// want.
+func expiryIs(want time.Duration) func(*testing.T, *Options) {
+	return func(t *testing.T, o *Options) {
+		t.Helper()
+		if got := time.Duration(o.KeyExpiry); got != want {
+			t.Errorf("expiry %s, want %s", got, want)
+		}
+	}
+}
 
 func TestHelpAndVersion(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"--version"}} {

@@ -156,6 +156,16 @@ func TestChaos(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
+	// spare picks a present item at random, unless no more than m (as many
+	// as there are workers) are present: the floor below which the test
+	// neither removes nor pauses items.
+	spare := func() (string, bool) {
+		present := present()
+		if len(present) <= m {
+			return "", false
+		}
+		return present[rand.N(len(present))], true
+	}
 
 	kinds := []string{"SIGKILL a worker", "SIGTERM a worker", "RPUSH an item", "restart redis-server", "LREM an item", "CLIENT PAUSE past the expiry", "run an item now",
 		"w8yctl pause", "w8yctl resume", "w8yctl run-now", "w8yctl cancel"}
@@ -184,12 +194,11 @@ func TestChaos(t *testing.T) {
 			}
 			want[item]++
 		case "LREM an item":
-			present := present()
-			if len(present) <= m {
+			item, ok := spare()
+			if !ok {
 				faults[kind]--
 				continue
 			}
-			item := present[rand.N(len(present))]
 			if err := s.Client.LRem(ctx(t), "chaos:list", 0, item).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -205,12 +214,11 @@ func TestChaos(t *testing.T) {
 				t.Fatal(err)
 			}
 		case "w8yctl pause":
-			present := present()
-			if len(present) <= m {
+			item, ok := spare()
+			if !ok {
 				faults[kind]--
 				continue
 			}
-			item := present[rand.N(len(present))]
 			ctl("pause", item, "--reason", "chaos")
 			mark("test-paused", item)
 			paused[item] = true

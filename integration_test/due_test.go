@@ -25,6 +25,16 @@ func (s *server) coolAll(t *testing.T, prefix string, items []string, d time.Dur
 	}
 }
 
+// seedCooling seeds prefix's list with n items and gives each a cooldown
+// of d set by hand (see coolAll), and returns the items in list order.
+func (s *server) seedCooling(t *testing.T, prefix string, n int, d time.Duration) []string {
+	t.Helper()
+	items := redistest.Items(n)
+	s.seed(t, prefix+":list", items...)
+	s.coolAll(t, prefix, items, d)
+	return items
+}
+
 // looks is how many looks (calls of internal/take's due.lua) the server has run: each reads
 // the due index once, with the one ZRANGEBYSCORE that nothing else sends.
 func (s *server) looks(t *testing.T) int {
@@ -39,9 +49,7 @@ func (s *server) looks(t *testing.T) int {
 func TestIdleWorkerDoesNotReadTheList(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
-	items := redistest.Items(20_000)
-	s.seed(t, "big:list", items...)
-	s.coolAll(t, "big", items, 10*time.Minute)
+	items := s.seedCooling(t, "big", 20_000, 10*time.Minute)
 	w := startW8y(t, nil, "-u", s.URL, "-k", "big", "-c", "-q", "--idle-wait", "100ms", "true")
 
 	redistest.WaitFor(t, "the worker's first sweep", func() bool { return s.Client.Exists(ctx(t), "big:sweep").Val() == 1 })
@@ -80,9 +88,7 @@ func TestIdleWorkerDoesNotReadTheList(t *testing.T) {
 func TestIdlePickups(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
-	items := redistest.Items(2_000)
-	s.seed(t, "up:list", items...)
-	s.coolAll(t, "up", items, 10*time.Minute)
+	items := s.seedCooling(t, "up", 2_000, 10*time.Minute)
 	// An item with a key hold:<item> waits for the test to push to its gate.
 	child := `if [ "$(redis-cli -p "$REDIS_PORT" exists "hold:$W8Y_ITEM")" = 1 ]; then redis-cli -p "$REDIS_PORT" blpop "gate:$W8Y_ITEM" 0 >/dev/null; fi; ` + stamp("up")
 	s.Client.Set(ctx(t), "hold:held", 1, 0)
@@ -197,9 +203,7 @@ func TestIdlePickups(t *testing.T) {
 func TestOneSweepForTheFleet(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
-	items := redistest.Items(300)
-	s.seed(t, "sw:list", items...)
-	s.coolAll(t, "sw", items, 10*time.Minute)
+	items := s.seedCooling(t, "sw", 300, 10*time.Minute)
 	const workers, idleWait = 4, 2 * time.Second
 	var ps []*proc
 	for range workers {
@@ -292,9 +296,7 @@ func TestIdleBacklogs(t *testing.T) {
 
 	// A short list's sweep comes every --idle-wait or so; the 30 items
 	// would take 30 of them one by one.
-	items := redistest.Items(30)
-	s.seed(t, "hand:list", items...)
-	s.coolAll(t, "hand", items, time.Hour)
+	items := s.seedCooling(t, "hand", 30, time.Hour)
 	if err := os.Remove(runs); err != nil {
 		t.Fatal(err)
 	}
@@ -303,6 +305,10 @@ func TestIdleBacklogs(t *testing.T) {
 	for _, item := range items {
 		s.Client.Del(ctx(t), "hand:cooldown:"+item)
 	}
+	// The next look sweeps: the wait between sweeps is a multiple of how
+	// long the last pass took (see take's sweepEvery), which a loaded machine
+	// can stretch past the test's timeout.
+	s.Client.Del(ctx(t), "hand:sweep")
 	redistest.WaitFor(t, "the first item taken by a sweep", ran(1))
 	start := time.Now()
 	redistest.WaitFor(t, "the other 29 items to run", ran(30))

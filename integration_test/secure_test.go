@@ -164,6 +164,17 @@ func checkStatus(t *testing.T, env []string, args []string, want ...string) {
 	}
 }
 
+// setACLUser makes the ACL user name on s, or remakes it, with password:
+// it may use the keys that match the pattern keys, no channel, and only
+// commands.
+func (s *server) setACLUser(t *testing.T, name, password, keys string, commands ...string) {
+	t.Helper()
+	args := append([]any{"ACL", "SETUSER", name, "on", ">" + password, keys, "resetchannels", "-@all"}, redistest.Values(commands)...)
+	if err := s.Client.Do(ctx(t), args...).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestACL runs w8y as an ACL user limited to its prefix's keys and the
 // commands docs/recipes.md lists, with the password from W8Y_REDIS_PASSWORD or a
 // file, and checks that wrong passwords and missing permissions fail with
@@ -172,13 +183,8 @@ func TestACL(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
 	const password = "Horse-Battery-93f1"
-	if err := s.Client.Do(ctx(t), append([]any{"ACL", "SETUSER", "worker", "on", ">" + password, "~acl:*", "resetchannels", "-@all"},
-		redistest.Values(strings.Fields(aclCommands))...)...).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Client.Do(ctx(t), "ACL", "SETUSER", "other", "on", ">"+password, "~other:*", "resetchannels", "-@all", "+evalsha", "+eval", "+llen").Err(); err != nil {
-		t.Fatal(err)
-	}
+	s.setACLUser(t, "worker", password, "~acl:*", strings.Fields(aclCommands)...)
+	s.setACLUser(t, "other", password, "~other:*", "+evalsha", "+eval", "+llen")
 	items := []string{"a", "b", "c", "d"}
 	s.seed(t, "acl:list", items...)
 	url := "redis://worker@127.0.0.1:" + itoa(s.Port)
@@ -332,10 +338,7 @@ func TestACLCluster(t *testing.T) {
 	c := startCluster(t, 3)
 	const password = "Cluster-Horse-41"
 	for _, s := range c.Nodes {
-		if err := s.Client.Do(ctx(t), append([]any{"ACL", "SETUSER", "worker", "on", ">" + password, "~acl:*", "resetchannels", "-@all", "+cluster|slots"},
-			redistest.Values(strings.Fields(aclCommands))...)...).Err(); err != nil {
-			t.Fatal(err)
-		}
+		s.setACLUser(t, "worker", password, "~acl:*", append([]string{"+cluster|slots"}, strings.Fields(aclCommands)...)...)
 	}
 	if err := c.Client.RPush(ctx(t), "acl:list", "a", "b").Err(); err != nil {
 		t.Fatal(err)
@@ -403,15 +406,8 @@ func TestACLWithoutTheDueIndex(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
 	const password = "Stapler-Lamp-71"
-	var commands []any
-	for _, c := range strings.Fields(aclCommands) {
-		if c != "+zrangebyscore" {
-			commands = append(commands, c)
-		}
-	}
-	if err := s.Client.Do(ctx(t), append([]any{"ACL", "SETUSER", "worker", "on", ">" + password, "~nodue:*", "resetchannels", "-@all"}, commands...)...).Err(); err != nil {
-		t.Fatal(err)
-	}
+	commands := slices.DeleteFunc(strings.Fields(aclCommands), func(c string) bool { return c == "+zrangebyscore" })
+	s.setACLUser(t, "worker", password, "~nodue:*", commands...)
 	s.seed(t, "nodue:list", "a")
 	s.coolAll(t, "nodue", []string{"a"}, time.Hour)
 	r := runW8y(t, []string{"W8Y_REDIS_PASSWORD=" + password}, "-u", "redis://worker@127.0.0.1:"+itoa(s.Port), "-k", "nodue", "-c", "true")

@@ -60,9 +60,7 @@ func TestTimeout(t *testing.T) {
 			if !slices.Equal(lines, want) {
 				t.Errorf("stderr:\n%s\nwant:\n%s", r.Stderr, strings.Join(want, "\n"))
 			}
-			processGone(t, grandchild)
-			s.noLocks()
-			s.wantList("b", "a")
+			s.groupEnded(grandchild, "b", "a")
 		})
 	}
 }
@@ -222,6 +220,17 @@ func (b *bundle) startGroupChild(args ...string) (p *proc, item string, grandchi
 	return p, item, readPID(b.t, pidFile)
 }
 
+// groupEnded fails the test unless a run's group is gone (its grandchild
+// too, which only a signal to the whole group reaches), its lock released
+// and the list is list, in its order: how a run that a timeout or a stop
+// signal ends must leave things.
+func (b *bundle) groupEnded(grandchild int, list ...string) {
+	b.t.Helper()
+	processGone(b.t, grandchild)
+	b.noLocks()
+	b.wantList(list...)
+}
+
 // readPID reads the pid that a child wrote to path.
 func readPID(t *testing.T, path string) int {
 	t.Helper()
@@ -259,9 +268,7 @@ func TestSIGTERMEndsTheWholeGroup(t *testing.T) {
 		t.Fatalf("the grandchild %d outlived w8y by %s: SIGTERM did not reach the whole group", grandchild, redistest.Timeout)
 	}
 	r.wantExit(t, 143)
-	processGone(t, grandchild)
-	s.noLocks()
-	s.wantList("b", "a")
+	s.groupEnded(grandchild, "b", "a")
 }
 
 // TestContinuousDrainsOnSIGTERM: a continuous worker passes SIGTERM to its
@@ -277,12 +284,10 @@ func TestContinuousDrainsOnSIGTERM(t *testing.T) {
 	p.signal(t, syscall.SIGTERM)
 	r := p.wait(t)
 	r.wantExit(t, 0)
-	processGone(t, grandchild)
-	s.noLocks()
+	s.groupEnded(grandchild, "b", "c", "a")
 	if n, _ := s.Client.LLen(ctx(t), "started").Result(); n != 0 {
 		t.Errorf("%d more items were started after SIGTERM", n)
 	}
-	s.wantList("b", "c", "a")
 }
 
 // TestSecondSignalKillsTheGroup: a child that ignores SIGTERM is killed by

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -199,6 +198,19 @@ func (b *bundle) shellRunning(args []string, child string) *shell {
 	return sh
 }
 
+// shellStarted is shellRunning that waits until n children have reported
+// their start, and returns the shell and the items that they took, in the
+// order that they reported.
+func (b *bundle) shellStarted(args []string, child string, n int) (*shell, []string) {
+	b.t.Helper()
+	sh := b.shellRunning(args, child)
+	items := make([]string, n)
+	for i := range items {
+		items[i] = b.popStarted(b.t)
+	}
+	return sh, items
+}
+
 // reportAs is shell for a child that reports what by pushing it to the list
 // "started".
 func reportAs(what string) string {
@@ -268,11 +280,7 @@ func TestTerminalCtrlC(t *testing.T) {
 			t.Parallel()
 			s := setup(t, "int"+itoa(i))
 			s.items("a", "b")
-			sh := s.shellRunning(tt.args, tt.child)
-			var items []string
-			for range max(tt.children, 1) {
-				items = append(items, s.popStarted(t))
-			}
+			sh, items := s.shellStarted(tt.args, tt.child, max(tt.children, 1))
 			for _, reply := range tt.presses {
 				sh.typeKeys(t, "\x03")
 				if reply != "" {
@@ -365,16 +373,10 @@ func TestTerminalCtrlZ(t *testing.T) {
 			t.Parallel()
 			s := setup(t, "tstp"+itoa(i))
 			s.items("a", "b")
-			sh := s.shellRunning(tt.args, tt.child)
+			sh, items := s.shellStarted(tt.args, tt.child, tt.children)
 			var children []int
-			var items []string
 			for range tt.children {
-				items = append(items, s.popStarted(t))
-				pid, err := strconv.Atoi(s.pop(t, "pids"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				children = append(children, pid)
+				children = append(children, atoi(t, s.pop(t, "pids")))
 			}
 			sh.typeKeys(t, "\x1a")
 			sh.waitScreen(t, "Stopped")

@@ -8,11 +8,12 @@ import (
 
 func TestParse(t *testing.T) {
 	const day = 24 * time.Hour
-	tests := []struct {
+	type parseCase struct {
 		in   string
 		want time.Duration
 		err  string // what the error says; "" for none
-	}{
+	}
+	tests := []parseCase{
 		// Seconds, as the first w8y took them.
 		{in: "5", want: 5 * time.Second},
 		{in: "0.5", want: 500 * time.Millisecond},
@@ -63,18 +64,11 @@ func TestParse(t *testing.T) {
 		// Refused.
 		{in: "nan", err: `"nan" is not a length of time`},
 		{in: "NaN", err: "not a length of time"},
-		{in: "", err: "neither seconds nor a duration"},
-		{in: "abc", err: "neither seconds nor a duration"},
-		{in: "5 s", err: "neither seconds nor a duration"},
-		{in: " 5", err: "neither seconds nor a duration"},
-		{in: "--5", err: "neither seconds nor a duration"},
-		{in: "1h-5m", err: "neither seconds nor a duration"},
-		{in: "1e", err: "neither seconds nor a duration"},
-		{in: "1e3ms", err: "neither seconds nor a duration"},
-		{in: "0x10", err: "neither seconds nor a duration"},
-		{in: "1.2.3s", err: "neither seconds nor a duration"},
-		{in: ".s", err: "neither seconds nor a duration"},
-		{in: "5w", err: "neither seconds nor a duration"},
+	}
+	// Neither seconds nor a Go duration, nor days: each is refused in the
+	// same words.
+	for _, in := range []string{"", "abc", "5 s", " 5", "--5", "1h-5m", "1e", "1e3ms", "0x10", "1.2.3s", ".s", "5w"} {
+		tests = append(tests, parseCase{in: in, err: "neither seconds nor a duration"})
 	}
 	for _, tt := range tests {
 		got, err := Parse(tt.in)
