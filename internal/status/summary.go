@@ -73,16 +73,19 @@ type Lag struct {
 	MostOverdue *string `json:"most_overdue_item"`
 }
 
-// lagSample is how many of the oldest due entries Lag checks for a lock or
-// a pause: an entry whose run outlasts its lock's first expiry stays in the
-// index with a past score until an idle worker moves it, and a running or
-// paused item is not behind. A hundred EXISTS cost Redis some 20µs; past
+// lagSample is how many of the oldest due entries Lag checks for a lock, a
+// pause, a cooldown or a backoff: an entry whose run outlasts its lock's
+// first expiry stays in the index with a past score until an idle worker
+// moves it, and an item that one of these holds (a running or paused one, or
+// one whose cooldown was set by hand) is not behind. A hundred EXISTS cost Redis some 20µs; past
 // them, entries are counted without the check.
 const lagSample = 100
 
 // Lag reads how far behind the fleet is at now (see Lag): one pipeline of
 // ZCOUNT and ZRANGEBYSCORE over the due index up to now, then one of
-// EXISTS for the oldest lagSample entries' locks and pauses.
+// EXISTS for the oldest lagSample entries' locks, pauses, cooldowns and
+// backoffs (one EXISTS an item: where the index is kept, an item's keys
+// share a slot).
 //
 // An entry with score 0 (w8yctl run-now and resume write "now" so, whatever
 // the workers' clocks say) counts as overdue, but its age is not known, so
@@ -105,10 +108,10 @@ func (s *Reader) Lag(ctx context.Context, now time.Time) (Lag, error) {
 	held := make([]*redis.IntCmd, len(entries))
 	for i, e := range entries {
 		item, _ := e.Member.(string)
-		held[i] = pipe.Exists(ctx, s.Keys.Lock(item), s.Keys.Pause(item))
+		held[i] = pipe.Exists(ctx, s.Keys.Lock(item), s.Keys.Pause(item), s.Keys.Cooldown(item), s.Keys.Backoff(item))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return Lag{}, redisconn.Wrap("read the locks of "+strconv.Quote(due)+"'s oldest entries", err)
+		return Lag{}, redisconn.Wrap("read the keys of "+strconv.Quote(due)+"'s oldest entries", err)
 	}
 	for i, e := range entries {
 		if held[i].Val() > 0 {
