@@ -15,6 +15,10 @@ import (
 // out. (go-redis' pool, left to itself, refuses to dial for a second after
 // as many failed dials as it has connections, and the lease gave up.)
 func TestRestartDuringARun(t *testing.T) {
+	// The lease retries every 50ms (see refreshRetry); a refresh takes a
+	// millisecond, the test's polling 10ms, and the race detector and a
+	// loaded machine the rest.
+	const refreshedWithin = 100 * time.Millisecond
 	t.Parallel()
 	b := setup(t, "rs")
 	b.items("a")
@@ -24,9 +28,26 @@ func TestRestartDuringARun(t *testing.T) {
 		// The outage's timing is the scenario itself, not a wait for a
 		// state: these sleeps make the outage that the issue measured.
 		time.Sleep(time.Second)
+		pttl := func() time.Duration { return b.Client.PTTL(ctx(t), b.key("lock:a")).Val() }
+		before := pttl()
 		b.ShutDown(t)
 		time.Sleep(1100 * time.Millisecond)
 		b.Restart(t)
+		// Restart returns once the server answers the test: Redis is back
+		// by then. The lease refreshes the lock as soon as it can, before
+		// that or just after: the lock's PTTL rises again, and tells when.
+		back := time.Now()
+		var refreshed time.Time
+		redistest.WaitFor(t, "a refresh of a's lock", func() bool {
+			left := pttl()
+			refreshed = time.Now().Add(left - 5*time.Second)
+			return left > before
+		})
+		late := refreshed.Sub(back)
+		t.Logf("run %d: the lock was refreshed %s after Redis answered the test (negative: before)", i+1, late.Round(time.Millisecond))
+		if late > refreshedWithin {
+			t.Errorf("run %d: the lock was refreshed %s after Redis answered the test, want within %s", i+1, late.Round(time.Millisecond), refreshedWithin)
+		}
 		r := p.wait(t)
 		r.mustExit(t, 0)
 		st := b.stateOf(t, "rs", "a")
