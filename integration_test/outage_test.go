@@ -1,8 +1,11 @@
 package integration_test
 
 import (
+	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,4 +125,65 @@ func TestIdleWorkersBackWithinASecond(t *testing.T) {
 	if got := b.list(); len(got) != len(items) {
 		t.Errorf("list holds %q, want %q in some order", got, items)
 	}
+}
+
+// TestRestartsDuringRuns is the fault test of issue 24 for restarts: three
+// --continuous workers run six items, two of them for two seconds, while
+// Redis is shut down (SHUTDOWN SAVE, the data kept) and started again on
+// its port a second later, four times, each time while a slow item runs.
+// With -x 9, at least 6s of a lease are left when Redis goes down, and w8y
+// stops a child 3.5s before its lease ends: a second's outage leaves time
+// to spare, so no child may be stopped for a lost lock, and each slow run
+// under a restart must end as a success;
+// no item may run twice at once (the children's flock, see overlapChild);
+// and the list must hold every item at the end.
+func TestRestartsDuringRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "rr")
+	items := []string{"a", "b", "c", "d", "e-slow", "f-slow"}
+	b.items(items...)
+	dir := t.TempDir()
+	env := append(slices.Clone(b.env), "DIR="+dir, "SLOW=2")
+	var workers []*proc
+	for range 3 {
+		workers = append(workers, startW8y(t, env, b.at("-c", "-x", "9", "--idle-wait", "20ms", "sh", "-c", overlapChild)...))
+	}
+	for i := range 4 {
+		// A slow run under way, whose end the test waits for after the
+		// restart: it must be its child's own.
+		var slow, holder string
+		redistest.WaitFor(t, "a slow item's lock", func() bool {
+			for _, item := range []string{"e-slow", "f-slow"} {
+				if v, err := b.Client.Get(ctx(t), b.key("lock:"+item)).Result(); err == nil {
+					slow, holder = item, v
+					return true
+				}
+			}
+			return false
+		})
+		runs := len(lines(t, dir+"/runs"))
+		b.ShutDown(t)
+		time.Sleep(time.Second) // the outage itself, not a wait for a state
+		b.Restart(t)
+		redistest.WaitFor(t, fmt.Sprintf("the run of %s under restart %d to end", slow, i+1), func() bool {
+			return b.Client.Get(ctx(t), b.key("lock:"+slow)).Val() != holder
+		})
+		if st := b.stateOf(t, "rr", slow); st["last_result"] != "success" {
+			t.Errorf("restart %d: the run of %s ended as %q, want success", i+1, slow, st["last_result"])
+		}
+		redistest.WaitFor(t, fmt.Sprintf("ten runs after restart %d", i+1), func() bool { return len(lines(t, dir+"/runs")) >= runs+10 })
+	}
+	drain(t, workers)
+	noOverlaps(t, dir)
+	for i, w := range workers {
+		if strings.Contains(w.stderrSoFar(), "lock lost") {
+			t.Errorf("worker %d stopped a child for a lost lock:\n%s", i, w.stderrSoFar())
+		}
+	}
+	got := b.list()
+	slices.Sort(got)
+	if !slices.Equal(got, items) {
+		t.Errorf("list holds %q, want %q in some order", got, items)
+	}
+	b.noLocks()
 }
