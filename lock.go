@@ -15,7 +15,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
-	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/lua"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/runs"
@@ -234,7 +233,7 @@ func (l *Lock) hold(ctx context.Context, giveUp time.Duration, k *lease, log zer
 	retry := refreshRetry(l.TTL)
 	// failing is when the refreshes began to fail, or zero while they
 	// succeed: an outage is told of once as it starts and once as it ends,
-	// not at every retry.
+	// not at every retry. (log names the item and its lock already.)
 	var failing time.Time
 	timer := time.NewTimer(period)
 	defer timer.Stop()
@@ -279,7 +278,7 @@ func (l *Lock) hold(ctx context.Context, giveUp time.Duration, k *lease, log zer
 		case err == nil:
 			if !failing.IsZero() {
 				down := time.Since(failing)
-				log.Info().Str("lock_key", items.Clip(l.Key)).Float64("failing_s", down.Seconds()).
+				log.Info().Float64("failing_s", down.Seconds()).
 					Msgf("lock refreshed again, after %s of failed refreshes", down.Round(time.Millisecond))
 				failing = time.Time{}
 			}
@@ -291,8 +290,7 @@ func (l *Lock) hold(ctx context.Context, giveUp time.Duration, k *lease, log zer
 		default:
 			if failing.IsZero() {
 				failing = time.Now()
-				log.Warn().Err(err).Str("lock_key", items.Clip(l.Key)).
-					Msgf("lock refresh failed; retrying every %s until %s before the lease ends", retry, giveUp.Round(time.Millisecond))
+				log.Warn().Err(err).Msgf("lock refresh failed; retrying every %s until %s before the lease ends", retry, giveUp.Round(time.Millisecond))
 			}
 			timer.Reset(min(retry, max(time.Until(deadline), 0)))
 		}
