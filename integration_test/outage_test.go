@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -166,7 +168,8 @@ func TestRestartsDuringRuns(t *testing.T) {
 		time.Sleep(time.Second) // the outage itself, not a wait for a state
 		b.Restart(t)
 		redistest.WaitFor(t, fmt.Sprintf("the run of %s under restart %d to end", slow, i+1), func() bool {
-			return b.Client.Get(ctx(t), b.key("lock:"+slow)).Val() != holder
+			v, err := b.Client.Get(ctx(t), b.key("lock:"+slow)).Result()
+			return errors.Is(err, redis.Nil) || err == nil && v != holder
 		})
 		if st := b.stateOf(t, "rr", slow); st["last_result"] != "success" {
 			t.Errorf("restart %d: the run of %s ended as %q, want success", i+1, slow, st["last_result"])
