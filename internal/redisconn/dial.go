@@ -41,7 +41,7 @@ func failOnUse(dial func(ctx context.Context, network, addr string) (net.Conn, e
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
 		if err != nil {
-			return failedConn{err: err, addr: dialAddr{network, addr}}, nil
+			return failedConn{err: failedDial{err}, addr: dialAddr{network, addr}}, nil
 		}
 		return conn, nil
 	}
@@ -62,6 +62,15 @@ func (c failedConn) RemoteAddr() net.Addr             { return c.addr }
 func (c failedConn) SetDeadline(time.Time) error      { return nil }
 func (c failedConn) SetReadDeadline(time.Time) error  { return nil }
 func (c failedConn) SetWriteDeadline(time.Time) error { return nil }
+
+// failedDial is a dial's error as the connection's reads and writes
+// report it. go-redis unwraps the error of a connection that failed its
+// handshake once, for the caller; without this layer that would strip the
+// *net.OpError of its address ("connect: connection refused").
+type failedDial struct{ err error }
+
+func (e failedDial) Error() string { return e.err.Error() }
+func (e failedDial) Unwrap() error { return e.err }
 
 // dialAddr is the address that a failed dial was for.
 type dialAddr struct{ network, addr string }

@@ -29,8 +29,10 @@ func TestDialsAgainAtOnceAfterAnOutage(t *testing.T) {
 	// Ten failed commands are twenty failed dials, ten times the pool.
 	for range 10 {
 		err := client.Ping(ctx).Err()
-		if err == nil || !strings.Contains(err.Error(), "connection refused") {
-			t.Fatalf("PING with nothing on port %d: %v, want connection refused", port, err)
+		// The error names what was dialed, as a failed dial always did.
+		want := fmt.Sprintf("dial tcp 127.0.0.1:%d: connect: connection refused", port)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("PING with nothing on port %d: %v, want %q", port, err, want)
 		}
 	}
 	redistest.Start(t, redistest.OnPort(port))
