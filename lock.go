@@ -235,9 +235,11 @@ const verifyTimeout = 5 * time.Second
 // when k asks.
 func (l *Lock) hold(ctx context.Context, giveUp time.Duration, k *lease, log zerolog.Logger) error {
 	period := l.TTL / 3
-	// A failed refresh is retried a few times within one period, so a single
-	// dropped packet costs nothing.
-	retry := max(l.TTL/15, 10*time.Millisecond)
+	retry := refreshRetry(l.TTL)
+	// failing is when the refreshes began to fail, or zero while they
+	// succeed: an outage is told of once as it starts and once as it ends,
+	// not at every retry. (log names the item and its lock already.)
+	var failing time.Time
 	timer := time.NewTimer(period)
 	defer timer.Stop()
 	for {
@@ -279,16 +281,38 @@ func (l *Lock) hold(ctx context.Context, giveUp time.Duration, k *lease, log zer
 		k.noteCancel(req)
 		switch {
 		case err == nil:
+			if !failing.IsZero() {
+				down := time.Since(failing)
+				log.Info().Float64("failing_s", down.Seconds()).
+					Msgf("lock refreshed again, after %s of failed refreshes", down.Round(time.Millisecond))
+				failing = time.Time{}
+			}
 			timer.Reset(period)
 		case errors.Is(err, ErrLockLost):
 			return err
 		case ctx.Err() != nil:
 			return ctx.Err()
 		default:
-			log.Warn().Err(err).Str("lock_key", items.Clip(l.Key)).Msg("lock refresh failed; retrying")
+			if failing.IsZero() {
+				failing = time.Now()
+				log.Warn().Err(err).Msgf("lock refresh failed; retrying every %s until %s before the lease ends", retry, giveUp.Round(time.Millisecond))
+			}
 			timer.Reset(min(retry, max(time.Until(deadline), 0)))
 		}
 	}
+}
+
+// refreshRetry is how soon a failed refresh of a lock that expires after
+// ttl is tried again. A Redis that restarts or fails over is back within
+// seconds, and the lease must not run out meanwhile: each retry dials anew
+// (see redisconn's failOnUse), so the lock is refreshed within 50ms of
+// Redis' return. Against a Redis that refuses connections, a retry costs
+// a refused dial on each of go-redis' two tries; against one that does not
+// answer, each retry first waits out its own timeout. A short lease is
+// retried more often, a few times within one refresh period (a fifteenth
+// of the TTL, but at least 10ms apart).
+func refreshRetry(ttl time.Duration) time.Duration {
+	return min(max(ttl/15, 10*time.Millisecond), 50*time.Millisecond)
 }
 
 // verify makes sure, after a pause, that the lock is still ours. Within the

@@ -29,6 +29,14 @@ const (
 	// enough not to hammer a Redis that is down.
 	retryBase = 250 * time.Millisecond
 	retryCap  = 30 * time.Second
+	// probeEvery is how often a --continuous worker tries Redis again while
+	// it cannot reach it, whatever the back-off: the take is the probe, and
+	// against a Redis that is down it costs a refused dial (go-redis' pool
+	// dials anew each time, see redisconn's failOnUse), or waits out its
+	// own timeout against one that does not answer. So a worker starts work
+	// again within about a quarter of a second of Redis' return, however
+	// long the outage was.
+	probeEvery = 250 * time.Millisecond
 )
 
 // worker takes items, runs the child for each and finishes their runs: one
@@ -217,6 +225,10 @@ type continuous struct {
 	// retries counts Redis errors in a row, which the retry pause doubles
 	// with.
 	retries int
+	// quiet is until when a retry goes unlogged: a worker that cannot
+	// reach Redis tries it every probeEvery, but says so only as often as
+	// the back-off would retry.
+	quiet time.Time
 	// unreachable is when Redis last became unreachable, or zero while it
 	// answers: its return is worth a line, as its loss was.
 	unreachable time.Time
@@ -359,26 +371,36 @@ func (l *continuous) pause(d time.Duration) {
 }
 
 // retry pauses after err, longer with each error in a row, and says for
-// how long. After a stop signal nothing is retried: the loop closes
-// instead.
+// how long; while Redis is unreachable, it pauses no longer than
+// probeEvery, and says so as often as the back-off would have retried.
+// After a stop signal nothing is retried: the loop closes instead.
 func (l *continuous) retry(err error) {
 	if l.w.stops.stopping() {
 		l.close("")
 		return
 	}
-	wait := duration.Jitter(min(retryBase<<l.retries, retryCap))
-	l.w.log.Error().Err(err).Float64("retry_in_s", wait.Seconds()).Msgf("retrying in %s", wait.Round(time.Millisecond))
-	if errors.Is(err, redisconn.ErrUnavailable) && l.unreachable.IsZero() {
-		l.unreachable = time.Now()
-	}
-	l.pause(wait)
+	backoff := duration.Jitter(min(retryBase<<l.retries, retryCap))
 	if retryBase<<l.retries < retryCap {
 		l.retries++
 	}
+	wait := backoff
+	if errors.Is(err, redisconn.ErrUnavailable) {
+		if l.unreachable.IsZero() {
+			l.unreachable = time.Now()
+		}
+		wait = min(backoff, duration.Jitter(probeEvery))
+	}
+	if now := time.Now(); !now.Before(l.quiet) {
+		l.w.log.Error().Err(err).Float64("retry_in_s", wait.Seconds()).Msgf("retrying in %s", wait.Round(time.Millisecond))
+		l.quiet = now.Add(backoff)
+	}
+	l.pause(wait)
 }
 
-// reachable notes that Redis answered, and says so if it had not.
+// reachable notes that Redis answered, and says so, with how long it was
+// unreachable since the first failure, if it had not.
 func (l *continuous) reachable() {
+	l.quiet = time.Time{}
 	if l.unreachable.IsZero() {
 		return
 	}

@@ -181,19 +181,21 @@ func (c shared) apply(opts *Options, password string, conns int) error {
 	*c.tls = config
 	// Left to itself, go-redis would try five dials per command and retry a
 	// command three times: up to a minute against an address that never
-	// answers. One retry of each still rides out a connection that a Redis
-	// restart closed; --continuous retries beyond that with its own backoff.
+	// answers. One retry of a command (with a dial of its own) still rides
+	// out a connection that a Redis restart closed; --continuous retries
+	// beyond that with its own backoff, and the lease with its own pace.
 	// A dial_timeout or max_retries in the URL's query still wins.
 	if *c.dialTimeout == 0 {
 		*c.dialTimeout = dialTimeout
 	}
-	if config != nil {
-		*c.dialer = tlsDialer(config, *c.dialTimeout)
-	}
+	*c.dialer = dialer(config, *c.dialTimeout)
 	if *c.maxRetries == 0 {
 		*c.maxRetries = 1
 	}
-	*c.dialerRetries = 2
+	// w8y's dialer reports a failed dial on the connection's first use (see
+	// failOnUse), so go-redis never sees one fail: the command's retry is
+	// the dial's.
+	*c.dialerRetries = 1
 	// Deadlines on our contexts must bound every call: the lock refresher
 	// relies on them to give up before the lease runs out.
 	*c.contextTimeout = true

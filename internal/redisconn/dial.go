@@ -10,6 +10,74 @@ import (
 	"time"
 )
 
+// dialer returns how w8y connects to a server: over TCP or a unix socket,
+// or with TLS when config is not nil (see tlsDialer), within timeout; a
+// failed dial reaches go-redis as a connection that fails (see failOnUse).
+func dialer(config *tls.Config, timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if config != nil {
+		return failOnUse(tlsDialer(config, timeout))
+	}
+	// go-redis' own dialer, as NewDialer makes it: its keep-alive probes
+	// notice a server that vanished without closing the connection.
+	plain := &net.Dialer{Timeout: timeout, KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 5 * time.Second, Count: 3}}
+	return failOnUse(plain.DialContext)
+}
+
+// failOnUse hands go-redis a failed dial as a connection that fails its
+// first use with the dial's error, instead of as the error.
+//
+// go-redis' pool (v9.23) counts failed dials, and after as many as it
+// holds connections it dials no more: it returns the last dial's error to
+// every caller until a dial of its own, tried once a second, succeeds.
+// w8y's pools hold two or three connections, so any outage trips it, and
+// every command fails for up to a second after Redis is back: long enough
+// for a lock's lease to run out while its child runs on (issue 24). w8y
+// paces its retries itself (the lease's refreshes, the loop's back-off),
+// so it has no use for the pool's: as a connection that failed, a failed
+// dial is dropped from the pool, and the next command dials again at once.
+// The command fails with the dial's own error, a *net.OpError, which
+// go-redis retries (MaxRetries) and Wrap sorts as it did before.
+func failOnUse(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return failedConn{err: failedDial{err}, addr: dialAddr{network, addr}}, nil
+		}
+		return conn, nil
+	}
+}
+
+// failedConn is a dial that failed with err, as a connection that fails
+// every read and write with it.
+type failedConn struct {
+	err  error
+	addr net.Addr
+}
+
+func (c failedConn) Read([]byte) (int, error)         { return 0, c.err }
+func (c failedConn) Write([]byte) (int, error)        { return 0, c.err }
+func (c failedConn) Close() error                     { return nil }
+func (c failedConn) LocalAddr() net.Addr              { return c.addr }
+func (c failedConn) RemoteAddr() net.Addr             { return c.addr }
+func (c failedConn) SetDeadline(time.Time) error      { return nil }
+func (c failedConn) SetReadDeadline(time.Time) error  { return nil }
+func (c failedConn) SetWriteDeadline(time.Time) error { return nil }
+
+// failedDial is a dial's error as the connection's reads and writes
+// report it. go-redis unwraps the error of a connection that failed its
+// handshake once, for the caller; without this layer that would strip the
+// *net.OpError of its address ("connect: connection refused").
+type failedDial struct{ err error }
+
+func (e failedDial) Error() string { return e.err.Error() }
+func (e failedDial) Unwrap() error { return e.err }
+
+// dialAddr is the address that a failed dial was for.
+type dialAddr struct{ network, addr string }
+
+func (a dialAddr) Network() string { return a.network }
+func (a dialAddr) String() string  { return a.addr }
+
 // tlsDialer returns a dialer for rediss:// that makes the TLS handshake
 // itself, within timeout, so that a failed one says what it likely means.
 // Against a Redis that speaks plain text, go-redis' own dialer waits for a

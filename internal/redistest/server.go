@@ -291,29 +291,37 @@ func (s *Server) Stop() {
 	<-s.exited
 }
 
+// ShutDown shuts the server down with SHUTDOWN SAVE, as an operator stops
+// one without losing its data, and waits until it has exited; Restart
+// starts it again. Shutting down a stopped server does nothing.
+func (s *Server) ShutDown(tb testing.TB) {
+	tb.Helper()
+	if !s.running() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	// SHUTDOWN SAVE saves even without save points; its reply is the
+	// connection closing.
+	_ = s.Client.Do(ctx, "SHUTDOWN", "SAVE").Err()
+	select {
+	case <-s.exited:
+	case <-ctx.Done():
+		tb.Fatalf("redis-server on port %d did not shut down within %s", s.Port, Timeout)
+	}
+	if !s.cmd.ProcessState.Success() {
+		tb.Fatalf("redis-server on port %d did not shut down cleanly: %v", s.Port, s.cmd.ProcessState)
+	}
+}
+
 // Restart starts the server again on its port, in its directory and with
 // its options, so that the new one loads what the old one saved. A running
-// server is first shut down with SHUTDOWN SAVE, as an operator restarts one
-// without losing its data; one that Stop killed comes back with only what it
-// had saved before, as after a crash. Client is replaced by one for the new
-// server.
+// server is first shut down (see ShutDown); one that Stop killed comes back
+// with only what it had saved before, as after a crash. Client is replaced
+// by one for the new server.
 func (s *Server) Restart(tb testing.TB) {
 	tb.Helper()
-	if s.running() {
-		ctx, cancel := context.WithTimeout(context.Background(), Timeout)
-		defer cancel()
-		// SHUTDOWN SAVE saves even without save points; its reply is the
-		// connection closing.
-		_ = s.Client.Do(ctx, "SHUTDOWN", "SAVE").Err()
-		select {
-		case <-s.exited:
-		case <-ctx.Done():
-			tb.Fatalf("redis-server on port %d did not shut down within %s", s.Port, Timeout)
-		}
-		if !s.cmd.ProcessState.Success() {
-			tb.Fatalf("redis-server on port %d did not shut down cleanly: %v", s.Port, s.cmd.ProcessState)
-		}
-	}
+	s.ShutDown(tb)
 	s.start(tb)
 }
 

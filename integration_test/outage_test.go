@@ -1,0 +1,194 @@
+package integration_test
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redistest"
+)
+
+// TestRestartDuringARun is issue 24's measurement, three times over: Redis
+// shut down with SHUTDOWN SAVE one second into a run and started again on
+// its port 1.1s later, with the lock kept and time left on its 5s lease.
+// The child must go on to its end and the run be recorded as a success:
+// w8y reaches Redis again as soon as it is back, and the lease never ran
+// out. (go-redis' pool, left to itself, refuses to dial for a second after
+// as many failed dials as it has connections, and the lease gave up.)
+func TestRestartDuringARun(t *testing.T) {
+	// The lease retries every 50ms (see refreshRetry); a refresh takes a
+	// millisecond, the test's polling 10ms, and the race detector and a
+	// loaded machine the rest.
+	const refreshedWithin = 100 * time.Millisecond
+	t.Parallel()
+	b := setup(t, "rs")
+	b.items("a")
+	for i := range 3 {
+		p := b.start("-x", "5", "--", "sh", "-c", "sleep 5")
+		redistest.WaitFor(t, "the lock of a", func() bool { return b.Client.Exists(ctx(t), b.key("lock:a")).Val() == 1 })
+		// The outage's timing is the scenario itself, not a wait for a
+		// state: these sleeps make the outage that the issue measured.
+		time.Sleep(time.Second)
+		pttl := func() time.Duration { return b.Client.PTTL(ctx(t), b.key("lock:a")).Val() }
+		before := pttl()
+		b.ShutDown(t)
+		time.Sleep(1100 * time.Millisecond)
+		b.Restart(t)
+		// Restart returns once the server answers the test: Redis is back
+		// by then. The lease refreshes the lock as soon as it can, before
+		// that or just after: the lock's PTTL rises again, and tells when.
+		back := time.Now()
+		var refreshed time.Time
+		redistest.WaitFor(t, "a refresh of a's lock", func() bool {
+			left := pttl()
+			refreshed = time.Now().Add(left - 5*time.Second)
+			return left > before
+		})
+		late := refreshed.Sub(back)
+		t.Logf("run %d: the lock was refreshed %s after Redis answered the test (negative: before)", i+1, late.Round(time.Millisecond))
+		if late > refreshedWithin {
+			t.Errorf("run %d: the lock was refreshed %s after Redis answered the test, want within %s", i+1, late.Round(time.Millisecond), refreshedWithin)
+		}
+		r := p.wait(t)
+		r.mustExit(t, 0)
+		st := b.stateOf(t, "rs", "a")
+		if st["last_result"] != "success" || st["runs"] != itoa(i+1) {
+			t.Fatalf("run %d: state of a after a restart during its run: %v\n%s", i+1, st, r)
+		}
+		b.noLocks()
+	}
+}
+
+// TestIdleWorkersBackWithinASecond: three idle --continuous workers whose
+// items came due while Redis was down for eight seconds each start one of
+// them within a second of Redis' return, and say how long Redis was
+// unreachable, counted from their first failure. (With the retry's
+// back-off alone, a worker waited up to the last back-off, seconds, after
+// Redis was back; issue 24 measured 0.3s, 6.3s and 10.5s after 8s.)
+func TestIdleWorkersBackWithinASecond(t *testing.T) {
+	t.Parallel()
+	const outage = 8 * time.Second
+	b := setup(t, "idle")
+	items := []string{"a", "b", "c"}
+	b.items(items...)
+	// Each run takes a second, so that a worker that has started one cannot
+	// start another within the second that the test allows: three starts
+	// within it are three workers back. The cooldown ends during the outage.
+	var workers []*proc
+	for range 3 {
+		workers = append(workers, b.start("-c", "--cooldown", "3s", "--", "sh", "-c", started+"; sleep 1"))
+	}
+	for range items {
+		b.popStarted(t)
+	}
+	redistest.WaitFor(t, "the three runs to end", func() bool {
+		for _, item := range items {
+			if b.stateOf(t, "idle", item)["last_result"] != "success" {
+				return false
+			}
+		}
+		return true
+	})
+	b.ShutDown(t)
+	down := time.Now()
+	time.Sleep(outage) // the outage itself, not a wait for a state
+	b.Restart(t)
+	back := time.Now()
+	for range items {
+		b.popStarted(t)
+	}
+	if took := time.Since(back); took > time.Second {
+		t.Errorf("the three idle workers started their items %s after Redis was back, want within 1s", took.Round(time.Millisecond))
+	} else {
+		t.Logf("the three idle workers started their items %s after Redis was back", took.Round(time.Millisecond))
+	}
+	drain(t, workers)
+	// Each worker counts from its first failure, at its first look after the
+	// shutdown (at most a second later, see --idle-wait), to its first
+	// answer: about the outage, and never the back-off on top of it.
+	reachable := regexp.MustCompile(`Redis is reachable again, after ([0-9.]+)s`)
+	for i, w := range workers {
+		m := reachable.FindStringSubmatch(w.stderrSoFar())
+		if m == nil {
+			t.Errorf("worker %d did not say that Redis was reachable again:\n%s", i, w.stderrSoFar())
+			continue
+		}
+		said, _ := strconv.ParseFloat(m[1], 64)
+		if was := back.Sub(down).Seconds(); said > was+0.5 || said < was-1.5 {
+			t.Errorf("worker %d said Redis was unreachable for %.2fs; it was down for %.2fs", i, said, was)
+		}
+	}
+	if got := b.list(); len(got) != len(items) {
+		t.Errorf("list holds %q, want %q in some order", got, items)
+	}
+}
+
+// TestRestartsDuringRuns is the fault test of issue 24 for restarts: three
+// --continuous workers run six items, two of them for two seconds, while
+// Redis is shut down (SHUTDOWN SAVE, the data kept) and started again on
+// its port a second later, four times, each time while a slow item runs.
+// With -x 9, at least 6s of a lease are left when Redis goes down, and w8y
+// stops a child 3.5s before its lease ends: a second's outage leaves time
+// to spare, so no child may be stopped for a lost lock, and each slow run
+// under a restart must end as a success;
+// no item may run twice at once (the children's flock, see overlapChild);
+// and the list must hold every item at the end.
+func TestRestartsDuringRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "rr")
+	items := []string{"a", "b", "c", "d", "e-slow", "f-slow"}
+	b.items(items...)
+	dir := t.TempDir()
+	env := append(slices.Clone(b.env), "DIR="+dir, "SLOW=2")
+	var workers []*proc
+	for range 3 {
+		workers = append(workers, startW8y(t, env, b.at("-c", "-x", "9", "--idle-wait", "20ms", "sh", "-c", overlapChild)...))
+	}
+	for i := range 4 {
+		// A slow run under way, whose end the test waits for after the
+		// restart: it must be its child's own.
+		var slow, holder string
+		redistest.WaitFor(t, "a slow item's lock", func() bool {
+			for _, item := range []string{"e-slow", "f-slow"} {
+				if v, err := b.Client.Get(ctx(t), b.key("lock:"+item)).Result(); err == nil {
+					slow, holder = item, v
+					return true
+				}
+			}
+			return false
+		})
+		runs := len(lines(t, dir+"/runs"))
+		b.ShutDown(t)
+		time.Sleep(time.Second) // the outage itself, not a wait for a state
+		b.Restart(t)
+		redistest.WaitFor(t, fmt.Sprintf("the run of %s under restart %d to end", slow, i+1), func() bool {
+			v, err := b.Client.Get(ctx(t), b.key("lock:"+slow)).Result()
+			return errors.Is(err, redis.Nil) || err == nil && v != holder
+		})
+		if st := b.stateOf(t, "rr", slow); st["last_result"] != "success" {
+			t.Errorf("restart %d: the run of %s ended as %q, want success", i+1, slow, st["last_result"])
+		}
+		redistest.WaitFor(t, fmt.Sprintf("ten runs after restart %d", i+1), func() bool { return len(lines(t, dir+"/runs")) >= runs+10 })
+	}
+	drain(t, workers)
+	noOverlaps(t, dir)
+	for i, w := range workers {
+		if strings.Contains(w.stderrSoFar(), "lock lost") {
+			t.Errorf("worker %d stopped a child for a lost lock:\n%s", i, w.stderrSoFar())
+		}
+	}
+	got := b.list()
+	slices.Sort(got)
+	if !slices.Equal(got, items) {
+		t.Errorf("list holds %q, want %q in some order", got, items)
+	}
+	// A run that ended while Redis was down could not release its lock,
+	// which expires by itself (-x 9); no lock outlives that.
+	redistest.WaitFor(t, "every lock to be released or to expire", func() bool { return len(b.keys(t, b.key("lock:*"))) == 0 })
+}
