@@ -1,0 +1,220 @@
+package registry
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/schema"
+)
+
+const (
+	// beatEvery is how often a worker announces itself while nothing
+	// changes: three beats per TTL, so that one late or lost beat (a slow
+	// Redis, a failover) does not drop a live worker.
+	beatEvery = TTL / 3
+	// changeGap is the least time between two beats that a change (an item
+	// started or ended) brings on: a worker that runs many short items
+	// announces at most four times a second, not twice an item, and the
+	// registry still shows a run within a quarter of a second.
+	changeGap = 250 * time.Millisecond
+	// beatTimeout bounds one beat, and the removal at the end.
+	beatTimeout = 5 * time.Second
+)
+
+// Self is what a worker says of itself, which does not change while it
+// runs.
+type Self struct {
+	Holder  string
+	Host    string
+	PID     int
+	Version string
+	Started time.Time
+	// Continuous is --continuous; Slots is --parallel.
+	Continuous bool
+	Slots      int
+	// Looks says that the worker looks at the due index while it has a
+	// free slot, and so counts in schema.Keys.Looking then.
+	Looks bool
+}
+
+// Presence is one worker's own entry in the registry: what the worker
+// tells it (Started, Ended) is announced by Run, at once (within changeGap)
+// and then every beatEvery, until Run's context ends and it removes the
+// entry.
+type Presence struct {
+	client Client
+	keys   schema.Keys
+	self   Self
+	log    zerolog.Logger
+
+	mu      sync.Mutex
+	running []Run
+	since   time.Time
+	// changed wakes Run when what the worker runs has changed.
+	changed chan struct{}
+	// lookers is the count of live workers that look, as the last beat
+	// read it.
+	lookers atomic.Int64
+}
+
+// NewPresence makes the Presence of the worker self under keys; Run
+// announces it.
+func NewPresence(client Client, keys schema.Keys, self Self, log zerolog.Logger) *Presence {
+	return &Presence{client: client, keys: keys, self: self, log: log, since: self.Started, changed: make(chan struct{}, 1)}
+}
+
+// Started tells the registry that the worker runs item from now on. A nil
+// Presence does nothing, as in tests without Redis.
+func (p *Presence) Started(item string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	if len(p.running) == 0 {
+		p.since = time.Now()
+	}
+	p.running = append(p.running, Run{Item: item, Since: time.Now()})
+	p.mu.Unlock()
+	p.wake()
+}
+
+// Ended tells the registry that the worker's run of item has ended.
+func (p *Presence) Ended(item string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	if i := slices.IndexFunc(p.running, func(r Run) bool { return r.Item == item }); i >= 0 {
+		p.running = slices.Delete(p.running, i, i+1)
+	}
+	if len(p.running) == 0 {
+		p.since = time.Now()
+	}
+	p.mu.Unlock()
+	p.wake()
+}
+
+func (p *Presence) wake() {
+	select {
+	case p.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Lookers is how many live workers look for work, this one among them, as
+// the last beat counted them: at least 1.
+func (p *Presence) Lookers() int {
+	if p == nil {
+		return 1
+	}
+	return int(max(1, p.lookers.Load()))
+}
+
+// entry is the worker's Entry as it is now, and whether it looks.
+func (p *Presence) entry(now time.Time) (Entry, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	mode, state := "one-shot", schema.WorkerIdle
+	if p.self.Continuous {
+		mode = "continuous"
+	}
+	if len(p.running) > 0 {
+		state = schema.WorkerBusy
+	}
+	e := Entry{
+		Holder: p.self.Holder, Host: p.self.Host, PID: p.self.PID, Version: p.self.Version, Mode: mode,
+		Started: p.self.Started, State: state, Since: p.since, Running: slices.Clone(p.running), Expires: now.Add(TTL),
+	}
+	return e, p.self.Looks && len(p.running) < p.self.Slots
+}
+
+// Run announces the worker at once, again within changeGap of each
+// change and every beatEvery, until ctx ends; it then removes the entry
+// and returns. A beat that fails is logged once until one succeeds again:
+// the registry is for operators and for spacing looks, and no run depends
+// on it.
+func (p *Presence) Run(ctx context.Context) {
+	// Beats and the removal do not end with ctx: a beat cut short could
+	// reach Redis after the removal, and leave the entry until it expires.
+	quiet := context.WithoutCancel(ctx)
+	failing := false
+	beat := func() {
+		bctx, cancel := context.WithTimeout(quiet, beatTimeout)
+		defer cancel()
+		err := p.announce(bctx, time.Now())
+		switch {
+		case err != nil && !failing:
+			p.log.Warn().Err(err).Msg("could not announce this worker in the registry of live workers; w8yctl workers does not show it until it can")
+		case err == nil && failing:
+			p.log.Info().Msg("this worker is announced in the registry of live workers again")
+		}
+		failing = err != nil
+	}
+	beat()
+	timer := time.NewTimer(beatEvery)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			rctx, cancel := context.WithTimeout(quiet, beatTimeout)
+			defer cancel()
+			if err := p.remove(rctx); err != nil {
+				p.log.Warn().Err(err).Msg("could not remove this worker from the registry of live workers; its entry expires by itself")
+			}
+			return
+		case <-p.changed:
+			// Coalesce the changes of the next changeGap into one beat.
+			select {
+			case <-ctx.Done():
+				continue
+			case <-time.After(changeGap):
+			}
+		case <-timer.C:
+		}
+		beat()
+		timer.Reset(beatEvery)
+	}
+}
+
+// announce writes the entry and its expiry, drops the dead workers'
+// members, and counts the live workers that look, in one round trip.
+func (p *Presence) announce(ctx context.Context, now time.Time) error {
+	e, looks := p.entry(now)
+	hash, expires := p.keys.Worker(e.Holder), float64(e.Expires.UnixMilli())
+	dead := "(" + strconv.FormatInt(now.UnixMilli(), 10)
+	pipe := p.client.Pipeline()
+	pipe.HSet(ctx, hash, e.values()...)
+	pipe.PExpire(ctx, hash, TTL)
+	pipe.ZAdd(ctx, p.keys.Workers(), redisZ(expires, e.Holder))
+	pipe.ZRemRangeByScore(ctx, p.keys.Workers(), "-inf", dead)
+	if looks {
+		pipe.ZAdd(ctx, p.keys.Looking(), redisZ(expires, e.Holder))
+	} else {
+		pipe.ZRem(ctx, p.keys.Looking(), e.Holder)
+	}
+	pipe.ZRemRangeByScore(ctx, p.keys.Looking(), "-inf", dead)
+	lookers := pipe.ZCount(ctx, p.keys.Looking(), after(now), "+inf")
+	if _, err := pipe.Exec(ctx); err != nil {
+		return redisconn.Wrap("announce the worker in "+strconv.Quote(p.keys.Workers()), err)
+	}
+	p.lookers.Store(lookers.Val())
+	return nil
+}
+
+// remove deletes the entry, in one round trip.
+func (p *Presence) remove(ctx context.Context) error {
+	pipe := p.client.Pipeline()
+	pipe.Del(ctx, p.keys.Worker(p.self.Holder))
+	pipe.ZRem(ctx, p.keys.Workers(), p.self.Holder)
+	pipe.ZRem(ctx, p.keys.Looking(), p.self.Holder)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return redisconn.Wrap("remove the worker from "+strconv.Quote(p.keys.Workers()), err)
+	}
+	return nil
+}
