@@ -62,6 +62,7 @@ func serve(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zerolog
 	}
 	w := newWorker(opts, command, client, keys, token, p, counts, beat, log)
 	w.reports = failureReports(opts, stderr)
+	defer announce(ctx, w, client, keys, token, log)()
 	log.Debug().Str("list", keys.List()).Str("holder", token).Bool("continuous", opts.Continuous).Msg("w8y starting")
 	return w.run(ctx)
 }

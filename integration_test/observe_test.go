@@ -186,6 +186,10 @@ func parseTable(t *testing.T, out string) map[string]statusRow {
 	rows := map[string]statusRow{}
 	var order []string
 	for _, line := range lines[1:] {
+		if strings.HasSuffix(line, " live (w8yctl workers lists them)") {
+			rows["(live)"] = statusRow{"line": line}
+			continue
+		}
 		cells := gap.Split(line, -1)
 		if len(cells) != len(header) {
 			t.Fatalf("row %q has %d cells, the header %d", line, len(cells), len(header))
@@ -230,6 +234,10 @@ func TestStatus(t *testing.T) {
 	rows := parseTable(t, r.Stdout)
 	if got := rows["(order)"]["items"]; got != "busy cool back new" {
 		t.Errorf("items in order %q", got)
+	}
+	// The worker that runs busy is the one live worker.
+	if got := rows["(live)"]["line"]; got != "1 worker live (w8yctl workers lists them)" {
+		t.Errorf("the line under the table %q, want it to count one live worker", got)
 	}
 	check := func(item string, want statusRow) {
 		t.Helper()

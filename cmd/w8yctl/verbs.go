@@ -33,6 +33,7 @@ var verbs = []*verb{
 	{"status", "status [--watch[=INTERVAL]] [ITEM...]", "Show every item: its lock, pause, cooldown or backoff, and last run, as w8y --status does; or, for each ITEM, all there is to know: how often the list holds it, its lock, cooldown, backoff and pause, its fence, last run and counts, its latest events and its kept output", "w8yctl -k work status --watch=5s", false, true, runStatus},
 	{"check", "check [--fix]", "Find what is wrong under the prefix (keys of the wrong type, locks without expiry, items held twice or that can never run, keys of items gone from the list); --fix repairs what is safe and says what it did", "w8yctl -k work check --fix", false, false, runCheck},
 	{"events", "events [--follow] [--since TIME|ID] [--item ITEM] [-n N]", "Print the latest events (starts and ends of runs), or those since TIME, and with --follow each new one until Ctrl-C", "w8yctl -k work events --since 1h --item report-1", false, false, runEvents},
+	{"workers", "workers", "List the live workers: holder (host:pid:random), idle or busy and for how long, the items each runs now, mode, version and start; a worker that stops leaves the list at once, one that dies within 15s", "w8yctl -k work workers --json", false, false, runWorkers},
 	{"serve", "serve --addr HOST:PORT [--token-file FILE]", "Serve a live dashboard of the list in a browser until Ctrl-C; its pause, resume, run-now and cancel buttons work only with the token of W8Y_DASHBOARD_TOKEN or --token-file", "w8yctl -k work serve --addr 127.0.0.1:8080", false, false, runServe},
 }
 

@@ -23,8 +23,12 @@ const (
 	// announces at most four times a second, not twice an item, and the
 	// registry still shows a run within a quarter of a second.
 	changeGap = 250 * time.Millisecond
-	// beatTimeout bounds one beat, and the removal at the end.
+	// beatTimeout bounds one beat.
 	beatTimeout = 5 * time.Second
+	// removeTimeout bounds the removal at the end: a worker that stops
+	// while Redis hangs must not wait long for an entry that expires by
+	// itself anyway.
+	removeTimeout = time.Second
 )
 
 // Self is what a worker says of itself, which does not change while it
@@ -140,14 +144,14 @@ func (p *Presence) entry(now time.Time) (Entry, bool) {
 // the registry is for operators and for spacing looks, and no run depends
 // on it.
 func (p *Presence) Run(ctx context.Context) {
-	// Beats and the removal do not end with ctx: a beat cut short could
-	// reach Redis after the removal, and leave the entry until it expires.
-	quiet := context.WithoutCancel(ctx)
 	failing := false
 	beat := func() {
-		bctx, cancel := context.WithTimeout(quiet, beatTimeout)
+		bctx, cancel := context.WithTimeout(ctx, beatTimeout)
 		defer cancel()
 		err := p.announce(bctx, time.Now())
+		if ctx.Err() != nil {
+			return
+		}
 		switch {
 		case err != nil && !failing:
 			p.log.Warn().Err(err).Msg("could not announce this worker in the registry of live workers; w8yctl workers does not show it until it can")
@@ -162,7 +166,9 @@ func (p *Presence) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			rctx, cancel := context.WithTimeout(quiet, beatTimeout)
+			// A beat that ctx cut short was written before the removal, so
+			// Redis has it first; at worst its entry lingers until TTL.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
 			defer cancel()
 			if err := p.remove(rctx); err != nil {
 				p.log.Warn().Err(err).Msg("could not remove this worker from the registry of live workers; its entry expires by itself")

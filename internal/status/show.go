@@ -22,7 +22,8 @@ import (
 )
 
 // Show is w8y --status: every item of the list that reader reads, in list
-// order, as a table or as JSON, written to stdout once, or every watch
+// order, as a table (with a line under it that counts the live workers) or
+// as JSON, written to stdout once, or every watch
 // interval (when not 0) until ctx is done. A watch that fails to read goes
 // on to the next turn unless Redis refuses (ErrRefused), logging the error.
 // On a terminal, each turn clears the screen first and the table is
@@ -69,6 +70,7 @@ func Show(ctx context.Context, reader *Reader, asJSON bool, watch time.Duration,
 			fmt.Fprintln(&buf, missing)
 		default:
 			writeTable(&buf, items, time.Now(), width)
+			writeLive(ctx, &buf, reader, log)
 		}
 		if err != nil {
 			return err
