@@ -448,7 +448,7 @@ func TestCtlACL(t *testing.T) {
 	env := []string{"W8Y_REDIS_URL=redis://operator@127.0.0.1:" + itoa(s.Port), "W8Y_REDIS_PASSWORD=" + password, "W8Y_KEY_PREFIX=ops"}
 	for _, verb := range [][]string{
 		{"add", "c"}, {"pause", "a", "--for", "1h", "--reason", "r"}, {"status"}, {"resume", "a"}, {"run-now", "b"}, {"remove", "c"},
-		{"events", "--item", "a"}, {"events", "--since", "1h"}, {"check"}, {"check", "--fix"}, {"status", "a", "b"}, {"cancel", "--reason", "r", "b"},
+		{"events", "--item", "a"}, {"events", "--since", "1h"}, {"check"}, {"check", "--fix"}, {"status", "a", "b"}, {"cancel", "--reason", "r", "b"}, {"workers"},
 	} {
 		r := runCtl(t, env, verb...)
 		r.wantExit(t, 0)

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"sync"
@@ -140,11 +141,15 @@ func (p *Presence) entry(now time.Time) (Entry, bool) {
 
 // Run announces the worker at once, again within changeGap of each
 // change and every beatEvery, until ctx ends; it then removes the entry
-// and returns. A beat that fails is logged once until one succeeds again:
-// the registry is for operators and for spacing looks, and no run depends
-// on it.
+// and returns. The registry is for operators and for spacing looks, and no
+// run depends on it: a beat that Redis refuses (an ACL rule without the
+// registry's commands) is warned of once it has failed twice in a row,
+// since a first failure is most often the one the worker reports itself
+// (a refused password), and one lost beat costs nothing; a Redis that is
+// unreachable the loop reports itself. A removal that fails is left to
+// the entry's expiry.
 func (p *Presence) Run(ctx context.Context) {
-	failing := false
+	failures := 0
 	beat := func() {
 		bctx, cancel := context.WithTimeout(ctx, beatTimeout)
 		defer cancel()
@@ -153,12 +158,21 @@ func (p *Presence) Run(ctx context.Context) {
 			return
 		}
 		switch {
-		case err != nil && !failing:
-			p.log.Warn().Err(err).Msg("could not announce this worker in the registry of live workers; w8yctl workers does not show it until it can")
-		case err == nil && failing:
-			p.log.Info().Msg("this worker is announced in the registry of live workers again")
+		case err == nil:
+			if failures >= 2 {
+				p.log.Info().Msg("this worker is announced in the registry of live workers again")
+			}
+			failures = 0
+			return
+		case errors.Is(err, redisconn.ErrRefused):
+			failures++
+		default:
+			p.log.Debug().Err(err).Msg("could not announce this worker in the registry of live workers")
+			return
 		}
-		failing = err != nil
+		if failures == 2 {
+			p.log.Warn().Err(err).Msg("could not announce this worker in the registry of live workers (see the ACL rule in docs/recipes.md); w8yctl workers does not show it until it can")
+		}
 	}
 	beat()
 	timer := time.NewTimer(beatEvery)
@@ -171,7 +185,7 @@ func (p *Presence) Run(ctx context.Context) {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
 			defer cancel()
 			if err := p.remove(rctx); err != nil {
-				p.log.Warn().Err(err).Msg("could not remove this worker from the registry of live workers; its entry expires by itself")
+				p.log.Debug().Err(err).Msg("could not remove this worker from the registry of live workers; its entry expires by itself")
 			}
 			return
 		case <-p.changed:
