@@ -2,6 +2,9 @@ package integration_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/control"
+	"github.com/w8y/w8y/internal/doctest"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/registry"
 	"github.com/w8y/w8y/internal/schema"
@@ -244,4 +248,51 @@ func TestRunNowPickupInAFleet(t *testing.T) {
 		t.Errorf("run-now to start: %v; want the median within 500ms and all within 1.5s", waits)
 	}
 	t.Logf("run-now to start, as Redis timed it: %v", waits)
+}
+
+// TestDocsWorkersExample runs docs/operating.md's w8yctl workers example,
+// with one busy and one idle worker, and checks that it prints a table of
+// the page's columns and a JSON array of both.
+func TestDocsWorkersExample(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "work")
+	s.items("report:alpha")
+	s.start(append([]string{"-c"}, report(":", `redis-cli -p "$REDIS_PORT" blpop gate 30 >/dev/null`)...)...)
+	s.popStarted(t)
+	s.start("-c", "true")
+	redistest.WaitFor(t, "two workers, one busy", func() bool {
+		entries, err := registry.Read(ctx(t), s.Client, schema.Keys{Prefix: "work:"}, time.Now())
+		return err == nil && len(entries) == 2 && entries[0].State == schema.WorkerBusy
+	})
+	example := doctest.Block(t, "docs/operating.md", "sh", "w8yctl -k work workers")
+	bin := t.TempDir()
+	if err := os.Symlink(ctlBinary, filepath.Join(bin, "w8yctl")); err != nil {
+		t.Fatal(err)
+	}
+	r := startCommand(t, []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "W8Y_REDIS_URL=" + s.URL}, "bash", "-c", "set -e\n"+example).wait(t)
+	r.mustExit(t, 0)
+	if r.Stderr != "" {
+		t.Errorf("the example wrote on stderr: %s", r)
+	}
+	gap := regexp.MustCompile(` {2,}`)
+	shown := strings.Split(strings.TrimSpace(doctest.Block(t, "docs/operating.md", "", "HOLDER   ")), "\n")
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("the example printed:\n%s\nwant a header, two workers, the count and a JSON line", r.Stdout)
+	}
+	if got, want := gap.Split(lines[0], -1), gap.Split(shown[0], -1); !slices.Equal(got, want) {
+		t.Errorf("columns %q, want the page's %q", got, want)
+	}
+	busy := gap.Split(lines[1], -1)
+	if len(busy) != 7 || busy[1] != "busy" || busy[3] != `"report:alpha"` || busy[4] != "continuous" {
+		t.Errorf("the busy worker's row %q", busy)
+	}
+	if lines[3] != "2 workers live" || shown[len(shown)-1] != "3 workers live" {
+		t.Errorf("the count %q (the page's %q)", lines[3], shown[len(shown)-1])
+	}
+	var entries []registry.Entry
+	if err := json.Unmarshal([]byte(lines[4]), &entries); err != nil || len(entries) != 2 {
+		t.Errorf("--json printed %s (%v)", lines[4], err)
+	}
+	s.Client.RPush(ctx(t), "gate", "go")
 }
