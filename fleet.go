@@ -18,13 +18,14 @@ import (
 // Sidekiq spaces its scheduled-job polls by the number of its processes.
 
 // fleetLookSpacing is the mean time between two looks of the whole fleet,
-// once it is large enough (more than lookEvery/fleetLookSpacing = 10 idle
-// workers): ten workers look every 800ms each, a thousand every 80 s each,
-// and either fleet looks about 12 times a second. A look costs Redis about
-// 0.1 ms, so an idle fleet of any size costs it about 1.2 ms/s of CPU in
-// looks; and as the looks of many workers come at random moments, an item
-// made due waits for the next one about ln 2 × 80ms ≈ 55ms at the median.
-const fleetLookSpacing = 80 * time.Millisecond
+// once it is large enough (more than lookEvery/fleetLookSpacing = 16 idle
+// workers): sixteen workers look every 800ms each, a thousand every 50 s
+// each, and either fleet looks about 20 times a second. A look costs Redis
+// about 0.1 ms, so an idle fleet of any size costs it about 2 ms/s of CPU
+// in looks; and as the looks of many workers come at random moments, an
+// item made due waits for the next one about ln 2 × 50ms ≈ 35ms at the
+// median, well within the 100ms that a pickup may take.
+const fleetLookSpacing = 50 * time.Millisecond
 
 // lookInterval is the pause (before jitter) between one worker's looks,
 // when lookers live workers look, this one among them: base (--idle-wait,

@@ -7,7 +7,7 @@ import (
 
 // TestLookInterval: a small fleet's workers look every --idle-wait (at most
 // 800ms); a larger one's space their looks by the fleet's size, so that the
-// fleet as a whole looks about every 80ms (or every --idle-wait, when that
+// fleet as a whole looks about every 50ms (or every --idle-wait, when that
 // is shorter), however many workers it has.
 func TestLookInterval(t *testing.T) {
 	for _, tc := range []struct {
@@ -17,13 +17,13 @@ func TestLookInterval(t *testing.T) {
 	}{
 		{lookEvery, 0, lookEvery},
 		{lookEvery, 1, lookEvery},
-		{lookEvery, 10, lookEvery},
-		{lookEvery, 11, 11 * fleetLookSpacing},
-		{lookEvery, 300, 24 * time.Second},
-		{lookEvery, 3000, 240 * time.Second},
+		{lookEvery, 16, lookEvery},
+		{lookEvery, 17, 17 * fleetLookSpacing},
+		{lookEvery, 300, 15 * time.Second},
+		{lookEvery, 3000, 150 * time.Second},
 		{10 * time.Millisecond, 1, 10 * time.Millisecond},
 		{10 * time.Millisecond, 3, 30 * time.Millisecond},
-		{500 * time.Millisecond, 100, 8 * time.Second},
+		{500 * time.Millisecond, 100, 5 * time.Second},
 	} {
 		got := lookInterval(tc.base, tc.lookers)
 		if got != tc.want {

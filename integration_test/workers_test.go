@@ -177,7 +177,7 @@ func looksPerSecond(t *testing.T, prefix string, n int, window time.Duration) fl
 
 // TestFleetLooksBounded: twice as many idle workers do not look twice as
 // often: each spaces its looks by the number of live workers that look,
-// so that the fleet looks about every 80ms, however many they are.
+// so that the fleet looks about every 50ms, however many they are.
 func TestFleetLooksBounded(t *testing.T) {
 	t.Parallel()
 	const window = 5 * time.Second
@@ -195,9 +195,9 @@ func TestFleetLooksBounded(t *testing.T) {
 		a, b := <-rates, <-rates
 		few, many := min(a, b), max(a, b)
 		// Without the spacing, 3 workers at 100ms look 30 times a second
-		// and 6 workers 60.
-		if many > 1.5*few || many > 20 {
-			t.Errorf("looks a second: 3 and 6 workers %.1f and %.1f; want the fleet's about 12.5 (1/80ms) either way", a, b)
+		// and 6 workers 60; with it, either fleet looks every 50ms.
+		if many > 1.5*few || many > 30 {
+			t.Errorf("looks a second: 3 and 6 workers %.1f and %.1f; want the fleet's about 20 (1/50ms) either way", a, b)
 		}
 		t.Logf("looks a second of 3 and 6 idle workers: %.1f and %.1f", a, b)
 	})
