@@ -19,6 +19,12 @@ const (
 	// changes: three beats per TTL, so that one late or lost beat (a slow
 	// Redis, a failover) does not drop a live worker.
 	beatEvery = TTL / 3
+	// fleetBeats bounds the beats a second of the whole fleet: a worker
+	// beats every beatEvery while the fleet is small (up to 500 workers,
+	// 100 beats a second), and less often in a larger one, so that the
+	// registry costs Redis about the same for 500 workers or 50,000 (see
+	// beatInterval).
+	fleetBeats = 100
 	// changeGap is the least time between two beats that a change (an item
 	// started or ended) brings on: a worker that runs many short items
 	// announces at most four times a second, not twice an item, and the
@@ -66,12 +72,23 @@ type Presence struct {
 	// lookers is the count of live workers that look, as the last beat
 	// read it.
 	lookers atomic.Int64
+	// interval is the time until the next beat, which the last beat set
+	// from the fleet's size; the entry expires after three of them. Only
+	// Run's goroutine uses it.
+	interval time.Duration
+}
+
+// beatInterval is how often each of live workers beats: every beatEvery,
+// or in a fleet of more than beatEvery × fleetBeats (500) workers, so that
+// the fleet beats fleetBeats times a second (a minute for 6,000 workers).
+func beatInterval(live int64) time.Duration {
+	return max(beatEvery, time.Duration(live)*time.Second/fleetBeats)
 }
 
 // NewPresence makes the Presence of the worker self under keys; Run
 // announces it.
 func NewPresence(client Client, keys schema.Keys, self Self, log zerolog.Logger) *Presence {
-	return &Presence{client: client, keys: keys, self: self, log: log, since: self.Started, changed: make(chan struct{}, 1)}
+	return &Presence{client: client, keys: keys, self: self, log: log, since: self.Started, changed: make(chan struct{}, 1), interval: beatEvery}
 }
 
 // Started tells the registry that the worker runs item from now on. A nil
@@ -122,7 +139,7 @@ func (p *Presence) Lookers() int {
 }
 
 // entry is the worker's Entry as it is now, and whether it looks.
-func (p *Presence) entry(now time.Time) (Entry, bool) {
+func (p *Presence) entry(now time.Time, ttl time.Duration) (Entry, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	mode, state := "one-shot", schema.WorkerIdle
@@ -134,7 +151,7 @@ func (p *Presence) entry(now time.Time) (Entry, bool) {
 	}
 	e := Entry{
 		Holder: p.self.Holder, Host: p.self.Host, PID: p.self.PID, Version: p.self.Version, Mode: mode,
-		Started: p.self.Started, State: state, Since: p.since, Running: slices.Clone(p.running), Expires: now.Add(TTL),
+		Started: p.self.Started, State: state, Since: p.since, Running: slices.Clone(p.running), Expires: now.Add(ttl),
 	}
 	return e, p.self.Looks && len(p.running) < p.self.Slots
 }
@@ -175,7 +192,7 @@ func (p *Presence) Run(ctx context.Context) {
 		}
 	}
 	beat()
-	timer := time.NewTimer(beatEvery)
+	timer := time.NewTimer(p.interval)
 	defer timer.Stop()
 	for {
 		select {
@@ -198,19 +215,21 @@ func (p *Presence) Run(ctx context.Context) {
 		case <-timer.C:
 		}
 		beat()
-		timer.Reset(beatEvery)
+		timer.Reset(p.interval)
 	}
 }
 
-// announce writes the entry and its expiry, drops the dead workers'
-// members, and counts the live workers that look, in one round trip.
+// announce writes the entry and its expiry (three beats), drops the dead
+// workers' members, and counts the live workers and those that look, in
+// one round trip.
 func (p *Presence) announce(ctx context.Context, now time.Time) error {
-	e, looks := p.entry(now)
+	ttl := 3 * p.interval
+	e, looks := p.entry(now, ttl)
 	hash, expires := p.keys.Worker(e.Holder), float64(e.Expires.UnixMilli())
 	dead := "(" + strconv.FormatInt(now.UnixMilli(), 10)
 	pipe := p.client.Pipeline()
 	pipe.HSet(ctx, hash, e.values()...)
-	pipe.PExpire(ctx, hash, TTL)
+	pipe.PExpire(ctx, hash, ttl)
 	pipe.ZAdd(ctx, p.keys.Workers(), redisZ(expires, e.Holder))
 	pipe.ZRemRangeByScore(ctx, p.keys.Workers(), "-inf", dead)
 	if looks {
@@ -220,10 +239,12 @@ func (p *Presence) announce(ctx context.Context, now time.Time) error {
 	}
 	pipe.ZRemRangeByScore(ctx, p.keys.Looking(), "-inf", dead)
 	lookers := pipe.ZCount(ctx, p.keys.Looking(), after(now), "+inf")
+	live := pipe.ZCount(ctx, p.keys.Workers(), after(now), "+inf")
 	if _, err := pipe.Exec(ctx); err != nil {
 		return redisconn.Wrap("announce the worker in "+strconv.Quote(p.keys.Workers()), err)
 	}
 	p.lookers.Store(lookers.Val())
+	p.interval = beatInterval(live.Val())
 	return nil
 }
 

@@ -14,11 +14,11 @@ import (
 	"github.com/w8y/w8y/internal/schema"
 )
 
-// TTL is how long a worker's entry outlives its last beat: a worker that
-// dies without a word (SIGKILL, a lost host) is gone from the registry
-// within it. Fifteen seconds keeps a dead worker out of w8yctl workers soon
-// enough for an operator, while a beat every five seconds costs Redis
-// little even for thousands of workers.
+// TTL is how long a worker's entry outlives its last beat in a fleet of up
+// to 500 workers: a worker that dies without a word (SIGKILL, a lost host)
+// is gone from the registry within it. Fifteen seconds keeps a dead worker
+// out of w8yctl workers soon enough for an operator. A larger fleet beats
+// less often, and its entries last longer (see beatInterval).
 const TTL = 15 * time.Second
 
 // Client is the part of the Redis client that the registry needs: every

@@ -163,3 +163,14 @@ func TestItemsWithSpaces(t *testing.T) {
 		t.Errorf("read back %+v, want %+v", back.Running, e.Running)
 	}
 }
+
+// TestBeatInterval: a fleet of up to 500 workers beats every 5 s each; a
+// larger one beats 100 times a second in all, and its entries last three
+// beats.
+func TestBeatInterval(t *testing.T) {
+	for live, want := range map[int64]time.Duration{0: 5 * time.Second, 1: 5 * time.Second, 500: 5 * time.Second, 1000: 10 * time.Second, 6000: time.Minute} {
+		if got := beatInterval(live); got != want {
+			t.Errorf("beatInterval(%d) = %s, want %s", live, got, want)
+		}
+	}
+}
