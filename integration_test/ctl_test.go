@@ -21,8 +21,8 @@ import (
 // workers that run the built w8y.
 
 // snapshot describes every key of s but the registry of live workers with
-// its type and value, so that a test
-// can check that a refused command changed nothing.
+// its type and value, so that a test can check that a refused command
+// changed nothing.
 func (s *server) snapshot(t *testing.T) []string {
 	t.Helper()
 	var out []string
