@@ -66,6 +66,7 @@ func runWorker(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zer
 	}
 	w := newWorker(opts, command, client, keys, token, p, counts, beat, log)
 	w.reports = logging.FailureReports(opts.logging(), stderr)
+	defer announce(ctx, w, client, keys, token, log)()
 	log.Debug().Str("list", keys.List()).Str("holder", token).Bool("continuous", opts.Continuous).Msg("w8y starting")
 	return w.run(ctx)
 }
@@ -86,10 +87,11 @@ func childCommand(opts *Options, stdin io.Reader, stdout, stderr io.Writer) (chi
 }
 
 // connect opens the worker's Redis client. Taking items uses one
-// connection at a time, and each running child's lock refresher and finish
-// one more. With a Cluster, that is per node.
+// connection at a time, each running child's lock refresher and finish one
+// more, and the registry's beat one, so that a beat never makes a refresh
+// wait for a connection. With a Cluster, that is per node.
 func connect(opts *Options, log zerolog.Logger) (redis.UniversalClient, error) {
-	conns := opts.Parallel + 1
+	conns := opts.Parallel + 2
 	if opts.MetricsAddr != "" {
 		// One more, so that a health probe's PING never waits for the
 		// worker's connections.

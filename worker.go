@@ -14,6 +14,7 @@ import (
 	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/jobctl"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/registry"
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/status"
@@ -64,6 +65,9 @@ type worker struct {
 	// of one, get a line of their own when the log does not reach stderr
 	// (see logging.FailureReports); nil when it does.
 	reports io.Writer
+	// presence is the worker's entry in the registry of live workers (see
+	// announce); nil in tests without one.
+	presence *registry.Presence
 }
 
 // router is the signal router as the loop and the take see it.
@@ -310,7 +314,7 @@ func (l *continuous) foundNothing(ctx context.Context) {
 	}
 	wait := time.Duration(w.opts.IdleWait)
 	if w.rotator.Looks() && !w.opts.UntilIdle {
-		wait = min(wait, lookEvery)
+		wait = w.lookPause(wait)
 	}
 	l.pause(duration.Jitter(wait))
 }
@@ -542,6 +546,8 @@ func (w *worker) giveBack(ctx context.Context, lock *Lock) {
 // it releases the lock and records the item's cooldown or backoff, state and
 // end event.
 func (w *worker) runItem(ctx context.Context, item string, lock *Lock) runs.End {
+	w.presence.Started(item)
+	defer w.presence.Ended(item)
 	end := w.children.run(ctx, item, lock)
 	w.finish(ctx, lock, end)
 	w.tell(reportedFailure(end))

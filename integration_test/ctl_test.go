@@ -20,12 +20,18 @@ import (
 // The tests of w8yctl run the built binary, as an operator does, against
 // workers that run the built w8y.
 
-// snapshot describes every key of s with its type and value, so that a test
-// can check that a refused command changed nothing.
+// snapshot describes every key of s but the registry of live workers with
+// its type and value, so that a test can check that a refused command
+// changed nothing.
 func (s *server) snapshot(t *testing.T) []string {
 	t.Helper()
 	var out []string
 	for _, key := range s.keys(t, "*") {
+		// The registry of live workers changes with their beats, whatever
+		// w8yctl does.
+		if strings.HasSuffix(key, ":workers") || strings.HasSuffix(key, ":looking") || strings.Contains(key, ":worker:") {
+			continue
+		}
 		dump, err := s.Client.Dump(ctx(t), key).Result()
 		if err != nil {
 			t.Fatal(err)
@@ -455,7 +461,7 @@ func TestCtlACL(t *testing.T) {
 	env := []string{"W8Y_REDIS_URL=redis://operator@127.0.0.1:" + itoa(s.Port), "W8Y_REDIS_PASSWORD=" + password, "W8Y_KEY_PREFIX=ops"}
 	for _, verb := range [][]string{
 		{"add", "c"}, {"pause", "a", "--for", "1h", "--reason", "r"}, {"status"}, {"resume", "a"}, {"run-now", "b"}, {"remove", "c"},
-		{"events", "--item", "a"}, {"events", "--since", "1h"}, {"check"}, {"check", "--fix"}, {"status", "a", "b"}, {"cancel", "--reason", "r", "b"},
+		{"events", "--item", "a"}, {"events", "--since", "1h"}, {"check"}, {"check", "--fix"}, {"status", "a", "b"}, {"cancel", "--reason", "r", "b"}, {"workers"},
 	} {
 		r := runCtl(t, env, verb...)
 		r.wantExit(t, 0)

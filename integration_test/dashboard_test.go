@@ -188,6 +188,19 @@ func TestDashboardInBrowser(t *testing.T) {
 		`(() => { const row = (i) => Array.from(document.querySelectorAll("#items tbody tr")).find(r => r.dataset.item === i);
 		  const a = row("alpha"), b = row("broken");
 		  return a && b && Number(a.cells[7].textContent) > 0 && b.cells[6].textContent.startsWith("failure (3)"); })()`)
+	// The workers view: the three live workers of the registry, by their
+	// holder tokens, each idle or busy.
+	shows(t, tab, "the three workers", `document.querySelectorAll("#workers tbody tr").length === 3 &&
+		document.getElementById("workers-count").textContent.startsWith("3 workers live")`)
+	holders := s.Client.ZRange(ctx(t), "work:workers", 0, -1).Val()
+	shown := eval[[]string](t, tab, `Array.from(document.querySelectorAll("#workers tbody tr")).map(r => r.dataset.holder)`)
+	if !sameItems(shown, holders) {
+		t.Errorf("the workers view shows %q, the registry holds %q", shown, holders)
+	}
+	if states := eval[[]string](t, tab, `Array.from(document.querySelectorAll("#workers tbody tr")).map(r => r.cells[1].textContent)`); len(states) != 3 ||
+		slices.ContainsFunc(states, func(s string) bool { return s != "busy" && s != "idle" }) {
+		t.Errorf("the workers' states %q", states)
+	}
 	if got := eval[string](t, tab, `document.getElementById("list").textContent`); got != "work:list" {
 		t.Errorf("the page names the list %q", got)
 	}
@@ -198,7 +211,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			fmt.Sprintf(`(() => { const n = %q; const cells = (sel) => Array.from(document.querySelectorAll(sel)).filter(e => e.textContent === n).length;
 			  return cells("#items td.item") === 1 && cells("#events .ev-item") > 0; })()`, name))
 	}
-	if n := eval[int](t, tab, `document.querySelectorAll("img, #items script, #events script").length`); n != 0 {
+	if n := eval[int](t, tab, `document.querySelectorAll("img, #items script, #events script, #workers script").length`); n != 0 {
 		t.Errorf("the page holds %d elements made of item names", n)
 	}
 	if pwned := eval[bool](t, tab, `window.pwned === 1`); pwned {

@@ -100,7 +100,12 @@ func runJob(t *testing.T, s *server, parallelism int, child string, env ...strin
 	args := slices.Clone(c.Args)
 	args[slices.Index(args, "/usr/local/bin/make-report.sh")] = child
 	// The backoff and idle wait shortened, so that the test takes seconds.
-	env = append(append([]string{"W8Y_REDIS_URL=" + s.URL, "W8Y_FAILURE_BACKOFF=50ms,100ms", "W8Y_IDLE_WAIT=20ms"}, env...), busyboxPath(t))
+	// The backoff still doubles up to 400ms (at least 300ms with its
+	// jitter) by an item's fourth failure, which fails the Job: that is
+	// the margin within which the pods must get the Job's SIGTERM, before
+	// one of them may take the item a fifth time. A cap of 100ms left
+	// less than 75ms, which a loaded machine's process exits can take.
+	env = append(append([]string{"W8Y_REDIS_URL=" + s.URL, "W8Y_FAILURE_BACKOFF=50ms,1s", "W8Y_IDLE_WAIT=20ms"}, env...), busyboxPath(t))
 	env = containerEnv(c, env...)
 
 	exits := make(chan result)

@@ -239,6 +239,10 @@ func TestStatus(t *testing.T) {
 	if got := rows["(order)"]["items"]; got != "busy cool back new" {
 		t.Errorf("items in order %q", got)
 	}
+	// The worker that runs busy is the one live worker.
+	if !strings.Contains(out, "live workers 1  ") {
+		t.Errorf("the summary does not count one live worker:\n%s", out)
+	}
 	check := func(item string, want statusRow) {
 		t.Helper()
 		for col, v := range want {

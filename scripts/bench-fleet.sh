@@ -97,6 +97,14 @@ stop_bg() {
 	bg_pids=()
 }
 
+# shellcheck source=scripts/lib/fleet-size.sh
+source "$root/scripts/lib/fleet-size.sh"
+# FLEET_PART=size measures the fleet's size alone (see fleet-size.sh).
+if [ "${FLEET_PART:-all}" = size ]; then
+	fleet_size
+	exit 0
+fi
+
 echo "machine: $(nproc) cores, $(uname -sr), $(redis-server --version | awk '{print $3}' | tr -d 'v='), $(go version | awk '{print $3}')"
 echo "w8y: $("$w8y" --version), redis-server on port $port"
 echo
@@ -244,3 +252,7 @@ slow=$(rcli SLOWLOG LEN)
 longest=$(rcli SLOWLOG GET 1000 | awk 'NR % 6 == 3 {if ($1 > m) m = $1} END {print m + 0}')
 verdict "--status, 1000000 items: Redis CPU s" "$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2f", (b - a) / 1000}')" le 2 \
 	"$slow commands over 5 ms, the longest $((longest / 1000)) ms"
+
+# 6. The fleet's size: 300 idle workers against one, their pickups, and
+# w8yctl workers (see scripts/lib/fleet-size.sh).
+fleet_size

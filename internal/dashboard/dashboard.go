@@ -1,5 +1,6 @@
 // Package dashboard serves w8yctl serve's web page for one list: the items,
-// a page at a time, their status, the events stream as it happens, and,
+// a page at a time, their status, the live workers (internal/registry), the
+// events stream as it happens, and,
 // where a token is configured, the buttons that pause, resume, run now,
 // cancel, add and remove items through the same internal/control calls as
 // w8yctl's verbs (dashboard.go, actions.go). Over the whole list it serves
@@ -32,6 +33,7 @@ import (
 	"github.com/w8y/w8y/internal/control"
 	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/registry"
 	"github.com/w8y/w8y/internal/status"
 )
 
@@ -79,6 +81,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/config", s.config)
 	mux.HandleFunc("GET /api/items", s.items)
 	mux.HandleFunc("GET /api/item", s.item)
+	mux.HandleFunc("GET /api/workers", s.workers)
 	mux.HandleFunc("GET /api/events", s.events)
 	mux.HandleFunc("GET /api/events/stream", s.stream)
 	mux.HandleFunc("GET /api/summary", s.summary)
@@ -158,6 +161,25 @@ func (s *Server) items(w http.ResponseWriter, r *http.Request) {
 		page = []status.Item{}
 	}
 	writeJSON(w, http.StatusOK, itemsPage{Length: length, Offset: offset, Now: s.Now().UnixMilli(), Items: page})
+}
+
+// workersPage is GET /api/workers' reply.
+type workersPage struct {
+	// Now is the server's clock in Unix milliseconds.
+	Now     int64            `json:"now"`
+	Workers []registry.Entry `json:"workers"`
+}
+
+// workers is GET /api/workers: the live workers of the registry, as
+// w8yctl workers --json lists them.
+func (s *Server) workers(w http.ResponseWriter, r *http.Request) {
+	now := s.Now()
+	entries, err := registry.Read(r.Context(), s.Fleet.Client, s.Fleet.Keys, now)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, workersPage{Now: now.UnixMilli(), Workers: entries})
 }
 
 // item is GET /api/item?item=ITEM: what the item's state hash keeps of its

@@ -91,6 +91,52 @@ func (k Keys) Seen() string { return k.Prefix + "seen" }
 // on the due index, the appended items and the sweep.
 func (k Keys) Untried() string { return k.Prefix + "untried" }
 
+// Worker is the registry entry of the live worker whose holder token is
+// holder (see Workers): a hash of what it is and what it runs now (the
+// Worker* fields), with an expiry that the worker's beat pushes back, so
+// that a worker that dies without a word is gone within that expiry.
+func (k Keys) Worker(holder string) string { return k.Prefix + "worker:" + holder }
+
+// Workers is the registry of live workers: a sorted set of holder tokens,
+// each scored with the Unix millisecond at which its entry (Worker) expires
+// unless its worker beats again. A member whose score has passed is a dead
+// worker's: readers skip it, and live workers' beats drop it.
+func (k Keys) Workers() string { return k.Prefix + "workers" }
+
+// Looking is the part of the registry that looks for work: a sorted set
+// like Workers of the continuous workers that have a free slot (and so
+// look at the due index while idle). Its live count spaces each worker's
+// looks, so that the fleet's looks together come at a rate that does not
+// grow with the fleet.
+func (k Keys) Looking() string { return k.Prefix + "looking" }
+
+// Fields of a worker's registry hash (see Worker).
+const (
+	WorkerHolder  = "holder"
+	WorkerHost    = "host"
+	WorkerPID     = "pid"
+	WorkerVersion = "version"
+	// WorkerStarted is when the worker started, in Unix milliseconds.
+	WorkerStarted = "started"
+	// WorkerState is WorkerIdle or WorkerBusy.
+	WorkerState = "state"
+	// WorkerSince is when the worker became idle or busy, in Unix
+	// milliseconds.
+	WorkerSince = "since"
+	// WorkerRunning is what it runs now: for each item, the Unix
+	// millisecond its run started, a space and the item, the items
+	// separated by NUL bytes (which no item holds); "" when idle.
+	WorkerRunning = "running"
+	// WorkerMode is "continuous" or "one-shot".
+	WorkerMode = "mode"
+)
+
+// States of a registered worker: busy while it runs at least one item.
+const (
+	WorkerIdle = "idle"
+	WorkerBusy = "busy"
+)
+
 // Cancel is item's cancel request: a hash, with an expiry, that asks the
 // worker holding item's lock to stop its child (see CancelRequest). The
 // holder reads it in the round trip that refreshes the lock, and deletes it

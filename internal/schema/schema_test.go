@@ -20,6 +20,9 @@ func TestKeyNames(t *testing.T) {
 		k.Untried():       "work:untried",
 		k.Fence():         "work:fence",
 		k.Cancel("a:1"):   "work:cancel:a:1",
+		k.Worker("h:1:a"): "work:worker:h:1:a",
+		k.Workers():       "work:workers",
+		k.Looking():       "work:looking",
 	} {
 		if got != want {
 			t.Errorf("got %q, want %q", got, want)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/registry"
 )
 
 // Summary counts the whole list's items by what they are doing: the lines
@@ -128,26 +129,10 @@ func (s *Reader) Lag(ctx context.Context, now time.Time) (Lag, error) {
 	return lag, nil
 }
 
-// LiveWorkers is how many workers are alive on the list's prefix: the
-// members of <prefix>workers whose score, when their registration expires
-// in Unix milliseconds, is after now; 0 when the key is missing.
-//
-// The registry of live workers is the find-work issue's (23), which names
-// the key; until it lands here, this reads it as that issue specifies, and
-// it is the one place to point at the registry's own reader.
+// LiveWorkers is how many workers are alive on the list's prefix, as the
+// registry of live workers counts them (see registry.Live).
 func (s *Reader) LiveWorkers(ctx context.Context, now time.Time) (int64, error) {
-	key := s.Keys.Prefix + "workers"
-	pipe := s.Client.Pipeline()
-	n := pipe.ZCount(ctx, key, "("+strconv.FormatInt(now.UnixMilli(), 10), "+inf")
-	if _, err := pipe.Exec(ctx); err != nil {
-		if redisconn.IsReply(err) {
-			// Another type where the registry should be tells of no live
-			// worker; it is not this command's to mend.
-			return 0, nil
-		}
-		return 0, redisconn.Wrap("read "+strconv.Quote(key), err)
-	}
-	return n.Val(), nil
+	return registry.Live(ctx, s.Client, s.Keys, now)
 }
 
 // Filter chooses the rows that --status shows; the summary counts every

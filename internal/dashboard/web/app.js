@@ -265,7 +265,36 @@ async function refresh() {
     state.refreshes++;
   } catch (e) {
     showError("cannot read the list: " + e.message);
+    return;
   }
+  try {
+    await refreshWorkers();
+  } catch (e) {
+    showError("cannot read the workers: " + e.message);
+  }
+}
+
+// workerRow is one live worker's row: what it is, and what it runs now.
+function workerRow(w) {
+  const tr = el("tr");
+  tr.dataset.holder = w.holder;
+  const running = el("td");
+  for (const r of w.running) running.append(el("code", r.item, "run"), " ");
+  if (!w.running.length) running.textContent = "–";
+  tr.append(el("td", w.holder), el("td", w.state, "state-" + w.state), el("td"), running,
+    el("td", w.mode), el("td", w.version), el("td"));
+  tr.cells[2].append(ago(Date.parse(w.since)));
+  tr.cells[6].append(ago(Date.parse(w.started)));
+  return tr;
+}
+
+// refreshWorkers reads the live workers: their count and their table.
+async function refreshWorkers() {
+  const p = await getJSON("api/workers");
+  const n = p.workers.length;
+  const busy = p.workers.filter((w) => w.state === "busy").length;
+  $("workers-count").textContent = n + (n === 1 ? " worker live" : " workers live") + " · " + busy + " busy · " + (n - busy) + " idle";
+  $("workers").tBodies[0].replaceChildren(...p.workers.map(workerRow));
 }
 
 let searchTimer = null;

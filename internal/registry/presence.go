@@ -1,0 +1,261 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/schema"
+)
+
+const (
+	// beatEvery is how often a worker announces itself while nothing
+	// changes: three beats per TTL, so that one late or lost beat (a slow
+	// Redis, a failover) does not drop a live worker.
+	beatEvery = TTL / 3
+	// fleetBeats bounds the beats a second of the whole fleet: a worker
+	// beats every beatEvery while the fleet is small (up to 500 workers,
+	// 100 beats a second), and less often in a larger one, so that the
+	// registry costs Redis about the same for 500 workers or 50,000 (see
+	// beatInterval).
+	fleetBeats = 100
+	// changeGap is the least time between two beats that a change (an item
+	// started or ended) brings on: a worker that runs many short items
+	// announces at most four times a second, not twice an item, and the
+	// registry still shows a run within a quarter of a second.
+	changeGap = 250 * time.Millisecond
+	// beatTimeout bounds one beat.
+	beatTimeout = 5 * time.Second
+	// removeTimeout bounds the removal at the end: a worker that stops
+	// while Redis hangs must not wait long for an entry that expires by
+	// itself anyway.
+	removeTimeout = time.Second
+)
+
+// Self is what a worker says of itself, which does not change while it
+// runs.
+type Self struct {
+	Holder  string
+	Host    string
+	PID     int
+	Version string
+	Started time.Time
+	// Continuous is --continuous; Slots is --parallel.
+	Continuous bool
+	Slots      int
+	// Looks says that the worker looks at the due index while it has a
+	// free slot, and so counts in schema.Keys.Looking then.
+	Looks bool
+}
+
+// Presence is one worker's own entry in the registry: what the worker
+// tells it (Started, Ended) is announced by Run, at once (within changeGap)
+// and then every beatEvery, until Run's context ends and it removes the
+// entry.
+type Presence struct {
+	client Client
+	keys   schema.Keys
+	self   Self
+	log    zerolog.Logger
+
+	mu      sync.Mutex
+	running []Run
+	since   time.Time
+	// changed wakes Run when what the worker runs has changed.
+	changed chan struct{}
+	// lookers is the count of live workers that look, as the last beat
+	// read it.
+	lookers atomic.Int64
+	// interval is the time until the next beat, which the last beat set
+	// from the fleet's size; the entry expires after three of them. Only
+	// Run's goroutine uses it.
+	interval time.Duration
+}
+
+// beatInterval is how often each of live workers beats: every beatEvery,
+// or in a fleet of more than beatEvery × fleetBeats (500) workers, so that
+// the fleet beats fleetBeats times a second (a minute for 6,000 workers).
+func beatInterval(live int64) time.Duration {
+	return max(beatEvery, time.Duration(live)*time.Second/fleetBeats)
+}
+
+// NewPresence makes the Presence of the worker self under keys; Run
+// announces it.
+func NewPresence(client Client, keys schema.Keys, self Self, log zerolog.Logger) *Presence {
+	return &Presence{client: client, keys: keys, self: self, log: log, since: self.Started, changed: make(chan struct{}, 1), interval: beatEvery}
+}
+
+// Started tells the registry that the worker runs item from now on. A nil
+// Presence does nothing, as in tests without Redis.
+func (p *Presence) Started(item string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	if len(p.running) == 0 {
+		p.since = time.Now()
+	}
+	p.running = append(p.running, Run{Item: item, Since: time.Now()})
+	p.mu.Unlock()
+	p.wake()
+}
+
+// Ended tells the registry that the worker's run of item has ended.
+func (p *Presence) Ended(item string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	if i := slices.IndexFunc(p.running, func(r Run) bool { return r.Item == item }); i >= 0 {
+		p.running = slices.Delete(p.running, i, i+1)
+	}
+	if len(p.running) == 0 {
+		p.since = time.Now()
+	}
+	p.mu.Unlock()
+	p.wake()
+}
+
+func (p *Presence) wake() {
+	select {
+	case p.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Lookers is how many live workers look for work, this one among them, as
+// the last beat counted them: at least 1.
+func (p *Presence) Lookers() int {
+	if p == nil {
+		return 1
+	}
+	return int(max(1, p.lookers.Load()))
+}
+
+// entry is the worker's Entry as it is now, and whether it looks.
+func (p *Presence) entry(now time.Time, ttl time.Duration) (Entry, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	mode, state := "one-shot", schema.WorkerIdle
+	if p.self.Continuous {
+		mode = "continuous"
+	}
+	if len(p.running) > 0 {
+		state = schema.WorkerBusy
+	}
+	e := Entry{
+		Holder: p.self.Holder, Host: p.self.Host, PID: p.self.PID, Version: p.self.Version, Mode: mode,
+		Started: p.self.Started, State: state, Since: p.since, Running: slices.Clone(p.running), Expires: now.Add(ttl),
+	}
+	return e, p.self.Looks && len(p.running) < p.self.Slots
+}
+
+// Run announces the worker at once, again within changeGap of each
+// change and every beatEvery, until ctx ends; it then removes the entry
+// and returns. The registry is for operators and for spacing looks, and no
+// run depends on it: a beat that Redis refuses (an ACL rule without the
+// registry's commands) is warned of once it has failed twice in a row,
+// since a first failure is most often the one the worker reports itself
+// (a refused password), and one lost beat costs nothing; a Redis that is
+// unreachable the loop reports itself. A removal that fails is left to
+// the entry's expiry.
+func (p *Presence) Run(ctx context.Context) {
+	failures := 0
+	beat := func() {
+		bctx, cancel := context.WithTimeout(ctx, beatTimeout)
+		defer cancel()
+		err := p.announce(bctx, time.Now())
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err == nil:
+			if failures >= 2 {
+				p.log.Info().Msg("this worker is announced in the registry of live workers again")
+			}
+			failures = 0
+			return
+		case errors.Is(err, redisconn.ErrRefused):
+			failures++
+		default:
+			p.log.Debug().Err(err).Msg("could not announce this worker in the registry of live workers")
+			return
+		}
+		if failures == 2 {
+			p.log.Warn().Err(err).Msg("could not announce this worker in the registry of live workers (see the ACL rule in docs/recipes.md); w8yctl workers does not show it until it can")
+		}
+	}
+	beat()
+	timer := time.NewTimer(p.interval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			// A beat that ctx cut short was written before the removal, so
+			// Redis has it first; at worst its entry lingers until TTL.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
+			defer cancel()
+			if err := p.remove(rctx); err != nil {
+				p.log.Debug().Err(err).Msg("could not remove this worker from the registry of live workers; its entry expires by itself")
+			}
+			return
+		case <-p.changed:
+			// Coalesce the changes of the next changeGap into one beat.
+			select {
+			case <-ctx.Done():
+				continue
+			case <-time.After(changeGap):
+			}
+		case <-timer.C:
+		}
+		beat()
+		timer.Reset(p.interval)
+	}
+}
+
+// announce writes the entry and its expiry (three beats), drops the dead
+// workers' members, and counts the live workers and those that look, in
+// one round trip.
+func (p *Presence) announce(ctx context.Context, now time.Time) error {
+	ttl := 3 * p.interval
+	e, looks := p.entry(now, ttl)
+	hash, expires := p.keys.Worker(e.Holder), float64(e.Expires.UnixMilli())
+	dead := "(" + strconv.FormatInt(now.UnixMilli(), 10)
+	pipe := p.client.Pipeline()
+	pipe.HSet(ctx, hash, e.values()...)
+	pipe.PExpire(ctx, hash, ttl)
+	pipe.ZAdd(ctx, p.keys.Workers(), redisZ(expires, e.Holder))
+	pipe.ZRemRangeByScore(ctx, p.keys.Workers(), "-inf", dead)
+	if looks {
+		pipe.ZAdd(ctx, p.keys.Looking(), redisZ(expires, e.Holder))
+	} else {
+		pipe.ZRem(ctx, p.keys.Looking(), e.Holder)
+	}
+	pipe.ZRemRangeByScore(ctx, p.keys.Looking(), "-inf", dead)
+	lookers := pipe.ZCount(ctx, p.keys.Looking(), after(now), "+inf")
+	live := pipe.ZCount(ctx, p.keys.Workers(), after(now), "+inf")
+	if _, err := pipe.Exec(ctx); err != nil {
+		return redisconn.Wrap("announce the worker in "+strconv.Quote(p.keys.Workers()), err)
+	}
+	p.lookers.Store(lookers.Val())
+	p.interval = beatInterval(live.Val())
+	return nil
+}
+
+// remove deletes the entry, in one round trip.
+func (p *Presence) remove(ctx context.Context) error {
+	pipe := p.client.Pipeline()
+	pipe.Del(ctx, p.keys.Worker(p.self.Holder))
+	pipe.ZRem(ctx, p.keys.Workers(), p.self.Holder)
+	pipe.ZRem(ctx, p.keys.Looking(), p.self.Holder)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return redisconn.Wrap("remove the worker from "+strconv.Quote(p.keys.Workers()), err)
+	}
+	return nil
+}

@@ -1,0 +1,176 @@
+package registry
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/schema"
+)
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), redistest.Timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// present runs p until the test's end or stop, whichever comes first, and
+// returns stop, which waits for Run to return.
+func present(t *testing.T, p *Presence) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
+}
+
+func self(holder string, continuous bool) Self {
+	return Self{Holder: holder, Host: "h", PID: 42, Version: "v1", Started: time.UnixMilli(1_700_000_000_000),
+		Continuous: continuous, Slots: 1, Looks: continuous}
+}
+
+// readOne returns the one live entry, or fails.
+func readOne(t *testing.T, s *redistest.Server, keys schema.Keys) Entry {
+	t.Helper()
+	entries, err := Read(testCtx(t), s.Client, keys, time.Now())
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("Read = %+v, %v; want one entry", entries, err)
+	}
+	return entries[0]
+}
+
+// TestPresenceLifecycle: an entry appears with what the worker is, turns
+// busy with its item and idle again, and is gone, with its members, once
+// Run returns.
+func TestPresenceLifecycle(t *testing.T) {
+	s := redistest.Start(t)
+	keys := schema.Keys{Prefix: "r:", Colocated: true}
+	p := NewPresence(s.Client, keys, self("h:42:abc", true), zerolog.Nop())
+	stop := present(t, p)
+	redistest.WaitFor(t, "the entry", func() bool { return s.Client.Exists(testCtx(t), "r:worker:h:42:abc").Val() == 1 })
+	e := readOne(t, s, keys)
+	if e.Holder != "h:42:abc" || e.Host != "h" || e.PID != 42 || e.Version != "v1" || e.Mode != "continuous" ||
+		e.State != schema.WorkerIdle || !e.Started.Equal(time.UnixMilli(1_700_000_000_000)) || len(e.Running) != 0 {
+		t.Errorf("idle entry %+v", e)
+	}
+	if ttl := s.Client.PTTL(testCtx(t), "r:worker:h:42:abc").Val(); ttl <= 0 || ttl > TTL {
+		t.Errorf("the entry's expiry is %s, want at most %s", ttl, TTL)
+	}
+	if until := time.Until(e.Expires); until <= 0 || until > TTL {
+		t.Errorf("the member's score says it expires in %s, want at most %s", until, TTL)
+	}
+	redistest.WaitFor(t, "the worker counted as looking", func() bool { return p.Lookers() == 1 && s.Client.ZCard(testCtx(t), "r:looking").Val() == 1 })
+
+	p.Started("item one")
+	redistest.WaitFor(t, "busy", func() bool { return readOne(t, s, keys).State == schema.WorkerBusy })
+	e = readOne(t, s, keys)
+	if len(e.Running) != 1 || e.Running[0].Item != "item one" || e.Running[0].Since.IsZero() || e.Since.IsZero() {
+		t.Errorf("busy entry %+v", e)
+	}
+	// Busy with its one slot taken, it no longer looks.
+	redistest.WaitFor(t, "no longer looking", func() bool { return s.Client.ZCard(testCtx(t), "r:looking").Val() == 0 })
+
+	p.Ended("item one")
+	redistest.WaitFor(t, "idle again", func() bool { return readOne(t, s, keys).State == schema.WorkerIdle })
+	if e := readOne(t, s, keys); len(e.Running) != 0 {
+		t.Errorf("idle again but running %+v", e.Running)
+	}
+
+	stop()
+	for _, key := range []string{"r:worker:h:42:abc", "r:workers", "r:looking"} {
+		if n := s.Client.Exists(testCtx(t), key).Val(); n != 0 {
+			t.Errorf("%s left after the worker stopped", key)
+		}
+	}
+}
+
+// TestReadSkipsTheDead: a member whose score has passed (a worker that died
+// and whose hash expired) is neither read nor counted, and a live worker's
+// beat drops it; a member whose hash is gone is not read either.
+func TestReadSkipsTheDead(t *testing.T) {
+	s := redistest.Start(t)
+	keys := schema.Keys{Prefix: "d:", Colocated: true}
+	ctx := testCtx(t)
+	past := float64(time.Now().Add(-time.Second).UnixMilli())
+	future := float64(time.Now().Add(time.Minute).UnixMilli())
+	s.Client.ZAdd(ctx, "d:workers", redis.Z{Score: past, Member: "dead:1:a"}, redis.Z{Score: future, Member: "gone:2:b"})
+	s.Client.HSet(ctx, "d:worker:dead:1:a", "holder", "dead:1:a")
+	if entries, err := Read(ctx, s.Client, keys, time.Now()); err != nil || len(entries) != 0 {
+		t.Errorf("Read = %+v, %v; want none", entries, err)
+	}
+	if n, err := Live(ctx, s.Client, keys, time.Now()); err != nil || n != 1 {
+		t.Errorf("Live = %d, %v; want 1 (the member whose score has not passed)", n, err)
+	}
+	p := NewPresence(s.Client, keys, self("live:3:c", false), zerolog.Nop())
+	if err := p.announce(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	members := s.Client.ZRange(ctx, "d:workers", 0, -1).Val()
+	slices.Sort(members)
+	if !slices.Equal(members, []string{"gone:2:b", "live:3:c"}) {
+		t.Errorf("members %q after a beat, want the dead one dropped", members)
+	}
+	if e := readOne(t, s, keys); e.Holder != "live:3:c" || e.Mode != "one-shot" {
+		t.Errorf("entry %+v", e)
+	}
+	// A one-shot worker never looks.
+	if n := s.Client.ZCard(ctx, "d:looking").Val(); n != 0 || p.Lookers() != 1 {
+		t.Errorf("a one-shot worker counted as looking: %d members, Lookers %d", n, p.Lookers())
+	}
+}
+
+// TestLookersCountsTheFleet: each beat counts the live workers that look,
+// itself among them.
+func TestLookersCountsTheFleet(t *testing.T) {
+	s := redistest.Start(t)
+	keys := schema.Keys{Prefix: "l:", Colocated: true}
+	var ps []*Presence
+	for _, h := range []string{"a:1:x", "b:2:y", "c:3:z"} {
+		p := NewPresence(s.Client, keys, self(h, true), zerolog.Nop())
+		ps = append(ps, p)
+		if err := p.announce(testCtx(t), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := []int{ps[0].Lookers(), ps[2].Lookers()}; !slices.Equal(got, []int{1, 3}) {
+		t.Errorf("Lookers of the first and last = %v, want [1 3]: each counts those announced before it", got)
+	}
+	n, err := Live(testCtx(t), s.Client, keys, time.Now())
+	if err != nil || n != 3 {
+		t.Errorf("Live = %d, %v; want 3", n, err)
+	}
+}
+
+// TestItemsWithSpaces: items are kept whole, whatever bytes they hold
+// (but NUL, which no item holds).
+func TestItemsWithSpaces(t *testing.T) {
+	e := Entry{Holder: "h", Running: []Run{{Item: "a b  c", Since: time.UnixMilli(5)}, {Item: "é\n", Since: time.UnixMilli(6)}}}
+	vals := e.values()
+	var got []any
+	for i := 1; i < len(vals); i += 2 {
+		got = append(got, vals[i])
+	}
+	back, ok := entryOf(got, time.Time{})
+	if !ok || !slices.Equal(back.Running, e.Running) {
+		t.Errorf("read back %+v, want %+v", back.Running, e.Running)
+	}
+}
+
+// TestBeatInterval: a fleet of up to 500 workers beats every 5 s each; a
+// larger one beats 100 times a second in all, and its entries last three
+// beats.
+func TestBeatInterval(t *testing.T) {
+	for live, want := range map[int64]time.Duration{0: 5 * time.Second, 1: 5 * time.Second, 500: 5 * time.Second, 1000: 10 * time.Second, 6000: time.Minute} {
+		if got := beatInterval(live); got != want {
+			t.Errorf("beatInterval(%d) = %s, want %s", live, got, want)
+		}
+	}
+}

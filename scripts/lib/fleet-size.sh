@@ -1,0 +1,91 @@
+# The fleet's size, for bench-fleet.sh (source it there, after its helpers):
+# fleet_size measures what a large idle fleet costs Redis against one idle
+# worker, how soon the fleet takes an item made due (w8yctl run-now, an
+# outside RPUSH), and w8yctl workers listing the whole fleet.
+#
+# FLEET_WORKERS is the fleet's size (300); FLEET_W8Y another w8y binary to
+# measure instead of this checkout's (main's, for the figures before), with
+# the w8yctl of this checkout.
+
+# fleet_median prints the median of its arguments.
+fleet_median() {
+	printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+
+fleet_size() {
+	local n=${FLEET_WORKERS:-300} bin=${FLEET_W8Y:-$w8y} items=10000 samples=9
+	local ctl="$root/bin/w8yctl" starts="$tmp/fleet-starts" base one idle i t t1 s
+	CGO_ENABLED=0 go build -C "$root" -o "$ctl" ./cmd/w8yctl
+	echo "fleet: $("$bin" --version), $n workers, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	rcli FLUSHALL >/dev/null
+	load "f:" "$items" cooling
+	: >"$starts"
+	# fstarted_at waits for the child of item $1 and prints when it started.
+	fstarted_at() {
+		wait_for grep -q "^$1 " "$starts"
+		awk -v i="$1" '$1 == i {t = $2} END {print t}' "$starts"
+	}
+	# fsettled: no whole pass or sweep (LRANGE) in the last second.
+	fsettled() {
+		local a
+		a=$(stat lrange)
+		sleep 1
+		[ "$(stat lrange)" = "$a" ]
+	}
+	fstart() {
+		"$bin" -q -c -u "$url" -k f --cooldown 1h bash -c 'echo "$W8Y_ITEM $EPOCHREALTIME" >>"$0"' "$starts" &
+		bg_pids+=($!)
+	}
+	base=$(window_cpu)
+
+	# One idle worker over the same list.
+	bg_pids=()
+	fstart
+	wait_for has_key f:sweep
+	wait_for fsettled
+	one=$(window_cpu)
+	stop_bg
+	verdict "1 idle worker, $items items cooling: ms/s" "$(awk -v i="$one" -v b="$base" 'BEGIN {v = i - b; printf "%.2f", v < 0 ? 0 : v}')" le 1 \
+		"Redis ${one} ms/s with it, ${base} without (INFO cpu over ${window}s)"
+
+	# The fleet: started together, then left until their first passes are
+	# over and each has beaten at least once more (every 5 s), so that each
+	# spaces its looks by the fleet's size. The sleep waits for a round of
+	# beats, which nothing in Redis marks for an older build.
+	bg_pids=()
+	for _ in $(seq "$n"); do
+		fstart
+	done
+	wait_for has_key f:sweep
+	wait_for fsettled
+	sleep 6
+	idle=$(window_cpu)
+	verdict "$n idle workers, $items items cooling: ms/s, all" "$(awk -v i="$idle" -v b="$base" 'BEGIN {v = i - b; printf "%.2f", v < 0 ? 0 : v}')" le 10 \
+		"Redis ${idle} ms/s with them, ${base} without (INFO cpu over ${window}s)"
+
+	# Pickups: from just before the change to the child's start, each way
+	# $samples times, one item at a time; w8yctl's own run is in the figure.
+	local runnow=() rpush=() took=()
+	for i in $(seq "$samples"); do
+		t=$EPOCHREALTIME
+		"$ctl" -u "$url" -k f run-now "i$i" >/dev/null || broken "w8yctl run-now i$i"
+		t1=$EPOCHREALTIME
+		s=$(fstarted_at "i$i")
+		runnow+=("$(awk -v a="$t" -v b="$s" 'BEGIN {printf "%.0f", (b - a) * 1000}')")
+		took+=("$(awk -v a="$t" -v b="$t1" 'BEGIN {printf "%.0f", (b - a) * 1000}')")
+	done
+	verdict "pickup, $n idle workers: run-now, median ms" "$(fleet_median "${runnow[@]}")" le 100 \
+		"from before w8yctl run-now to the child's start: ${runnow[*]} ms (w8yctl itself: median $(fleet_median "${took[@]}") ms)"
+	for i in $(seq "$samples"); do
+		t=$EPOCHREALTIME
+		rcli RPUSH f:list "new$i" >/dev/null
+		s=$(fstarted_at "new$i")
+		rpush+=("$(awk -v a="$t" -v b="$s" 'BEGIN {printf "%.0f", (b - a) * 1000}')")
+	done
+	verdict "pickup, $n idle workers: outside RPUSH, median ms" "$(fleet_median "${rpush[@]}")" le 100 \
+		"from before redis-cli RPUSH to the child's start: ${rpush[*]} ms"
+
+	verdict "w8yctl workers, $n live workers: listed" "$("$ctl" -u "$url" -k f workers | grep -c ' continuous ' || true)" ge "$n" \
+		"rows of: w8yctl -u URL -k f workers"
+	stop_bg
+}
