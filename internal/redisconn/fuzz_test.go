@@ -21,6 +21,11 @@ func FuzzURL(f *testing.F) {
 	f.Add("http", "w", "hunter22", "host")
 	f.Add("redis", "w", "a:b@c", "h/1?password=hunter22")
 	f.Fuzz(func(t *testing.T, scheme, user, password, rest string) {
+		// A '/' ends the URL's authority: what follows is a path, as
+		// net/url and go-redis read it, and holds no password.
+		if strings.Contains(user+password, "/") {
+			return
+		}
 		raw := scheme + "://" + user + ":" + password + "@" + rest
 		err := checkURL(raw)
 		if err == nil {

@@ -16,7 +16,7 @@ import (
 // only a URL that fails to parse needs it, and a run that never does should
 // not pay for it at start-up.
 var userinfoPassword = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?s)^(.*?://[^:/?#]*:)([^/?#]*)@`)
+	return regexp.MustCompile(`(?s)^(.*?://[^:/]*:)([^/]*)@`)
 })
 
 // queryPassword finds a password given as a query parameter, which
