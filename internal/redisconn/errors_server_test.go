@@ -58,7 +58,7 @@ func TestWrapSortsTheServersOwnReplies(t *testing.T) {
 	}{
 		{"WRONGTYPE", rdb.LPush(ctx, "str", "a").Err(), "WRONGTYPE", refused},
 		{"an unknown command", rdb.Do(ctx, "NOSUCHCOMMAND").Err(), "ERR", refused},
-		{"NOPERM", worker.ZRangeByScore(ctx, "z", &redis.ZRangeBy{Min: "0", Max: "1"}).Err(), "NOPERM", refused},
+		{"NOPERM", worker.Do(ctx, "ZRANGEBYSCORE", "z", 0, 1).Err(), "NOPERM", refused},
 		{"a script's ACL refusal", worker.Eval(ctx, "return redis.call('zrangebyscore', KEYS[1], 0, 1)", []string{"z"}).Err(), "", refused},
 		{"WRONGPASS", wrongPass.Ping(ctx).Err(), "WRONGPASS", refused},
 		{"NOAUTH", noAuth.Get(ctx, "k").Err(), "NOAUTH", refused},
