@@ -19,7 +19,7 @@ IMAGE ?= localhost/w8y:dev
 BUSYBOX ?= /bin/busybox
 CA_CERTIFICATES ?= /etc/ssl/certs/ca-certificates.crt
 
-.PHONY: all build man image test soak bench lint demo clean
+.PHONY: all build man image test test-valkey fuzz soak bench lint demo clean
 
 all: build
 
@@ -64,8 +64,13 @@ image: build
 #
 # The alert rules that ship (examples/monitoring/) are checked and their unit
 # tests run with promtool, from Debian's prometheus package.
+# Then the tests that talk to a server run again on Valkey
+# (W8Y_TEST_SERVER=valkey, see internal/redistest): the integration suite
+# with its chaos test, and redisconn's test of the servers' own error
+# replies. The unit tests do not depend on the server and run once.
 test:
 	bash scripts/ensure-redis.sh
+	bash scripts/ensure-valkey.sh
 	bash scripts/ensure-podman.sh
 	bash scripts/ensure-chromium.sh
 	bash scripts/ensure-promtool.sh
@@ -73,6 +78,25 @@ test:
 	promtool test rules examples/monitoring/w8y-alerts.test.yml
 	go test -race -count=1 -skip '^TestChaos$$' ./...
 	go test -race -count=1 -run '^TestChaos$$' -v ./integration_test/
+	$(MAKE) test-valkey
+
+test-valkey:
+	bash scripts/ensure-valkey.sh
+	W8Y_TEST_SERVER=valkey go test -race -count=1 -skip '^TestChaos$$' ./internal/redistest/ ./internal/redisconn/ ./integration_test/
+	W8Y_TEST_SERVER=valkey go test -race -count=1 -run '^TestChaos$$' -v ./integration_test/
+
+# Each fuzz target for FUZZTIME: what users type (durations, options, Redis
+# URLs) and what Redis hands back (items of any bytes through the key
+# schema and the status). Their seed corpora, with every crasher found so far
+# under testdata/fuzz, run as plain tests in make test. go test fuzzes one
+# target of one package at a time.
+FUZZTIME ?= 30s
+FUZZ_TARGETS = FuzzParse:./internal/duration/ FuzzOptions:. FuzzURL:./internal/redisconn/ \
+	FuzzKeys:./internal/schema/ FuzzDecode:./internal/status/
+fuzz:
+	set -e; for t in $(FUZZ_TARGETS); do \
+		go test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZTIME) "$${t#*:}"; \
+	done
 
 # The chaos test for longer, with more workers and items: 10 minutes by default.
 SOAK_SECONDS ?= 600

@@ -32,11 +32,13 @@ func TestMain(m *testing.M) {
 }
 
 func buildAndRun(m *testing.M) int {
-	for _, tool := range []string{"redis-server", "redis-cli"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			fmt.Fprintf(os.Stderr, "integration tests need %s: run scripts/ensure-redis.sh (make test does)\n", tool)
-			return 1
-		}
+	kind, err := redistest.Chosen()
+	if err == nil {
+		err = kind.Installed()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration tests:", err)
+		return 1
 	}
 	dir, err := os.MkdirTemp("", "w8y-integration-")
 	if err != nil {
@@ -44,6 +46,10 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	if err := useCLI(kind, dir); err != nil {
+		fmt.Fprintln(os.Stderr, "integration tests:", err)
+		return 1
+	}
 	binary = filepath.Join(dir, "w8y")
 	build := exec.Command("go", "build", "-race", "-o", binary, ".")
 	build.Dir = ".."

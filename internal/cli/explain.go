@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
+	"unicode"
 
 	flags "github.com/jessevdk/go-flags"
 )
@@ -107,7 +109,7 @@ func (e Explainer) ParseError(args []string, err error) error {
 	see := " (see " + e.Parser.Name + " --help)"
 	var ferr *flags.Error
 	if !errors.As(err, &ferr) {
-		return e.Usage("%s"+see, err)
+		return e.Usage("%s"+see, oneLine(err.Error()))
 	}
 	switch ferr.Type {
 	case flags.ErrMarshal, flags.ErrInvalidChoice:
@@ -126,9 +128,25 @@ func (e Explainer) ParseError(args []string, err error) error {
 			}
 		}
 	case flags.ErrExpectedArgument:
-		return e.Usage("%s"+see, strings.ReplaceAll(strings.ReplaceAll(ferr.Message, "`", ""), "'", ""))
+		return e.Usage("%s"+see, oneLine(strings.ReplaceAll(strings.ReplaceAll(ferr.Message, "`", ""), "'", "")))
 	}
-	return e.Usage("%s"+see, strings.ReplaceAll(ferr.Message, "`", "'"))
+	return e.Usage("%s"+see, oneLine(strings.ReplaceAll(ferr.Message, "`", "'")))
+}
+
+// oneLine writes the control characters of go-flags' message, which quotes
+// what the user typed (an unknown flag such as "-c\n", pasted with its
+// newline), as Go escapes them, so that the message stays one line.
+func oneLine(msg string) string {
+	var b strings.Builder
+	for _, r := range msg {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // badVariable finds the variable whose value go-flags could not take,

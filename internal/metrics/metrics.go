@@ -9,11 +9,11 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -169,7 +169,7 @@ func (h redisHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // NOSCRIPT is the routine cue to send a script whole, and a canceled context
 // is w8y stopping.
 func (h redisHook) count(err error) {
-	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) || strings.HasPrefix(err.Error(), "NOSCRIPT") {
+	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) || redisconn.NoScript(err) {
 		return
 	}
 	h.m.redisErrors.Inc()

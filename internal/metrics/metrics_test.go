@@ -74,7 +74,7 @@ func dump(t *testing.T, m *Metrics) string {
 func TestHookCountsOnlyFailures(t *testing.T) {
 	m := New("v1", "abc")
 	h := redisHook{m: m}
-	for _, err := range []error{nil, redis.Nil, context.Canceled, errors.New("NOSCRIPT No matching script")} {
+	for _, err := range []error{nil, redis.Nil, context.Canceled, redis.ErrNoScript} {
 		h.count(err)
 	}
 	if got := testutil.ToFloat64(m.redisErrors); got != 0 {

@@ -82,7 +82,7 @@ func New(opts *Options, conns int) (redis.UniversalClient, error) {
 		return redis.NewClusterClient(opt), nil
 	case opts.SentinelMaster != "":
 		if u.Query().Has("password") || u.Query().Has("username") {
-			return nil, fmt.Errorf("invalid --redis-url %s: give the master's user and password in the URL's user info (redis://user:password@sentinel:26379), %s or --redis-password-file, not as query parameters", RedactURL(rawURL), PasswordVar)
+			return nil, fmt.Errorf("invalid --redis-url %s: give the master's user and password in the URL's user info (redis://user:password@sentinel:26379), %s or --redis-password-file, not as query parameters", shownURL(rawURL), PasswordVar)
 		}
 		opt, err := redis.ParseFailoverURL(rawURL)
 		if err != nil {
@@ -103,7 +103,7 @@ func New(opts *Options, conns int) (redis.UniversalClient, error) {
 		opt, err := redis.ParseURL(rawURL)
 		if err != nil {
 			if u.Query().Has("addr") {
-				return nil, fmt.Errorf("invalid --redis-url %s: several addresses (?addr=) need --redis-cluster or --sentinel-master", RedactURL(rawURL))
+				return nil, fmt.Errorf("invalid --redis-url %s: several addresses (?addr=) need --redis-cluster or --sentinel-master", shownURL(rawURL))
 			}
 			return nil, badURL(rawURL, err)
 		}
@@ -122,7 +122,7 @@ func badURL(rawURL string, err error) error {
 	if errors.As(err, &uerr) {
 		err = uerr.Err
 	}
-	return fmt.Errorf("invalid --redis-url %s: %s", RedactURL(rawURL), redact(err.Error(), rawURL))
+	return fmt.Errorf("invalid --redis-url %s: %s", shownURL(rawURL), redact(err.Error(), rawURL))
 }
 
 // readPassword returns the password from W8Y_REDIS_PASSWORD or

@@ -2,33 +2,108 @@ package redisconn
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
 
-func TestRedisErrorClasses(t *testing.T) {
+// reply is an error reply as go-redis hands it over: a redis.Error.
+type reply string
+
+func (r reply) Error() string { return string(r) }
+func (reply) RedisError()     {}
+
+// TestWrapSortsByCode: every class, in the words of Redis 7 and of
+// Valkey 8 where they differ (both servers' replies, copied from
+// redis-cli and valkey-cli), and wrapped as w8y's callers wrap them.
+func TestWrapSortsByCode(t *testing.T) {
+	const refused, unavailable = true, false
 	tests := []struct {
-		msg   string
-		fatal bool
-		hint  string
+		name    string
+		err     error
+		refused bool
+		hint    string
 	}{
-		{"WRONGTYPE Operation against a key holding the wrong kind of value", true, ""},
-		{"WRONGPASS invalid username-password pair or user is disabled.", true, ""},
-		{"NOAUTH Authentication required.", true, ""},
-		{"NOPERM User has no permissions", true, ""},
-		{"ERR unknown command 'LMOVE'", true, ""},
-		{"ERR The user executing the script can't run this command or subcommand script: 9663b8, on @user_script:1.", true, "the ACL rule in docs/recipes.md"},
-		{"LOADING Redis is loading the dataset in memory", false, ""},
-		{"dial tcp 127.0.0.1:1: connect: connection refused", false, ""},
-		{`redis: invalid reply: "<!DOCTYPE HTML>\n"`, false, "the server does not answer as Redis does"},
+		{"WRONGTYPE", reply("WRONGTYPE Operation against a key holding the wrong kind of value"), refused, ""},
+		{"WRONGTYPE in a script", reply("WRONGTYPE Operation against a key holding the wrong kind of value script: 9663b8, on @user_script:1."), refused, ""},
+		{"WRONGPASS", reply("WRONGPASS invalid username-password pair or user is disabled."), refused, ""},
+		{"NOAUTH", reply("NOAUTH Authentication required."), refused, ""},
+		{"NOPERM on Redis", reply("NOPERM this user has no permissions to run the 'zrangebyscore' command"), refused, "the ACL rule in docs/recipes.md"},
+		{"NOPERM on Valkey", reply("NOPERM User w has no permissions to run the 'zrangebyscore' command"), refused, "the ACL rule in docs/recipes.md"},
+		{"a script's ACL refusal on Redis", reply("ERR The user executing the script can't run this command or subcommand script: e43b68, on @user_script:1."), refused, "the ACL rule in docs/recipes.md"},
+		{"a script's ACL refusal on Valkey", reply("ERR ACL failure in script: User worker has no permissions to run the 'zrangebyscore' command script: e43b68, on @user_script:1."), refused, "the ACL rule in docs/recipes.md"},
+		{"an unknown command", reply("ERR unknown command 'LMOVE', with args beginning with: "), refused, ""},
+		{"AUTH without a password set", reply("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"), refused, ""},
+		{"CROSSSLOT", reply("CROSSSLOT Keys in request don't hash to the same slot"), refused, "hash tag"},
+		{"LOADING", reply("LOADING Redis is loading the dataset in memory"), unavailable, ""},
+		{"LOADING on Valkey", reply("LOADING Valkey is loading the dataset in memory"), unavailable, ""},
+		{"BUSY", reply("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."), unavailable, ""},
+		{"BUSY on Valkey", reply("BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."), unavailable, ""},
+		{"READONLY", reply("READONLY You can't write against a read only replica."), unavailable, ""},
+		{"MASTERDOWN", reply("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."), unavailable, ""},
+		{"TRYAGAIN", reply("TRYAGAIN Multiple keys request during rehashing of slot"), unavailable, ""},
+		{"CLUSTERDOWN", reply("CLUSTERDOWN Hash slot not served"), unavailable, ""},
+		{"NOREPLICAS", reply("NOREPLICAS Not enough good replicas to write."), unavailable, ""},
+		{"NOSCRIPT on Redis", reply("NOSCRIPT No matching script. Please use EVAL."), unavailable, ""},
+		{"NOSCRIPT on Valkey", reply("NOSCRIPT No matching script."), unavailable, ""},
+		{"OOM", reply("OOM command not allowed when used memory > 'maxmemory'."), unavailable, ""},
+		{"max clients", reply("ERR max number of clients reached"), unavailable, ""},
+		{"a connection refused", errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), unavailable, ""},
+		// Text that looks like a code but is no reply: only a reply has
+		// one.
+		{"NOPERM as text, not a reply", errors.New("NOPERM in a log line"), unavailable, ""},
+		{"another server", errors.New(`redis: invalid reply: "<!DOCTYPE HTML>\n"`), unavailable, "the server does not answer as Redis does"},
+		{"a certificate", errors.New("tls: failed to verify certificate: x509: certificate signed by unknown authority"), refused, "--tls-ca-cert"},
+		{"a reply wrapped on its way up", fmt.Errorf("lua.Look: %w", reply("NOPERM User w has no permissions to run the 'zrangebyscore' command")), refused, "the ACL rule"},
 	}
 	for _, tt := range tests {
-		err := Wrap("op", errors.New(tt.msg))
-		if tt.hint != "" && !strings.Contains(err.Error(), tt.hint) {
-			t.Errorf("%q: %v lacks %q", tt.msg, err, tt.hint)
+		t.Run(tt.name, func(t *testing.T) {
+			err := Wrap("op", tt.err)
+			if errors.Is(err, ErrRefused) != tt.refused || errors.Is(err, ErrUnavailable) == tt.refused {
+				t.Errorf("Wrap(%q) = %v: refused %v, want %v", tt.err, err, errors.Is(err, ErrRefused), tt.refused)
+			}
+			if !strings.HasPrefix(err.Error(), "op: ") {
+				t.Errorf("Wrap(%q) = %v, which does not start with what failed", tt.err, err)
+			}
+			if tt.hint != "" && !strings.Contains(err.Error(), tt.hint) {
+				t.Errorf("Wrap(%q) = %v, which lacks %q", tt.err, err, tt.hint)
+			}
+		})
+	}
+	if Wrap("op", nil) != nil {
+		t.Error("Wrap of nil is not nil")
+	}
+}
+
+func TestCode(t *testing.T) {
+	tests := []struct {
+		err  error
+		code string
+	}{
+		{reply("WRONGTYPE Operation against a key"), "WRONGTYPE"},
+		{reply("ERR unknown command"), "ERR"},
+		{reply("NOSCRIPT"), "NOSCRIPT"},
+		{fmt.Errorf("wrapped: %w", reply("BUSY Valkey is busy")), "BUSY"},
+		{reply("not a code"), ""},
+		{errors.New("READONLY but not a reply"), ""},
+		{nil, ""},
+	}
+	for _, tt := range tests {
+		if got := Code(tt.err); got != tt.code {
+			t.Errorf("Code(%v) = %q, want %q", tt.err, got, tt.code)
 		}
-		if errors.Is(err, ErrRefused) != tt.fatal || errors.Is(err, ErrUnavailable) == tt.fatal {
-			t.Errorf("%q: fatal %v, want %v", tt.msg, errors.Is(err, ErrRefused), tt.fatal)
-		}
+	}
+}
+
+func TestUnknownCommandAndSlotMoving(t *testing.T) {
+	lmove := reply("ERR unknown command 'lmove', with args beginning with: ")
+	if !UnknownCommand(lmove, "lmove") || UnknownCommand(reply("ERR wrong number of arguments for 'lmove' command"), "lmove") {
+		t.Error("UnknownCommand does not tell an unknown LMOVE from another error")
+	}
+	if !SlotMoving(reply("TRYAGAIN Multiple keys request during rehashing of slot")) || SlotMoving(reply("CLUSTERDOWN Hash slot not served")) {
+		t.Error("SlotMoving does not tell TRYAGAIN from CLUSTERDOWN")
+	}
+	if !NoScript(reply("NOSCRIPT No matching script.")) || NoScript(errors.New("NOSCRIPT")) {
+		t.Error("NoScript does not tell a NOSCRIPT reply from text")
 	}
 }

@@ -3,16 +3,20 @@ package redisconn
 import (
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 )
 
 // userinfoPassword finds the password in scheme://user:password@host even when
-// the URL is too malformed for net/url to parse. It is compiled on first use:
+// the URL is too malformed for net/url to parse, whatever stands before
+// "://": a scheme that is not one (" redis", pasted with a space) is the
+// first thing wrong with the URL, and its error quotes it. It is compiled on first use:
 // only a URL that fails to parse needs it, and a run that never does should
 // not pay for it at start-up.
 var userinfoPassword = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)([^@]*)@`)
+	return regexp.MustCompile(`(?s)^(.*?://[^:/]*:)([^/]*)@`)
 })
 
 // queryPassword finds a password given as a query parameter, which
@@ -26,6 +30,22 @@ var queryPassword = sync.OnceValue(func() *regexp.Regexp {
 func RedactURL(rawURL string) string {
 	rawURL = userinfoPassword().ReplaceAllString(rawURL, "${1}xxxxx@")
 	return queryPassword().ReplaceAllString(rawURL, "${1}xxxxx")
+}
+
+// shownURL is rawURL as a message shows it: its password redacted, and its
+// control characters (a newline pasted with it) escaped as Go writes them,
+// so that the message stays one line.
+func shownURL(rawURL string) string {
+	var b strings.Builder
+	for _, r := range RedactURL(rawURL) {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // redact removes the password of rawURL from msg, wherever msg quotes it.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -62,7 +61,7 @@ func RunConfirmed(ctx context.Context, c ScriptClient, script *redis.Script, rep
 		})
 	}
 	send(true)
-	if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+	if NoScript(cmd.Err()) {
 		send(false)
 	}
 	reply, err := cmd.Result()

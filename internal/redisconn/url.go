@@ -28,15 +28,15 @@ func checkURL(rawURL string) error {
 		for _, s := range []string{"redis:", "rediss:", "unix:"} {
 			bare = strings.TrimLeft(strings.TrimPrefix(bare, s), "/")
 		}
-		// RedactURL finds a password only after a scheme.
-		written := strings.TrimPrefix(RedactURL("redis://"+rawURL), "redis://")
-		meant := strings.TrimPrefix(RedactURL("redis://"+bare), "redis://")
+		// RedactURL (in shownURL) finds a password only after a scheme.
+		written := strings.TrimPrefix(shownURL("redis://"+rawURL), "redis://")
+		meant := strings.TrimPrefix(shownURL("redis://"+bare), "redis://")
 		return fmt.Errorf("invalid --redis-url %s: it has no scheme: give %s, such as redis://%s", written, schemes, meant)
 	}
 	switch strings.ToLower(scheme) {
 	case "redis", "rediss", "unix":
 	default:
-		return fmt.Errorf("invalid --redis-url %s: invalid URL scheme %q: give %s", RedactURL(rawURL), scheme, schemes)
+		return fmt.Errorf("invalid --redis-url %s: invalid URL scheme %q: give %s", shownURL(rawURL), scheme, schemes)
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -50,7 +50,7 @@ func checkURL(rawURL string) error {
 	}
 	if db != "" {
 		if n, err := strconv.Atoi(db); err != nil || n < 0 {
-			return fmt.Errorf("invalid --redis-url %s: the database %q is not a number from 0 up", RedactURL(rawURL), db)
+			return fmt.Errorf("invalid --redis-url %s: the database %q is not a number from 0 up", shownURL(rawURL), db)
 		}
 	}
 	return nil

@@ -44,9 +44,10 @@ func StartCluster(tb testing.TB, n int, args ...string) *Cluster {
 		params = append(params, "addr="+addr)
 	}
 	c.URL = "redis://" + addrs[0] + "?" + strings.Join(params[1:], "&")
-	create := exec.Command("redis-cli", append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")...)
+	cli := c.Nodes[0].kind.CLI
+	create := exec.Command(cli, append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")...)
 	if out, err := create.CombinedOutput(); err != nil {
-		tb.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+		tb.Fatalf("%s --cluster create: %v\n%s", cli, err, out)
 	}
 	WaitFor(tb, "every node to see all slots, all nodes and cluster_state:ok", func() bool {
 		for _, s := range c.Nodes {

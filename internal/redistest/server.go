@@ -38,6 +38,7 @@ type Server struct {
 	// test sees every error that w8y would.
 	Client *redis.Client
 
+	kind   Kind // the server that ServerEnv chose
 	cfg    config
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once cmd has exited
@@ -92,13 +93,14 @@ var errPortTaken = errors.New("address already in use")
 // which CI may run without it, are skipped.
 func Start(tb testing.TB, opts ...Option) *Server {
 	tb.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
+	kind := chosen(tb)
+	if err := kind.Installed(); err != nil {
 		if _, isBench := tb.(*testing.B); isBench {
-			tb.Skip("redis-server is not installed (scripts/ensure-redis.sh installs it)")
+			tb.Skip(err)
 		}
-		tb.Fatal("redis-server is not installed: run scripts/ensure-redis.sh (make test does)")
+		tb.Fatal(err)
 	}
-	s := &Server{}
+	s := &Server{kind: kind}
 	for _, opt := range opts {
 		opt(&s.cfg)
 	}
@@ -202,10 +204,10 @@ func (s *Server) launch(port int) error {
 	}
 	args = append(args, s.cfg.args...)
 
-	cmd := exec.Command("redis-server", args...)
+	cmd := exec.Command(s.kind.Server, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start redis-server: %w", err)
+		return fmt.Errorf("start %s: %w", s.kind.Server, err)
 	}
 	exited := make(chan struct{})
 	// The one owner of Wait: Stop and Restart learn of the exit from
@@ -247,14 +249,14 @@ func (s *Server) launch(port int) error {
 	case <-exited:
 		log := s.logSince(logStart)
 		if strings.Contains(log, "Address already in use") {
-			return fmt.Errorf("redis-server on port %d: %w:\n%s", port, errPortTaken, log)
+			return fmt.Errorf("%s on port %d: %w:\n%s", s.kind.Server, port, errPortTaken, log)
 		}
-		return fmt.Errorf("redis-server on port %d exited at start (%v):\n%s", port, cmd.ProcessState, log)
+		return fmt.Errorf("%s on port %d exited at start (%v):\n%s", s.kind.Server, port, cmd.ProcessState, log)
 	default:
 	}
 	if !answered {
 		s.Stop()
-		return fmt.Errorf("redis-server on port %d never answered PING within %s:\n%s", port, Timeout, s.logSince(logStart))
+		return fmt.Errorf("%s on port %d never answered PING within %s:\n%s", s.kind.Server, port, Timeout, s.logSince(logStart))
 	}
 	return nil
 }

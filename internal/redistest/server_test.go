@@ -168,3 +168,28 @@ func TestClientContext(t *testing.T) {
 		t.Error("the benchmark's context did not end with it")
 	}
 }
+
+// TestStartRunsTheChosenServer checks that W8Y_TEST_SERVER picks the server
+// that answers, not only the binary's name: Valkey says server_name:valkey
+// in INFO server, and Redis has no such field.
+func TestStartRunsTheChosenServer(t *testing.T) {
+	kind, err := Chosen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := Info(t, Start(t).Client, "server")
+	want := ""
+	if kind.Name == "valkey" {
+		want = "valkey"
+	}
+	if got := info["server_name"]; got != want {
+		t.Errorf("%s=%q: INFO server_name is %q, want %q (redis_version %s)", ServerEnv, kind.Name, got, want, info["redis_version"])
+	}
+}
+
+func TestChosenRefusesAnUnknownServer(t *testing.T) {
+	t.Setenv(ServerEnv, "keydb")
+	if _, err := Chosen(); err == nil || !strings.Contains(err.Error(), "redis or valkey") {
+		t.Errorf("Chosen() with %s=keydb: %v, want an error naming redis and valkey", ServerEnv, err)
+	}
+}

@@ -3,7 +3,6 @@ package runs
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -211,12 +210,9 @@ func (f *Finisher) finishEach(ctx context.Context, lockKey, token string, end En
 // or holding a count that is not a number is a problem to report, as
 // lua.Finish reports it, and anything else is Redis failing.
 func countProblem(err error) (string, error) {
-	var rerr redis.Error
-	if err == nil || !errors.As(err, &rerr) {
-		return "", err
-	}
-	if msg := err.Error(); strings.HasPrefix(msg, "WRONGTYPE") || strings.Contains(msg, "not an integer") {
-		return msg, nil
+	switch code := redisconn.Code(err); {
+	case code == "WRONGTYPE", code == "ERR" && strings.Contains(err.Error(), "not an integer"):
+		return err.Error(), nil
 	}
 	return "", err
 }
