@@ -31,7 +31,7 @@
 -- taken is moved to the tail of the list (RPUSH, then LREM of its first
 -- occurrence: the list keeps exactly its items), as a rotation would have,
 -- so that the items that come due next stay near the head and LPOS finds
--- them early.
+-- them early; but not while appended items wait (see below).
 --
 -- When nothing is taken and every item has been tried (or none: the first
 -- pass over a list never run is the sweep), it also decides whether this
@@ -208,14 +208,17 @@ for c, item in ipairs(candidates) do
       if newAt[c] then
         seen = newAt[c]
       end
-      if fromIndex[item] then
+      -- A due item moves to the tail only while no appended item waits:
+      -- behind them it would count as appended itself, and so would every
+      -- item taken after it, and a busy fleet, always finding an appended
+      -- item first, would never come to the due index (an item due since
+      -- long ago would starve). Left where it is, it is simply not
+      -- rotated; the appended items drain, each taken where it stands.
+      if fromIndex[item] and seen >= length then
         redis.call("RPUSH", list, item)
         redis.call("LREM", list, 1, item)
-        -- Every item after it moved one towards the head, the appended
-        -- ones too, unless it was among them or there are none.
-        if at < seen and seen < length then
-          seen = seen - 1
-        end
+        -- Every item after it moved one towards the head; the mark, at the
+        -- list's end, stays there.
       end
       redis.call("ZADD", due, now + ttl, item)
       break
