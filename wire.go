@@ -16,6 +16,7 @@ import (
 	"github.com/w8y/w8y/internal/logging"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/registry"
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/status"
@@ -150,4 +151,27 @@ func showStatus(opts *Options, stdout io.Writer, log zerolog.Logger) error {
 	reader := &status.Reader{Client: client, Keys: schema.Keys{Prefix: opts.KeyPrefix}}
 	view := status.View{JSON: opts.JSON, Watch: time.Duration(opts.Watch), Filter: opts.filter}
 	return status.Show(ctx, reader, view, stdout, log)
+}
+
+// announce keeps w's entry in the registry of live workers while ctx
+// lasts; the returned stop ends it, removes the entry and waits for that.
+func announce(ctx context.Context, w *worker, client redis.UniversalClient, keys schema.Keys, token string, log zerolog.Logger) (stop func()) {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	v, _ := buildVersion()
+	opts := w.opts
+	w.presence = registry.NewPresence(client, keys, registry.Self{
+		Holder: token, Host: host, PID: os.Getpid(), Version: v, Started: time.Now(),
+		Continuous: opts.Continuous, Slots: opts.Parallel,
+		Looks: opts.Continuous && !opts.UntilIdle && w.rotator.Looks(),
+	}, log)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.presence.Run(ctx)
+	}()
+	return func() { cancel(); <-done }
 }

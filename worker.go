@@ -579,3 +579,10 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End) {
 			Float64("backoff_s", float64(done.Delay.Milliseconds())/1000).Msg("item backs off")
 	}
 }
+
+// lookPause is an idle worker's pause before its next look, with
+// --idle-wait idleWait: the fleet's looks are spaced by how many workers
+// look (see registry.LookInterval).
+func (w *worker) lookPause(idleWait time.Duration) time.Duration {
+	return registry.LookInterval(min(idleWait, lookEvery), w.presence.Lookers())
+}
