@@ -90,6 +90,13 @@ func TestScheduleCooldownAfter(t *testing.T) {
 	end := End{Item: "a", Result: schema.ResultSuccess, At: time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC), Exit: proc.Exit{Duration: 500 * time.Millisecond}}
 	failed := end
 	failed.Result = schema.ResultFailure
+	// Taken at 00:00:01.9, its child started at 00:00:02.1 and ended at
+	// 00:00:02.5: the take is the start that counts, in the slot before
+	// 00:00:02, which has come, so the item is due again at once.
+	taken := End{Item: "a", Result: schema.ResultSuccess, At: time.Date(2026, 1, 1, 0, 0, 2, 500e6, time.UTC),
+		Started: time.Date(2026, 1, 1, 0, 0, 1, 900e6, time.UTC), Exit: proc.Exit{Duration: 400 * time.Millisecond}}
+	child := taken
+	child.Started = time.Time{}
 	cron := Schedule{Cron: mustCron(t, "*/2 * * * * *", "", 0)}
 	for _, tt := range []struct {
 		name string
@@ -100,7 +107,9 @@ func TestScheduleCooldownAfter(t *testing.T) {
 		{"cooldown", Schedule{Cooldown: time.Minute}, end, time.Minute},
 		{"none", Schedule{}, end, 0},
 		// The run started at 00:00:00.5, so its next slot is 00:00:02.
-		{"schedule, from the run's start", cron, end, time.Second},
+		{"schedule, from the child's start", cron, end, time.Second},
+		{"schedule, from the take", cron, taken, 0},
+		{"schedule, take unknown", cron, child, 1500 * time.Millisecond},
 		{"schedule, failure", cron, failed, 0},
 	} {
 		if got := tt.s.CooldownAfter(tt.end); got != tt.want {

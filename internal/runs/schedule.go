@@ -26,14 +26,18 @@ type Schedule struct {
 
 // CooldownAfter is how long the success that ended as end says keeps its
 // item from running: Cooldown, or with a Cron, until the item's next slot
-// after the run's start (the child's start: end.At less its run time).
-// 0 means none.
+// after the run's start: its take (end.Started), or where that is unknown
+// the child's start (end.At less its run time). 0 means none.
 func (s Schedule) CooldownAfter(end End) time.Duration {
 	if end.Result != schema.ResultSuccess {
 		return 0
 	}
 	if s.Cron.Set() {
-		return s.Cron.CooldownAfter(end.Item, end.At.Add(-end.Exit.Duration), end.At)
+		start := end.Started
+		if start.IsZero() {
+			start = end.At.Add(-end.Exit.Duration)
+		}
+		return s.Cron.CooldownAfter(end.Item, start, end.At)
 	}
 	return s.Cooldown
 }
