@@ -38,6 +38,8 @@ type Lock struct {
 	// Fence is the list's fencing token that this take got (see
 	// schema.Keys.Fence), which the child gets as W8Y_FENCE.
 	Fence int64
+	// Taken is when the take that got the lock was sent: the run's start.
+	Taken time.Time
 	// CancelKey is the item's cancel request, which each refresh reads in
 	// the same call; "" where one script may not name it with the lock
 	// (see schema.Keys.Colocated), and no cancel can be asked for.

@@ -70,8 +70,14 @@ type ContinuousOptions struct {
 }
 
 type ScheduleOptions struct {
-	Cooldown       duration.Flag `long:"cooldown" env:"W8Y_COOLDOWN" value-name:"DURATION" description:"After a success, run the item nowhere for DURATION" details:"After a successful run, the item is not run anywhere in the fleet until DURATION has passed (the key <prefix>cooldown:<item>). 0 means no cooldown."`
-	FailureBackoff runs.Backoff  `long:"failure-backoff" env:"W8Y_FAILURE_BACKOFF" value-name:"MIN[,MAX]" description:"After a failure, wait MIN, doubling up to MAX" details:"After a failed run (an exit code not in --exit-codes, a timeout, a lost lock), the item waits MIN, doubling with each consecutive failure up to MAX (by default 10 x MIN), less up to a quarter of jitter (the key <prefix>backoff:<item>). MIN is at least 10ms. A --continuous worker then goes on to the next item."`
+	Cooldown duration.Flag `long:"cooldown" env:"W8Y_COOLDOWN" value-name:"DURATION" description:"After a success, run the item nowhere for DURATION" details:"After a successful run, the item is not run anywhere in the fleet until DURATION has passed (the key <prefix>cooldown:<item>). 0 means no cooldown."`
+	// --schedule, --schedule-timezone and --jitter: read into cron by
+	// validateSchedule.
+	Schedule         string        `long:"schedule" env:"W8Y_SCHEDULE" value-name:"CRON" description:"Run each item once per slot of CRON, fleet-wide" details:"Run each item at most once per slot of the cron expression CRON, anywhere in the fleet: an item is eligible once its last successful start was before the latest slot. Five fields (minute hour day-of-month month day-of-week) or six with seconds first, or @hourly, @daily and the like. After a success the item's cooldown key lasts until its next slot; a failed run is retried under --failure-backoff within the slot; slots missed while the fleet was down make one run, not one per slot. The alternative to --cooldown."`
+	ScheduleTimezone string        `long:"schedule-timezone" env:"W8Y_SCHEDULE_TIMEZONE" default:"UTC" value-name:"ZONE" description:"Read --schedule in this IANA time zone" details:"Read --schedule's fields in this time zone, an IANA name such as Europe/Paris or America/New_York."`
+	Jitter           duration.Flag `long:"jitter" env:"W8Y_JITTER" value-name:"DURATION" description:"Spread each item's --schedule slot over DURATION" details:"Start each item up to DURATION after each --schedule slot, by an amount fixed per item (a hash of it), so that the items of a list do not all start at once. 0 means none."`
+	cron             runs.Cron
+	FailureBackoff   runs.Backoff `long:"failure-backoff" env:"W8Y_FAILURE_BACKOFF" value-name:"MIN[,MAX]" description:"After a failure, wait MIN, doubling up to MAX" details:"After a failed run (an exit code not in --exit-codes, a timeout, a lost lock), the item waits MIN, doubling with each consecutive failure up to MAX (by default 10 x MIN), less up to a quarter of jitter (the key <prefix>backoff:<item>). MIN is at least 10ms. A --continuous worker then goes on to the next item."`
 }
 
 type RecordOptions struct {
@@ -318,8 +324,32 @@ func (o *Options) validateLock() error {
 	return nil
 }
 
-// validateSchedule checks --cooldown and --failure-backoff.
+// validateCron reads --schedule, --schedule-timezone and --jitter into
+// o.cron.
+func (o *Options) validateCron() error {
+	if o.Schedule == "" {
+		if o.Jitter != 0 {
+			return usageError("--jitter goes with --schedule")
+		}
+		return nil
+	}
+	if o.Cooldown != 0 {
+		return usageError("--schedule and --cooldown are alternatives: give one")
+	}
+	c, err := runs.ParseCron(o.Schedule, o.ScheduleTimezone, time.Duration(o.Jitter))
+	if err != nil {
+		return usageError("%s", err)
+	}
+	o.cron = c
+	return nil
+}
+
+// validateSchedule checks --cooldown, --schedule (with its zone and jitter)
+// and --failure-backoff.
 func (o *Options) validateSchedule() error {
+	if err := o.validateCron(); err != nil {
+		return err
+	}
 	if o.Cooldown < 0 {
 		return usageError("--cooldown must not be negative, got %s", o.Cooldown)
 	}

@@ -292,6 +292,35 @@ func TestParseOptions(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "schedule in a zone with jitter",
+			args: []string{"--schedule", "0 2 * * *", "--schedule-timezone", "Europe/Paris", "--jitter", "10m", "true"},
+			check: func(t *testing.T, o *Options) {
+				if !o.cron.Set() || o.cron.Zone.String() != "Europe/Paris" || o.cron.Jitter != 10*time.Minute {
+					t.Errorf("cron %+v", o.cron)
+				}
+			},
+		},
+		{
+			name: "schedule from the environment, seconds first",
+			args: []string{"true"},
+			env:  map[string]string{"W8Y_SCHEDULE": "*/2 * * * * *", "W8Y_JITTER": "1s"},
+			check: func(t *testing.T, o *Options) {
+				if !o.cron.Set() || o.cron.Zone.String() != "UTC" || o.cron.Jitter != time.Second {
+					t.Errorf("cron %+v", o.cron)
+				}
+			},
+		},
+		{name: "schedule and cooldown", args: []string{"--schedule", "@hourly", "--cooldown", "1h", "true"}, wantErr: "--schedule and --cooldown are alternatives: give one"},
+		{name: "schedule garbage", args: []string{"--schedule", "every day", "true"}, wantErr: `--schedule "every day" is not a cron expression`},
+		{name: "schedule with four fields", args: []string{"--schedule", "0 2 * *", "true"}, wantErr: "give five fields"},
+		{name: "schedule out of range", args: []string{"--schedule", "0 25 * * *", "true"}, wantErr: "is not a cron expression"},
+		{name: "schedule that never comes", args: []string{"--schedule", "0 0 30 2 *", "true"}, wantErr: "has no slot in the next five years"},
+		{name: "schedule with its zone inside", args: []string{"--schedule", "CRON_TZ=Europe/Paris 0 2 * * *", "true"}, wantErr: "give the time zone with --schedule-timezone"},
+		{name: "schedule zone unknown", args: []string{"--schedule", "@daily", "--schedule-timezone", "Mars/Olympus", "true"}, wantErr: `--schedule-timezone "Mars/Olympus" is not a time zone`},
+		{name: "schedule zone Local", args: []string{"--schedule", "@daily", "--schedule-timezone", "Local", "true"}, wantErr: "is not a time zone"},
+		{name: "jitter without schedule", args: []string{"--jitter", "1m", "true"}, wantErr: "--jitter goes with --schedule"},
+		{name: "negative jitter", args: []string{"--schedule", "@daily", "--jitter", "-1m", "true"}, wantErr: "--jitter must not be negative"},
 		{name: "negative cooldown", args: []string{"--cooldown", "-1s", "true"}, wantErr: "--cooldown must not be negative"},
 		{name: "cooldown below a millisecond", args: []string{"--cooldown", "10us", "true"}, wantErr: "--cooldown must be 0 or at least 1ms"},
 		{name: "backoff MIN too short", args: []string{"--failure-backoff", "1ms", "true"}, wantErr: "--failure-backoff MIN must be at least 10ms"},
@@ -449,8 +478,8 @@ func TestHelpAndVersion(t *testing.T) {
 			t.Errorf("a %d-column line: %q", len(line), line)
 		}
 	}
-	// 123 lines since --status's filters (--state, --match, --limit) came.
-	if len(lines) > 124 {
+	// 127 lines since --schedule, --schedule-timezone and --jitter came.
+	if len(lines) > 127 {
 		t.Errorf("--help is %d lines long", len(lines))
 	}
 }

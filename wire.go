@@ -117,7 +117,7 @@ func newWorker(opts *Options, command childcmd.Command, client redis.UniversalCl
 		}},
 		finisher: &runs.Finisher{
 			Client: client, Record: record, Jitter: runs.JitterFactor,
-			Schedule: runs.Schedule{Cooldown: time.Duration(opts.Cooldown), Backoff: opts.FailureBackoff},
+			Schedule: runs.Schedule{Cooldown: time.Duration(opts.Cooldown), Cron: opts.cron, Backoff: opts.FailureBackoff},
 		},
 		children: &childRunner{
 			command: command, spawn: p.Spawner, stops: p.Router, exitCodes: opts.ExitCodes,

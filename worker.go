@@ -562,6 +562,7 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	log := w.log.With().Str("item", items.Clip(lock.Item)).Str("lock_key", items.Clip(lock.Key)).Logger()
+	end.Started = lock.Taken
 	done, err := w.finisher.Finish(ctx, lock.Key, lock.Token, end)
 	if err != nil {
 		log.Error().Err(err).Str("result", string(end.Result)).Msg("could not finish the run; the lock will expire by itself")

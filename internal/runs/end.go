@@ -29,7 +29,9 @@ type End struct {
 	// why it never started (a stop signal, proc.ErrNotFound, ...), or nil
 	// when the child ended by itself.
 	Err error
-	At  time.Time
+	// At is when the run ended, and Started when its item was taken (the
+	// state hash's last_start), or zero where the caller does not know.
+	At, Started time.Time
 	// Cancel is the request that cancelled the run, when its Result is
 	// schema.ResultCancelled.
 	Cancel *schema.CancelRequest

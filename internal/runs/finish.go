@@ -78,7 +78,7 @@ func (f *Finisher) Finish(ctx context.Context, lockKey, token string, end End) (
 	if end.Output != nil {
 		stdout, stderr = end.Output.Stdout, end.Output.Stderr
 	}
-	words := rec.finishWords(end) + f.scheduleWords(factor)
+	words := rec.finishWords(end) + f.scheduleWords(end, factor)
 	reply, err := lua.Finish.Run(ctx, f.Client, keys, token, item, words, reason, by, stdout, stderr).Slice()
 	if err != nil && redisconn.SlotMoving(err) {
 		// While the slot moves to another Cluster node, a command that
@@ -106,13 +106,13 @@ func (f *Finisher) Finish(ctx context.Context, lockKey, token string, end End) (
 	return out, nil
 }
 
-// scheduleWords are lua.Finish's options for the schedule, with factor the
-// jitter of a failure delay.
-func (f *Finisher) scheduleWords(factor string) string {
+// scheduleWords are lua.Finish's options for the schedule after end, with
+// factor the jitter of a failure delay.
+func (f *Finisher) scheduleWords(end End, factor string) string {
 	s := f.Schedule
 	var b strings.Builder
-	if s.Cooldown > 0 {
-		b.WriteString(" cooldown=" + strconv.FormatInt(s.Cooldown.Milliseconds(), 10))
+	if cooldown := s.CooldownAfter(end); cooldown > 0 {
+		b.WriteString(" cooldown=" + strconv.FormatInt(cooldown.Milliseconds(), 10))
 	}
 	if s.Backoff != (Backoff{}) {
 		b.WriteString(" backoff_min=" + strconv.FormatInt(s.Backoff.Min.Milliseconds(), 10))
@@ -139,7 +139,8 @@ func (f *Finisher) scheduleWords(factor string) string {
 func (f *Finisher) finishEach(ctx context.Context, lockKey, token string, end End, factor string) (Reply, error) {
 	s, rec, item, res := f.Schedule, f.Record, end.Item, end.Result
 	out := Reply{Failures: -1}
-	cooling := res == schema.ResultSuccess && s.Cooldown > 0
+	cooldownFor := s.CooldownAfter(end)
+	cooling := cooldownFor > 0
 	backingOff := end.Failed() && s.Backoff != (Backoff{})
 
 	pipe := f.Client.Pipeline()
@@ -151,7 +152,7 @@ func (f *Finisher) finishEach(ctx context.Context, lockKey, token string, end En
 		count = lua.Count.Eval(ctx, pipe, []string{rec.Keys.State(item)}, "failure", rec.StateTTL.Milliseconds())
 	}
 	if cooling {
-		cooldown = lua.Pause.Eval(ctx, pipe, []string{rec.Keys.Cooldown(item)}, token, s.Cooldown.Milliseconds())
+		cooldown = lua.Pause.Eval(ctx, pipe, []string{rec.Keys.Cooldown(item)}, token, cooldownFor.Milliseconds())
 	}
 	// The record's own errors are left unread, as lua.Finish's pcall
 	// leaves them: a run never depends on its record.

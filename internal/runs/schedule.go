@@ -8,16 +8,38 @@ import (
 	"time"
 
 	"github.com/w8y/w8y/internal/duration"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 // Schedule is when an item may run again after a run, across the fleet.
 type Schedule struct {
 	// Cooldown keeps an item from running after a success; 0 means none.
 	Cooldown time.Duration
+	// Cron is --schedule, the alternative to Cooldown: after a success, the
+	// item's cooldown lasts until its next slot.
+	Cron Cron
 	// Backoff keeps an item from running after a failure; its zero value
 	// means none. The count of consecutive failures that it doubles with
 	// lives in the item's state hash, which expires after --state-ttl.
 	Backoff Backoff
+}
+
+// CooldownAfter is how long the success that ended as end says keeps its
+// item from running: Cooldown, or with a Cron, until the item's next slot
+// after the run's start: its take (end.Started), or where that is unknown
+// the child's start (end.At less its run time). 0 means none.
+func (s Schedule) CooldownAfter(end End) time.Duration {
+	if end.Result != schema.ResultSuccess {
+		return 0
+	}
+	if s.Cron.Set() {
+		start := end.Started
+		if start.IsZero() {
+			start = end.At.Add(-end.Exit.Duration)
+		}
+		return s.Cron.CooldownAfter(end.Item, start, end.At)
+	}
+	return s.Cooldown
 }
 
 // backoffJitter is the most that jitter takes off a failure delay: a

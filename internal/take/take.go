@@ -88,8 +88,11 @@ type Taken struct {
 	// CancelKey is the item's cancel request key, where one script may
 	// read it with the lock (see schema.Keys.Colocated), else "".
 	CancelKey string
-	// Expires is the earliest moment the server may expire the lock: when
-	// the call that took it was sent, plus the TTL.
+	// At is when the call that took it was sent: the run's start, as the
+	// item's state hash records it (last_start) and --schedule counts it.
+	At time.Time
+	// Expires is the earliest moment the server may expire the lock: At
+	// plus the TTL.
 	Expires time.Time
 }
 
@@ -234,7 +237,7 @@ func stopped(stop <-chan struct{}) bool {
 // taken is the Taken of item's lock as this Taker takes it, by a call sent
 // at sent.
 func (t *Taker) taken(item string, sent time.Time) Taken {
-	taken := Taken{Item: item, Key: t.Keys.Lock(item), Token: t.Token, Expires: sent.Add(t.TTL)}
+	taken := Taken{Item: item, Key: t.Keys.Lock(item), Token: t.Token, At: sent, Expires: sent.Add(t.TTL)}
 	if t.Keys.Colocated {
 		taken.CancelKey = t.Keys.Cancel(item)
 	}
