@@ -564,6 +564,12 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End) {
 	log := w.log.With().Str("item", items.Clip(lock.Item)).Str("lock_key", items.Clip(lock.Key)).Logger()
 	end.Started = lock.Taken
 	done, err := w.finisher.Finish(ctx, lock.Key, lock.Token, end)
+	// A restart or failover shorter than releaseTimeout must not leave the
+	// run unrecorded and its lock to expire: a finish that could not even
+	// connect is sent again, at the lease's retry pace, until it can.
+	for err != nil && redisconn.NotSent(err) && sleepCtx(ctx, refreshRetry(lock.TTL)) {
+		done, err = w.finisher.Finish(ctx, lock.Key, lock.Token, end)
+	}
 	if err != nil {
 		log.Error().Err(err).Str("result", string(end.Result)).Msg("could not finish the run; the lock will expire by itself")
 		return
@@ -586,4 +592,16 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End) {
 // look (see registry.LookInterval).
 func (w *worker) lookPause(idleWait time.Duration) time.Duration {
 	return registry.LookInterval(min(idleWait, lookEvery), w.presence.Lookers())
+}
+
+// sleepCtx waits d, and reports false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

@@ -78,6 +78,17 @@ func TestReplicaAcks(t *testing.T) {
 			info := redistest.Info(t, master.Client, "replication")
 			return info["connected_slaves"] == "1" && strings.Contains(info["slave0"], "state=online")
 		})
+		// Online is not yet acknowledging (Valkey says online before its
+		// first ACK): wait until a write of the test's own is confirmed,
+		// as w8y's WAIT will ask.
+		redistest.WaitFor(t, "the replica to acknowledge a write", func() bool {
+			pipe := master.Client.Pipeline()
+			pipe.Set(ctx(t), "replica-probe", "1", 0)
+			acked := pipe.Do(ctx(t), "WAIT", 1, 200)
+			_, _ = pipe.Exec(ctx(t))
+			n, err := acked.Int()
+			return err == nil && n == 1
+		})
 	}
 	detach := func() {
 		t.Helper()

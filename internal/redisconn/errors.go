@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -145,4 +146,12 @@ func SlotMoving(err error) bool {
 // script by its hash (EVALSHA), which is then sent whole.
 func NoScript(err error) bool {
 	return Code(err) == "NOSCRIPT"
+}
+
+// NotSent reports whether err is a failure to connect to Redis at all: the
+// command was never sent, so one that must not be applied twice (a run's
+// finish) may be sent again.
+func NotSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
