@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -26,20 +27,33 @@ func (s Ignored) Has(sig syscall.Signal) bool {
 // others it catches before main runs, and where they were ignored it does
 // not say so; os/signal's Ignored knows only SIGHUP and SIGINT.
 func IgnoredNow() Ignored {
-	f, err := os.Open("/proc/self/status")
+	mask, err := statusSigset("SigIgn")
 	if err != nil {
 		return 0
+	}
+	return Ignored(mask)
+}
+
+// statusSigset reads one of the signal sets that /proc/self/status shows
+// (SigIgn, ShdPnd, ...): bit n-1 stands for signal n.
+func statusSigset(field string) (uint64, error) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, err
 	}
 	defer f.Close()
 	lines := bufio.NewScanner(f)
 	for lines.Scan() {
-		if hex, ok := strings.CutPrefix(lines.Text(), "SigIgn:"); ok {
+		if hex, ok := strings.CutPrefix(lines.Text(), field+":"); ok {
 			mask, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
 			if err != nil {
-				return 0
+				return 0, fmt.Errorf("%s in /proc/self/status: %w", field, err)
 			}
-			return Ignored(mask)
+			return mask, nil
 		}
 	}
-	return 0
+	if err := lines.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("no %s in /proc/self/status", field)
 }

@@ -2,12 +2,16 @@ package proc
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // RelayArg, as w8y's first argument, makes the process a relay (see
@@ -46,9 +50,14 @@ type relay struct {
 // foreground group and that w8y must hear.
 var relayedSignals = []os.Signal{syscall.SIGINT, syscall.SIGQUIT}
 
-// relayDone is the signal that a relay sends itself once w8y asks it to
-// leave (see RunRelay).
-const relayDone = syscall.SIGALRM
+// relayDone is the signal that a relay sends each of its threads as it
+// leaves (see leave). A childless process never gets SIGCHLD unless someone
+// sends it on purpose, and Go's runtime lets none of its threads block it
+// for long, whatever mask w8y was started with (SIGALRM, say, would stay
+// blocked on every thread if w8y's parent had blocked it). Its number is
+// above relayedSignals': of the signals that reach os/signal together, it
+// hands on the lower-numbered first.
+const relayDone = syscall.SIGCHLD
 
 // startRelay starts a relay in the process group pgid, which must exist, or
 // in a new one of its own for pgid 0, and returns once the relay hears
@@ -146,45 +155,134 @@ func (r *relay) end() {
 // RunRelay is the relay's side (see relay): it reports each SIGINT and
 // SIGQUIT that reaches its process group as one byte, the signal's number,
 // on stdout, ignores the other signals that w8y or the terminal send the
-// group, and returns once stdin ends.
-//
-// Before it leaves it sends itself relayDone and passes on everything that
-// arrives before it: a signal that reached the group before w8y asked it to
-// leave was queued before relayDone, and the kernel and Go's runtime both
-// deliver the lower-numbered pending signal first.
+// group, and returns once stdin ends, with every such signal that reached
+// the group before then reported (see leave).
 func RunRelay() error {
 	// The relay leaves when w8y asks or dies (stdin ends), or when its
 	// group is killed (SIGKILL), not for what w8y forwards to the group.
 	signal.Ignore(syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGPIPE)
 	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, append(relayedSignals, relayDone)...)
+	signal.Notify(sigs, relayedSignals...)
+	// A channel of its own, so that relayedSignals never crowd out the one
+	// relayDone that leave waits for at a time.
+	done := make(chan os.Signal, 1)
+	signal.Notify(done, relayDone)
 	if _, err := os.Stdout.Write([]byte{0}); err != nil {
-		return errors.New("w8y is gone")
+		return errW8yGone
 	}
 	eof := make(chan struct{})
 	go func() {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		close(eof)
 	}()
-	leaving := false
 	for {
 		select {
 		case <-eof:
-			if !leaving {
-				leaving = true
-				_ = syscall.Kill(os.Getpid(), relayDone)
-			}
-			eof = nil
+			return leave(sigs, done)
 		case sig := <-sigs:
-			if sig == relayDone {
-				if leaving {
-					return nil
-				}
-				continue
-			}
-			if _, err := os.Stdout.Write([]byte{byte(sig.(syscall.Signal))}); err != nil {
-				return errors.New("w8y is gone")
+			if err := report(sig); err != nil {
+				return err
 			}
 		}
 	}
+}
+
+// errW8yGone is why a relay leaves when it cannot report.
+var errW8yGone = errors.New("w8y is gone")
+
+// report passes a relayed signal on to w8y.
+func report(sig os.Signal) error {
+	if _, err := os.Stdout.Write([]byte{byte(sig.(syscall.Signal))}); err != nil {
+		return errW8yGone
+	}
+	return nil
+}
+
+// leave returns once every relayed signal that reached the relay's group
+// before it was called has come out of sigs and been reported.
+//
+// kill(2) makes a signal pending on every process of the group before it
+// returns, and w8y asks the relay to leave after that; so when leave is
+// called, such a signal is either still pending on the relay, or taken by
+// one of its threads, whose handler may not yet have handed it to os/signal
+// (a thread can be preempted there for as long as the machine likes), or
+// already on its way through sigs. One marker signal sent to the process
+// would not do: another thread can take it and hand it over first.
+//
+// So leave first waits until none is pending any more: the kernel has a
+// thread take a pending signal at once, and a signal taken after leave
+// looked makes one come out of sigs, its cue to look again. Then it sends
+// relayDone to each thread in turn and waits for it on done: Go's handler
+// runs with every signal blocked on its thread, so a thread takes relayDone
+// only after it has handed over the signal it took before, and os/signal
+// puts that one in sigs before it puts relayDone in done. A thread that
+// starts later took nothing before. The relay never locks a goroutine to
+// its thread, so none of its threads ends before it does, taking a
+// relayDone with it.
+func leave(sigs, done <-chan os.Signal) error {
+	for {
+		pending, err := statusSigset("ShdPnd")
+		if err != nil {
+			return err
+		}
+		if !relayedIn(pending) {
+			break
+		}
+		if err := report(<-sigs); err != nil {
+			return err
+		}
+	}
+	threads, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return err
+	}
+	// A relayDone that came before is someone else's.
+	select {
+	case <-done:
+	default:
+	}
+	pid := os.Getpid()
+	for _, thread := range threads {
+		tid, err := strconv.Atoi(thread.Name())
+		if err != nil {
+			return fmt.Errorf("thread %q in /proc/self/task: %w", thread.Name(), err)
+		}
+		switch err := unix.Tgkill(pid, tid, relayDone); {
+		case errors.Is(err, unix.ESRCH):
+			// It ended, and so was in no handler.
+			continue
+		case err != nil:
+			return fmt.Errorf("cannot signal thread %d: %w", tid, err)
+		}
+		<-done
+		if err := reportQueued(sigs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reportQueued reports the signals already in sigs.
+func reportQueued(sigs <-chan os.Signal) error {
+	for {
+		select {
+		case sig := <-sigs:
+			if err := report(sig); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+// relayedIn reports whether the signal set mask (bit n-1 for signal n)
+// holds one of relayedSignals.
+func relayedIn(mask uint64) bool {
+	for _, sig := range relayedSignals {
+		if mask&(1<<(sig.(syscall.Signal)-1)) != 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -59,3 +59,27 @@ func TestRelayHearsWhatW8yDidNotSend(t *testing.T) {
 		t.Errorf("the relay %d still runs after it was asked to leave", r.pid)
 	}
 }
+
+// TestRelayHearsACtrlCRightBeforeItLeaves: a SIGINT that reached the
+// relay's group just before w8y asked it to leave is passed on before the
+// relay has left, however its threads happen to be scheduled. A relay that
+// leaves on a marker of its own can let the marker overtake the SIGINT
+// inside the process; as that shows only now and then, the test takes many
+// relays through it.
+func TestRelayHearsACtrlCRightBeforeItLeaves(t *testing.T) {
+	for round := range 50 {
+		// Written by the relay's reader, read once end has waited for it.
+		var heard []syscall.Signal
+		r, err := startRelay(nil, 0, func(sig syscall.Signal) { heard = append(heard, sig) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(-r.pid, syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		r.end()
+		if want := []syscall.Signal{syscall.SIGINT}; !slices.Equal(heard, want) {
+			t.Fatalf("round %d: heard %v, want %v", round, heard, want)
+		}
+	}
+}
