@@ -52,6 +52,7 @@ type ItemOptions struct {
 }
 
 type ChildOptions struct {
+	StopOptions
 	EnvVar     string        `short:"e" long:"env-var" env:"W8Y_ENV_VAR" value-name:"NAME" description:"Also set the variable NAME to the item" details:"Also set the environment variable NAME to the item in the child's environment, besides W8Y_ITEM."`
 	Timeout    duration.Flag `long:"timeout" env:"W8Y_TIMEOUT" value-name:"DURATION" description:"Stop a child still running after DURATION; exit 124" details:"Stop a child still running after DURATION: SIGTERM to its process group, SIGKILL after --kill-after. w8y releases the lock and exits 124, as timeout(1) does. 0 means never."`
 	KillAfter  killAfterFlag `long:"kill-after" env:"W8Y_KILL_AFTER" value-name:"DURATION" default-mask:"10s, or a third of --key-expiry if less" description:"Grace between SIGTERM and SIGKILL" details:"Grace between SIGTERM and SIGKILL when w8y stops a child's process group itself (a timeout, a lost lock, processes left behind). At most a third of --key-expiry, so that a group whose lock is being lost is gone before the lock could expire; a larger value is refused. A forwarded stop signal is not limited by it."`
@@ -236,7 +237,7 @@ func (o *Options) validate() error {
 	if o.Status {
 		return o.validateStatus()
 	}
-	for _, check := range []func() error{o.validateCommand, o.validateLock, o.validateSchedule, o.validateContinuous, o.validateRedis} {
+	for _, check := range []func() error{o.validateCommand, o.validateStop, o.validateLock, o.validateSchedule, o.validateContinuous, o.validateRedis} {
 		if err := check(); err != nil {
 			return err
 		}
