@@ -59,3 +59,24 @@ func TestStopOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestOneItemOptions: --wait and --ignore-pause go with --item, which runs
+// one item once, and bad values are refused in the user's words.
+func TestOneItemOptions(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--wait", "1s", "true"}, "--wait and --ignore-pause go with --item"},
+		{[]string{"--ignore-pause", "true"}, "--wait and --ignore-pause go with --item"},
+		{[]string{"--item", "a", "-c", "true"}, "--item runs one named item once"},
+		{[]string{"--item", "a", "--parallel", "2", "true"}, "--item runs one named item once"},
+		{[]string{"--item", "a", "--wait", "-1s", "true"}, "--wait must not be negative"},
+		{[]string{"--item", "a", "--wait", "1s", "--ignore-pause", "true"}, ""},
+	} {
+		_, err := parseOptions(tt.args, io.Discard)
+		if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%q: got %v, want %q", tt.args, err, tt.want)
+		}
+	}
+}
