@@ -67,7 +67,7 @@ func TestDrainLetsChildrenFinish(t *testing.T) {
 	s := setup(t, "drainok")
 	s.items("a", "b", "c")
 	p := startW8y(t, []string{"REDIS_PORT=" + itoa(s.Port)}, "-u", s.URL, "-k", "drainok", "-c", "--parallel", "2",
-		"-x", "300ms", "--drain-timeout", "1m", "sh", "-c", drainChild)
+		"-x", "2", "--drain-timeout", "1m", "sh", "-c", drainChild)
 	started := s.popEach(t, "started", 2)
 	p.signal(t, syscall.SIGTERM)
 	waitDraining(t, p)
