@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/w8y/w8y/internal/doctest"
 	appsv1 "k8s.io/api/apps/v1"
@@ -110,6 +111,14 @@ func TestKubernetesManifests(t *testing.T) {
 					t.Errorf("w8y %q: command %q, prefix %q", c.Args, o.Command, o.KeyPrefix)
 				}
 				checkProbes(t, c, env["W8Y_METRICS_ADDR"])
+				// A drain must end before the kubelet's SIGKILL, with room
+				// left for the child to stop once signalled.
+				if drain := o.drain(); drain > 0 {
+					grace := spec.TerminationGracePeriodSeconds
+					if grace == nil || time.Duration(*grace)*time.Second <= drain+time.Duration(o.KillAfter.Flag) {
+						t.Errorf("W8Y_DRAIN_TIMEOUT %s plus W8Y_KILL_AFTER %s does not fit in the pod's terminationGracePeriodSeconds", o.DrainTimeout, o.KillAfter)
+					}
+				}
 			})
 		}
 		if !found {

@@ -49,6 +49,7 @@ type ItemOptions struct {
 	KeyExpiry      duration.Flag `short:"x" long:"key-expiry" env:"W8Y_KEY_EXPIRY" default:"5" value-name:"DURATION" description:"Lock expiry, refreshed every third of it" details:"How long a lock lives unless refreshed; at least 100ms. The lock is refreshed about every third of it while the child runs (so a cancel request is noticed within a third of it), and expires by itself this long after w8y dies."`
 	Parallel       int           `long:"parallel" env:"W8Y_PARALLEL" default:"1" value-name:"N" description:"Run up to N children at once" details:"Run up to N children at once, each on its own item under its own lock. In one-shot mode, take up to N items from one pass over the list."`
 	NoWorkExitCode int           `long:"no-work-exit-code" env:"W8Y_NO_WORK_EXIT_CODE" default:"0" value-name:"CODE" description:"Exit code when no item could be taken"`
+	OneItemOptions
 }
 
 type ChildOptions struct {
@@ -57,6 +58,7 @@ type ChildOptions struct {
 	KillAfter  killAfterFlag `long:"kill-after" env:"W8Y_KILL_AFTER" value-name:"DURATION" default-mask:"10s, or a third of --key-expiry if less" description:"Grace between SIGTERM and SIGKILL" details:"Grace between SIGTERM and SIGKILL when w8y stops a child's process group itself (a timeout, a lost lock, processes left behind). At most a third of --key-expiry, so that a group whose lock is being lost is gone before the lock could expire; a larger value is refused. A forwarded stop signal is not limited by it."`
 	KeepOutput int           `long:"keep-output" env:"W8Y_KEEP_OUTPUT" default:"0" value-name:"BYTES" description:"Keep the last BYTES of the child's output (it then writes to pipes)" details:"Pass the child's stdout and stderr on to w8y's own, byte for byte and unbuffered, and keep the last BYTES of each in the item's state hash (last_stdout, last_stderr) at the end of the run; at most 1048576 (1 MiB). The child then writes to pipes, not to w8y's own stdout and stderr: a child that asks whether its output is a terminal is told it is not. 0 (the default) leaves them untouched."`
 	Subreaper  bool          `long:"subreaper" env:"W8Y_SUBREAPER" description:"Reap the processes that children orphan" details:"Make w8y a child subreaper: processes that a child orphans are re-parented to w8y, which reaps them. Always on when w8y is PID 1, as in a container."`
+	StopOptions
 }
 
 type ContinuousOptions struct {
@@ -242,7 +244,7 @@ func (o *Options) validate() error {
 	if o.Status {
 		return o.validateStatus()
 	}
-	for _, check := range []func() error{o.validateCommand, o.validateLock, o.validateSchedule, o.validateContinuous, o.validateRedis} {
+	for _, check := range []func() error{o.validateCommand, o.validateStop, o.validateOneItem, o.validateLock, o.validateSchedule, o.validateContinuous, o.validateRedis} {
 		if err := check(); err != nil {
 			return err
 		}

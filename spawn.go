@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -47,6 +48,9 @@ type childRunner struct {
 	exitCodes []int
 	// killAfter is --kill-after; timeout is --timeout, 0 for none.
 	killAfter, timeout time.Duration
+	// timeoutSignal is --timeout-signal: what the child's group gets first
+	// when --timeout passes.
+	timeoutSignal syscall.Signal
 	// keepOutput is --keep-output: how many of the last bytes of the
 	// child's stdout and stderr to keep, 0 to leave them untouched.
 	keepOutput int
@@ -151,6 +155,9 @@ func (c *childRunner) wait(child *proc.Child, lease *lease, grace time.Duration,
 	}
 	for {
 		var failed error
+		// A lost lock or a cancel request stops the group with SIGTERM;
+		// --timeout with the signal that --timeout-signal chose.
+		stopWith := syscall.SIGTERM
 		select {
 		case <-child.Done():
 			// EndStragglers also passes on what the terminal sent the
@@ -185,12 +192,13 @@ func (c *childRunner) wait(child *proc.Child, lease *lease, grace time.Duration,
 			log.Warn().Str("reason", req.Reason).Str("by", req.By).Int("pid", child.PID).Msg("cancelled: stopping the child")
 		case <-timeout:
 			failed = fmt.Errorf("%w after %s (--timeout); it was stopped", ErrTimeout, c.timeout)
+			stopWith = c.timeoutSignal
 			// The lease goes on while the child stops: the lock is still
 			// ours, and the grace fits in the lease (see killGrace), so a
 			// lock lost meanwhile needs no faster kill.
 			log.Error().Int("pid", child.PID).Msg("timed out: stopping the child")
 		}
-		child.Stop(grace)
+		child.StopWith(stopWith, grace)
 		return failed
 	}
 }

@@ -49,6 +49,7 @@ func runWorker(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zer
 	stdinFile, _ := stdin.(*os.File)
 	p, err := jobctl.Start(ctx, jobctl.Setup{
 		Stdin: stdinFile, KeepTerminal: opts.Parallel > 1, Subreaper: opts.Subreaper, Marker: childcmd.HolderVar + "=" + token,
+		Drain: opts.drain(),
 	}, log)
 	if err != nil {
 		return err
@@ -121,7 +122,8 @@ func newWorker(opts *Options, command childcmd.Command, client redis.UniversalCl
 		},
 		children: &childRunner{
 			command: command, spawn: p.Spawner, stops: p.Router, exitCodes: opts.ExitCodes,
-			killAfter: time.Duration(opts.KillAfter.Flag), timeout: time.Duration(opts.Timeout), keepOutput: opts.KeepOutput,
+			killAfter: time.Duration(opts.KillAfter.Flag), timeout: time.Duration(opts.Timeout),
+			timeoutSignal: syscall.Signal(opts.TimeoutSignal), keepOutput: opts.KeepOutput,
 			metrics: counts, health: beat, log: log,
 		},
 		stops: router{p.Router},

@@ -124,6 +124,9 @@ func (e *childExitError) Error() string {
 // run runs up to --parallel items from one pass, or keeps running items
 // with --continuous. Its error says how w8y ends (see exitCode).
 func (w *worker) run(ctx context.Context) error {
+	if w.opts.Item != "" {
+		return w.one(ctx)
+	}
 	if w.opts.Continuous {
 		return w.loop(ctx)
 	}

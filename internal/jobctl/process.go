@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/proc"
@@ -35,6 +36,9 @@ type Setup struct {
 	// Marker is the NAME=VALUE that marks this w8y's children for the guard
 	// (see proc.NewSpawner).
 	Marker string
+	// Drain is --drain-timeout: how long the running children may go on
+	// after the first stop signal before they get it; 0 passes it at once.
+	Drain time.Duration
 }
 
 // Start catches the signals, finds the terminal, becomes a subreaper if
@@ -45,6 +49,7 @@ func Start(ctx context.Context, s Setup, log zerolog.Logger) (*Process, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	sigs, release := Catch(proc.IgnoredNow())
 	p := &Process{Router: New(log), closers: []func(){release}, cancel: cancel}
+	p.Router.drain = s.Drain
 	term := proc.TerminalOf(s.Stdin)
 	if s.KeepTerminal {
 		term = term.Kept()

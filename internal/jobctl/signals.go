@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/proc"
@@ -86,12 +87,19 @@ type Router struct {
 	orphaned func() bool
 	stopJob  func(whole bool)
 
+	// drain is --drain-timeout: how long the first stop signal waits
+	// before it is passed to the running children; 0 passes it at once.
+	drain time.Duration
+
 	mu sync.Mutex
 	// children are the running children, each with what keeps its lock
 	// alive.
 	children map[*proc.Child]Pausable
 	stopSig  syscall.Signal
 	stop     chan struct{}
+	// drained passes the first stop signal on once the drain is over; nil
+	// until a drain starts. Route stops it when it finishes.
+	drained *time.Timer
 }
 
 // New returns a Router that routes nothing until Route.
@@ -110,6 +118,7 @@ func (r *Router) Route(sigs <-chan os.Signal, term Lender, done <-chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
+		defer r.endDrain()
 		for {
 			select {
 			case <-done:
@@ -153,6 +162,10 @@ func (r *Router) Handle(sig syscall.Signal, from *proc.Child) {
 		r.log.Info().Str("signal", unix.SignalName(sig)).Msg("stopping: no new items will be taken")
 		r.stopSig = sig
 		close(r.stop)
+		if r.drain > 0 && len(r.children) > 0 && from == nil {
+			r.startDrain(sig)
+			return
+		}
 	}
 	if len(r.children) == 0 {
 		if !isStop {
@@ -209,4 +222,32 @@ func (r *Router) ChildDone(child *proc.Child) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.children, child)
+}
+
+// startDrain lets the running children finish for up to the drain time
+// before they get sig, the first stop signal. Their leases go on meanwhile:
+// a drained child keeps its lock. A second stop signal kills their groups
+// at once (see Handle). Call it with r.mu held.
+func (r *Router) startDrain(sig syscall.Signal) {
+	r.log.Info().Str("signal", unix.SignalName(sig)).Dur("drain_timeout", r.drain).Int("running", len(r.children)).
+		Msg("draining: the running children may finish before they get the signal (--drain-timeout)")
+	r.drained = time.AfterFunc(r.drain, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for child := range r.children {
+			r.log.Info().Str("signal", unix.SignalName(sig)).Int("pid", child.PID).Msg("--drain-timeout passed: passing the stop signal to the child's process group")
+			if err := child.Signal(sig); err != nil {
+				r.log.Error().Err(err).Str("signal", unix.SignalName(sig)).Int("pid", child.PID).Msg("could not forward signal")
+			}
+		}
+	})
+}
+
+// endDrain stops the drain's timer, if any: the router is done.
+func (r *Router) endDrain() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.drained != nil {
+		r.drained.Stop()
+	}
 }

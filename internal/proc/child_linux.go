@@ -285,8 +285,16 @@ func (c *Child) endRelay() {
 // terminate), then SIGKILL to whatever is left of the group after grace. It returns once the child has exited,
 // with nothing of its group running past grace.
 func (c *Child) Stop(grace time.Duration) Exit {
+	return c.StopWith(syscall.SIGTERM, grace)
+}
+
+// StopWith is Stop with sig in place of SIGTERM, as timeout -s sends: the
+// signal the child's group gets first, followed by SIGCONT and, after
+// grace, SIGKILL.
+func (c *Child) StopWith(sig syscall.Signal, grace time.Duration) Exit {
 	deadline := time.Now().Add(grace)
-	c.terminate()
+	_ = c.Signal(sig)
+	_ = c.Signal(syscall.SIGCONT)
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	select {

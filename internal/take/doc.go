@@ -28,6 +28,10 @@
 //     the list (Redis Cluster without a hash tag): every take there is a
 //     pass, whose cost grows with the list.
 //
+// Beside them, TakeNamed (named.go) takes the lock of one item that the
+// caller names (w8y --item), without the list, as the pass per candidate
+// takes a candidate's.
+//
 // Every way increments the list's fencing token and records the start of
 // the run (see runs.Recorder) as part of the take, and a take that too few
 // replicas confirmed (--replica-acks) comes back as an UnconfirmedError
