@@ -11,19 +11,9 @@ if command -v promtool >/dev/null 2>&1; then
 	exit 0
 fi
 
-if ! command -v apt-get >/dev/null 2>&1; then
-	echo "ensure-promtool: promtool is missing and apt-get is not available; install Prometheus' promtool by hand" >&2
-	exit 1
-fi
-
-sudo=()
-if [ "$(id -u)" -ne 0 ]; then
-	if ! command -v sudo >/dev/null 2>&1; then
-		echo "ensure-promtool: promtool is missing; run as root or install sudo" >&2
-		exit 1
-	fi
-	sudo=(sudo)
-fi
+# shellcheck source=scripts/lib/ensure.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/ensure.sh"
+ensure_installer ensure-promtool "promtool" "install Prometheus' promtool by hand"
 
 echo "ensure-promtool: installing prometheus (for promtool) with apt-get" >&2
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq

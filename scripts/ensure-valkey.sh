@@ -18,19 +18,9 @@ if [ "$missing" = 0 ]; then
 	exit 0
 fi
 
-if ! command -v apt-get >/dev/null 2>&1; then
-	echo "ensure-valkey: valkey-server, valkey-sentinel or valkey-cli is missing and apt-get is not available; install Valkey 8 by hand" >&2
-	exit 1
-fi
-
-sudo=()
-if [ "$(id -u)" -ne 0 ]; then
-	if ! command -v sudo >/dev/null 2>&1; then
-		echo "ensure-valkey: valkey-server, valkey-sentinel or valkey-cli is missing; run as root or install sudo" >&2
-		exit 1
-	fi
-	sudo=(sudo)
-fi
+# shellcheck source=scripts/lib/ensure.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/ensure.sh"
+ensure_installer ensure-valkey "valkey-server, valkey-sentinel or valkey-cli" "install Valkey 8 by hand"
 
 # Backports of the release this machine runs (bookworm on Debian 12).
 codename="$(. /etc/os-release && echo "${VERSION_CODENAME:-}")"
