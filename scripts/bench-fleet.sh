@@ -72,15 +72,6 @@ load() {
 		}
 	}' | rcli --pipe >/dev/null || broken "loading $n items"
 }
-# wait_for runs its arguments until they succeed, for at most 600 s.
-wait_for() {
-	local i
-	for i in $(seq 6000); do
-		"$@" && return 0
-		sleep 0.1
-	done
-	broken "timed out waiting for: $*"
-}
 has_key() { [ "$(rcli EXISTS "$1")" = 1 ]; }
 # swept says whether the fleet has passed over the list of prefix $1 once:
 # its sweep key is set (at the sweep's start) and no item is left untried

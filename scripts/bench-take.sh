@@ -61,14 +61,6 @@ load() {
 		}
 	}' | rcli --pipe >/dev/null || broken "loading $n items"
 }
-wait_for() {
-	local i
-	for i in $(seq 6000); do
-		"$@" && return 0
-		sleep 0.1
-	done
-	broken "timed out waiting for: $*"
-}
 looked_since() { [ "$(calls zrangebyscore)" -gt "$1" ]; }
 bg_pids=()
 stop_bg() {

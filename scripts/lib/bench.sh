@@ -13,6 +13,16 @@ broken() {
 	exit 1
 }
 
+# wait_for runs its arguments until they succeed, for at most 600 s.
+wait_for() {
+	local i
+	for i in $(seq 6000); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	broken "timed out waiting for: $*"
+}
+
 bash "$root/scripts/ensure-redis.sh"
 CGO_ENABLED=0 go build -C "$root" -tags w8y_lean -o bin/w8y .
 w8y="$root/bin/w8y"
