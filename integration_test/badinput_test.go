@@ -50,9 +50,7 @@ func TestBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	badInterpreter := filepath.Join(dir, "job.py")
-	if err := os.WriteFile(badInterpreter, []byte("#!/nonexistent/python3 -u\nprint('hi')\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeExecutable(t, badInterpreter, []byte("#!/nonexistent/python3 -u\nprint('hi')\n"))
 	megabyte := strings.Repeat("m", 1<<20)
 	printItem := []string{"printf", "%s", "{}"}
 

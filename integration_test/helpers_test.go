@@ -568,3 +568,17 @@ func statusJSON(t *testing.T, env []string, args ...string) []map[string]any {
 	}
 	return doc.Items
 }
+
+// writeExecutable writes an executable file the tests will run. It writes
+// through a short-lived child process rather than os.WriteFile: a file this
+// process holds open for writing is inherited by any child another test forks
+// in that moment, and exec-ing the file then fails with "text file busy"
+// (golang/go#22315). The child's descriptor dies with the child.
+func writeExecutable(t *testing.T, path string, data []byte) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", `cat > "$1" && chmod 755 "$1"`, "sh", path)
+	cmd.Stdin = bytes.NewReader(data)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("write %s: %v\n%s", path, err, out)
+	}
+}

@@ -185,9 +185,7 @@ func TestKubernetesJob(t *testing.T) {
 			s.seed(t, "reports:list", tt.items...)
 			dir := t.TempDir()
 			child := filepath.Join(dir, "make-report.sh")
-			if err := os.WriteFile(child, []byte(jobChild), 0o755); err != nil {
-				t.Fatal(err)
-			}
+			writeExecutable(t, child, []byte(jobChild))
 			got := runJob(t, s, 3, child, "DIR="+dir)
 			if got.complete != tt.complete || got.failed != tt.failed {
 				t.Errorf("the Job: complete %v with %d failed pods; want complete %v with %d", got.complete, got.failed, tt.complete, tt.failed)

@@ -78,10 +78,11 @@ func TestMakeBuild(t *testing.T) {
 
 	// Without w8y-metrics beside it or in PATH: one line, exit 125.
 	alone := filepath.Join(t.TempDir(), "w8y")
-	data, _ := os.ReadFile(filepath.Join(dir, "w8y"))
-	if err := os.WriteFile(alone, data, 0o755); err != nil {
+	data, err := os.ReadFile(filepath.Join(dir, "w8y"))
+	if err != nil {
 		t.Fatal(err)
 	}
+	writeExecutable(t, alone, data)
 	r := startCommand(t, nil, alone, s.at("--metrics-addr", addr, "true")...).wait(t)
 	r.wantExit(t, 125)
 	oneLine(t, r.Stderr, "--metrics-addr needs w8y-metrics")

@@ -40,9 +40,7 @@ case "$1" in
 *fails-2) exit 2 ;;
 esac
 `
-	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeExecutable(t, path, []byte(script))
 	return path
 }
 
