@@ -59,7 +59,7 @@ type worker struct {
 	health *health.Heartbeat
 	log    zerolog.Logger
 	// items reads the list's items as --status does, for --until-idle
-	// (see nothingLeft); nil without it.
+	// (see status.Reader.NothingLeft); nil without it.
 	items *status.Reader
 	// reports is where a failed run, and a continuous worker's stop because
 	// of one, get a line of their own when the log does not reach stderr
@@ -267,7 +267,7 @@ func (l *continuous) fill(ctx context.Context) {
 		}
 		// Every take looks first (see Rotator.LookFirst), but --until-idle's,
 		// which must know that nothing is left: it passes over the whole
-		// list, as nothingLeft reads it.
+		// list, as status.Reader.NothingLeft reads it.
 		pass := w.rotator.LookFirst()
 		if w.opts.UntilIdle {
 			pass = w.rotator.Pass()
@@ -305,7 +305,7 @@ func (l *continuous) foundNothing(ctx context.Context) {
 		l.listChecked = time.Now()
 	}
 	if w.opts.UntilIdle && l.running == 0 {
-		done, err := nothingLeft(ctx, w.items, w.rotator.MaxItemLen)
+		done, err := w.items.NothingLeft(ctx, w.rotator.MaxItemLen)
 		if err != nil {
 			l.retryOrEnd(err)
 			return
