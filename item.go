@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/w8y/w8y/internal/duration"
@@ -40,26 +39,6 @@ func (o *Options) validateOneItem() error {
 // unused by shells and timeout(1) as they are.
 const exitHeld = 121
 
-// namedPoll is how often --item tries a held lock: a lock given back is
-// taken within a quarter of a second, at four SET NX a second per waiting
-// w8y, a load that no Redis notices.
-const namedPoll = 250 * time.Millisecond
-
-// heldError is a lock that stayed held for all of --wait.
-type heldError struct {
-	item string
-	wait time.Duration
-}
-
-func (e heldError) Error() string {
-	if e.wait == 0 {
-		return fmt.Sprintf("item %q: %v (--wait 0: not waiting for it)", items.Clip(e.item), take.ErrHeld)
-	}
-	return fmt.Sprintf("item %q: %v, still after --wait %s", items.Clip(e.item), take.ErrHeld, duration.Format(e.wait))
-}
-
-func (e heldError) Is(target error) bool { return target == take.ErrHeld }
-
 // one is w8y --item: it takes the named item's lock, waiting up to --wait,
 // runs the child under it and finishes the run as a run of the list is
 // finished. It ends as a one-shot run of one child does.
@@ -81,44 +60,23 @@ func (w *worker) one(ctx context.Context) error {
 	return nil
 }
 
-// takeNamed takes item's lock, trying again every namedPoll while it is
-// held, until --wait has passed or a stop signal comes.
+// takeNamed takes item's lock, waiting up to --wait while it is held (see
+// take.Taker.WaitNamed). A lock that too few replicas confirmed
+// (--replica-acks) is given back.
 func (w *worker) takeNamed(ctx context.Context, item string) (*Lock, error) {
-	wait := time.Duration(w.opts.Wait)
-	deadline := time.Now().Add(wait)
-	r := w.rotator
-	for logged := false; ; logged = true {
-		if w.stops.stopping() {
-			return nil, w.stops.stopErr()
-		}
-		taken, err := r.TakeNamed(ctx, item, w.opts.IgnorePause)
-		var unconfirmed *take.UnconfirmedError
-		switch {
-		case err == nil:
-			return r.lock(taken), nil
-		case errors.As(err, &unconfirmed):
-			w.giveBack(ctx, r.lock(unconfirmed.Taken))
-			return nil, err
-		case errors.Is(err, take.ErrPaused):
-			return nil, fmt.Errorf("item %q: %w: --ignore-pause runs it anyway", items.Clip(item), err)
-		case !errors.Is(err, take.ErrHeld):
-			return nil, err
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return nil, heldError{item: item, wait: wait}
-		}
-		if !logged {
-			w.log.Info().Str("item", items.Clip(item)).Str("wait", duration.Format(wait)).Msg("the item's lock is held: waiting for it (--wait)")
-		}
-		timer := time.NewTimer(min(namedPoll, left))
-		select {
-		case <-timer.C:
-		case <-w.stops.Stopped():
-			timer.Stop()
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, ctx.Err()
-		}
+	held := func() {
+		w.log.Info().Str("item", items.Clip(item)).Str("wait", duration.Format(time.Duration(w.opts.Wait))).Msg("the item's lock is held: waiting for it (--wait)")
 	}
+	taken, err := w.rotator.WaitNamed(ctx, item, w.opts.IgnorePause, time.Duration(w.opts.Wait), w.stops.Stopped(), held)
+	var unconfirmed *take.UnconfirmedError
+	switch {
+	case errors.Is(err, take.ErrStopped):
+		return nil, w.stops.stopErr()
+	case errors.As(err, &unconfirmed):
+		w.giveBack(ctx, w.rotator.lock(unconfirmed.Taken))
+		return nil, err
+	case err != nil:
+		return nil, err
+	}
+	return w.rotator.lock(taken), nil
 }

@@ -575,3 +575,44 @@ func TestTakeFence(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitNamed: w8y --item's wait. A held lock is tried until the wait runs
+// out (a HeldError that names it), taken once its holder gives it back, and
+// given up on at once by a stop; the holder's lock is never touched.
+func TestWaitNamed(t *testing.T) {
+	rdb, ctx := redistest.Client(t)
+	var logs bytes.Buffer
+	tk := testTaker(rdb, "named:", true, 8, &logs)
+	lock := tk.Keys.Lock("a")
+	rdb.Set(ctx, lock, "someone-else", time.Hour)
+
+	helds := 0
+	_, err := tk.WaitNamed(ctx, "a", false, 300*time.Millisecond, nil, func() { helds++ })
+	var held HeldError
+	if !errors.As(err, &held) || !errors.Is(err, ErrHeld) || held.Wait != 300*time.Millisecond || helds != 1 {
+		t.Errorf("held for the whole wait: %v (told %d times), want a HeldError after 300ms, told once", err, helds)
+	}
+	if !strings.Contains(err.Error(), "still after --wait 300ms") {
+		t.Errorf("error %q does not name the wait", err)
+	}
+
+	stop := make(chan struct{})
+	close(stop)
+	if _, err := tk.WaitNamed(ctx, "a", false, time.Hour, stop, nil); !errors.Is(err, ErrStopped) {
+		t.Errorf("stopped: %v, want ErrStopped", err)
+	}
+	if v := rdb.Get(ctx, lock).Val(); v != "someone-else" {
+		t.Fatalf("the holder's lock holds %q", v)
+	}
+
+	// The holder gives the lock back once the wait is under way.
+	waiting := make(chan struct{})
+	go func() {
+		<-waiting
+		rdb.Del(context.Background(), lock)
+	}()
+	taken, err := tk.WaitNamed(ctx, "a", false, time.Minute, nil, func() { close(waiting) })
+	if err != nil || taken.Item != "a" || rdb.Get(ctx, lock).Val() != testToken {
+		t.Errorf("given back during the wait: %+v, %v; the lock holds %q", taken, err, rdb.Get(ctx, lock).Val())
+	}
+}
