@@ -4,14 +4,10 @@ package main
 
 import (
 	"errors"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"syscall"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/handoff"
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -42,35 +38,5 @@ func handOffMetrics(opts *Options, args []string) error {
 	if opts.MetricsAddr == "" {
 		return nil
 	}
-	path, err := findMetricsBuild()
-	if err != nil {
-		return err
-	}
-	argv := append([]string{path}, args...)
-	if err := syscall.Exec(path, argv, os.Environ()); err != nil {
-		return fmt.Errorf("--metrics-addr: run %s: %w", path, err)
-	}
-	return nil
-}
-
-// findMetricsBuild looks for w8y-metrics next to this executable, then in
-// PATH, and refuses one that is this very file, which would exec itself
-// forever.
-func findMetricsBuild() (string, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("--metrics-addr: find this executable: %w", err)
-	}
-	path := filepath.Join(filepath.Dir(self), metricsBuild)
-	if _, err := os.Stat(path); err != nil {
-		if path, err = exec.LookPath(metricsBuild); err != nil {
-			return "", fmt.Errorf("--metrics-addr needs %s, the build of w8y with Prometheus metrics, next to %s or in PATH (make build makes both)", metricsBuild, self)
-		}
-	}
-	selfInfo, err1 := os.Stat(self)
-	pathInfo, err2 := os.Stat(path)
-	if err1 == nil && err2 == nil && os.SameFile(selfInfo, pathInfo) {
-		return "", fmt.Errorf("--metrics-addr: %s is this lean build itself, not the build with metrics", path)
-	}
-	return path, nil
+	return handoff.Exec(metricsBuild, "--metrics-addr", "the build of w8y with Prometheus metrics", args)
 }
