@@ -15,6 +15,7 @@ import (
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/jobctl"
+	"github.com/w8y/w8y/internal/lease"
 	"github.com/w8y/w8y/internal/output"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/runs"
@@ -124,7 +125,7 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 // start starts cmd through the signal router, with lease as what keeps its
 // lock alive, and with --keep-output captures its output (capture is nil
 // without it).
-func (c *childRunner) start(cmd *exec.Cmd, lease *lease) (child *proc.Child, capture *output.Capture, err error) {
+func (c *childRunner) start(cmd *exec.Cmd, lease *lease.Lease) (child *proc.Child, capture *output.Capture, err error) {
 	if c.keepOutput > 0 {
 		capture, err = output.Start(cmd.Stdout, cmd.Stderr, c.keepOutput)
 		if err != nil {
@@ -146,7 +147,7 @@ func (c *childRunner) start(cmd *exec.Cmd, lease *lease) (child *proc.Child, cap
 // request or --timeout, giving it grace between SIGTERM and SIGKILL, and
 // returns why it was stopped (nil when it ended by itself). Job control's
 // stops of the child go to the signal router meanwhile.
-func (c *childRunner) wait(child *proc.Child, lease *lease, grace time.Duration, log zerolog.Logger) error {
+func (c *childRunner) wait(child *proc.Child, lease *lease.Lease, grace time.Duration, log zerolog.Logger) error {
 	var timeout <-chan time.Time
 	if c.timeout > 0 {
 		timer := time.NewTimer(c.timeout)

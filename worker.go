@@ -13,6 +13,7 @@ import (
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/jobctl"
+	"github.com/w8y/w8y/internal/lease"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/registry"
 	"github.com/w8y/w8y/internal/runs"
@@ -570,7 +571,7 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End) {
 	// A restart or failover shorter than releaseTimeout must not leave the
 	// run unrecorded and its lock to expire: a finish that could not even
 	// connect is sent again, at the lease's retry pace, until it can.
-	for err != nil && redisconn.NotSent(err) && sleepCtx(ctx, refreshRetry(lock.TTL)) {
+	for err != nil && redisconn.NotSent(err) && sleepCtx(ctx, lease.RetryEvery(lock.TTL)) {
 		done, err = w.finisher.Finish(ctx, lock.Key, lock.Token, end)
 	}
 	if err != nil {
