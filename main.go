@@ -20,6 +20,11 @@ import (
 // Exit codes of w8y's own making. Otherwise w8y exits with the child's code.
 const (
 	exitOK = 0
+	// exitHeld is w8y --item's code when the item's lock stayed held for all of
+	// --wait. flock -w uses 1, which w8y cannot: a child's own 1 must stay
+	// apart from "never ran". 121 is just below w8y's other codes, and as
+	// unused by shells and timeout(1) as they are.
+	exitHeld = 121
 	// exitLockLost is 122, which shells and timeout(1) leave unused.
 	exitLockLost = 122
 	// exitCancelled is 123, between the two other codes of a child that

@@ -52,6 +52,29 @@ type ItemOptions struct {
 	OneItemOptions
 }
 
+// OneItemOptions are w8y --item: run the command for one named item under
+// its lock, as flock -w runs one under a file's. They sit in the "Items
+// and locks" group of --help (ItemOptions embeds them). --item has no
+// variable: W8Y_ITEM is what every child is given.
+type OneItemOptions struct {
+	Item        string        `long:"item" value-name:"NAME" description:"Run the command for item NAME alone, under its lock" details:"Run the command once for the item NAME, under the lock the fleet uses for it (<prefix>lock:NAME), recording its state, events, fencing token, timeout and cooldown or backoff as a run of the list would. The list is neither read nor changed, and NAME need not be in it. A cooldown or backoff does not hold it back; a pause does (exit 125), unless --ignore-pause. Not with --continuous or --parallel."`
+	Wait        duration.Flag `long:"wait" env:"W8Y_WAIT" value-name:"DURATION" description:"With --item, wait up to DURATION for its lock (0: not at all)" details:"With --item, wait up to DURATION for a held lock, trying it every 250ms; still held then, w8y exits 121 without running the command. 0 (the default) does not wait."`
+	IgnorePause bool          `long:"ignore-pause" env:"W8Y_IGNORE_PAUSE" description:"With --item, run it even if it is paused" details:"With --item, run the item even while an operator has paused it (w8yctl pause); the pause stays."`
+}
+
+// validateOneItem checks --item, --wait and --ignore-pause.
+func (o *Options) validateOneItem() error {
+	switch {
+	case o.Item == "" && (o.Wait != 0 || o.IgnorePause):
+		return usageError("--wait and --ignore-pause go with --item")
+	case o.Item != "" && (o.Continuous || o.Parallel > 1):
+		return usageError("--item runs one named item once: it does not go with --continuous or --parallel")
+	case o.Wait < 0:
+		return usageError("--wait must not be negative, got %s", o.Wait)
+	}
+	return nil
+}
+
 type ChildOptions struct {
 	EnvVar     string        `short:"e" long:"env-var" env:"W8Y_ENV_VAR" value-name:"NAME" description:"Also set the variable NAME to the item" details:"Also set the environment variable NAME to the item in the child's environment, besides W8Y_ITEM."`
 	Timeout    duration.Flag `long:"timeout" env:"W8Y_TIMEOUT" value-name:"DURATION" description:"Stop a child still running after DURATION; exit 124" details:"Stop a child still running after DURATION: SIGTERM to its process group, SIGKILL after --kill-after. w8y releases the lock and exits 124, as timeout(1) does. 0 means never."`

@@ -182,6 +182,48 @@ func (w *worker) once(ctx context.Context) error {
 	return &childExitError{end: *first}
 }
 
+// one is w8y --item: it takes the named item's lock, waiting up to --wait,
+// runs the child under it and finishes the run as a run of the list is
+// finished. It ends as a one-shot run of one child does.
+func (w *worker) one(ctx context.Context) error {
+	item := w.opts.Item
+	lock, err := w.takeNamed(ctx, item)
+	if err != nil {
+		return err
+	}
+	end := w.runItem(ctx, item, lock)
+	switch {
+	case errors.Is(end.Err, errStopped):
+		return w.stops.stopErr()
+	case end.Err != nil:
+		return end.Err
+	case end.Exit.Code != 0:
+		return &childExitError{end: end}
+	}
+	return nil
+}
+
+// takeNamed takes item's lock, waiting up to --wait while it is held (see
+// take.Taker.WaitNamed). A lock that too few replicas confirmed
+// (--replica-acks) is given back.
+func (w *worker) takeNamed(ctx context.Context, item string) (*Lock, error) {
+	held := func() {
+		w.log.Info().Str("item", items.Clip(item)).Str("wait", duration.Format(time.Duration(w.opts.Wait))).Msg("the item's lock is held: waiting for it (--wait)")
+	}
+	taken, err := w.rotator.WaitNamed(ctx, item, w.opts.IgnorePause, time.Duration(w.opts.Wait), w.stops.Stopped(), held)
+	var unconfirmed *take.UnconfirmedError
+	switch {
+	case errors.Is(err, take.ErrStopped):
+		return nil, w.stops.stopErr()
+	case errors.As(err, &unconfirmed):
+		w.giveBack(ctx, w.rotator.lock(unconfirmed.Taken))
+		return nil, err
+	case err != nil:
+		return nil, err
+	}
+	return w.rotator.lock(taken), nil
+}
+
 // loop is --continuous: it keeps up to --parallel children running, each
 // slot taking the next item as it frees. It pauses after a pass that found
 // nothing, retries Redis errors with backoff, and stops taking items after a
