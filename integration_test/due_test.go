@@ -93,7 +93,10 @@ func TestIdlePickups(t *testing.T) {
 	child := `if [ "$(redis-cli -p "$REDIS_PORT" exists "hold:$W8Y_ITEM")" = 1 ]; then redis-cli -p "$REDIS_PORT" blpop "gate:$W8Y_ITEM" 0 >/dev/null; fi; ` + stamp("up")
 	s.Client.Set(ctx(t), "hold:held", 1, 0)
 	s.Client.Set(ctx(t), "hold:doomed", 1, 0)
-	idle := startW8y(t, portEnv(s), "-u", s.URL, "-k", "up", "-c", "--cooldown", "1500ms", "sh", "-c", child)
+	// The test SIGSTOPs the idle worker while others take an item; a
+	// lease of 30s outlasts such a stop on a loaded machine, where 5s
+	// (the default) could run out and stop a child of its own.
+	idle := startW8y(t, portEnv(s), "-u", s.URL, "-k", "up", "-c", "-x", "30", "--cooldown", "1500ms", "sh", "-c", child)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the idle worker's log:\n%s", idle.stderrSoFar())
@@ -167,6 +170,9 @@ func TestIdlePickups(t *testing.T) {
 	}
 	s.Client.Del(ctx(t), "hold:held")
 	s.Client.RPush(ctx(t), "gate:held", "go")
+	redistest.WaitFor(t, "the idle worker's run of held to end", func() bool {
+		return s.Client.Exists(ctx(t), "up:lock:held").Val() == 0
+	})
 
 	// A worker killed mid-run: its lock expires after --key-expiry, and the
 	// due entry its take wrote brings an idle worker to it then.

@@ -152,11 +152,14 @@ func TestRestartsDuringRuns(t *testing.T) {
 	}
 	for i := range 4 {
 		// A slow run under way, whose end the test waits for after the
-		// restart: it must be its child's own.
+		// restart: it must be its child's own. A lock alone is not enough:
+		// a take whose reply a shutdown cuts off leaves its lock to expire
+		// with no child under it. So the holder's worker must have started
+		// the item's child and not yet finished it.
 		var slow, holder string
-		redistest.WaitFor(t, "a slow item's lock", func() bool {
+		redistest.WaitFor(t, "a slow item's child to run", func() bool {
 			for _, item := range []string{"e-slow", "f-slow"} {
-				if v, err := b.Client.Get(ctx(t), b.key("lock:"+item)).Result(); err == nil {
+				if v, err := b.Client.Get(ctx(t), b.key("lock:"+item)).Result(); err == nil && runsUnder(workers, v, item) {
 					slow, holder = item, v
 					return true
 				}
@@ -191,4 +194,29 @@ func TestRestartsDuringRuns(t *testing.T) {
 	// A run that ended while Redis was down could not release its lock,
 	// which expires by itself (-x 9); no lock outlives that.
 	redistest.WaitFor(t, "every lock to be released or to expire", func() bool { return len(b.keys(t, b.key("lock:*"))) == 0 })
+}
+
+// runsUnder reports whether the worker whose lock token is holder has
+// started a child for item that has not finished, by its log.
+func runsUnder(workers []*proc, holder, item string) bool {
+	for _, w := range workers {
+		log := w.stderrSoFar()
+		if !strings.Contains(log, "holder="+holder) {
+			continue
+		}
+		started := strings.Count(log, "item started holder="+holder+" item="+item+" ")
+		return started > countFinished(log, item)
+	}
+	return false
+}
+
+// countFinished counts the runs of item that a worker's log says finished.
+func countFinished(log, item string) int {
+	n := 0
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "item finished") && strings.Contains(line, " item="+item+" ") {
+			n++
+		}
+	}
+	return n
 }
