@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -296,6 +297,32 @@ func TestFinishSpendsCancel(t *testing.T) {
 		}
 		if n := rdb.Exists(ctx, keys.Cancel("x")).Val(); n != tt.left {
 			t.Errorf("a request aimed at %q: %d left after the finish, want %d", tt.holder, n, tt.left)
+		}
+	}
+}
+
+// TestFinishOnADemotedPrimary: a finish sent to a primary that a failover
+// has made a replica, which refuses every write, fails with READONLY as a
+// finish that was not applied (see redisconn.NotApplied), so that the
+// worker sends it again to the new primary; it must not seem to succeed
+// with its writes refused one by one. Both with the lock found there and
+// with the lock gone (expired or someone else's by then).
+func TestFinishOnADemotedPrimary(t *testing.T) {
+	ctx := context.Background()
+	primary := redistest.Start(t)
+	replica := redistest.Start(t, redistest.Args("--replicaof", "127.0.0.1", fmt.Sprint(primary.Port)))
+	keys := schema.Keys{Prefix: "d:", Colocated: true}
+	primary.Client.Set(ctx, keys.Lock("ours"), testToken, time.Hour)
+	primary.Client.Set(ctx, keys.Lock("lost"), "someone-else", time.Hour)
+	redistest.WaitFor(t, "the replica to hold the locks", func() bool {
+		return replica.Client.Exists(ctx, keys.Lock("ours"), keys.Lock("lost")).Val() == 2
+	})
+	f := &Finisher{Client: replica.Client, Record: &Recorder{Keys: keys, StateTTL: time.Hour, EventsMaxLen: 10}}
+	for _, item := range []string{"ours", "lost"} {
+		end := End{Item: item, Result: schema.ResultFailure, At: time.Now()}
+		_, err := f.Finish(ctx, keys.Lock(item), testToken, end)
+		if redisconn.Code(err) != "READONLY" || !redisconn.NotApplied(err) {
+			t.Errorf("finish of %s on a replica: %v; want READONLY, not applied", item, err)
 		}
 	}
 }
