@@ -267,6 +267,7 @@ func TestFailoversDuringRuns(t *testing.T) {
 	// A run's end that the old primary took in the moment before the
 	// switch is lost with it: its lock, which the new primary has, expires
 	// by itself (-x 20). No lock outlives that.
+	t.Logf("locks left after the drain, whose ends were lost with an old primary: %q", primary.keys(t, "fr:lock:*"))
 	if !redistest.Poll(2*redistest.Timeout, func() bool { return len(primary.keys(t, "fr:lock:*")) == 0 }) {
 		t.Errorf("locks left %s after the workers drained: %q", 2*redistest.Timeout, primary.keys(t, "fr:lock:*"))
 	}
