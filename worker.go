@@ -611,9 +611,10 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End) {
 	end.Started = lock.Taken
 	done, err := w.finisher.Finish(ctx, lock.Key, lock.Token, end)
 	// A restart or failover shorter than releaseTimeout must not leave the
-	// run unrecorded and its lock to expire: a finish that could not even
-	// connect is sent again, at the lease's retry pace, until it can.
-	for err != nil && redisconn.NotSent(err) && sleepCtx(ctx, lease.RetryEvery(lock.TTL)) {
+	// run unrecorded and its lock to expire: a finish that was not applied
+	// (no connection, or a primary demoted by a failover, see runs.Resend)
+	// is sent again, at the lease's retry pace, until it is.
+	for err != nil && runs.Resend(err) && sleepCtx(ctx, lease.RetryEvery(lock.TTL)) {
 		done, err = w.finisher.Finish(ctx, lock.Key, lock.Token, end)
 	}
 	if err != nil {

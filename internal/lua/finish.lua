@@ -64,6 +64,16 @@ for name, value in string.gmatch(ARGV[3] or "", "([%w_]+)=(%S*)") do
   opt[name] = value
 end
 local state = KEYS[2]
+-- A primary that a failover demoted runs the script as a replica, which
+-- refuses every write: redis.pcall's below would fail one by one, unseen,
+-- and the run's end would be lost as though recorded. This first write
+-- (the state's expiry, set again once it is written) makes the whole
+-- script fail with READONLY instead, having written nothing, so that the
+-- finish is sent again to the new primary. (w8y always gives a state_ttl
+-- of a minute or more.)
+if tonumber(opt.state_ttl or 0) > 0 then
+  redis.call("PEXPIRE", state, opt.state_ttl)
+end
 local reason, by
 if opt.reason == "1" then
   reason, by = ARGV[4], ARGV[5]

@@ -148,10 +148,24 @@ func NoScript(err error) bool {
 	return Code(err) == "NOSCRIPT"
 }
 
-// NotSent reports whether err is a failure to connect to Redis at all: the
-// command was never sent, so one that must not be applied twice (a run's
-// finish) may be sent again.
-func NotSent(err error) bool {
+// NotApplied reports whether err says that the command was not applied,
+// so that one that must not be applied twice (a run's finish) may be sent
+// again: a failure to connect to Redis at all, or a reply by which the
+// server refused it before running it, in a state that passes.
+func NotApplied(err error) bool {
 	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+	return errors.As(err, &op) && op.Op == "dial" || unappliedCodes[Code(err)]
+}
+
+// unappliedCodes are the replies that refuse a command without running it,
+// in a state that a restart or failover passes through: a primary demoted
+// to a replica (READONLY) or one that has too few replicas to take writes
+// (NOREPLICAS), a server loading its data (LOADING), a replica cut off
+// from its primary (MASTERDOWN), one busy with a script (BUSY), a Cluster
+// without a quorum or a slot on the move (CLUSTERDOWN, TRYAGAIN). A script
+// whose first write is refused (READONLY, NOREPLICAS) ends there, having
+// written nothing: every write is refused alike.
+var unappliedCodes = map[string]bool{
+	"READONLY": true, "NOREPLICAS": true, "LOADING": true, "MASTERDOWN": true,
+	"BUSY": true, "CLUSTERDOWN": true, "TRYAGAIN": true,
 }

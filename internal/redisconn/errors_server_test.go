@@ -49,23 +49,32 @@ func TestWrapSortsTheServersOwnReplies(t *testing.T) {
 	// A Cluster node that serves no slot yet.
 	node := redistest.Start(t, redistest.Args("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"))
 
+	// Nobody listens on this port: a dial that fails.
+	nobody := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t)), MaxRetries: -1})
+	t.Cleanup(func() { nobody.Close() })
+
 	const refused, unavailable = true, false
+	// again: the command was not applied, and may be sent again (see
+	// NotApplied).
+	const again, notAgain = true, false
 	tests := []struct {
 		name    string
 		err     error
 		code    string
 		refused bool
+		again   bool
 	}{
-		{"WRONGTYPE", rdb.LPush(ctx, "str", "a").Err(), "WRONGTYPE", refused},
-		{"an unknown command", rdb.Do(ctx, "NOSUCHCOMMAND").Err(), "ERR", refused},
-		{"NOPERM", worker.Do(ctx, "ZRANGEBYSCORE", "z", 0, 1).Err(), "NOPERM", refused},
-		{"a script's ACL refusal", worker.Eval(ctx, "return redis.call('zrangebyscore', KEYS[1], 0, 1)", []string{"z"}).Err(), "", refused},
-		{"WRONGPASS", wrongPass.Ping(ctx).Err(), "WRONGPASS", refused},
-		{"NOAUTH", noAuth.Get(ctx, "k").Err(), "NOAUTH", refused},
-		{"NOSCRIPT", rdb.EvalSha(ctx, "0000000000000000000000000000000000000000", nil).Err(), "NOSCRIPT", unavailable},
-		{"READONLY", replica.Client.Set(ctx, "k", "v", 0).Err(), "READONLY", unavailable},
-		{"MASTERDOWN", orphan.Client.Get(ctx, "k").Err(), "MASTERDOWN", unavailable},
-		{"CLUSTERDOWN", node.Client.Get(ctx, "k").Err(), "CLUSTERDOWN", unavailable},
+		{"WRONGTYPE", rdb.LPush(ctx, "str", "a").Err(), "WRONGTYPE", refused, notAgain},
+		{"an unknown command", rdb.Do(ctx, "NOSUCHCOMMAND").Err(), "ERR", refused, notAgain},
+		{"NOPERM", worker.Do(ctx, "ZRANGEBYSCORE", "z", 0, 1).Err(), "NOPERM", refused, notAgain},
+		{"a script's ACL refusal", worker.Eval(ctx, "return redis.call('zrangebyscore', KEYS[1], 0, 1)", []string{"z"}).Err(), "", refused, notAgain},
+		{"WRONGPASS", wrongPass.Ping(ctx).Err(), "WRONGPASS", refused, notAgain},
+		{"NOAUTH", noAuth.Get(ctx, "k").Err(), "NOAUTH", refused, notAgain},
+		{"NOSCRIPT", rdb.EvalSha(ctx, "0000000000000000000000000000000000000000", nil).Err(), "NOSCRIPT", unavailable, notAgain},
+		{"READONLY", replica.Client.Set(ctx, "k", "v", 0).Err(), "READONLY", unavailable, again},
+		{"MASTERDOWN", orphan.Client.Get(ctx, "k").Err(), "MASTERDOWN", unavailable, again},
+		{"CLUSTERDOWN", node.Client.Get(ctx, "k").Err(), "CLUSTERDOWN", unavailable, again},
+		{"a refused connection", nobody.Ping(ctx).Err(), "", unavailable, again},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,6 +87,9 @@ func TestWrapSortsTheServersOwnReplies(t *testing.T) {
 			err := Wrap("op", tt.err)
 			if errors.Is(err, ErrRefused) != tt.refused || errors.Is(err, ErrUnavailable) == tt.refused {
 				t.Errorf("Wrap(%q) = %v: refused %v, want %v", tt.err, err, errors.Is(err, ErrRefused), tt.refused)
+			}
+			if NotApplied(tt.err) != tt.again {
+				t.Errorf("NotApplied(%q) = %v, want %v", tt.err, NotApplied(tt.err), tt.again)
 			}
 		})
 	}
@@ -108,8 +120,8 @@ func TestWrapSortsTheServersOwnReplies(t *testing.T) {
 			err = p.Ping(ctx).Err()
 			return Code(err) == "BUSY"
 		})
-		if !errors.Is(Wrap("op", err), ErrUnavailable) {
-			t.Errorf("%q sorted as %v, want unavailable", err, Wrap("op", err))
+		if !errors.Is(Wrap("op", err), ErrUnavailable) || !NotApplied(err) {
+			t.Errorf("%q sorted as %v, not applied %v; want unavailable, not applied", err, Wrap("op", err), NotApplied(err))
 		}
 		if err := p.Do(ctx, "SCRIPT", "KILL").Err(); err != nil {
 			t.Fatal(err)

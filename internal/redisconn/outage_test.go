@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -16,7 +17,9 @@ import (
 // itself, go-redis' pool dials no more after as many failed dials as it
 // holds connections, until a dial of its own, tried once a second, gets
 // through: a lock's refresh then failed for up to a second after Redis was
-// back, and its lease ran out (issue 24).
+// back, and its lease ran out (issue 24). The same for pipelines, which
+// go-redis sends over a pool of their own (ten connections by default):
+// the take, the finish and the registry's beat use them.
 func TestDialsAgainAtOnceAfterAnOutage(t *testing.T) {
 	port := redistest.FreePort(t)
 	client, err := New(&Options{URL: fmt.Sprintf("redis://127.0.0.1:%d", port)}, 2)
@@ -26,16 +29,30 @@ func TestDialsAgainAtOnceAfterAnOutage(t *testing.T) {
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), redistest.Timeout)
 	defer cancel()
-	// Ten failed commands are twenty failed dials, ten times the pool.
+	pipelined := func() error {
+		_, err := client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.Ping(ctx)
+			p.Ping(ctx)
+			return nil
+		})
+		return err
+	}
+	// Ten failed commands are twenty failed dials, ten times the pool; ten
+	// failed pipelines twice the pipelines' pool.
 	for range 10 {
-		err := client.Ping(ctx).Err()
 		// The error names what was dialed, as a failed dial always did.
 		want := fmt.Sprintf("dial tcp 127.0.0.1:%d: connect: connection refused", port)
-		if err == nil || !strings.Contains(err.Error(), want) {
+		if err := client.Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("PING with nothing on port %d: %v, want %q", port, err, want)
+		}
+		if err := pipelined(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("a pipeline with nothing on port %d: %v, want %q", port, err, want)
 		}
 	}
 	redistest.Start(t, redistest.OnPort(port))
+	if err := pipelined(); err != nil {
+		t.Fatalf("the first pipeline after Redis came back failed: %v", err)
+	}
 	if err := client.Ping(ctx).Err(); err != nil {
 		t.Fatalf("the first PING after Redis came back failed: %v", err)
 	}

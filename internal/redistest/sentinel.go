@@ -88,3 +88,26 @@ func (g *SentinelGroup) MasterPort() int {
 	n, _ := strconv.Atoi(port)
 	return n
 }
+
+// Failover makes the sentinels promote the replica (SENTINEL FAILOVER) and
+// waits until the group is whole again the other way round: every
+// sentinel names the replica as master, and the old master, which Sentinel
+// reconfigures about ten seconds after the switch (it waits four of its 2s
+// publish periods first), replicates the new one. Then Master and Replica
+// trade places, so that the next Failover goes back. A failover that the
+// sentinels refuse for now (one still under way, or a replica they have
+// yet to see as good) is asked for again.
+func (g *SentinelGroup) Failover(tb testing.TB) {
+	tb.Helper()
+	ctx := context.Background()
+	WaitFor(tb, "a sentinel to accept SENTINEL FAILOVER", func() bool { return g.Sentinels[0].Failover(ctx, g.Name).Err() == nil })
+	WaitFor(tb, "every sentinel to name the replica as master", func() bool { return g.MasterPort() == g.Replica.Port })
+	WaitFor(tb, "the old master to replicate the new one", func() bool {
+		// Sentinel closes the old master's clients as it reconfigures it,
+		// this test's among them: a failed INFO is asked again.
+		text, err := g.Master.Client.Info(ctx, "replication").Result()
+		info := parseInfo(text)
+		return err == nil && info["role"] == "slave" && info["master_port"] == strconv.Itoa(g.Replica.Port) && info["master_link_status"] == "up"
+	})
+	g.Master, g.Replica = g.Replica, g.Master
+}

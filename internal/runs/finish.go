@@ -3,7 +3,9 @@ package runs
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,9 +54,22 @@ type Reply struct {
 	Problem string
 }
 
+// ErrInPart marks a finish that failed after some of its commands may have
+// been applied: sent again, it could count the run twice.
+var ErrInPart = errors.New("the run's end may be recorded in part")
+
+// Resend reports whether a finish that failed with err may be sent again:
+// the server refused it unapplied, or could not be reached (see
+// redisconn.NotApplied), and none of it was applied.
+func Resend(err error) bool {
+	return redisconn.NotApplied(err) && !errors.Is(err, ErrInPart)
+}
+
 // Finish ends the run that ended as end says and held the lock lockKey
 // with token. The lock is deleted only if it still holds token; the rest
-// is written either way, since a lost lock is a failed run.
+// is written either way, since a lost lock is a failed run. One script does
+// it all, or nothing, where the item's keys are colocated; elsewhere a
+// failed finish may have been applied in part (ErrInPart).
 func (f *Finisher) Finish(ctx context.Context, lockKey, token string, end End) (Reply, error) {
 	factor := "1"
 	if f.Jitter != nil {
@@ -136,7 +151,15 @@ func (f *Finisher) scheduleWords(end End, factor string) string {
 // --failure-backoff. Scripts in a pipeline go as EVAL, with their text: a
 // pipeline cannot fall back from EVALSHA, and each script is a few hundred
 // bytes.
-func (f *Finisher) finishEach(ctx context.Context, lockKey, token string, end End, factor string) (Reply, error) {
+func (f *Finisher) finishEach(ctx context.Context, lockKey, token string, end End, factor string) (_ Reply, err error) {
+	// Once a command of the pipeline was applied (or may have been: its
+	// reply was lost), a failure that follows leaves the end in part.
+	var applied bool
+	defer func() {
+		if err != nil && applied {
+			err = fmt.Errorf("%w (%w)", err, ErrInPart)
+		}
+	}()
 	s, rec, item, res := f.Schedule, f.Record, end.Item, end.Result
 	out := Reply{Failures: -1}
 	cooldownFor := s.CooldownAfter(end)
@@ -160,7 +183,8 @@ func (f *Finisher) finishEach(ctx context.Context, lockKey, token string, end En
 	if !cooling && !backingOff {
 		release = lua.Finish.Eval(ctx, pipe, []string{lockKey}, token, item, "")
 	}
-	_, _ = pipe.Exec(ctx)
+	cmds, _ := pipe.Exec(ctx)
+	applied = slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return !redisconn.NotApplied(c.Err()) })
 
 	if cooldown != nil && cooldown.Err() != nil {
 		return out, redisconn.Wrap("set the cooldown of "+quoteItem(item), cooldown.Err())
@@ -189,7 +213,6 @@ func (f *Finisher) finishEach(ctx context.Context, lockKey, token string, end En
 	}
 
 	var released bool
-	var err error
 	if release != nil {
 		var n int
 		n, err = release.Int()

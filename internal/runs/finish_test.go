@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -296,6 +297,41 @@ func TestFinishSpendsCancel(t *testing.T) {
 		}
 		if n := rdb.Exists(ctx, keys.Cancel("x")).Val(); n != tt.left {
 			t.Errorf("a request aimed at %q: %d left after the finish, want %d", tt.holder, n, tt.left)
+		}
+	}
+}
+
+// TestFinishOnADemotedPrimary: a finish sent to a primary that a failover
+// has made a replica, which refuses every write, fails with READONLY as a
+// finish that was not applied and may be sent again (Resend), both ways
+// (one script, or per key); the worker then sends it to the new primary.
+// It must not seem to succeed with its writes refused one by one: not with
+// the lock found there, nor with the lock gone (expired or someone else's
+// by then). A finish applied in part must not be sent again; per key, any
+// command that succeeded counts as applied, as the release that found the
+// lock gone does, so that case is not sent again.
+func TestFinishOnADemotedPrimary(t *testing.T) {
+	ctx := context.Background()
+	primary := redistest.Start(t)
+	replica := redistest.Start(t, redistest.Args("--replicaof", "127.0.0.1", fmt.Sprint(primary.Port)))
+	for _, colocated := range []bool{true, false} {
+		keys := schema.Keys{Prefix: fmt.Sprintf("d%v:", colocated), Colocated: colocated}
+		primary.Client.Set(ctx, keys.Lock("ours"), testToken, time.Hour)
+		primary.Client.Set(ctx, keys.Lock("lost"), "someone-else", time.Hour)
+		redistest.WaitFor(t, "the replica to hold the locks", func() bool {
+			return replica.Client.Exists(ctx, keys.Lock("ours"), keys.Lock("lost")).Val() == 2
+		})
+		f := &Finisher{Client: replica.Client, Record: &Recorder{Keys: keys, StateTTL: time.Hour, EventsMaxLen: 10}}
+		for _, item := range []string{"ours", "lost"} {
+			end := End{Item: item, Result: schema.ResultFailure, At: time.Now()}
+			_, err := f.Finish(ctx, keys.Lock(item), testToken, end)
+			again := colocated || item == "ours"
+			if redisconn.Code(err) != "READONLY" || Resend(err) != again {
+				t.Errorf("finish of %s on a replica (colocated %v): %v; want READONLY, sent again %v", item, colocated, err, again)
+			}
+			if inPart := fmt.Errorf("%w (%w)", err, ErrInPart); Resend(inPart) {
+				t.Errorf("%v: sent again", inPart)
+			}
 		}
 	}
 }
