@@ -72,7 +72,7 @@ func TestLookFirstTakesAsAPass(t *testing.T) {
 			if !slices.Equal(looked.Taken, whole.Taken) {
 				t.Errorf("looks took %q, passes %q", looked.Taken, whole.Taken)
 			}
-			if !sameCircle(looked.List, whole.List) {
+			if !redistest.IsRotation(looked.List, whole.List) {
 				t.Errorf("looks left the list\n%q\npasses\n%q", looked.List, whole.List)
 			}
 			if fmt.Sprint(looked.Locks) != fmt.Sprint(whole.Locks) {
@@ -83,23 +83,6 @@ func TestLookFirstTakesAsAPass(t *testing.T) {
 			}
 		})
 	}
-}
-
-// sameCircle reports whether b is a rotation of a: the same items in the
-// same circular order.
-func sameCircle(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	if len(a) == 0 {
-		return true
-	}
-	for turn := range a {
-		if slices.Equal(a, append(slices.Clone(b[turn:]), b[:turn]...)) {
-			return true
-		}
-	}
-	return false
 }
 
 // writtenKeys describes what the takes wrote under keys' prefix besides
