@@ -47,7 +47,8 @@ func TestCancel(t *testing.T) {
 	s.items("a")
 	dir := t.TempDir()
 	const expiry = 3 * time.Second
-	p := startW8y(t, append(s.env, "DIR="+dir), "-u", s.URL, "-k", "cx", "-c", "-x", "3", "--kill-after", "300ms",
+	s.setenv("DIR=" + dir)
+	p := s.start("-c", "-x", "3", "--kill-after", "300ms",
 		"sh", "-c", `echo $$ > "$DIR/child"; sleep 1000 & echo $! > "$DIR/grandchild"; `+started+`; wait`)
 	if item := s.popStarted(t); item != "a" {
 		t.Fatalf("took %q", item)
@@ -108,7 +109,8 @@ func TestCancelMissesTheNextRun(t *testing.T) {
 	s.items("a")
 	dir := t.TempDir()
 	// Refreshes come every 2s: the first run ends long before its first.
-	p := startW8y(t, append(s.env, "DIR="+dir), "-u", s.URL, "-k", "cn", "-c", "-x", "6",
+	s.setenv("DIR=" + dir)
+	p := s.start("-c", "-x", "6",
 		"sh", "-c", `n=$(redis-cli -p "$REDIS_PORT" incr runs); echo $$ > "$DIR/child.$n"; `+started+`; `+
 			`while [ ! -e "$DIR/gate.$n" ]; do sleep 0.01; done`)
 	s.popStarted(t)
@@ -249,7 +251,8 @@ func TestCancelOneOfParallel(t *testing.T) {
 	s := setup(t, "cp")
 	s.items("a", "b")
 	dir := t.TempDir()
-	p := startW8y(t, append(s.env, "DIR="+dir), "-u", s.URL, "-k", "cp", "-c", "--parallel", "2", "-x", "1.5", "--kill-after", "300ms",
+	s.setenv("DIR=" + dir)
+	p := s.start("-c", "--parallel", "2", "-x", "1.5", "--kill-after", "300ms",
 		"--cooldown", "1h", "sh", "-c", `echo $$ > "$DIR/$W8Y_ITEM"; `+started+`; while [ ! -e "$DIR/gate.$W8Y_ITEM" ]; do sleep 0.01; done`)
 	s.popStarted(t)
 	s.popStarted(t)

@@ -75,7 +75,7 @@ func TestContinuousIdleIsQuiet(t *testing.T) {
 	p.stop(t)
 	// SIGTERM may land mid-pass, so the list may be rotated, but it holds
 	// the same items in the same circular order.
-	if got := s.list(); !isRotation(got, items) {
+	if got := s.list(); !redistest.IsRotation(got, items) {
 		t.Errorf("list holds %q, want a rotation of %q", got, items)
 	}
 	for _, item := range items {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -48,9 +49,8 @@ func TestCtlAdd(t *testing.T) {
 	t.Parallel()
 	s := setup(t, "ad")
 	s.items("a", "b")
-	at := []string{"-u", s.URL, "-k", "ad"}
 
-	r := runCtl(t, nil, append(at, "add", "b", "c", "d")...)
+	r := s.ctl("add", "b", "c", "d")
 	r.mustExit(t, 0)
 	r.wantStdout(t, "added 2 items to \"ad:list\"\n\"b\" is in the list already\nadded \"c\"\nadded \"d\"\n")
 	if got := s.list(); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
@@ -62,7 +62,7 @@ func TestCtlAdd(t *testing.T) {
 	// and the lock prefix in one environment string of the child's.
 	long := strings.Repeat("x", 131_060)
 	before := s.snapshot(t)
-	r = runCtl(t, nil, append(at, "add", "e", "", long)...)
+	r = s.ctl("add", "e", "", long)
 	lines := strings.Split(strings.TrimRight(r.Stderr, "\n"), "\n")
 	if r.Code != 125 || len(lines) != 2 || !strings.HasPrefix(lines[0], `w8yctl: item 2, "", cannot be added: it is empty`) ||
 		!strings.Contains(lines[1], "item 3, \"xxxx") || !strings.Contains(lines[1], "it is 131060 bytes long") {
@@ -141,17 +141,16 @@ func TestCtlPause(t *testing.T) {
 	t.Parallel()
 	s := setup(t, "pz")
 	s.items("forever", "timed", "free")
-	at := []string{"-u", s.URL, "-k", "pz"}
 	paused := time.Now()
-	r := runCtl(t, nil, append(at, "pause", "forever", "--reason", "broken disk")...)
+	r := s.ctl("pause", "forever", "--reason", "broken disk")
 	r.mustExit(t, 0)
 	r.wantStdout(t, "paused \"forever\" until resumed (broken disk)\n")
-	runCtl(t, nil, append(at, "pause", "timed", "--for", "1500ms")...).mustExit(t, 0)
+	s.ctl("pause", "timed", "--for", "1500ms").mustExit(t, 0)
 	if h := s.Client.HGetAll(ctx(t), s.key("pause:forever")).Val(); h["reason"] != "broken disk" || !strings.Contains(h["by"], "@") || h["at"] == "" {
 		t.Errorf("the pause's hash: %v", h)
 	}
 	// status shows both, and who paused forever and why.
-	r = runCtl(t, nil, append(at, "status")...)
+	r = s.ctl("status")
 	r.mustExit(t, 0)
 	for _, want := range []string{"forever  paused forever", "timed    paused ", "forever is paused by ", ": broken disk\n"} {
 		if !strings.Contains(r.Stdout, want) {
@@ -196,7 +195,7 @@ func TestCtlPause(t *testing.T) {
 		waitFor("free")
 	}
 	resumed := time.Now()
-	r = runCtl(t, nil, append(at, "resume", "forever", "timed")...)
+	r = s.ctl("resume", "forever", "timed")
 	r.mustExit(t, 0)
 	r.wantStdout(t, "resumed \"forever\"\n\"timed\" was not paused\n")
 	late = waitFor("forever").at.Sub(resumed)
@@ -226,6 +225,42 @@ func TestCtlPauseRunningItem(t *testing.T) {
 	}
 	// And no worker takes it now.
 	s.run("-q", "--no-work-exit-code", "3", "true").wantExit(t, 3)
+}
+
+// TestOneWhoForPauseAndCancel: a pause and a cancel given by one person
+// record the same who: $USER, else the login name (not "uid 0"), at the
+// host.
+func TestOneWhoForPauseAndCancel(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "who")
+	s.items("a", "b")
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		env  []string
+		want string
+	}{
+		{nil, me.Username + "@" + host},
+		{[]string{"USER=ops"}, "ops@" + host},
+	} {
+		// b runs somewhere, for cancel to ask its holder.
+		s.Client.Set(ctx(t), s.key("lock:b"), "elsewhere:1:abc", time.Minute)
+		at := []string{"-u", s.URL, "-k", "who"}
+		runCtl(t, tt.env, append(at, "pause", "a")...).mustExit(t, 0)
+		runCtl(t, tt.env, append(at, "cancel", "b")...).mustExit(t, 0)
+		paused := s.Client.HGet(ctx(t), s.key("pause:a"), "by").Val()
+		cancelled := s.Client.HGet(ctx(t), s.key("cancel:b"), "by").Val()
+		if paused != tt.want || cancelled != tt.want {
+			t.Errorf("with %q: pause by %q, cancel by %q, want both %q", tt.env, paused, cancelled, tt.want)
+		}
+		s.Client.Del(ctx(t), s.key("cancel:b"))
+	}
 }
 
 // TestCtlRunNow: an item in an hour's cooldown is taken by an idle
@@ -282,17 +317,17 @@ func TestCtlEvents(t *testing.T) {
 	s := setup(t, "ev")
 	s.items("a", "b")
 	at := []string{"-u", s.URL, "-k", "ev"}
-	runW8y(t, nil, append(at, "-q", "true")...).mustExit(t, 0)
-	runW8y(t, nil, append(at, "-q", "false")...).mustExit(t, 1)
+	s.run("-q", "true").mustExit(t, 0)
+	s.run("-q", "false").mustExit(t, 1)
 
-	r := runCtl(t, nil, append(at, "events")...)
+	r := s.ctl("events")
 	r.mustExit(t, 0)
 	lines := strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n")
 	if len(lines) != 4 || !strings.Contains(lines[0], ` start "a" holder=`) ||
 		!strings.Contains(lines[3], ` finish "b" holder=`) || !strings.Contains(lines[3], " result=failure exit_code=1 duration_ms=") {
 		t.Errorf("events: %s", r)
 	}
-	r = runCtl(t, nil, append(at, "events", "--item", "a", "-n", "1", "--json")...)
+	r = s.ctl("events", "--item", "a", "-n", "1", "--json")
 	r.mustExit(t, 0)
 	var event map[string]any
 	if err := json.Unmarshal([]byte(r.Stdout), &event); err != nil || event["type"] != "finish" || event["item"] != "a" || event["result"] != "success" {
@@ -302,19 +337,19 @@ func TestCtlEvents(t *testing.T) {
 	if _, ok := event["duration_ms"].(float64); !ok || event["exit_code"] != float64(0) {
 		t.Errorf("events --json's exit_code and duration_ms are not numbers: %s", r.Stdout)
 	}
-	r = runCtl(t, nil, append(at, "events", "--item", "a", "-n", "2", "--json")...)
+	r = s.ctl("events", "--item", "a", "-n", "2", "--json")
 	if !strings.Contains(r.Stdout, `"fence":`) || strings.Contains(r.Stdout, `"fence":"`) {
 		t.Errorf("events --json's fence is not a number: %s", r.Stdout)
 	}
 
 	// From the third event on, by its ID; and those of the last hour.
 	third := s.Client.XRange(ctx(t), s.key("events"), "-", "+").Val()[2].ID
-	r = runCtl(t, nil, append(at, "events", "--since", third)...)
+	r = s.ctl("events", "--since", third)
 	r.mustExit(t, 0)
 	if got := strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n"); !slices.Equal(got, lines[2:]) {
 		t.Errorf("events --since %s: %s, want the last two of\n%s", third, r, strings.Join(lines, "\n"))
 	}
-	r = runCtl(t, nil, append(at, "events", "--since", "1h")...)
+	r = s.ctl("events", "--since", "1h")
 	if r.Code != 0 || strings.Count(r.Stdout, "\n") != 4 {
 		t.Errorf("events --since 1h: %s", r)
 	}
@@ -324,7 +359,7 @@ func TestCtlEvents(t *testing.T) {
 	// From before the run, so that the time bounds the run and both its
 	// events' way to the screen.
 	before := time.Now()
-	runW8y(t, nil, append(at, "-q", "true")...).mustExit(t, 0)
+	s.run("-q", "true").mustExit(t, 0)
 	redistest.WaitFor(t, "the new events", func() bool { return strings.Count(f.stdoutSoFar(), "\n") == 3 })
 	late := time.Since(before)
 	if late > time.Second {

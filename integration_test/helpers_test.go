@@ -69,6 +69,22 @@ func buildAndRun(m *testing.M) int {
 	return m.Run()
 }
 
+// useCLI puts first on the tests' PATH a redis-cli that is the chosen
+// server's client (see redistest.ServerEnv), once, before any test runs: the
+// tests' shell children and the docs' examples say redis-cli, as users of
+// either server do. On Redis it changes nothing.
+func useCLI(kind redistest.Kind, tmp string) error {
+	dir := filepath.Join(tmp, "cli")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	shim, err := kind.CLIShim(dir)
+	if err != nil || shim == "" {
+		return err
+	}
+	return os.Setenv("PATH", shim+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
 // server is a redis-server that one test owns, with the helpers that know
 // w8y's keys (its locks, the lists its test children push to) on top of
 // redistest's, which knows only Redis.
@@ -472,23 +488,6 @@ func stillRuns(pid int) bool {
 	// The state follows the command name in parentheses.
 	i := bytes.LastIndexByte(stat, ')')
 	return !(errors.Is(err, os.ErrNotExist) || err == nil && i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z')
-}
-
-// isRotation reports whether got is want turned round: the same items in
-// the same circular order, as a rotation that stopped anywhere leaves them.
-func isRotation(got, want []string) bool {
-	if len(got) != len(want) {
-		return false
-	}
-	if len(want) == 0 {
-		return true
-	}
-	for i := range want {
-		if slices.Equal(got, append(slices.Clone(want[i:]), want[:i]...)) {
-			return true
-		}
-	}
-	return false
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

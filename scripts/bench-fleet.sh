@@ -77,16 +77,6 @@ has_key() { [ "$(rcli EXISTS "$1")" = 1 ]; }
 # its sweep key is set (at the sweep's start) and no item is left untried
 # (at its end).
 swept() { has_key "$1:sweep" && [ "$(rcli GET "$1:untried")" = 0 ]; }
-stop_bg() {
-	local pid
-	for pid in "${bg_pids[@]}"; do
-		kill -TERM "$pid" 2>/dev/null || true
-	done
-	for pid in "${bg_pids[@]}"; do
-		wait "$pid" || true
-	done
-	bg_pids=()
-}
 
 # shellcheck source=scripts/lib/fleet-size.sh
 source "$root/scripts/lib/fleet-size.sh"

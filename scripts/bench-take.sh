@@ -62,18 +62,9 @@ load() {
 	}' | rcli --pipe >/dev/null || broken "loading $n items"
 }
 looked_since() { [ "$(calls zrangebyscore)" -gt "$1" ]; }
-bg_pids=()
-stop_bg() {
-	local pid
-	for pid in "${bg_pids[@]}"; do
-		kill -TERM "$pid" 2>/dev/null || true
-	done
-	for pid in "${bg_pids[@]}"; do
-		wait "$pid" || true
-	done
-	bg_pids=()
-}
-trap stop_bg EXIT
+# A broken run's workers are stopped as a finished one's are, before
+# end_redis (redis.sh's EXIT trap, which this one replaces) stops the server.
+trap 'stop_bg; end_redis' EXIT
 
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), redis-server $(redis-server --version | awk '{print $3}' | tr -d 'v=')"
 echo "w8y: $("$w8y" --version) ($w8y), redis-server on port $port"

@@ -9,16 +9,11 @@
 # nothing is started here. Idempotent, and silent when all are installed.
 set -euo pipefail
 
-missing=0
-for tool in redis-server redis-cli flock unshare script systemd-analyze; do
-	command -v "$tool" >/dev/null 2>&1 || missing=1
-done
-if [ "$missing" = 0 ]; then
-	exit 0
-fi
-
 # shellcheck source=scripts/lib/ensure.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/ensure.sh"
+if have_commands redis-server redis-cli flock unshare script systemd-analyze; then
+	exit 0
+fi
 ensure_installer ensure-redis "redis-server, redis-cli, flock, unshare, script or systemd-analyze" "install Redis by hand"
 
 echo "ensure-redis: installing redis-server, util-linux, bsdutils and systemd with apt-get" >&2

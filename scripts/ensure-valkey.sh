@@ -10,16 +10,11 @@
 # and silent when all are installed.
 set -euo pipefail
 
-missing=0
-for tool in valkey-server valkey-sentinel valkey-cli; do
-	command -v "$tool" >/dev/null 2>&1 || missing=1
-done
-if [ "$missing" = 0 ]; then
-	exit 0
-fi
-
 # shellcheck source=scripts/lib/ensure.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/ensure.sh"
+if have_commands valkey-server valkey-sentinel valkey-cli; then
+	exit 0
+fi
 ensure_installer ensure-valkey "valkey-server, valkey-sentinel or valkey-cli" "install Valkey 8 by hand"
 
 # Backports of the release this machine runs (bookworm on Debian 12).

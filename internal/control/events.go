@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/status"
 )
 
 // Event is one entry of the events stream <prefix>events: a run's start
@@ -44,8 +45,8 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	doc := map[string]any{"id": e.ID, "time": e.Time().UTC().Format(time.RFC3339Nano)}
 	for _, f := range e.Fields {
 		doc[f.Name] = f.Value
-		if n, err := strconv.ParseInt(f.Value, 10, 64); err == nil && numberFields[f.Name] {
-			doc[f.Name] = n
+		if n := status.Number(f.Value); n != nil && numberFields[f.Name] {
+			doc[f.Name] = *n
 		}
 	}
 	return json.Marshal(doc)
@@ -59,6 +60,17 @@ func (e Event) Get(name string) string {
 		}
 	}
 	return ""
+}
+
+// Number is the field name's whole number, decoded as the state hash's
+// are (status.Number), or nil where it is missing or not a number.
+func (e Event) Number(name string) *int64 {
+	for _, f := range e.Fields {
+		if f.Name == name {
+			return status.Number(f.Value)
+		}
+	}
+	return nil
 }
 
 // fieldOrder is the order in which an event's fields are shown; others

@@ -3,12 +3,15 @@ package dashboard
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -66,26 +69,74 @@ func TestEveryActionRepliesAlike(t *testing.T) {
 	}
 }
 
-// TestActionsArePostOnly: every action refuses any other method with 405,
-// before the token is even looked at, and changes nothing.
+// TestActionsArePostOnly: every action is done for a POST alone. Any other
+// method is refused with 405 and Allow: POST, and leaves Redis as it was,
+// whether the request has nothing but the token (the method is looked at
+// before anything else) or is right in every other way (token, origin,
+// JSON body naming an item that the action would change).
 func TestActionsArePostOnly(t *testing.T) {
-	srv, rdb, keys := start(t, token, "a")
-	for _, action := range []string{"pause", "resume", "run-now", "cancel", "add", "remove"} {
-		for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete, http.MethodPatch} {
-			req, _ := http.NewRequest(method, srv.URL+"/api/"+action, strings.NewReader(`{"item":"b"}`))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+token)
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.Body.Close()
-			if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") != http.MethodPost {
-				t.Errorf("%s /api/%s: %d, Allow %q; want 405, POST", method, action, res.StatusCode, res.Header.Get("Allow"))
-			}
-		}
+	srv, rdb, keys := start(t, token, "a", "b", "c")
+	ctx := context.Background()
+	// What each action would change: a's pause (resume) and occurrence
+	// (remove), b's cooldown (run-now, pause), c's lock (cancel), and the
+	// list (add).
+	rdb.HSet(ctx, keys.Pause("a"), "reason", "disk full")
+	rdb.Set(ctx, keys.Cooldown("b"), "1", time.Hour)
+	rdb.Set(ctx, keys.Lock("c"), "w1:1:abcd", time.Hour)
+	before := dumpAll(t, rdb)
+
+	bodies := map[string]string{
+		"pause": `{"item":"b"}`, "resume": `{"item":"a"}`, "run-now": `{"item":"b"}`, "cancel": `{"item":"c"}`,
+		"add": `{"item":"d"}`, "remove": `{"item":"a"}`,
 	}
-	if got := rdb.LRange(context.Background(), keys.List(), 0, -1).Val(); !slices.Equal(got, []string{"a"}) {
-		t.Errorf("the list is %q", got)
+	for _, tt := range []struct {
+		name    string
+		headers map[string]string
+	}{
+		{"only the token", map[string]string{"Authorization": "Bearer " + token}},
+		{"right but for the method", map[string]string{"Authorization": "Bearer " + token, "Origin": srv.URL, "Sec-Fetch-Site": "same-origin"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for action, body := range bodies {
+				for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete, http.MethodPatch} {
+					req, err := http.NewRequest(method, srv.URL+"/api/"+action, strings.NewReader(body))
+					if err != nil {
+						t.Fatal(err)
+					}
+					req.Header.Set("Content-Type", "application/json")
+					for name, value := range tt.headers {
+						req.Header.Set(name, value)
+					}
+					res, err := http.DefaultClient.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out, _ := io.ReadAll(res.Body)
+					res.Body.Close()
+					if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") != http.MethodPost {
+						t.Errorf("%s /api/%s: %d (Allow %q) %s, want 405 with Allow: POST", method, action, res.StatusCode, res.Header.Get("Allow"), out)
+					}
+					if after := dumpAll(t, rdb); !maps.Equal(after, before) {
+						t.Fatalf("%s /api/%s changed Redis", method, action)
+					}
+				}
+			}
+		})
 	}
+}
+
+// dumpAll is every key of the test's server with its serialized value, so
+// that a change to any member of any key shows.
+func dumpAll(t *testing.T, rdb *redis.Client) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, k := range keys {
+		out[k] = rdb.Dump(ctx, k).Val()
+	}
+	return out
 }

@@ -100,15 +100,10 @@ func runsOf(events []control.Event) []Run {
 		delete(open, holder)
 		run := &out[i]
 		run.End, run.Result, run.Reason = &at, &result, e.Get("reason")
-		if code, err := strconv.ParseInt(e.Get("exit_code"), 10, 64); err == nil {
-			run.ExitCode = &code
-		}
-		if ms, err := strconv.ParseInt(e.Get("duration_ms"), 10, 64); err == nil {
-			run.DurationMs = &ms
-			if run.Start == nil {
-				start := at - ms
-				run.Start = &start
-			}
+		run.ExitCode, run.DurationMs = e.Number("exit_code"), e.Number("duration_ms")
+		if run.Start == nil && run.DurationMs != nil {
+			start := at - *run.DurationMs
+			run.Start = &start
 		}
 	}
 	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {

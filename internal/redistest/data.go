@@ -18,6 +18,24 @@ func Items(n int) []string {
 	return items
 }
 
+// IsRotation reports whether got is want turned round: the same items in
+// the same circular order, as a rotation that stopped anywhere leaves a
+// list.
+func IsRotation(got, want []string) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	if len(want) == 0 {
+		return true
+	}
+	for turn := range want {
+		if slices.Equal(got, append(slices.Clone(want[turn:]), want[:turn]...)) {
+			return true
+		}
+	}
+	return false
+}
+
 // Values returns items as the ...any arguments of a go-redis command.
 func Values(items []string) []any {
 	out := make([]any, len(items))

@@ -22,3 +22,28 @@ func TestSeed(t *testing.T) {
 		t.Error("seeding no items left the list behind")
 	}
 }
+
+// TestIsRotation: a rotation keeps the items and their circular order; a
+// lost, gained or swapped item, or the order reversed, is not one.
+func TestIsRotation(t *testing.T) {
+	for _, tt := range []struct {
+		got, want []string
+		is        bool
+	}{
+		{nil, nil, true},
+		{[]string{"a", "b", "c"}, []string{"a", "b", "c"}, true},
+		{[]string{"b", "c", "a"}, []string{"a", "b", "c"}, true},
+		{[]string{"c", "a", "b"}, []string{"a", "b", "c"}, true},
+		{[]string{"a", "a", "b"}, []string{"a", "b", "a"}, true},
+		{[]string{"c", "b", "a"}, []string{"a", "b", "c"}, false},
+		{[]string{"a", "c", "b"}, []string{"a", "b", "c"}, false},
+		{[]string{"a", "b"}, []string{"a", "b", "c"}, false},
+		{[]string{"a", "b", "c", "a"}, []string{"a", "b", "c"}, false},
+		{[]string{"a", "b", "b"}, []string{"a", "b", "c"}, false},
+		{nil, []string{"a"}, false},
+	} {
+		if got := IsRotation(tt.got, tt.want); got != tt.is {
+			t.Errorf("IsRotation(%q, %q) = %v, want %v", tt.got, tt.want, got, tt.is)
+		}
+	}
+}

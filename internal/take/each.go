@@ -73,38 +73,22 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (Taken, error
 			}
 			continue
 		}
-		sent := time.Now()
-		taken := t.taken(item, sent)
-		got, err := redisconn.RunConfirmed(ctx, t.Client, tryLockScript, t.ReplicaAcks, t.TTL, []string{taken.Key}, taken.Token, t.TTL.Milliseconds())
-		if got != int64(1) && err != nil {
-			return Taken{}, redisconn.Wrap("take lock "+quote(taken.Key), err)
+		try, err := t.tryLock(ctx, item)
+		if err != nil {
+			return Taken{}, err
 		}
-		switch got := got.(type) {
+		switch got := try.got.(type) {
 		case int64:
 			if got != 1 {
 				continue
 			}
-			// With a reply, the only error is redisconn.ErrNotReplicated.
-			notReplicated := err
 			waits, err := t.waits(ctx, item)
 			if err == nil && !waits {
-				// The fencing token, in a round trip of its own: its key
-				// may live on another server than the lock's.
-				taken.Fence = t.takeFence(ctx, item)
-				// The start is recorded before a take that the replicas did
-				// not confirm is given back, as take.lua records it in the
-				// take, so that both paths leave the same record.
-				if err := t.Record.RecordStart(ctx, t.Client, item, t.Token, taken.Fence, sent); err != nil {
-					t.Log.Warn().Err(err).Str("item", items.Clip(item)).Msg("could not record the start of the run")
-				}
-				if notReplicated != nil {
-					return Taken{}, unconfirmed(taken, notReplicated)
-				}
-				return taken, nil
+				return t.started(ctx, try)
 			}
 			// A run that finished between the two reads. The lock is ours
 			// and must go; if Redis failed, it expires by itself.
-			_, _ = runs.Release(ctx, t.Client, taken.Key, taken.Token, item)
+			_, _ = runs.Release(ctx, t.Client, try.Key, try.Token, item)
 			if err != nil {
 				return Taken{}, err
 			}
@@ -113,6 +97,49 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (Taken, error
 		}
 	}
 	return Taken{}, ErrNoWork
+}
+
+// lockTry is what trylock.lua made of one attempt at an item's lock, which
+// a pass per candidate and a named take (TakeNamed) make alike.
+type lockTry struct {
+	// Taken is the take that the attempt stands for, if got is 1.
+	Taken
+	// got is trylock.lua's reply: 1 for the lock taken, 0 for one another
+	// holder has, or the type of a lock key that holds something else.
+	got any
+	// notReplicated is the error of a lock taken that too few replicas
+	// confirmed (redisconn.ErrNotReplicated), else nil.
+	notReplicated error
+}
+
+// tryLock tries item's lock with tryLockScript, confirmed by
+// --replica-acks replicas. It fails only where Redis gave no reply, or
+// refused the lock and the replicas both.
+func (t *Taker) tryLock(ctx context.Context, item string) (lockTry, error) {
+	taken := t.taken(item, time.Now())
+	got, err := redisconn.RunConfirmed(ctx, t.Client, tryLockScript, t.ReplicaAcks, t.TTL, []string{taken.Key}, taken.Token, t.TTL.Milliseconds())
+	if got != int64(1) && err != nil {
+		return lockTry{}, redisconn.Wrap("take lock "+quote(taken.Key), err)
+	}
+	// With a reply, the only error is redisconn.ErrNotReplicated.
+	return lockTry{Taken: taken, got: got, notReplicated: err}, nil
+}
+
+// started completes a lock that tryLock took: the fencing token, in a
+// round trip of its own (its key may live on another server than the
+// lock's), and the run's start record. The start is recorded before a take
+// that the replicas did not confirm is given back, as take.lua records it
+// in the take, so that both paths leave the same record.
+func (t *Taker) started(ctx context.Context, try lockTry) (Taken, error) {
+	taken := try.Taken
+	taken.Fence = t.takeFence(ctx, taken.Item)
+	if err := t.Record.RecordStart(ctx, t.Client, taken.Item, t.Token, taken.Fence, taken.At); err != nil {
+		t.Log.Warn().Err(err).Str("item", items.Clip(taken.Item)).Msg("could not record the start of the run")
+	}
+	if try.notReplicated != nil {
+		return Taken{}, unconfirmed(taken, try.notReplicated)
+	}
+	return taken, nil
 }
 
 // rotate moves the head of list to its tail and returns it, with LMOVE.

@@ -2,8 +2,11 @@ package take
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +98,157 @@ func TestLookMovesTakenItemToTail(t *testing.T) {
 				t.Errorf("the next look took %q (%v), want the item appended", next.Item, err)
 			}
 		})
+	}
+}
+
+// TestLookFirstTakesAsAPass pins the way workers take (LookFirst: looks at
+// the appended items and the due index, and the sweep a look elects) to a
+// whole pass per take, on the same data: the same items taken in the same
+// order, the same list afterwards (the same circle: a look that takes an
+// appended item leaves the list where a pass would have rotated it, so the
+// two may differ by a rotation, never by an item or the order of the
+// circle), the same locks, due entries and fencing token. On a list that
+// w8y has never run every item is appended, so the looks try it in the
+// pass's order; once every item has been tried, the sweep that a look
+// elects goes round as the pass does.
+func TestLookFirstTakesAsAPass(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	long := strings.Repeat("x", 101)
+	tests := []struct {
+		name  string
+		setup takeSetup
+		takes int
+		want  []string
+	}{
+		{"missing list", takeSetup{}, 1, []string{"(no work)"}},
+		{"all free", takeSetup{items: redistest.Items(5)}, 6, []string{"i0", "i1", "i2", "i3", "i4", "i0"}},
+		{"all locked", takeSetup{items: redistest.Items(7), locked: redistest.Items(7)}, 2, []string{"(no work)", "(no work)"}},
+		{"free at the end", takeSetup{items: redistest.Items(8), locked: redistest.Items(7)}, 2, []string{"i7", "i7"}},
+		{"every other free", takeSetup{items: redistest.Items(9), locked: []string{"i0", "i2", "i4", "i6", "i8"}}, 5, []string{"i1", "i3", "i5", "i7", "i1"}},
+		{"lock key of another type", takeSetup{items: []string{"h", "g"}, hashLock: []string{"h"}}, 2, []string{"g", "g"}},
+		{"bad items", takeSetup{items: []string{"", "a\x00b", "p", long, "q", "r"}, locked: []string{"p"}}, 3, []string{"q", "r", "q"}},
+		{"duplicates", takeSetup{items: []string{"d", "d", "e", "d"}}, 3, []string{"d", "d", "e"}},
+		{"cooling and backing off", takeSetup{items: redistest.Items(6), cooling: []string{"i0", "i3"}, backing: []string{"i1", "i4"}}, 3, []string{"i2", "i5", "i2"}},
+		{"paused", takeSetup{items: redistest.Items(4), paused: []string{"i0", "i2"}}, 3, []string{"i1", "i3", "i1"}},
+		{"every item waits", takeSetup{items: redistest.Items(4), cooling: []string{"i0", "i2"}, backing: []string{"i1", "i3"}}, 1, []string{"(no work)"}},
+	}
+	for n, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var outcomes [2]takeOutcome
+			var written [2]string
+			for i, lookFirst := range []bool{false, true} {
+				keys := schema.Keys{Prefix: fmt.Sprintf("lf%d:%v:", n, lookFirst), Colocated: true}
+				tt.setup.seed(t, rdb, keys)
+				var logs bytes.Buffer
+				taker := testTaker(rdb, keys.Prefix, true, 2, &logs)
+				// The sweep is due at once (no earlier pass's time), as after
+				// --idle-wait on a short list.
+				taker.IdleWait = time.Millisecond
+				pass := taker.Pass
+				if lookFirst {
+					pass = taker.LookFirst
+				}
+				outcomes[i] = takeWith(t, rdb, taker, pass, tt.takes, &logs)
+				written[i] = writtenKeys(t, rdb, keys)
+			}
+			whole, looked := outcomes[0], outcomes[1]
+			if !slices.Equal(whole.Taken, tt.want) {
+				t.Errorf("a pass per take took %q, want %q", whole.Taken, tt.want)
+			}
+			if !slices.Equal(looked.Taken, whole.Taken) {
+				t.Errorf("looks took %q, passes %q", looked.Taken, whole.Taken)
+			}
+			if !redistest.IsRotation(looked.List, whole.List) {
+				t.Errorf("looks left the list\n%q\npasses\n%q", looked.List, whole.List)
+			}
+			if fmt.Sprint(looked.Locks) != fmt.Sprint(whole.Locks) {
+				t.Errorf("looks left the locks %q, passes %q", looked.Locks, whole.Locks)
+			}
+			if written[1] != written[0] {
+				t.Errorf("looks wrote %s, passes %s", written[1], written[0])
+			}
+		})
+	}
+}
+
+// writtenKeys describes what the takes wrote under keys' prefix besides
+// the list and the locks: the due index's members and the fencing token.
+// The keys of the look's own bookkeeping, seen, untried and sweep, are left
+// out.
+func writtenKeys(t *testing.T, rdb *redis.Client, keys schema.Keys) string {
+	t.Helper()
+	ctx := context.Background()
+	var other []string
+	for _, key := range rdb.Keys(ctx, keys.Prefix+"*").Val() {
+		switch {
+		case key == keys.List(), key == keys.Seen(), key == keys.Untried(), key == keys.Sweep(), key == keys.Due(), key == keys.Fence(),
+			strings.HasPrefix(key, keys.Prefix+"lock:"), strings.HasPrefix(key, keys.Prefix+"cooldown:"),
+			strings.HasPrefix(key, keys.Prefix+"backoff:"), strings.HasPrefix(key, keys.Prefix+"pause:"):
+		default:
+			other = append(other, strings.TrimPrefix(key, keys.Prefix))
+		}
+	}
+	due := rdb.ZRange(ctx, keys.Due(), 0, -1).Val()
+	slices.Sort(due)
+	return fmt.Sprintf("due %q, fence %q, others %q", due, rdb.Get(ctx, keys.Fence()).Val(), other)
+}
+
+// TestRotationKeepsAppendedItemsAppended: an item appended after the fleet
+// tried the whole list stays among the appended items when a pass rotates
+// the list before any look tried it: the next look takes it, rather than
+// leaving it to a sweep.
+func TestRotationKeepsAppendedItemsAppended(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	keys := schema.Keys{Prefix: "appended:", Colocated: true}
+	redistest.Seed(t, rdb, keys.List(), "a", "b", "c")
+	rdb.Set(ctx, keys.Seen(), 3, 0)
+	rdb.Set(ctx, keys.Untried(), 0, 0)
+	rdb.Set(ctx, keys.Lock("a"), "someone-else", time.Hour)
+	rdb.RPush(ctx, keys.List(), "d")
+	// Nobody sweeps: the look must find d as appended.
+	rdb.Set(ctx, keys.Sweep(), "someone-else", time.Hour)
+
+	var logs bytes.Buffer
+	taker := testTaker(rdb, keys.Prefix, true, 0, &logs)
+	if taken, err := taker.Pass().Take(ctx, nil); err != nil || taken.Item != "b" {
+		t.Fatalf("the pass took %q (%v), want b", taken.Item, err)
+	}
+	if got := rdb.LRange(ctx, keys.List(), 0, -1).Val(); !slices.Equal(got, []string{"c", "d", "a", "b"}) {
+		t.Fatalf("the list after the pass is %q", got)
+	}
+	if got := rdb.Get(ctx, keys.Seen()).Val(); got != "1" {
+		t.Errorf("seen after rotating by 2 is %s, want 1: d is at 1", got)
+	}
+	if taken, err := taker.LookFirst().Take(ctx, nil); err != nil || taken.Item != "d" {
+		t.Fatalf("the look took %q (%v), want d, appended before the rotation", taken.Item, err)
+	}
+}
+
+// TestLookFirstPassTakesEachOnce: a pass that looks first and goes on after
+// its takes (--parallel) takes each item at most once, even when a taken
+// item's run has ended before the next take: once a look of the pass took
+// an item, a look that finds nothing ends the pass instead of electing a
+// sweep, and leaves the sweep key to others.
+func TestLookFirstPassTakesEachOnce(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	keys := schema.Keys{Prefix: "once:", Colocated: true}
+	redistest.Seed(t, rdb, keys.List(), "a", "b")
+	var logs bytes.Buffer
+	pass := testTaker(rdb, keys.Prefix, true, 0, &logs).LookFirst()
+	for _, want := range []string{"a", "b"} {
+		taken, err := pass.Take(ctx, nil)
+		if err != nil || taken.Item != want {
+			t.Fatalf("took %q (%v), want %q", taken.Item, err, want)
+		}
+		// The run ends at once, and its lock is free again.
+		rdb.Del(ctx, taken.Key)
+	}
+	if taken, err := pass.Take(ctx, nil); !errors.Is(err, ErrNoWork) {
+		t.Fatalf("the third take of the pass took %q (%v), want no work", taken.Item, err)
+	}
+	if n := rdb.Exists(ctx, keys.Sweep()).Val(); n != 0 {
+		t.Errorf("the pass set the sweep key without sweeping")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/items"
@@ -96,37 +95,27 @@ func (t *Taker) TakeNamed(ctx context.Context, item string, ignorePause bool) (T
 			return Taken{}, errors.Join(err, pausedErr(paused))
 		}
 	}
-	sent := time.Now()
-	taken := t.taken(item, sent)
-	got, err := redisconn.RunConfirmed(ctx, t.Client, tryLockScript, t.ReplicaAcks, t.TTL, []string{taken.Key}, taken.Token, t.TTL.Milliseconds())
-	if got != int64(1) && err != nil {
-		return Taken{}, redisconn.Wrap("take lock "+quote(taken.Key), err)
+	try, err := t.tryLock(ctx, item)
+	if err != nil {
+		return Taken{}, err
 	}
-	switch got := got.(type) {
+	switch got := try.got.(type) {
 	case string:
-		return Taken{}, fmt.Errorf("the lock key %s holds a %s, not a lock: delete it or choose another --key-prefix", quote(taken.Key), got)
+		return Taken{}, fmt.Errorf("the lock key %s holds a %s, not a lock: delete it or choose another --key-prefix", quote(try.Key), got)
 	case int64:
 		if got != 1 {
 			return Taken{}, ErrHeld
 		}
 	}
-	notReplicated := err
 	if !ignorePause {
 		if paused, err := t.paused(ctx, item); err != nil || paused {
 			// The lock is ours and must go; if Redis failed, it expires
 			// by itself.
-			_, _ = runs.Release(ctx, t.Client, taken.Key, taken.Token, item)
+			_, _ = runs.Release(ctx, t.Client, try.Key, try.Token, item)
 			return Taken{}, errors.Join(err, pausedErr(paused))
 		}
 	}
-	taken.Fence = t.takeFence(ctx, item)
-	if err := t.Record.RecordStart(ctx, t.Client, item, t.Token, taken.Fence, sent); err != nil {
-		t.Log.Warn().Err(err).Str("item", items.Clip(item)).Msg("could not record the start of the run")
-	}
-	if notReplicated != nil {
-		return Taken{}, unconfirmed(taken, notReplicated)
-	}
-	return taken, nil
+	return t.started(ctx, try)
 }
 
 // paused reports whether item's pause key exists.

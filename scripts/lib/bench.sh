@@ -2,7 +2,8 @@
 # root. It installs redis-server if need be, builds the lean static bin/w8y
 # that cron's one-shot runs use (as make build does) into $w8y, starts a
 # throwaway redis-server (see redis.sh) and sets port, url and rcli; broken
-# ends the script with a line naming what broke.
+# ends the script with a line naming what broke, and stop_bg stops the
+# workers that the script started in the background.
 
 if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
 	PATH="$PATH:/usr/local/go/bin"
@@ -21,6 +22,19 @@ wait_for() {
 		sleep 0.1
 	done
 	broken "timed out waiting for: $*"
+}
+
+# stop_bg sends SIGTERM to the processes listed in bg_pids, waits for them
+# all, whatever they exit with, and empties the list.
+stop_bg() {
+	local pid
+	for pid in "${bg_pids[@]}"; do
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	for pid in "${bg_pids[@]}"; do
+		wait "$pid" || true
+	done
+	bg_pids=()
 }
 
 bash "$root/scripts/ensure-redis.sh"

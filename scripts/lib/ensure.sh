@@ -1,6 +1,15 @@
-# What scripts/ensure-*.sh share: each checks for its tools first, and where
-# one is missing, sources this file and calls ensure_installer before its own
-# apt-get lines, which it keeps so that what it installs stays in its text.
+# What scripts/ensure-*.sh share: each checks for its tools first (with
+# have_commands where they are commands on PATH), and where one is missing,
+# calls ensure_installer before its own apt-get lines, which it keeps so that
+# what it installs stays in its text.
+
+# have_commands reports whether every command it is given is on PATH.
+have_commands() {
+	local tool
+	for tool in "$@"; do
+		command -v "$tool" >/dev/null 2>&1 || return 1
+	done
+}
 
 # ensure_installer NAME MISSING HINT sets the array sudo to what runs apt-get
 # as root (nothing when this is root), or ends the script with one line
