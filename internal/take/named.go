@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/items"
