@@ -23,12 +23,16 @@ var tryLockSource string
 // another type, which SET NX alone would pass over without a word.
 //
 //	KEYS[1] -> the item's lock key
+//	KEYS[2] -> with a cap, the places in use (see schema.Keys.Running)
+//	KEYS[3] -> with a cap, its record (see schema.Keys.FleetMax)
 //	ARGV[1] -> our token
 //	ARGV[2] -> the lock's TTL in milliseconds
+//	ARGV[3] -> the cap, --fleet-max-running (optional)
 //
-// Returns 1 when taken, 0 when another holder has it, or the key's type
-// (such as "hash") when it holds something that is not a lock.
-var tryLockScript = redis.NewScript(tryLockSource)
+// Returns 1 when taken, 0 when another holder has it, -1 when every place
+// under the cap was in use, or the key's type (such as "hash") when it
+// holds something that is not a lock.
+var tryLockScript = withPlaces(tryLockSource)
 
 // takeEach is Pass.Take with round trips per candidate. A candidate costs
 // an LMOVE and one pipeline of EXISTS for its cooldown, backoff and pause

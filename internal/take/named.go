@@ -25,7 +25,8 @@ var ErrPaused = errors.New("it is paused")
 // it. A cooldown or a backoff does not hold a named item back: the caller
 // asked for it by name. A pause does, unless ignorePause: checked before
 // the lock is tried, and again once it is ours, since a pause may come in
-// between (the lock is then given back).
+// between (the lock is then given back). Under FleetMax, it takes a place
+// too, and returns ErrFull when every place is in use.
 func (t *Taker) TakeNamed(ctx context.Context, item string, ignorePause bool) (Taken, error) {
 	if reason := items.Problem(item, t.MaxItemLen); reason != "" {
 		return Taken{}, fmt.Errorf("item %s cannot be run: %s", quote(item), reason)
@@ -37,7 +38,11 @@ func (t *Taker) TakeNamed(ctx context.Context, item string, ignorePause bool) (T
 	}
 	sent := time.Now()
 	taken := t.taken(item, sent)
-	got, err := redisconn.RunConfirmed(ctx, t.Client, tryLockScript, t.ReplicaAcks, t.TTL, []string{taken.Key}, taken.Token, t.TTL.Milliseconds())
+	keys, args := []string{taken.Key}, []any{taken.Token, t.TTL.Milliseconds()}
+	if t.FleetMax > 0 {
+		keys, args = append(keys, t.Keys.Running(), t.Keys.FleetMax()), append(args, t.FleetMax)
+	}
+	got, err := redisconn.RunConfirmed(ctx, t.Client, tryLockScript, t.ReplicaAcks, t.TTL, keys, args...)
 	if got != int64(1) && err != nil {
 		return Taken{}, redisconn.Wrap("take lock "+quote(taken.Key), err)
 	}
@@ -45,7 +50,10 @@ func (t *Taker) TakeNamed(ctx context.Context, item string, ignorePause bool) (T
 	case string:
 		return Taken{}, fmt.Errorf("the lock key %s holds a %s, not a lock: delete it or choose another --key-prefix", quote(taken.Key), got)
 	case int64:
-		if got != 1 {
+		switch got {
+		case fullFence:
+			return Taken{}, ErrFull
+		case 0:
 			return Taken{}, ErrHeld
 		}
 	}

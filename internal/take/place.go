@@ -1,0 +1,58 @@
+package take
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The places of --fleet-max-running (Taker.FleetMax): a cap on the runs of
+// the list at once across the whole fleet, which each take script checks
+// and takes a place under in the same call as the lock (see place.lua, which
+// each of them starts with). The lock is the place's lease: a run's place
+// is freed with its lock, by its finish or by the lock's expiry, and never
+// before.
+
+//go:embed place.lua
+var placeSource string
+
+// ErrFull is returned by Pass.Take and TakeNamed when every place of
+// --fleet-max-running was in use: nothing was looked at. It is an
+// ErrNoWork, so that a worker waits as an idle one does, and looks again.
+var ErrFull = fmt.Errorf("%w: every place of --fleet-max-running is in use", ErrNoWork)
+
+// ErrPlacesNotColocated is returned by CheckPlaces when the cap cannot be
+// enforced in the take's own step.
+var ErrPlacesNotColocated = errors.New("--fleet-max-running needs every key of the list on one server: on Redis Cluster, put a hash tag in --key-prefix, such as {work}")
+
+// withPlaces is the script of a take's source, which place.lua's functions
+// come before.
+func withPlaces(source string) *redis.Script {
+	return redis.NewScript(placeSource + "\n" + source)
+}
+
+// CheckPlaces says whether this Taker can enforce its FleetMax: only where
+// one script reaches the list, the places and every item's lock together
+// (see schema.Keys.Colocated), so that no two takes can both count a
+// place as free.
+func (t *Taker) CheckPlaces() error {
+	if t.FleetMax > 0 && !t.Keys.Colocated {
+		return ErrPlacesNotColocated
+	}
+	return nil
+}
+
+// capWord is the take scripts' option word for FleetMax, or "".
+func (t *Taker) capWord() string {
+	if t.FleetMax <= 0 {
+		return ""
+	}
+	return " cap=" + strconv.Itoa(t.FleetMax)
+}
+
+// fullFence is the fence that take.lua and due.lua reply with when every
+// place was in use and they looked at nothing.
+const fullFence = -1
