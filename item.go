@@ -45,17 +45,19 @@ const exitHeld = 121
 // w8y, a load that no Redis notices.
 const namedPoll = 250 * time.Millisecond
 
-// heldError is a lock that stayed held for all of --wait.
+// heldError is a lock that stayed held, or places of --fleet-max-running
+// that stayed in use (why, take.ErrHeld or take.ErrFull), for all of --wait.
 type heldError struct {
 	item string
 	wait time.Duration
+	why  error
 }
 
 func (e heldError) Error() string {
 	if e.wait == 0 {
-		return fmt.Sprintf("item %q: %v (--wait 0: not waiting for it)", items.Clip(e.item), take.ErrHeld)
+		return fmt.Sprintf("item %q: %v (--wait 0: not waiting for it)", items.Clip(e.item), e.why)
 	}
-	return fmt.Sprintf("item %q: %v, still after --wait %s", items.Clip(e.item), take.ErrHeld, duration.Format(e.wait))
+	return fmt.Sprintf("item %q: %v, still after --wait %s", items.Clip(e.item), e.why, duration.Format(e.wait))
 }
 
 func (e heldError) Is(target error) bool { return target == take.ErrHeld }
@@ -82,7 +84,8 @@ func (w *worker) one(ctx context.Context) error {
 }
 
 // takeNamed takes item's lock, trying again every namedPoll while it is
-// held, until --wait has passed or a stop signal comes.
+// held (or every place of --fleet-max-running is in use), until --wait has
+// passed or a stop signal comes.
 func (w *worker) takeNamed(ctx context.Context, item string) (*Lock, error) {
 	wait := time.Duration(w.opts.Wait)
 	deadline := time.Now().Add(wait)
@@ -101,12 +104,12 @@ func (w *worker) takeNamed(ctx context.Context, item string) (*Lock, error) {
 			return nil, err
 		case errors.Is(err, take.ErrPaused):
 			return nil, fmt.Errorf("item %q: %w: --ignore-pause runs it anyway", items.Clip(item), err)
-		case !errors.Is(err, take.ErrHeld):
+		case !errors.Is(err, take.ErrHeld) && !errors.Is(err, take.ErrFull):
 			return nil, err
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, heldError{item: item, wait: wait}
+			return nil, heldError{item: item, wait: wait, why: err}
 		}
 		if !logged {
 			w.log.Info().Str("item", items.Clip(item)).Str("wait", duration.Format(wait)).Msg("the item's lock is held: waiting for it (--wait)")

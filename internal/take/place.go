@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -56,3 +57,19 @@ func (t *Taker) capWord() string {
 // fullFence is the fence that take.lua and due.lua reply with when every
 // place was in use and they looked at nothing.
 const fullFence = -1
+
+// Places is --fleet-max-running as an option: how many places the fleet
+// shares, at least 1 when given; 0 (not given) means no cap.
+type Places int
+
+// UnmarshalFlag implements go-flags' Unmarshaler: a whole number of at
+// least 1. A cap of 0 would run nothing, and is refused rather than read as
+// "no cap", which is the option left out.
+func (p *Places) UnmarshalFlag(value string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(value))
+	if err != nil || n < 1 {
+		return fmt.Errorf("%q is not a number of places: give a whole number of at least 1 (leave the option out for no cap)", value)
+	}
+	*p = Places(n)
+	return nil
+}
