@@ -19,7 +19,7 @@ type turn struct {
 	// FleetMax is the places of --fleet-max-running, or null without a
 	// cap.
 	FleetMax *Places `json:"fleet_max_running"`
-	Lag          Lag      `json:"lag"`
+	Lag      Lag     `json:"lag"`
 	// Matching is how many items pass the filter's states and glob, when
 	// the whole list was read; null when the rows were read only up to
 	// --limit.
