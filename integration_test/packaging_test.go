@@ -90,7 +90,7 @@ func TestMakeBuild(t *testing.T) {
 
 // TestBashCompletion sources each command's scripts/COMMAND.bash-completion
 // in bash and completes command lines as a user's Tab would: w8y's options
-// and choices where they belong, and nothing of w8y's after the executable,
+// and choices where they belong (the signals' names of --timeout-signal), and nothing of w8y's after the executable,
 // where bash falls back to file names; w8yctl's verbs, then its options, and
 // nothing for an option's value or an item.
 func TestBashCompletion(t *testing.T) {
@@ -103,6 +103,10 @@ func TestBashCompletion(t *testing.T) {
 			{"w8y --conti", "--continuous"},
 			{"w8y -k work --log-format ", "console\njson"},
 			{"w8y -k work --log-level=w", "--log-level=warn"},
+			{"w8y --timeout-signal ", "TERM\nINT\nHUP\nQUIT\nKILL\nUSR1\nUSR2"},
+			{"w8y --timeout 5m --timeout-signal us", "USR1\nUSR2"},
+			{"w8y --timeout-signal=sigk", "--timeout-signal=SIGKILL"},
+			{"w8y --fleet", "--fleet-max-running"},
 			{"w8y -k x sh --con", ""},
 			{"w8y -k x -- --con", ""},
 		}},
