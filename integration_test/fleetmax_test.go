@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/w8y/w8y/internal/doctest"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -240,5 +242,46 @@ func TestFleetMaxRunning(t *testing.T) {
 	redistest.WaitFor(t, "the killed workers' locks to expire", func() bool { return len(b.keys(t, b.key("lock:*"))) == 0 })
 	if status := b.ctl("status"); !strings.Contains(status.Stdout, "0 of 2 in use (--fleet-max-running)") {
 		t.Errorf("status after the drain: %s", status)
+	}
+}
+
+// TestFleetMaxRunningExample runs the scheduling page's example as three
+// hosts would, each its own w8y with the page's line: the children, as
+// they record themselves, run two at once at most and at least once, and
+// the page's status line shows the places in use.
+func TestFleetMaxRunningExample(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "work")
+	block := doctest.Block(t, "docs/scheduling.md", "sh", "--fleet-max-running")
+	var line, statusLine []string
+	for l := range strings.Lines(block) {
+		switch f := strings.Fields(l); {
+		case len(f) > 0 && f[0] == "w8y":
+			line = f[1:]
+		case len(f) > 0 && f[0] == "w8yctl":
+			statusLine = f[1:]
+		}
+	}
+	if len(line) == 0 || len(statusLine) == 0 || line[len(line)-2] != "./export.sh" {
+		t.Fatalf("the page's block has no w8y line ending in ./export.sh {}, and w8yctl line:\n%s", block)
+	}
+	dir := t.TempDir()
+	writeExecutable(t, filepath.Join(dir, "export.sh"), []byte("#!/bin/sh\n"+capChild+"\n"))
+	b.setenv("DIR=" + dir)
+	b.items("a", "b", "c", "d", "e", "f")
+	line[len(line)-2] = filepath.Join(dir, "export.sh")
+	var hosts []*proc
+	for range 3 {
+		hosts = append(hosts, startW8y(t, b.env, append([]string{"-u", b.URL, "--drain-timeout", "20s"}, line...)...))
+	}
+	redistest.WaitFor(t, "two exports at once", func() bool { return mostAtOnce(spans(t, dir), 0, time.Now().UnixNano()) == 2 })
+	r := runCtl(t, nil, append([]string{"-u", b.URL}, statusLine...)...)
+	r.mustExit(t, 0)
+	if !regexp.MustCompile(`live workers 3  [0-2] of 2 in use \(--fleet-max-running\)`).MatchString(r.Stdout) {
+		t.Errorf("the page's status line shows no places in use:\n%s", r.Stdout)
+	}
+	drain(t, hosts)
+	if n := mostAtOnce(spans(t, dir), 0, time.Now().UnixNano()); n != 2 {
+		t.Errorf("%d exports ran at once, want 2 (--fleet-max-running 2)", n)
 	}
 }
