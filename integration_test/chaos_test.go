@@ -175,15 +175,17 @@ func TestChaos(t *testing.T) {
 		"w8yctl pause", "w8yctl resume", "w8yctl run-now", "w8yctl cancel"}
 	interval := time.Duration(seconds) * time.Second / time.Duration(3*len(kinds))
 	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
-	added := 0
+	added, mostLocks := 0, 0
 	for n := 0; time.Now().Before(deadline); n++ {
 		time.Sleep(interval) // the pace of the faults, not a synchronisation
 		// Every lock is taken with a place, and no more than fleetMax places
 		// are in use: a lock whose worker died keeps its place until it
 		// expires.
-		if locks := s.keys(t, "chaos:lock:*"); len(locks) > fleetMax {
+		locks := s.keys(t, "chaos:lock:*")
+		if len(locks) > fleetMax {
 			violations = append(violations, fmt.Sprintf("%d locks held at once, more than --fleet-max-running %d: %q", len(locks), fleetMax, locks))
 		}
+		mostLocks = max(mostLocks, len(locks))
 		kind := kinds[n%len(kinds)]
 		faults[kind]++
 		switch kind {
@@ -328,7 +330,8 @@ func TestChaos(t *testing.T) {
 	}
 	t.Logf("chaos: %d workers (%d started in all), %d items at the start, %d added and %d removed from outside, %d in the list at the end",
 		m, generation, k, added, faults["LREM an item"], len(s.list(t, "chaos:list")))
-	t.Logf("chaos: %d runs in %ds; children stopped on a lost lock: %d; runs cancelled: %d; overlaps found: %d", len(runs), seconds, lockLost, cancelled, len(overlaps))
+	t.Logf("chaos: %d runs in %ds; children stopped on a lost lock: %d; runs cancelled: %d; overlaps found: %d; most locks seen at once: %d (--fleet-max-running %d)",
+		len(runs), seconds, lockLost, cancelled, len(overlaps), mostLocks, fleetMax)
 	for _, kind := range kinds {
 		t.Logf("chaos: fault %-30s x%d", kind, faults[kind])
 	}
