@@ -112,7 +112,7 @@ func (w *worker) takeNamed(ctx context.Context, item string) (*Lock, error) {
 			return nil, heldError{item: item, wait: wait, why: err}
 		}
 		if !logged {
-			w.log.Info().Str("item", items.Clip(item)).Str("wait", duration.Format(wait)).Msg("the item's lock is held: waiting for it (--wait)")
+			w.log.Info().Str("item", items.Clip(item)).Str("wait", duration.Format(wait)).Msgf("%v: waiting for it (--wait)", err)
 		}
 		timer := time.NewTimer(min(namedPoll, left))
 		select {

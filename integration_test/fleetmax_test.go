@@ -285,3 +285,38 @@ func TestFleetMaxRunningExample(t *testing.T) {
 		t.Errorf("%d exports ran at once, want 2 (--fleet-max-running 2)", n)
 	}
 }
+
+// TestFleetMaxRunningItem: w8y --item under --fleet-max-running waits for a
+// place as for its lock: with --wait 0, exit 121 and one line; with a
+// --wait, it runs once the fleet's run ends and frees the place.
+func TestFleetMaxRunningItem(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "capitem")
+	dir := t.TempDir()
+	b.setenv("DIR=" + dir)
+	b.items("a")
+	worker := b.start("-c", "--fleet-max-running", "1", "--cooldown", "1h", "--", "sh", "-c",
+		`: >"$DIR/$W8Y_ITEM"; until [ -e "$DIR/go" ]; do sleep 0.05; done`)
+	redistest.WaitFor(t, "the fleet's run of a", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "a"))
+		return err == nil
+	})
+	r := b.run("--item", "x", "--fleet-max-running", "1", "--", "sh", "-c", `: >"$DIR/$W8Y_ITEM"`)
+	r.wantExit(t, 121)
+	oneLine(t, r.Stderr, `w8y: item "x": every place of --fleet-max-running is in use (--wait 0: not waiting for it)`)
+	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
+		t.Error("--item ran without a place")
+	}
+	waiting := b.start("--item", "x", "--fleet-max-running", "1", "--wait", "60s", "--", "sh", "-c", `: >"$DIR/$W8Y_ITEM"`)
+	redistest.WaitFor(t, "--item to wait for a place", func() bool {
+		return strings.Contains(waiting.stderrSoFar(), "every place of --fleet-max-running is in use: waiting for it (--wait)")
+	})
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waiting.wait(t).wantExit(t, 0)
+	if _, err := os.Stat(filepath.Join(dir, "x")); err != nil {
+		t.Errorf("--item with --wait did not run once the place was free: %v", err)
+	}
+	worker.stop(t)
+}

@@ -23,7 +23,13 @@ var placeSource string
 // ErrFull is returned by Pass.Take and TakeNamed when every place of
 // --fleet-max-running was in use: nothing was looked at. It is an
 // ErrNoWork, so that a worker waits as an idle one does, and looks again.
-var ErrFull = fmt.Errorf("%w: every place of --fleet-max-running is in use", ErrNoWork)
+var ErrFull error = fullError{}
+
+// fullError is ErrFull.
+type fullError struct{}
+
+func (fullError) Error() string        { return "every place of --fleet-max-running is in use" }
+func (fullError) Is(target error) bool { return target == ErrNoWork }
 
 // ErrPlacesNotColocated is returned by CheckPlaces when the cap cannot be
 // enforced in the take's own step.
