@@ -46,7 +46,7 @@ var exitStatuses = []cli.ExitStatus[string]{
 	{Code: "N", Meaning: "the child's exit code (with --parallel, the first child to end with a code other than 0)"},
 	{Code: "128+N", Meaning: "the child was killed by signal N; in one-shot mode also: w8y got stop signal N before any child started"},
 	{Code: strconv.Itoa(exitOK), Meaning: "no item could be taken (see --no-work-exit-code), --continuous drained after a stop signal or ended after --max-items/--max-runtime/--until-idle, or every --parallel child exited 0"},
-	{Code: strconv.Itoa(exitHeld), Meaning: "with --item, the item's lock stayed held by another for all of --wait; the command did not run"},
+	{Code: strconv.Itoa(exitHeld), Meaning: "with --item, the lock stayed held (or no --fleet-max-running place free) for all of --wait; the command did not run"},
 	{Code: strconv.Itoa(exitLockLost), Meaning: "the lock was lost while the child ran; the child was stopped"},
 	{Code: strconv.Itoa(exitCancelled), Meaning: "a cancel request (w8yctl cancel) stopped the child (one-shot mode)"},
 	{Code: strconv.Itoa(exitTimeout), Meaning: "the child ran past --timeout; it was stopped"},

@@ -17,6 +17,7 @@ import (
 	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/status"
+	"github.com/w8y/w8y/internal/take"
 )
 
 // Options holds everything w8y can be told on its command line or through
@@ -102,6 +103,7 @@ type ScheduleOptions struct {
 	ScheduleTimezone string        `long:"schedule-timezone" env:"W8Y_SCHEDULE_TIMEZONE" default:"UTC" value-name:"ZONE" description:"Read --schedule in this IANA time zone" details:"Read --schedule's fields in this time zone, an IANA name such as Europe/Paris or America/New_York."`
 	Jitter           duration.Flag `long:"jitter" env:"W8Y_JITTER" value-name:"DURATION" description:"Spread each item's --schedule slot over DURATION" details:"Start each item up to DURATION after each --schedule slot, by an amount fixed per item (a hash of it), so that the items of a list do not all start at once. 0 means none."`
 	cron             runs.Cron
+	FleetMaxRunning  take.Places  `long:"fleet-max-running" env:"W8Y_FLEET_MAX_RUNNING" value-name:"N" description:"At most N children of the list at once, fleet-wide" details:"Run at most N children of the list at once across every worker and host, whatever their --parallel: a take checks the places in use (<prefix>running) and takes one in the same atomic step as the lock, and a worker that finds them all in use waits as an idle one does. A place is freed with its run's lock: when the run ends, or, if its worker dies, when the lock expires. Give every worker of the list the same N. Needs the list's keys on one server: on Redis Cluster, a hash tag in --key-prefix (else exit 125)."`
 	FailureBackoff   runs.Backoff `long:"failure-backoff" env:"W8Y_FAILURE_BACKOFF" value-name:"MIN[,MAX]" description:"After a failure, wait MIN, doubling up to MAX" details:"After a failed run (an exit code not in --exit-codes, a timeout, a lost lock), the item waits MIN, doubling with each consecutive failure up to MAX (by default 10 x MIN), less up to a quarter of jitter (the key <prefix>backoff:<item>). MIN is at least 10ms. A --continuous worker then goes on to the next item."`
 }
 

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	flags "github.com/jessevdk/go-flags"
 	"github.com/w8y/w8y/internal/duration"
 	"golang.org/x/sys/unix"
 )
@@ -47,6 +48,24 @@ func (s *signalFlag) UnmarshalFlag(value string) error {
 // MarshalFlag implements flags.Marshaler: --help shows the name without SIG.
 func (s signalFlag) MarshalFlag() (string, error) {
 	return strings.TrimPrefix(unix.SignalName(syscall.Signal(s)), "SIG"), nil
+}
+
+// completedSignals are the names that completion offers for --timeout-signal,
+// the signals a child is stopped with; any other name or number is accepted.
+var completedSignals = []string{"TERM", "INT", "HUP", "QUIT", "KILL", "USR1", "USR2"}
+
+// Complete implements flags.Completer: the names that start with match, in
+// any case, with SIG if match has it.
+func (signalFlag) Complete(match string) []flags.Completion {
+	var out []flags.Completion
+	for _, name := range completedSignals {
+		for _, n := range []string{name, "SIG" + name} {
+			if strings.HasPrefix(n, strings.ToUpper(match)) && (match != "" || n == name) {
+				out = append(out, flags.Completion{Item: n})
+			}
+		}
+	}
+	return out
 }
 
 // parseSignal reads a signal's name, with or without SIG in any case, or

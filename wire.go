@@ -67,6 +67,9 @@ func runWorker(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zer
 		defer stop()
 	}
 	w := newWorker(opts, command, client, keys, token, p, counts, beat, log)
+	if err := w.rotator.CheckPlaces(); err != nil {
+		return err
+	}
 	w.reports = logging.FailureReports(opts.logging(), stderr)
 	defer announce(ctx, w, client, keys, token, log)()
 	log.Debug().Str("list", keys.List()).Str("holder", token).Bool("continuous", opts.Continuous).Msg("w8y starting")
@@ -114,7 +117,7 @@ func newWorker(opts *Options, command childcmd.Command, client redis.UniversalCl
 		rotator: &Rotator{take.Taker{
 			Client: client, Keys: keys, Token: token, TTL: time.Duration(opts.KeyExpiry),
 			MaxItemLen: command.MaxItemLen(keys.Lock(""), proc.ArgMax()), Log: log,
-			Record: record, ReplicaAcks: opts.ReplicaAcks, IdleWait: time.Duration(opts.IdleWait),
+			Record: record, ReplicaAcks: opts.ReplicaAcks, IdleWait: time.Duration(opts.IdleWait), FleetMax: int(opts.FleetMaxRunning),
 		}},
 		finisher: &runs.Finisher{
 			Client: client, Record: record, Jitter: runs.JitterFactor,

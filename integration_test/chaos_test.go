@@ -50,11 +50,12 @@ type chaosWorker struct {
 	marker string // in the environment of w8y and everything it starts
 }
 
-// TestChaos runs continuous workers over a list while injecting faults, and
-// checks w8y's promises from what the children and Redis record: no item is
-// ever run twice at once, none is started while an operator has it paused
-// (w8yctl pause), the list ends holding exactly what the outside
-// writers left in it, no child outlives its worker, no lock outlives a
+// TestChaos runs continuous workers over a list, capped by
+// --fleet-max-running, while injecting faults, and checks w8y's promises
+// from what the children and Redis record: no item is ever run twice at
+// once, no more locks are held at once than the cap, none is started while
+// an operator has it paused (w8yctl pause), the list ends holding exactly
+// what the outside writers left in it, no child outlives its worker, no lock outlives a
 // graceful stop, and every worker exits with the documented code.
 func TestChaos(t *testing.T) {
 	var (
@@ -62,6 +63,9 @@ func TestChaos(t *testing.T) {
 		m       = chaosSetting(t, "W8Y_CHAOS_WORKERS", 5)
 		k       = chaosSetting(t, "W8Y_CHAOS_ITEMS", 12)
 		ttl     = time.Second
+		// fleetMax is the list's --fleet-max-running: fewer places than
+		// workers, so that workers wait for one as well as for items.
+		fleetMax = max(m-2, 1)
 	)
 	s := startRedis(t)
 	dir := t.TempDir()
@@ -80,7 +84,7 @@ func TestChaos(t *testing.T) {
 		// base is "001" in every run, and chaos tests of other checkouts
 		// on the same machine would carry the same marker.
 		w := &chaosWorker{marker: fmt.Sprintf("W8Y_CHAOS_MARK=%s-%d", dir, generation)}
-		args := []string{"-u", s.URL, "-k", "chaos", "-c", "-x", ttl.String(), "--idle-wait", "50ms", "--log-level", "warn"}
+		args := []string{"-u", s.URL, "-k", "chaos", "-c", "-x", ttl.String(), "--idle-wait", "50ms", "--log-level", "warn", "--fleet-max-running", itoa(fleetMax)}
 		// Every other worker cools items down, so that workers run out of
 		// eligible items, go idle and take what comes due through the due
 		// index rather than by passing over the list.
@@ -171,9 +175,17 @@ func TestChaos(t *testing.T) {
 		"w8yctl pause", "w8yctl resume", "w8yctl run-now", "w8yctl cancel"}
 	interval := time.Duration(seconds) * time.Second / time.Duration(3*len(kinds))
 	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
-	added := 0
+	added, mostLocks := 0, 0
 	for n := 0; time.Now().Before(deadline); n++ {
 		time.Sleep(interval) // the pace of the faults, not a synchronisation
+		// Every lock is taken with a place, and no more than fleetMax places
+		// are in use: a lock whose worker died keeps its place until it
+		// expires.
+		locks := s.keys(t, "chaos:lock:*")
+		if len(locks) > fleetMax {
+			violations = append(violations, fmt.Sprintf("%d locks held at once, more than --fleet-max-running %d: %q", len(locks), fleetMax, locks))
+		}
+		mostLocks = max(mostLocks, len(locks))
 		kind := kinds[n%len(kinds)]
 		faults[kind]++
 		switch kind {
@@ -318,7 +330,8 @@ func TestChaos(t *testing.T) {
 	}
 	t.Logf("chaos: %d workers (%d started in all), %d items at the start, %d added and %d removed from outside, %d in the list at the end",
 		m, generation, k, added, faults["LREM an item"], len(s.list(t, "chaos:list")))
-	t.Logf("chaos: %d runs in %ds; children stopped on a lost lock: %d; runs cancelled: %d; overlaps found: %d", len(runs), seconds, lockLost, cancelled, len(overlaps))
+	t.Logf("chaos: %d runs in %ds; children stopped on a lost lock: %d; runs cancelled: %d; overlaps found: %d; most locks seen at once: %d (--fleet-max-running %d)",
+		len(runs), seconds, lockLost, cancelled, len(overlaps), mostLocks, fleetMax)
 	for _, kind := range kinds {
 		t.Logf("chaos: fault %-30s x%d", kind, faults[kind])
 	}

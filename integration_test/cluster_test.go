@@ -291,6 +291,24 @@ func TestCluster(t *testing.T) {
 			if locks, _ := c.clusterKeys(t, tt.prefix+"lock:*"); len(locks) != 0 {
 				t.Errorf("locks left behind: %q", locks)
 			}
+
+			// --fleet-max-running: enforced in the take's one script with a
+			// hash tag; refused without one, before anything is taken.
+			before, _ := c.Client.LRange(ctx(t), list, 0, -1).Result()
+			r = runW8y(t, nil, append(base, "--fleet-max-running", "2", "printf", "%s", "{}")...)
+			after, _ := c.Client.LRange(ctx(t), list, 0, -1).Result()
+			if tt.scan {
+				r.mustExit(t, 0)
+				if limit := c.Client.Get(ctx(t), tt.prefix+"fleet-max-running").Val(); limit != "2" || c.Client.SCard(ctx(t), tt.prefix+"running").Val() != 0 {
+					t.Errorf("after a capped run: the cap's record %q, places %d; want 2 and none", limit, c.Client.SCard(ctx(t), tt.prefix+"running").Val())
+				}
+				return
+			}
+			r.wantExit(t, 125)
+			oneLine(t, r.Stderr, "--fleet-max-running needs every key of the list on one server: on Redis Cluster, put a hash tag in --key-prefix")
+			if !slices.Equal(after, before) {
+				t.Errorf("a refused --fleet-max-running changed the list: %q, was %q", after, before)
+			}
 		})
 	}
 }

@@ -90,7 +90,7 @@ func TestMakeBuild(t *testing.T) {
 
 // TestBashCompletion sources each command's scripts/COMMAND.bash-completion
 // in bash and completes command lines as a user's Tab would: w8y's options
-// and choices where they belong, and nothing of w8y's after the executable,
+// and choices where they belong (the signals' names of --timeout-signal), and nothing of w8y's after the executable,
 // where bash falls back to file names; w8yctl's verbs, then its options, and
 // nothing for an option's value or an item.
 func TestBashCompletion(t *testing.T) {
@@ -103,6 +103,10 @@ func TestBashCompletion(t *testing.T) {
 			{"w8y --conti", "--continuous"},
 			{"w8y -k work --log-format ", "console\njson"},
 			{"w8y -k work --log-level=w", "--log-level=warn"},
+			{"w8y --timeout-signal ", "TERM\nINT\nHUP\nQUIT\nKILL\nUSR1\nUSR2"},
+			{"w8y --timeout 5m --timeout-signal us", "USR1\nUSR2"},
+			{"w8y --timeout-signal=sigk", "--timeout-signal=SIGKILL"},
+			{"w8y --fleet", "--fleet-max-running"},
 			{"w8y -k x sh --con", ""},
 			{"w8y -k x -- --con", ""},
 		}},
@@ -236,8 +240,10 @@ func podman(t *testing.T, args ...string) string {
 // recipes page does, with --network=host, against a redis-server the
 // test started: w8y runs as PID 1, as nobody, and runs an item; the
 // probes answer, inside the container too (busybox's wget); an orphan that
-// a child leaves behind is reaped when it dies; and SIGTERM to the
-// container drains the running item, releases its lock and exits 0.
+// a child leaves behind is reaped when it dies; SIGTERM to the container
+// drains the running item, releases its lock and exits 0; and with
+// --drain-timeout, podman stop lets the running child finish (see
+// containerDrain).
 func TestContainerImage(t *testing.T) {
 	t.Parallel()
 	random := make([]byte, 4)
@@ -338,4 +344,47 @@ esac`
 	if out != "report x by 65534\nreport y by 65534" {
 		t.Errorf("the worker's image printed %q", out)
 	}
+
+	containerDrain(t, s, image, name+"-drain")
+}
+
+// containerDrain runs image as PID 1 with --drain-timeout, as the
+// Kubernetes Deployment does, and stops it as the kubelet and podman do,
+// with SIGTERM to PID 1 (podman stop): the running child is not signalled,
+// finishes inside the drain, and its run is recorded as a success; no new
+// item is taken. The child runs until the test, through a directory both
+// share, lets it end, once w8y has said that it drains.
+func containerDrain(t *testing.T, s *server, image, name string) {
+	shared := t.TempDir()
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	s.seed(t, "drain:list", "long", "next")
+	child := `: >"/shared/$W8Y_ITEM"; until [ -e /shared/go ]; do sleep 0.05; done`
+	run := startCommand(t, nil, "bash", "../scripts/podman.sh", "run", "--rm", "--network=host", "--name", name,
+		"-v", shared+":/shared", "-e", "W8Y_REDIS_URL="+s.URL, "-e", "W8Y_KEY_PREFIX=drain", "-e", "W8Y_DRAIN_TIMEOUT=90s",
+		image, "--continuous", "--", "sh", "-c", child)
+	t.Cleanup(func() { _ = exec.Command("bash", "../scripts/podman.sh", "rm", "--force", name).Run() })
+	redistest.WaitFor(t, "the first item to run", func() bool {
+		_, err := os.Stat(filepath.Join(shared, "long"))
+		return err == nil
+	})
+	// podman stop sends SIGTERM to PID 1, and SIGKILL only after --time.
+	stop := startCommand(t, nil, "bash", "../scripts/podman.sh", "stop", "--time", "120", name)
+	redistest.WaitFor(t, "w8y to drain", func() bool { return strings.Contains(run.stderrSoFar(), "draining: the running children may finish") })
+	if err := os.WriteFile(filepath.Join(shared, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop.wait(t).wantExit(t, 0)
+	r := run.wait(t)
+	r.wantExit(t, 0)
+	state := s.stateOf(t, "drain", "long")
+	if state["last_result"] != "success" || state["last_exit_code"] != "0" || state["runs"] != "1" {
+		t.Errorf("the drained item's state: %v, want one run, a success with exit code 0", state)
+	}
+	if _, err := os.Stat(filepath.Join(shared, "next")); err == nil || s.Client.Exists(ctx(t), "drain:state:next").Val() != 0 {
+		t.Errorf("the second item ran after SIGTERM")
+	}
+	s.noLocks(t, "drain")
+	r.wantStderr(t, "drained; exiting")
 }

@@ -80,11 +80,73 @@ swept() { has_key "$1:sweep" && [ "$(rcli GET "$1:untried")" = 0 ]; }
 
 # shellcheck source=scripts/lib/fleet-size.sh
 source "$root/scripts/lib/fleet-size.sh"
-# FLEET_PART=size measures the fleet's size alone (see fleet-size.sh).
-if [ "${FLEET_PART:-all}" = size ]; then
+
+# fleet_cap measures what workers that wait for a place of
+# --fleet-max-running cost Redis, against idle ones: ten continuous workers
+# over 1,000 items all cooling down, without a cap (idle: looks and the
+# fleet's sweeps), then ten over 1,000 free items with --fleet-max-running 1
+# whose one place a run elsewhere holds (waiting), each over the same
+# window. The figure is the Redis time of their scripts (EVALSHA in INFO
+# commandstats), outside the noise of the whole server; then how soon a
+# waiting worker starts once that run's lock goes.
+fleet_cap() {
+	local idle waiting n0 u0 n1 u1 m0 v0 m1 v1 t s
+	local capstarts="$tmp/capstarts"
+	rcli FLUSHALL >/dev/null
+	load "c:" 1000 cooling
+	bg_pids=()
+	for _ in $(seq 10); do
+		"$w8y" -q -c -u "$url" -k c true &
+		bg_pids+=($!)
+	done
+	wait_for swept c
+	read -r n0 u0 < <(usec evalsha)
+	idle=$(window_cpu)
+	read -r n1 u1 < <(usec evalsha)
+	stop_bg
+
+	rcli FLUSHALL >/dev/null
+	load "c:" 1000 none
+	rcli SET c:lock:held other PX 3600000 >/dev/null
+	rcli SADD c:running c:lock:held >/dev/null
+	: >"$capstarts"
+	for _ in $(seq 10); do
+		"$w8y" -q -c -u "$url" -k c --fleet-max-running 1 bash -c 'echo "$EPOCHREALTIME" >>"$0"' "$capstarts" &
+		bg_pids+=($!)
+	done
+	ten_registered() { [ "$(rcli ZCARD c:workers)" = 10 ]; }
+	wait_for ten_registered
+	read -r m0 v0 < <(usec evalsha)
+	waiting=$(window_cpu)
+	read -r m1 v1 < <(usec evalsha)
+	[ ! -s "$capstarts" ] || broken "a worker ran a child while the one place was in use"
+	t=$EPOCHREALTIME
+	rcli DEL c:lock:held >/dev/null
+	wait_for test -s "$capstarts"
+	s=$(head -1 "$capstarts")
+	stop_bg
+
+	# The reference, which has no target of its own.
+	printf '%-52s %10s   %s\n' "10 idle workers, 1000 items cooling: script us/s" "$(((u1 - u0) / window))" \
+		"$((n1 - n0)) looks and sweeps in ${window}s (INFO commandstats); Redis ${idle} ms/s in all"
+	verdict "10 workers waiting for a place: script us/s" "$(((v1 - v0) / window))" le "$(((u1 - u0) / window))" \
+		"$((m1 - m0)) looks in ${window}s; Redis ${waiting} ms/s in all; target: no more than the idle workers'"
+	verdict "pickup: the one place freed (s)" "$(awk -v a="$t" -v b="$s" 'BEGIN {printf "%.2f", b - a}')" le 1.25 \
+		"from the DEL of the place's lock to a waiting worker's child's start"
+}
+
+# FLEET_PART=size measures the fleet's size alone (see fleet-size.sh), and
+# FLEET_PART=cap the workers that wait for a place (see fleet_cap).
+case "${FLEET_PART:-all}" in
+size)
 	fleet_size
 	exit 0
-fi
+	;;
+cap)
+	fleet_cap
+	exit 0
+	;;
+esac
 
 echo "machine: $(nproc) cores, $(uname -sr), $(redis-server --version | awk '{print $3}' | tr -d 'v='), $(go version | awk '{print $3}')"
 echo "w8y: $("$w8y" --version), redis-server on port $port"
@@ -237,3 +299,6 @@ verdict "--status, 1000000 items: Redis CPU s" "$(awk -v a="$a" -v b="$b" 'BEGIN
 # 6. The fleet's size: 300 idle workers against one, their pickups, and
 # w8yctl workers (see scripts/lib/fleet-size.sh).
 fleet_size
+
+# 7. Workers waiting for a place of --fleet-max-running (see fleet_cap).
+fleet_cap

@@ -118,8 +118,16 @@ func wantsNextWord(parser *flags.Parser, word string) (opt *flags.Option, ok boo
 }
 
 // printChoices prints the choices of opt that start with value, each after
-// prefix; none for an option without choices.
+// prefix: its choices, or what its value's type completes (a
+// flags.Completer, such as a signal's names, where the option takes more
+// than a list of choices could say); none for an option with neither.
 func printChoices(w io.Writer, opt *flags.Option, prefix, value string) {
+	if completer, ok := opt.Value().(flags.Completer); ok && len(opt.Choices) == 0 {
+		for _, c := range completer.Complete(value) {
+			fmt.Fprintln(w, prefix+c.Item)
+		}
+		return
+	}
 	for _, choice := range opt.Choices {
 		if strings.HasPrefix(choice, value) {
 			fmt.Fprintln(w, prefix+choice)

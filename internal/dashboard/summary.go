@@ -57,6 +57,9 @@ type Summary struct {
 	Items  int64  `json:"items"`
 	Counts Counts `json:"counts"`
 	Lag    Lag    `json:"lag"`
+	// FleetMax is the places of --fleet-max-running in use and the cap,
+	// or null without a cap (see status.Reader.Places).
+	FleetMax *status.Places `json:"fleet_max_running"`
 	// At is when the read ended, in Unix milliseconds; Took how long it
 	// took.
 	At     int64 `json:"at"`
@@ -140,6 +143,9 @@ func (s *Server) readSummary(ctx context.Context) (*Summary, error) {
 	sum.Items = int64(len(sum.names))
 	end := s.Now()
 	if sum.Lag, err = readLag(ctx, s.Fleet.Client, s.Fleet.Keys, end); err != nil {
+		return nil, err
+	}
+	if sum.FleetMax, err = s.Status.Places(ctx); err != nil {
 		return nil, err
 	}
 	sum.At, sum.TookMs = end.UnixMilli(), end.Sub(start).Milliseconds()

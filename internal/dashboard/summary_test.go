@@ -57,6 +57,28 @@ func TestSummaryCountsEachItemOnce(t *testing.T) {
 	}
 }
 
+// TestSummaryShowsThePlaces: /api/summary has no places without a cap, and
+// under --fleet-max-running those whose lock exists and the cap.
+func TestSummaryShowsThePlaces(t *testing.T) {
+	for _, capped := range []bool{false, true} {
+		srv, rdb, keys := start(t, "", "a", "b")
+		ctx := context.Background()
+		if capped {
+			rdb.Set(ctx, keys.FleetMax(), 2, 0)
+			rdb.Set(ctx, keys.Lock("a"), "h:1:a", time.Minute)
+			rdb.SAdd(ctx, keys.Running(), keys.Lock("a"), keys.Lock("b"))
+		}
+		var sum Summary
+		getJSON(t, srv.URL+"/api/summary", &sum)
+		switch {
+		case !capped && sum.FleetMax != nil:
+			t.Errorf("without a cap: %+v, want none", sum.FleetMax)
+		case capped && (sum.FleetMax == nil || *sum.FleetMax != status.Places{InUse: 1, Limit: 2}):
+			t.Errorf("with a cap of 2 and one lock: %+v", sum.FleetMax)
+		}
+	}
+}
+
 // TestSummaryReadOnceForManyBrowsers: however many requests come at once,
 // one reads the list, and the others get what it read; a later request
 // within summaryEvery reads nothing.

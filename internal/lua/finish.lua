@@ -6,8 +6,9 @@
 -- KEYS[1] the item's lock
 -- KEYS[2] its state hash, KEYS[3] its cooldown key, KEYS[4] its backoff key
 -- KEYS[5] the due index (see schema.Keys.Due), KEYS[6] its cancel request
---         (see schema.Keys.Cancel), KEYS[7] the events stream (optional:
---         without it, no event is added)
+--         (see schema.Keys.Cancel), KEYS[7] the places in use under
+--         --fleet-max-running (see schema.Keys.Running), KEYS[8] the events
+--         stream (optional: without it, no event is added)
 -- ARGV[1] our token
 -- ARGV[2] the item
 -- ARGV[3] options: words of the form name=value, separated by spaces, as in
@@ -54,6 +55,12 @@ if redis.pcall("GET", KEYS[1]) == ARGV[1] then
 end
 if #KEYS < 4 then
   return released
+end
+-- The run's place under --fleet-max-running goes with its lock, in the same
+-- step, and only if the lock was still ours: a lock lost and taken again
+-- by another run is that run's place now.
+if released == 1 then
+  redis.pcall("SREM", KEYS[7], KEYS[1])
 end
 -- Everything below is written whether or not the lock was still ours: a
 -- lost lock is a failed run.
@@ -179,7 +186,7 @@ if opt.failed == "1" then
   redis.pcall("HINCRBY", state, "failures", 1)
 end
 redis.pcall("PEXPIRE", state, opt.state_ttl)
-if KEYS[7] then
+if KEYS[8] then
   local fields = {"type", opt.event, "item", item, "holder", token, "result", opt.result}
   if opt.exit_code then
     fields[#fields + 1] = "exit_code"
@@ -193,8 +200,8 @@ if KEYS[7] then
     fields[#fields + 1] = "cancelled_by"
     fields[#fields + 1] = by
   end
-  redis.pcall("XADD", KEYS[7], "MAXLEN", "~", opt.events, "*", unpack(fields))
-  redis.pcall("PEXPIRE", KEYS[7], opt.state_ttl)
+  redis.pcall("XADD", KEYS[8], "MAXLEN", "~", opt.events, "*", unpack(fields))
+  redis.pcall("PEXPIRE", KEYS[8], opt.state_ttl)
 end
 
 return {released, failures, delay, problem}

@@ -23,6 +23,9 @@ type lagCollector struct {
 	overdue *prometheus.Desc
 	lag     *prometheus.Desc
 	up      *prometheus.Desc
+	// inUse and fleetMax are the places of --fleet-max-running, reported
+	// only where a cap is recorded.
+	inUse, fleetMax *prometheus.Desc
 }
 
 func newLagCollector(reader *status.Reader, now func() time.Time) *lagCollector {
@@ -36,6 +39,10 @@ func newLagCollector(reader *status.Reader, now func() time.Time) *lagCollector 
 			"How long ago the most overdue item came due: how far behind the fleet is on the list (0 when none is overdue).", nil, labels),
 		up: prometheus.NewDesc("w8y_redis_up",
 			"1 when this scrape's read of the due index reached Redis, 0 when it failed.", nil, labels),
+		inUse: prometheus.NewDesc("w8y_fleet_running",
+			"Runs of the list that hold a place of --fleet-max-running, anywhere in the fleet (the same on every worker of the list).", nil, labels),
+		fleetMax: prometheus.NewDesc("w8y_fleet_max_running",
+			"The --fleet-max-running that the list's last take enforced: how many places the fleet shares.", nil, labels),
 	}
 }
 
@@ -43,10 +50,14 @@ func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.overdue
 	ch <- c.lag
 	ch <- c.up
+	ch <- c.inUse
+	ch <- c.fleetMax
 }
 
-// Collect reads the lag; a failed read reports w8y_redis_up 0 and leaves
-// the lag out rather than report a made-up 0.
+// Collect reads the lag, and the places of --fleet-max-running where a cap
+// is recorded; a failed read reports w8y_redis_up 0 and leaves the lag out
+// rather than report a made-up 0 (a failed read of the places leaves them
+// out).
 func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), lagTimeout)
 	defer cancel()
@@ -58,4 +69,8 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
 	ch <- prometheus.MustNewConstMetric(c.overdue, prometheus.GaugeValue, float64(lag.Overdue))
 	ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(lag.MostOverdueMs)/1000)
+	if places, err := c.reader.Places(ctx); err == nil && places != nil {
+		ch <- prometheus.MustNewConstMetric(c.inUse, prometheus.GaugeValue, float64(places.InUse))
+		ch <- prometheus.MustNewConstMetric(c.fleetMax, prometheus.GaugeValue, float64(places.Limit))
+	}
 }

@@ -53,6 +53,30 @@ w8y_redis_up{list="m:list"} 0
 	}
 }
 
+// TestPlacesGauges: where a cap is recorded, a scrape reports the places
+// of --fleet-max-running whose lock exists, and the cap.
+func TestPlacesGauges(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	keys := schema.Keys{Prefix: "m:"}
+	srv.Client.Set(ctx, keys.FleetMax(), 3, 0)
+	srv.Client.SAdd(ctx, keys.Running(), keys.Lock("a"), keys.Lock("b"), keys.Lock("gone"))
+	srv.Client.Set(ctx, keys.Lock("a"), "h", time.Minute)
+	srv.Client.Set(ctx, keys.Lock("b"), "h", time.Minute)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newLagCollector(&status.Reader{Client: srv.Client, Keys: keys}, time.Now))
+	want := `# HELP w8y_fleet_max_running The --fleet-max-running that the list's last take enforced: how many places the fleet shares.
+# TYPE w8y_fleet_max_running gauge
+w8y_fleet_max_running{list="m:list"} 3
+# HELP w8y_fleet_running Runs of the list that hold a place of --fleet-max-running, anywhere in the fleet (the same on every worker of the list).
+# TYPE w8y_fleet_running gauge
+w8y_fleet_running{list="m:list"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "w8y_fleet_max_running", "w8y_fleet_running"); err != nil {
+		t.Error(err)
+	}
+}
+
 // TestFailureStreaks: a run counts at every floor its item's streak has
 // reached, and an unknown streak (-1) or a success (0) at none.
 func TestFailureStreaks(t *testing.T) {

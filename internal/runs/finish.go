@@ -79,7 +79,7 @@ func (f *Finisher) Finish(ctx context.Context, lockKey, token string, end End) (
 		return f.finishEach(ctx, lockKey, token, end, factor)
 	}
 	rec, item := f.Record, end.Item
-	keys := []string{lockKey, rec.Keys.State(item), rec.Keys.Cooldown(item), rec.Keys.Backoff(item), rec.Keys.Due(), rec.Keys.Cancel(item)}
+	keys := []string{lockKey, rec.Keys.State(item), rec.Keys.Cooldown(item), rec.Keys.Backoff(item), rec.Keys.Due(), rec.Keys.Cancel(item), rec.Keys.Running()}
 	if rec.EventsMaxLen > 0 {
 		keys = append(keys, rec.Keys.Events())
 	}

@@ -91,6 +91,21 @@ func (k Keys) Seen() string { return k.Prefix + "seen" }
 // on the due index, the appended items and the sweep.
 func (k Keys) Untried() string { return k.Prefix + "untried" }
 
+// Running is the set of the places in use under --fleet-max-running: the
+// lock key of each run that took a place. A place is in use while that lock
+// exists, so the lock is the place's lease: a run that ends deletes its lock
+// and its member in one script, and a member whose lock is gone (its worker
+// died, or gave the lock back) is dropped by the next take that finds the
+// places all taken. A worker that dies frees its place when its lock
+// expires, and never before. Takes write it only where an item's keys are
+// colocated with the list.
+func (k Keys) Running() string { return k.Prefix + "running" }
+
+// FleetMax is the --fleet-max-running that the last take under a cap
+// enforced (an integer), which w8yctl status and the dashboard show beside
+// the places in use; a take without a cap deletes it.
+func (k Keys) FleetMax() string { return k.Prefix + "fleet-max-running" }
+
 // Worker is the registry entry of the live worker whose holder token is
 // holder (see Workers): a hash of what it is and what it runs now (the
 // Worker* fields), with an expiry that the worker's beat pushes back, so

@@ -23,6 +23,8 @@ func TestKeyNames(t *testing.T) {
 		k.Worker("h:1:a"): "work:worker:h:1:a",
 		k.Workers():       "work:workers",
 		k.Looking():       "work:looking",
+		k.Running():       "work:running",
+		k.FleetMax():      "work:fleet-max-running",
 	} {
 		if got != want {
 			t.Errorf("got %q, want %q", got, want)

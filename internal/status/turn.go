@@ -16,7 +16,10 @@ type turn struct {
 	Summary      *Summary `json:"summary"`
 	SummaryAgeMs int64    `json:"summary_age_ms"`
 	LiveWorkers  int64    `json:"live_workers"`
-	Lag          Lag      `json:"lag"`
+	// FleetMax is the places of --fleet-max-running, or null without a
+	// cap.
+	FleetMax *Places `json:"fleet_max_running"`
+	Lag      Lag     `json:"lag"`
 	// Matching is how many items pass the filter's states and glob, when
 	// the whole list was read; null when the rows were read only up to
 	// --limit.
@@ -61,6 +64,9 @@ func (s *Reader) turn(ctx context.Context, f Filter, whole bool, now time.Time) 
 	if t.LiveWorkers, err = s.LiveWorkers(ctx, now); err != nil {
 		return turn{}, err
 	}
+	if t.FleetMax, err = s.Places(ctx); err != nil {
+		return turn{}, err
+	}
 	return t, nil
 }
 
@@ -93,6 +99,8 @@ func (t turn) write(w io.Writer, f Filter, now time.Time, width int) {
 //	running 3  paused 1  cooling 120  backoff 2  idle 99874  failing 5
 //	live workers 4  overdue 12, the most by 3m2s (report-42)
 //
+// with "2 of 3 in use (--fleet-max-running)" after the live workers under
+// a cap,
 // each clipped to width terminal columns when width > 0.
 func writeSummary(w io.Writer, t turn, width int) {
 	s := t.Summary
@@ -109,6 +117,9 @@ func writeSummary(w io.Writer, t turn, width int) {
 		counts += fmt.Sprintf("  invalid %d", s.Invalid)
 	}
 	behind := fmt.Sprintf("live workers %d  overdue %d", t.LiveWorkers, t.Lag.Overdue)
+	if p := t.FleetMax; p != nil {
+		behind = fmt.Sprintf("live workers %d  %d of %d in use (--fleet-max-running)  overdue %d", t.LiveWorkers, p.InUse, p.Limit, t.Lag.Overdue)
+	}
 	if t.Lag.MostOverdue != nil {
 		behind += fmt.Sprintf(", the most by %s (%s)", short(time.Duration(t.Lag.MostOverdueMs)*time.Millisecond), cell(*t.Lag.MostOverdue))
 	}

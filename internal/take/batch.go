@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redisconn"
 )
 
@@ -48,11 +47,11 @@ var batchSource string
 //	ARGV[3] -> the lock's TTL in milliseconds
 //	ARGV[4] -> candidates left in this pass, or -1 to start a pass
 //	ARGV[5] -> the longest item the child can be given
-//	ARGV[6] -> options: "batch=N now=MS [state_ttl=MS events=N] [sweep=MS] [swept=1] [start=N]"
+//	ARGV[6] -> options: "batch=N now=MS [state_ttl=MS events=N] [sweep=MS] [swept=1] [start=N] [cap=N]"
 //
 // Returns {left, item or false, length or -1, fence, head1, size-or-type1,
 // ...}, which decodeBatchReply reads.
-var batchScript = redis.NewScript(batchSource)
+var batchScript = withPlaces(batchSource)
 
 // batchCall is one call of batchScript.
 type batchCall struct {
@@ -75,8 +74,8 @@ type batchCall struct {
 	// before): a pass that ends without a take marks that many items tried.
 	Start int64
 	// Record holds the words that ask the script to record a take (see
-	// runs.Recorder.TakeWords).
-	Record string
+	// runs.Recorder.TakeWords), and Cap the cap's (see Taker.capWord).
+	Record, Cap string
 }
 
 // batchReply is what one call of batchScript did.
@@ -92,6 +91,9 @@ type batchReply struct {
 	Fence int64
 	// Skipped are the items passed over that an operator should hear of.
 	Skipped []skippedItem
+	// Full is set when every place of --fleet-max-running was in use: the
+	// call looked at nothing.
+	Full bool
 }
 
 // takeInBatches is Pass.Take with batchScript: one round trip per batch of
@@ -104,7 +106,7 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 	if most <= 0 {
 		most = maxBatch
 	}
-	call := batchCall{Prefix: t.Keys.Prefix, Token: t.Token, TTL: t.TTL, MaxItemLen: t.MaxItemLen, Batch: min(firstBatch, most), Swept: p.swept, Start: p.length}
+	call := batchCall{Prefix: t.Keys.Prefix, Token: t.Token, TTL: t.TTL, MaxItemLen: t.MaxItemLen, Batch: min(firstBatch, most), Swept: p.swept, Start: p.length, Cap: t.capWord()}
 	look := &t.Memory.look
 	// -1 asks the first call to start the pass from the list's length.
 	for p.left != 0 {
@@ -133,6 +135,9 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 			call.Start = reply.Length
 		}
 		p.left = reply.Left
+		if reply.Full {
+			return Taken{}, ErrFull
+		}
 		call.Batch = min(2*call.Batch, most)
 		if p.left == 0 && !reply.Taken {
 			look.passTime = time.Since(p.started)
@@ -161,7 +166,7 @@ func (b batchCall) run(ctx context.Context, client redisconn.ScriptClient, acks 
 	// No more arguments: Redis refuses commands of more than 10 parts
 	// before AUTH, and a server that wants a password we lack must say
 	// NOAUTH, not "Protocol error". New settings go into the options word.
-	options := "batch=" + strconv.Itoa(b.Batch) + " now=" + strconv.FormatInt(b.Now.UnixMilli(), 10) + b.Record
+	options := "batch=" + strconv.Itoa(b.Batch) + " now=" + strconv.FormatInt(b.Now.UnixMilli(), 10) + b.Record + b.Cap
 	if b.Sweep > 0 {
 		options += " sweep=" + strconv.FormatInt(b.Sweep.Milliseconds(), 10)
 	}
@@ -203,6 +208,7 @@ func decodeBatchReply(reply []any) (batchReply, error) {
 	out.Item, out.Taken = reply[1].(string)
 	if len(reply) > 3 {
 		out.Fence, _ = reply[3].(int64)
+		out.Full = out.Fence == fullFence
 		out.Skipped = decodeSkipped(reply[4:])
 	}
 	return out, nil

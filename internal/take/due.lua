@@ -55,12 +55,14 @@
 --           head=0       look on while items at the head are untried, rather
 --                        than reply at once for the caller to pass over them
 --           state_ttl=MS, events=N   record a take as take.lua does
+--           cap=N        --fleet-max-running, as take.lua takes it
 --
 -- Returns {unseen, taken, sweep, fence, untried, head1, size1, ...}: how
 -- many appended items are still to be tried after this look (a caller that
 -- took nothing looks again at once while there are), the item whose lock is
 -- now ours or false, 1 when this worker must sweep now (else 0), the take's
--- fencing token as take.lua returns it (0 without a take), how many items
+-- fencing token as take.lua returns it (0 without a take, -1 when cap=N
+-- found every place in use and the look tried nothing), how many items
 -- at the list's head no worker has tried yet (a caller that took nothing
 -- passes over them with take.lua, as a pass of that many), and for each
 -- item skipped because the child cannot be given it, or because its lock
@@ -100,6 +102,18 @@ elseif not untried then
   untried = length
   redis.pcall("SET", untriedKey, length)
   redis.pcall("SET", seenKey, length)
+end
+-- A capped look whose places are all in use tries nothing, and elects no
+-- sweep: the caller waits as an idle worker does, and looks again.
+local cap = tonumber(opt.cap or 0)
+if cap > 0 then
+  local free, err = placeFree(keyPrefix .. "running", cap)
+  if err then
+    return err
+  end
+  if not free then
+    return {0, false, 0, -1, 0}
+  end
 end
 -- A pass tries the head first: while items there are untried, the caller
 -- (unless it asks for the rest, head=0) passes over them before anything
@@ -254,6 +268,7 @@ if taken then
   if type(fence) == "number" then
     reply[4] = fence
   end
+  takePlace(keyPrefix .. "running", keyPrefix .. "fleet-max-running", keyPrefix .. "lock:" .. taken, cap)
   if opt.state_ttl then
     local state = keyPrefix .. "state:" .. taken
     redis.pcall("HSET", state, "last_start", opt.now, "last_holder", token, "last_fence", reply[4])

@@ -23,12 +23,16 @@ var tryLockSource string
 // another type, which SET NX alone would pass over without a word.
 //
 //	KEYS[1] -> the item's lock key
+//	KEYS[2] -> with a cap, the places in use (see schema.Keys.Running)
+//	KEYS[3] -> with a cap, its record (see schema.Keys.FleetMax)
 //	ARGV[1] -> our token
 //	ARGV[2] -> the lock's TTL in milliseconds
+//	ARGV[3] -> the cap, --fleet-max-running (optional)
 //
-// Returns 1 when taken, 0 when another holder has it, or the key's type
-// (such as "hash") when it holds something that is not a lock.
-var tryLockScript = redis.NewScript(tryLockSource)
+// Returns 1 when taken, 0 when another holder has it, -1 when every place
+// under the cap was in use, or the key's type (such as "hash") when it
+// holds something that is not a lock.
+var tryLockScript = withPlaces(tryLockSource)
 
 // takeEach is Pass.Take with round trips per candidate. A candidate costs
 // an LMOVE and one pipeline of EXISTS for its cooldown, backoff and pause
@@ -117,7 +121,13 @@ type lockTry struct {
 // refused the lock and the replicas both.
 func (t *Taker) tryLock(ctx context.Context, item string) (lockTry, error) {
 	taken := t.taken(item, time.Now())
-	got, err := redisconn.RunConfirmed(ctx, t.Client, tryLockScript, t.ReplicaAcks, t.TTL, []string{taken.Key}, taken.Token, t.TTL.Milliseconds())
+	keys, args := []string{taken.Key}, []any{taken.Token, t.TTL.Milliseconds()}
+	if t.FleetMax > 0 {
+		// Only where one script may name the places with the lock (see
+		// the Cluster check of --fleet-max-running).
+		keys, args = append(keys, t.Keys.Running(), t.Keys.FleetMax()), append(args, t.FleetMax)
+	}
+	got, err := redisconn.RunConfirmed(ctx, t.Client, tryLockScript, t.ReplicaAcks, t.TTL, keys, args...)
 	if got != int64(1) && err != nil {
 		return lockTry{}, redisconn.Wrap("take lock "+quote(taken.Key), err)
 	}

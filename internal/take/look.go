@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redisconn"
 )
 
@@ -63,11 +62,11 @@ var dueSource string
 //	ARGV[2] -> our token
 //	ARGV[3] -> the lock's TTL in milliseconds
 //	ARGV[4] -> the longest item the child can be given
-//	ARGV[5] -> options: "now=MS most=N new=N sweep=MS [state_ttl=MS events=N]"
+//	ARGV[5] -> options: "now=MS most=N new=N sweep=MS [state_ttl=MS events=N] [cap=N]"
 //
 // Returns {unseen, item or false, sweep (1 or 0), fence, untried, head1,
 // size-or-type1, ...}, which look reads.
-var dueScript = redis.NewScript(dueSource)
+var dueScript = withPlaces(dueSource)
 
 // looking is what a Taker learns from its passes and looks for the next
 // look.
@@ -104,7 +103,10 @@ func (t *Taker) Looks() bool {
 type lookReply struct {
 	taken           Taken
 	ok, more, sweep bool
-	untried         int64
+	// full is set when every place of --fleet-max-running was in use: the
+	// look tried nothing.
+	full    bool
+	untried int64
 }
 
 // look is one call of dueScript for Pass.Take.
@@ -126,7 +128,7 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 		" most=" + strconv.Itoa(lookMost) +
 		" new=" + strconv.Itoa(lookNew) +
 		" sweep=" + strconv.FormatInt(sweep.Milliseconds(), 10) + head +
-		t.Record.TakeWords()
+		t.Record.TakeWords() + t.capWord()
 	got, err := redisconn.RunConfirmed(ctx, t.Client, dueScript, t.ReplicaAcks, t.TTL, []string{list},
 		t.Keys.Prefix, t.Token, t.TTL.Milliseconds(), t.MaxItemLen, words)
 	reply, isList := got.([]any)
@@ -160,6 +162,9 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 	}
 	if err != nil && !errors.Is(err, redisconn.ErrNotReplicated) {
 		return lookReply{}, redisconn.Wrap("look at "+quote(list), err)
+	}
+	if fence, _ := reply[3].(int64); fence == fullFence {
+		return lookReply{full: true}, nil
 	}
 	s, _ := reply[2].(int64)
 	return lookReply{more: unseen > 0, sweep: s == 1, untried: untried}, nil

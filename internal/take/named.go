@@ -86,7 +86,8 @@ func (t *Taker) WaitNamed(ctx context.Context, item string, ignorePause bool, wa
 // it. A cooldown or a backoff does not hold a named item back: the caller
 // asked for it by name. A pause does, unless ignorePause: checked before
 // the lock is tried, and again once it is ours, since a pause may come in
-// between (the lock is then given back).
+// between (the lock is then given back). Under FleetMax, it takes a place
+// too, and returns ErrFull when every place is in use.
 func (t *Taker) TakeNamed(ctx context.Context, item string, ignorePause bool) (Taken, error) {
 	if reason := items.Problem(item, t.MaxItemLen); reason != "" {
 		return Taken{}, fmt.Errorf("item %s cannot be run: %s", quote(item), reason)
@@ -104,7 +105,10 @@ func (t *Taker) TakeNamed(ctx context.Context, item string, ignorePause bool) (T
 	case string:
 		return Taken{}, fmt.Errorf("the lock key %s holds a %s, not a lock: delete it or choose another --key-prefix", quote(try.Key), got)
 	case int64:
-		if got != 1 {
+		switch got {
+		case fullFence:
+			return Taken{}, ErrFull
+		case 0:
 			return Taken{}, ErrHeld
 		}
 	}

@@ -58,6 +58,11 @@ type Taker struct {
 	// ReplicaAcks is --replica-acks: a take that fewer replicas confirm
 	// fails with an UnconfirmedError, which holds the lock to give back.
 	ReplicaAcks int
+	// FleetMax is --fleet-max-running: a take runs only while fewer than
+	// FleetMax runs of the list hold a place, anywhere in the fleet, and
+	// takes one (see place.go); 0 means no cap. It needs Keys.Colocated
+	// (see CheckPlaces).
+	FleetMax int
 	// IdleWait is --idle-wait, the least time between two sweeps of the
 	// list by idle workers (see sweepEvery).
 	IdleWait time.Duration
@@ -189,6 +194,9 @@ func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
 			case look.ok:
 				p.looked = true
 				return look.taken, nil
+			case look.full:
+				p.left = 0
+				return Taken{}, ErrFull
 			case look.more:
 				// Appended items are still to be tried: a bounded batch each
 				// look, each tried once by the fleet.
@@ -211,7 +219,7 @@ func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
 		} else {
 			taken, err = p.takeEach(ctx, stop)
 		}
-		if p.head && errors.Is(err, ErrNoWork) {
+		if p.head && errors.Is(err, ErrNoWork) && !errors.Is(err, ErrFull) {
 			// The untried items are tried now: the look may elect a sweep.
 			p.looks, p.head, p.left = true, false, -1
 			continue

@@ -35,13 +35,17 @@
 --                        key if it is still ours, so that the next look of
 --                        any worker may sweep on for what else only a sweep
 --                        finds
+--           cap=N        --fleet-max-running: take only while fewer than N
+--                        runs of the fleet hold a place (see place.lua),
+--                        and take a place with the lock
 
 --
 -- Returns {left, taken, length, fence, head1, size1, head2, size2, ...}: the
 -- candidates left in the pass after this call (0 when it is over), the item
 -- whose lock is now ours or nil, the list's length when this call read it
 -- (at the start of a pass) or -1, the take's fencing token (0 without a
--- take; absent when the call ends early), and for each item skipped because
+-- take; absent when the call ends early; -1 when cap=N found every place
+-- in use, and the call looked at no candidate), and for each item skipped because
 -- the child cannot be given it (empty, too long, holding a NUL byte) its
 -- first clipLen bytes and its size,
 -- then for each item whose lock key was found holding another type (a hash,
@@ -84,6 +88,18 @@ end
 local want = math.min(left, tonumber(opt.batch))
 if want <= 0 then
   return {0, false, length or -1}
+end
+-- A capped take whose places are all in use looks at no candidate: the
+-- list is left as it was, and the caller waits as an idle worker does.
+local cap = tonumber(opt.cap or 0)
+if cap > 0 then
+  local free, err = placeFree(keyPrefix .. "running", cap)
+  if err then
+    return err
+  end
+  if not free then
+    return {0, false, length or -1, -1}
+  end
 end
 
 -- The script runs atomically, so reading the candidates, trying their locks
@@ -170,6 +186,7 @@ if took then
   if type(fence) == "number" then
     reply[4] = fence
   end
+  takePlace(keyPrefix .. "running", keyPrefix .. "fleet-max-running", prefix .. items[looked], cap)
 end
 
 -- A list shorter than the candidates wanted was read whole. Going round a

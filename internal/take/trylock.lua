@@ -4,7 +4,25 @@
 -- when it holds something that is not a lock at all, which SET NX alone
 -- would pass over without a word. Only the one key is touched, so this also
 -- runs where lock keys live in other slots than the list (Redis Cluster).
+--
+-- Under --fleet-max-running (ARGV[3], the cap N), KEYS[2] is the set of
+-- places in use and KEYS[3] the cap's record (see place.lua), which must
+-- live on the lock's server: the lock is tried only while a place is
+-- free, and the take takes one; -1 says that every place was in use.
+local cap = tonumber(ARGV[3] or 0)
+if cap > 0 then
+  local free, err = placeFree(KEYS[2], cap)
+  if err then
+    return err
+  end
+  if not free then
+    return -1
+  end
+end
 if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
+  if cap > 0 then
+    takePlace(KEYS[2], KEYS[3], KEYS[1], cap)
+  end
   return 1
 end
 local kind = redis.call("TYPE", KEYS[1]).ok

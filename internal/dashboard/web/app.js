@@ -100,6 +100,13 @@ function showSummary(sum) {
     l.className = "behind";
   }
   l.dataset.due = lag.due;
+  const places = sum.fleet_max_running, f = $("places");
+  f.hidden = !places;
+  if (places) {
+    f.textContent = places.in_use + " of " + places.limit + " in use (--fleet-max-running)";
+    f.dataset.inUse = places.in_use;
+    f.dataset.limit = places.limit;
+  }
 }
 
 async function refreshSummary() {
