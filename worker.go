@@ -207,8 +207,8 @@ func (w *worker) one(ctx context.Context) error {
 // take.Taker.WaitNamed). A lock that too few replicas confirmed
 // (--replica-acks) is given back.
 func (w *worker) takeNamed(ctx context.Context, item string) (*Lock, error) {
-	held := func() {
-		w.log.Info().Str("item", items.Clip(item)).Str("wait", duration.Format(time.Duration(w.opts.Wait))).Msg("the item's lock is held: waiting for it (--wait)")
+	held := func(why error) {
+		w.log.Info().Str("item", items.Clip(item)).Str("wait", duration.Format(time.Duration(w.opts.Wait))).Msgf("%v: waiting for it (--wait)", why)
 	}
 	taken, err := w.rotator.WaitNamed(ctx, item, w.opts.IgnorePause, time.Duration(w.opts.Wait), w.stops.Stopped(), held)
 	var unconfirmed *take.UnconfirmedError

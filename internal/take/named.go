@@ -23,28 +23,31 @@ var ErrPaused = errors.New("it is paused")
 // w8y, a load that no Redis notices.
 const namedPoll = 250 * time.Millisecond
 
-// HeldError is a named item's lock that stayed held for all of the wait
-// (w8y --item --wait).
+// HeldError is a named item's lock that stayed held, or places of
+// --fleet-max-running that stayed in use (Why: ErrHeld or ErrFull), for all
+// of the wait (w8y --item --wait).
 type HeldError struct {
 	Item string
 	Wait time.Duration
+	Why  error
 }
 
 func (e HeldError) Error() string {
 	if e.Wait == 0 {
-		return fmt.Sprintf("item %s: %v (--wait 0: not waiting for it)", quote(e.Item), ErrHeld)
+		return fmt.Sprintf("item %s: %v (--wait 0: not waiting for it)", quote(e.Item), e.Why)
 	}
-	return fmt.Sprintf("item %s: %v, still after --wait %s", quote(e.Item), ErrHeld, duration.Format(e.Wait))
+	return fmt.Sprintf("item %s: %v, still after --wait %s", quote(e.Item), e.Why, duration.Format(e.Wait))
 }
 
 func (e HeldError) Is(target error) bool { return target == ErrHeld }
 
 // WaitNamed takes item's lock as TakeNamed does, trying again every
-// namedPoll while another holder has it, for up to wait (w8y --item
-// --wait). held is called once, when the lock is first found held. It
-// returns a HeldError once wait has passed, ErrStopped if stop is closed
-// first, and a paused item's error with what runs it anyway.
-func (t *Taker) WaitNamed(ctx context.Context, item string, ignorePause bool, wait time.Duration, stop <-chan struct{}, held func()) (Taken, error) {
+// namedPoll while another holder has it or every place of
+// --fleet-max-running is in use, for up to wait (w8y --item --wait). held
+// is called once, with why it waits, when it first has to. It returns a
+// HeldError once wait has passed, ErrStopped if stop is closed first, and
+// a paused item's error with what runs it anyway.
+func (t *Taker) WaitNamed(ctx context.Context, item string, ignorePause bool, wait time.Duration, stop <-chan struct{}, held func(why error)) (Taken, error) {
 	deadline := time.Now().Add(wait)
 	for first := true; ; first = false {
 		select {
@@ -56,15 +59,15 @@ func (t *Taker) WaitNamed(ctx context.Context, item string, ignorePause bool, wa
 		switch {
 		case errors.Is(err, ErrPaused):
 			return Taken{}, fmt.Errorf("item %s: %w: --ignore-pause runs it anyway", quote(item), err)
-		case !errors.Is(err, ErrHeld):
+		case !errors.Is(err, ErrHeld) && !errors.Is(err, ErrFull):
 			return taken, err
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return Taken{}, HeldError{Item: item, Wait: wait}
+			return Taken{}, HeldError{Item: item, Wait: wait, Why: err}
 		}
 		if first && held != nil {
-			held()
+			held(err)
 		}
 		timer := time.NewTimer(min(namedPoll, left))
 		select {

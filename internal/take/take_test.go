@@ -587,7 +587,7 @@ func TestWaitNamed(t *testing.T) {
 	rdb.Set(ctx, lock, "someone-else", time.Hour)
 
 	helds := 0
-	_, err := tk.WaitNamed(ctx, "a", false, 300*time.Millisecond, nil, func() { helds++ })
+	_, err := tk.WaitNamed(ctx, "a", false, 300*time.Millisecond, nil, func(error) { helds++ })
 	var held HeldError
 	if !errors.As(err, &held) || !errors.Is(err, ErrHeld) || held.Wait != 300*time.Millisecond || helds != 1 {
 		t.Errorf("held for the whole wait: %v (told %d times), want a HeldError after 300ms, told once", err, helds)
@@ -611,7 +611,7 @@ func TestWaitNamed(t *testing.T) {
 		<-waiting
 		rdb.Del(context.Background(), lock)
 	}()
-	taken, err := tk.WaitNamed(ctx, "a", false, time.Minute, nil, func() { close(waiting) })
+	taken, err := tk.WaitNamed(ctx, "a", false, time.Minute, nil, func(error) { close(waiting) })
 	if err != nil || taken.Item != "a" || rdb.Get(ctx, lock).Val() != testToken {
 		t.Errorf("given back during the wait: %+v, %v; the lock holds %q", taken, err, rdb.Get(ctx, lock).Val())
 	}
