@@ -35,8 +35,8 @@ func (s *server) commandsProcessed(t *testing.T) int {
 }
 
 // TestContinuousIdleIsQuiet: with every item locked by someone else, a
-// continuous worker probes what came due about ten times a second (every
-// 100ms ±25%: a pipeline of five plain reads, no script), runs a look's
+// continuous worker probes what came due about eight times a second (every
+// 125ms ±25%: a pipeline of four plain reads, no script), runs a look's
 // script only when the probe finds a sweep to elect, and sweeps the short
 // list about once a second (--idle-wait): not a busy loop.
 func TestContinuousIdleIsQuiet(t *testing.T) {
@@ -67,17 +67,17 @@ func TestContinuousIdleIsQuiet(t *testing.T) {
 	// elects it, the pass), plus one that straddles the window's start.
 	// Each call runs at most five commands on a list this short (LLEN,
 	// ZRANGEBYSCORE and SET NX for a look; LLEN, LRANGE, EXISTS and SET NX
-	// for a sweep). A probe at least every 75ms, five commands each.
+	// for a sweep). A probe at least every 93ms, four commands each.
 	most := 2 * (int(window/(750*time.Millisecond)) + 1)
 	if calls < 1 || calls > most {
 		t.Errorf("%d script calls in %s while idle; want between 1 and %d", calls, window, most)
 	}
-	mostProbes := int(window/(75*time.Millisecond)) + 1
+	mostProbes := int(window/(93*time.Millisecond)) + 1
 	if probes < 1 || probes > mostProbes {
 		t.Errorf("%d probes in %s while idle; want between 1 and %d", probes, window, mostProbes)
 	}
-	if sent > 6*calls+5*probes {
-		t.Errorf("%d commands for %d script calls and %d probes while idle; want at most 6 a call and 5 a probe", sent, calls, probes)
+	if sent > 6*calls+4*probes {
+		t.Errorf("%d commands for %d script calls and %d probes while idle; want at most 6 a call and 4 a probe", sent, calls, probes)
 	}
 	t.Logf("idle: %d script calls, %d probes and %d commands in %s (%.1f/s)", calls, probes, sent, window, float64(sent)/window.Seconds())
 

@@ -73,7 +73,9 @@ stop_bg() {
 	done
 	bg_pids=()
 }
-trap stop_bg EXIT
+# The workers are stopped before the server (end_redis, see redis.sh), which
+# this trap must still stop.
+trap 'stop_bg; end_redis' EXIT
 
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), redis-server $(redis-server --version | awk '{print $3}' | tr -d 'v=')"
 echo "w8y: $("$w8y" --version) ($w8y), redis-server on port $port"
@@ -156,7 +158,7 @@ awk -v n="$busy_items" -v e="$((busy_items / 100))" -v later="$(($(date +%s%3N) 
 		item = "i" i
 		if (i < e) {
 			printf "*2\r\n$3\r\nDEL\r\n$%d\r\nr:cooldown:%s\r\n", length(item) + 11, item
-			score = 1
+			score = i + 1
 		} else {
 			score = later
 		}

@@ -3,9 +3,9 @@ package registry
 import "time"
 
 // FleetLookSpacing is the mean time between two looks of the whole fleet,
-// once it is large enough (more than 100ms/FleetLookSpacing = 2 idle
+// once it is large enough (more than 125ms/FleetLookSpacing = 2.5 idle
 // workers, at w8y's longest pause between looks): two workers look every
-// 100ms each, a thousand every 50 s each, and either fleet looks about 20
+// 125ms each, a thousand every 50 s each, and either fleet looks about 20
 // times a second. An idle worker's look is mostly a probe of plain reads
 // (see take.LookEvery), well under 0.1 ms of Redis' time, so an idle fleet
 // of any size costs it about 2 ms/s of CPU in looks; and as the looks of
