@@ -188,9 +188,9 @@ func (p *Pass) probe(ctx context.Context) bool {
 	k := t.Keys
 	pipe := t.Client.Pipeline()
 	length := pipe.LLen(ctx, k.List())
-	marks := pipe.MGet(ctx, k.Prefix+"seen", k.Prefix+"untried")
-	due := pipe.ZRangeByScore(ctx, k.Prefix+"due", &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(time.Now().UnixMilli(), 10), Count: 1})
-	sweep := pipe.Exists(ctx, k.Prefix+"sweep")
+	marks := pipe.MGet(ctx, k.Seen(), k.Untried())
+	due := pipe.ZRangeByScore(ctx, k.Due(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(time.Now().UnixMilli(), 10), Count: 1})
+	sweep := pipe.Exists(ctx, k.Sweep())
 	if _, err := pipe.Exec(ctx); err != nil || len(marks.Val()) != 2 {
 		// The look that follows meets the same error, and says it in its
 		// own words (a key of another type, say).
