@@ -2,7 +2,9 @@
 # Measures what taking an item costs Redis when the list is long (issue 23):
 # a one-shot run that finds nothing over 100,000 and 1,000,000 cooling
 # items, a continuous worker's start, a fleet of workers started at once, and
-# busy workers per item over a list of which 1% is eligible. Redis CPU is
+# busy workers per item over a list of which 1% is eligible: one that the
+# fleet has run (the target's figure) and one that it never has (its first
+# pass, printed apart). Redis CPU is
 # read from INFO cpu (used_cpu_sys + used_cpu_user) as the delta over what
 # is measured. Each figure is printed against its target, PASS or MISS, with
 # the command that reproduces it; timing on a shared machine is noisy, so a

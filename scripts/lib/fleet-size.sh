@@ -1,7 +1,8 @@
 # The fleet's size, for bench-fleet.sh (source it there, after its helpers):
 # fleet_size measures what a large idle fleet costs Redis against one idle
-# worker, how soon the fleet takes an item made due (w8yctl run-now, an
-# outside RPUSH), and w8yctl workers listing the whole fleet.
+# worker, how soon fleets of 1, 4, 16 and the large one take an item made
+# due (w8yctl run-now, an outside RPUSH), and w8yctl workers listing the
+# whole fleet.
 #
 # FLEET_WORKERS is the fleet's size (300); FLEET_W8Y another w8y binary to
 # measure instead of this checkout's (main's, for the figures before), with
@@ -14,7 +15,7 @@ fleet_median() {
 
 # fleet_pickups measures how soon the $1 idle workers that run take an item
 # made due, from just before the change to the child's start, each way
-# $samples times, one item at a time, with items from i$(($2 + 1)) and new$(($2 + 1)) on;
+# $samples times, one item at a time, with the items after i$2 and new$2;
 # w8yctl's own run is in the figure.
 fleet_pickups() {
 	local n=$1 from=$2 i t t1 s runnow=() rpush=() took=()
@@ -76,16 +77,20 @@ fleet_size() {
 	verdict "1 idle worker, $items items cooling: ms/s" "$(awk -v i="$one" -v b="$base" 'BEGIN {v = i - b; printf "%.2f", v < 0 ? 0 : v}')" le 1 \
 		"Redis ${one} ms/s with it, ${base} without (INFO cpu over ${window}s)"
 
-	# A small fleet, whose workers look every 100ms (the longest pause) or
-	# their number times 50ms.
-	bg_pids=()
-	for _ in $(seq 16); do
-		fstart
+	# Small fleets, whose workers look every 125ms (the longest pause) or
+	# their number times 50ms. The sleep waits for a round of beats, as
+	# below.
+	local small
+	for small in 4 16; do
+		bg_pids=()
+		for _ in $(seq "$small"); do
+			fstart
+		done
+		wait_for fsettled
+		sleep 6
+		fleet_pickups "$small" $((small * 100))
+		stop_bg
 	done
-	wait_for fsettled
-	sleep 6
-	fleet_pickups 16 200
-	stop_bg
 
 	# The fleet: started together, then left until their first passes are
 	# over and each has beaten at least once more (every 5 s), so that each
