@@ -29,12 +29,12 @@ const maxBatch = 1000
 // firstBatch is how many candidates the first call of a pass looks at, at
 // least (a take starts with about as many as the Taker's last take looked
 // at: see Memory.batch); each call that takes nothing doubles it, up to
-// maxBatch. A busy list's first
-// candidate is usually free, and a call costs Redis in proportion to its
-// batch (the LRANGE, the EXISTS and MGET of every lock, and the rotation),
-// so a take that finds its item early reads a handful of keys, not a
-// thousand; a pass over a list where everything is taken needs only about
-// seven more round trips than with whole batches from the start.
+// maxBatch. A busy list's first candidate is usually free, and a call costs
+// Redis in proportion to its batch (the LRANGE, the MGET of every
+// cooldown, the EXISTS and MGET of the other locks, and the rotation), so a
+// take that finds its item early reads a handful of keys, not a thousand;
+// a pass over a list where everything is taken needs only about seven more
+// round trips than with whole batches from the start.
 const firstBatch = 8
 
 //go:embed take.lua
