@@ -35,9 +35,10 @@ func (s *server) commandsProcessed(t *testing.T) int {
 }
 
 // TestContinuousIdleIsQuiet: with every item locked by someone else, a
-// continuous worker looks at what came due about once a second (every
-// --idle-wait, at most 800ms, ±25%) and sweeps the short list about as
-// often, not a busy loop.
+// continuous worker probes what came due about eight times a second (every
+// 125ms ±25%: a pipeline of four plain reads, no script), runs a look's
+// script only when the probe finds a sweep to elect, and sweeps the short
+// list about once a second (--idle-wait): not a busy loop.
 func TestContinuousIdleIsQuiet(t *testing.T) {
 	t.Parallel()
 	s := setup(t, "idle")
@@ -57,20 +58,30 @@ func TestContinuousIdleIsQuiet(t *testing.T) {
 	after := redistest.CommandStats(t, s.Client)
 	sent := s.commandsProcessed(t) - commands - 2 // less our own INFOs
 	calls := after["evalsha"] - before["evalsha"]
+	// A probe's one EXISTS (of the sweep key), less the sweeps' (one with
+	// each LRANGE, of the three locks).
+	probes := after["exists"] - before["exists"] - (after["lrange"] - before["lrange"])
 
-	// A look at least every 600ms and a sweep at least every 750ms (the
-	// idle wait, 1s ±25%: the pass over three items is far shorter), plus
-	// one of each that straddles the window's start. Each call runs at most
-	// five commands on a list this short (LLEN, ZRANGEBYSCORE and SET NX
-	// for a look; LLEN, LRANGE, EXISTS and SET NX for a sweep).
-	most := int(window/(600*time.Millisecond)) + 1 + int(window/(750*time.Millisecond)) + 1
+	// A sweep at least every 750ms (the idle wait, 1s ±25%: the pass over
+	// three items is far shorter), two script calls each (the look that
+	// elects it, the pass), plus one that straddles the window's start.
+	// Each call runs at most six commands on a list this short (LLEN, GETs
+	// of the marks, ZRANGEBYSCORE and SET NX for a look; LLEN, LRANGE, MGET
+	// of the cooldowns, EXISTS of the locks, GET and SET for a sweep). A
+	// probe at least every 93ms, four commands each. And one beat of the
+	// worker's entry in the registry (every 5s), nine commands at most.
+	most := 2 * (int(window/(750*time.Millisecond)) + 1)
 	if calls < 1 || calls > most {
 		t.Errorf("%d script calls in %s while idle; want between 1 and %d", calls, window, most)
 	}
-	if sent > 6*calls {
-		t.Errorf("%d commands for %d script calls while idle; want at most 6 a call", sent, calls)
+	mostProbes := int(window/(93*time.Millisecond)) + 1
+	if probes < 1 || probes > mostProbes {
+		t.Errorf("%d probes in %s while idle; want between 1 and %d", probes, window, mostProbes)
 	}
-	t.Logf("idle: %d script calls and %d commands in %s (%.1f/s)", calls, sent, window, float64(sent)/window.Seconds())
+	if sent > 6*calls+4*probes+9 {
+		t.Errorf("%d commands for %d script calls and %d probes while idle; want at most 6 a call, 4 a probe and 9 for a beat", sent, calls, probes)
+	}
+	t.Logf("idle: %d script calls, %d probes and %d commands in %s (%.1f/s)", calls, probes, sent, window, float64(sent)/window.Seconds())
 
 	p.stop(t)
 	// SIGTERM may land mid-pass, so the list may be rotated, but it holds
@@ -144,8 +155,9 @@ func TestContinuousWarnsOfAMissingList(t *testing.T) {
 	p := s.start("-c", "-t", "--idle-wait", "10ms", "sh", "-c", started)
 	const warning = `WRN the list "typo:list" does not exist or is empty`
 	redistest.WaitFor(t, "the warning", func() bool { return strings.Contains(p.stderrSoFar(), warning) })
-	// Many idle passes later, it has said so once.
-	redistest.WaitFor(t, "20 idle passes", func() bool { return redistest.CommandStats(t, s.Client)["evalsha"] >= 20 })
+	// Many idle passes later (each a probe or a look, each with an LLEN),
+	// it has said so once.
+	redistest.WaitFor(t, "20 idle passes", func() bool { return redistest.CommandStats(t, s.Client)["llen"] >= 20 })
 	if n := strings.Count(p.stderrSoFar(), warning); n != 1 {
 		t.Errorf("the warning came %d times:\n%s", n, p.stderrSoFar())
 	}

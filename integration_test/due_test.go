@@ -47,7 +47,8 @@ func (s *server) looks(t *testing.T) int {
 // a large list (as appended items, and in a sweep) and found it cooling, an
 // idle worker looks at what came due every --idle-wait instead of passing
 // over the list again: no LRANGE, and no EXISTS or MGET of candidates'
-// keys, however many looks it makes.
+// keys, however many looks it makes (a look that probes sends one EXISTS,
+// of the sweep key, and one MGET, of the fleet's marks).
 func TestIdleWorkerDoesNotReadTheList(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
@@ -62,10 +63,12 @@ func TestIdleWorkerDoesNotReadTheList(t *testing.T) {
 	redistest.WaitFor(t, "five more looks", func() bool { return s.looks(t) >= before["zrangebyscore"]+5 })
 	after := redistest.CommandStats(t, s.Client)
 	for _, cmd := range []string{"lrange", "exists", "mget", "llen"} {
-		if cmd == "llen" {
-			// One LLEN per look: the list's length, to see items appended.
+		if cmd == "llen" || cmd == "exists" || cmd == "mget" {
+			// One LLEN per look: the list's length, to see items appended;
+			// and one EXISTS and one MGET per probe, of the sweep key and
+			// the fleet's marks.
 			if got, looks := after[cmd]-before[cmd], after["zrangebyscore"]-before["zrangebyscore"]; got > looks {
-				t.Errorf("%d looks sent %d LLEN, want at most one each", looks, got)
+				t.Errorf("%d looks sent %d %s, want at most one each", looks, got, cmd)
 			}
 			continue
 		}
@@ -323,13 +326,12 @@ func TestResumeMakesTheItemDue(t *testing.T) {
 	if err := s.Client.Set(ctx(t), s.key("sweep"), "test", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	start := redistest.CommandStats(t, s.Client)["evalsha"] + redistest.CommandStats(t, s.Client)["eval"]
+	start := redistest.CommandStats(t, s.Client)["zrangebyscore"]
 	worker := s.start("-c", "-q", "--idle-wait", "30s", "sh", "-c", `redis-cli -p "$REDIS_PORT" rpush ran "$W8Y_ITEM" >/dev/null`)
-	// The worker's first pass finds p paused; the looks that follow, each
-	// a script, show that it is idle.
-	redistest.WaitFor(t, "the worker to pass p by and look at the due index twice", func() bool {
-		stats := redistest.CommandStats(t, s.Client)
-		return stats["evalsha"]+stats["eval"] >= start+3
+	// The worker's first pass finds p paused; the looks that follow (a
+	// script, then probes), each a ZRANGEBYSCORE, show that it is idle.
+	redistest.WaitFor(t, "the worker to pass p by and look at the due index three times", func() bool {
+		return redistest.CommandStats(t, s.Client)["zrangebyscore"] >= start+3
 	})
 	if n := s.Client.LLen(ctx(t), "ran").Val(); n != 0 {
 		t.Fatalf("p ran %d times while paused", n)
@@ -461,6 +463,57 @@ func TestIdleBacklogs(t *testing.T) {
 	redistest.WaitFor(t, "the other 29 items to run", ran(30))
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("the other 29 items took %s after the sweep that found the first: one a sweep, not passes", took.Round(time.Millisecond))
+	}
+	w.stop(t)
+}
+
+// TestLongIdleWaitStillPicksUpPromptly: an idle worker with a long
+// --idle-wait (a minute) still takes an item made due, by an operator's
+// run-now or an outside RPUSH, at its next look, which comes within
+// take.LookEvery (125ms, ±25%) whatever --idle-wait says; its looks are
+// probes, which run no script while nothing is due. The deadline, far
+// shorter than --idle-wait and roomy for a loaded machine, is a functional
+// check, not a timing: the benchmark (scripts/bench-fleet.sh) times it.
+func TestLongIdleWaitStillPicksUpPromptly(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	items := s.seedCooling(t, "lw", 200, 10*time.Minute)
+	w := startW8y(t, portEnv(s), "-u", s.URL, "-k", "lw", "-c", "-q", "--cooldown", "1h", "--idle-wait", "1m", "sh", "-c", stamp("lw"))
+	// The first take passes over the untried list and elects a sweep (held
+	// for a minute and more); the looks after it are probes.
+	redistest.WaitFor(t, "the first sweep, then a probe", func() bool {
+		return s.Client.Exists(ctx(t), "lw:sweep").Val() == 1 && s.Client.Get(ctx(t), "lw:untried").Val() == "0" && s.looks(t) > 3
+	})
+	scripts := redistest.CommandStats(t, s.Client)["evalsha"]
+	const deadline = 10 * time.Second
+	for _, tc := range []struct {
+		what  string
+		item  string
+		cause func()
+	}{
+		{"run-now", items[42], func() {
+			s.Client.Del(ctx(t), "lw:cooldown:"+items[42])
+			s.Client.ZAdd(ctx(t), "lw:due", redis.Z{Score: 0, Member: items[42]})
+		}},
+		{"an outside RPUSH", "new", func() { s.Client.RPush(ctx(t), "lw:list", "new") }},
+	} {
+		asked := time.Now()
+		tc.cause()
+		r := s.popRun(t)
+		if r.item != tc.item || r.cooling {
+			t.Fatalf("after %s, %q started (cooling %v), want %q", tc.what, r.item, r.cooling, tc.item)
+		}
+		if late := r.at.Sub(asked.Truncate(time.Millisecond)); late > deadline {
+			t.Errorf("after %s, %q started %s later, want within %s (--idle-wait is a minute)", tc.what, r.item, late, deadline)
+		}
+		t.Logf("%s: started %s later", tc.what, r.at.Sub(asked.Truncate(time.Millisecond)))
+	}
+	// Per pickup, three scripts: the look that the probe let through, the
+	// run's finish, and the look after it, which finds nothing and leaves
+	// the next ones to probes. Without probes, the idle worker would have
+	// run one a look, eight a second.
+	if n := redistest.CommandStats(t, s.Client)["evalsha"] - scripts; n > 6 {
+		t.Errorf("%d script calls for two pickups, want at most 6: the idle looks ran scripts", n)
 	}
 	w.stop(t)
 }

@@ -3,12 +3,13 @@ package registry
 import "time"
 
 // FleetLookSpacing is the mean time between two looks of the whole fleet,
-// once it is large enough (more than 800ms/FleetLookSpacing = 16 idle
-// workers, at w8y's longest pause between looks): sixteen workers look
-// every 800ms each, a thousand every 50 s each, and either fleet looks
-// about 20 times a second. A look costs Redis about 0.1 ms, so an idle
-// fleet of any size costs it about 2 ms/s of CPU in looks; and as the looks
-// of many workers come at random moments, an item made due waits for the
+// once it is large enough (more than 125ms/FleetLookSpacing = 2.5 idle
+// workers, at w8y's longest pause between looks): two workers look every
+// 125ms each, a thousand every 50 s each, and either fleet looks about 20
+// times a second. An idle worker's look is mostly a probe of plain reads
+// (see take.LookEvery), well under 0.1 ms of Redis' time, so an idle fleet
+// of any size costs it about 2 ms/s of CPU in looks; and as the looks of
+// many workers come at random moments, an item made due waits for the
 // next one about ln 2 × 50ms ≈ 35ms at the median, well within the 100ms
 // that a pickup may take.
 const FleetLookSpacing = 50 * time.Millisecond

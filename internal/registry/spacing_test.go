@@ -6,11 +6,11 @@ import (
 )
 
 // TestLookInterval: a small fleet's workers look every base (w8y's is
-// --idle-wait, at most 800ms); a larger one's space their looks by the
+// --idle-wait, at most 100ms); a larger one's space their looks by the
 // fleet's size, so that the fleet as a whole looks about every 50ms (or
 // every base, when that is shorter), however many workers it has.
 func TestLookInterval(t *testing.T) {
-	const base = 800 * time.Millisecond
+	const base = 100 * time.Millisecond
 	for _, tc := range []struct {
 		base    time.Duration
 		lookers int
@@ -18,7 +18,8 @@ func TestLookInterval(t *testing.T) {
 	}{
 		{base, 0, base},
 		{base, 1, base},
-		{base, 16, base},
+		{base, 2, base},
+		{base, 3, 3 * FleetLookSpacing},
 		{base, 17, 17 * FleetLookSpacing},
 		{base, 300, 15 * time.Second},
 		{base, 3000, 150 * time.Second},

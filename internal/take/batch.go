@@ -25,13 +25,15 @@ import (
 // can return, which the script uses to pass a batch to MGET and RPUSH.
 const maxBatch = 1000
 
-// firstBatch is how many candidates the first call of a pass looks at; each
-// call that takes nothing doubles it, up to maxBatch. A busy list's first
-// candidate is usually free, and a call costs Redis in proportion to its
-// batch (the LRANGE, the EXISTS and MGET of every lock, and the rotation),
-// so a take that finds its item early reads a handful of keys, not a
-// thousand; a pass over a list where everything is taken needs only about
-// seven more round trips than with whole batches from the start.
+// firstBatch is how many candidates the first call of a pass looks at, at
+// least (a take starts with about as many as the Taker's last take looked
+// at: see Memory.batch); each call that takes nothing doubles it, up to
+// maxBatch. A busy list's first candidate is usually free, and a call costs
+// Redis in proportion to its batch (the LRANGE, the MGET of every
+// cooldown, the EXISTS and MGET of the other locks, and the rotation), so a
+// take that finds its item early reads a handful of keys, not a thousand;
+// a pass over a list where everything is taken needs only about seven more
+// round trips than with whole batches from the start.
 const firstBatch = 8
 
 //go:embed take.lua
@@ -106,7 +108,14 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 	if most <= 0 {
 		most = maxBatch
 	}
-	call := batchCall{Prefix: t.Keys.Prefix, Token: t.Token, TTL: t.TTL, MaxItemLen: t.MaxItemLen, Batch: min(firstBatch, most), Swept: p.swept, Start: p.length, Cap: t.capWord()}
+	call := batchCall{Prefix: t.Keys.Prefix, Token: t.Token, TTL: t.TTL, MaxItemLen: t.MaxItemLen, Batch: min(max(firstBatch, t.Memory.batch), most), Swept: p.swept, Start: p.length, Cap: t.capWord()}
+	// looked is how many candidates this take has looked at, which the
+	// next take's first batch starts from: on a list where one item in a
+	// hundred is free, a take then costs one call or two, not the five
+	// that doubling from firstBatch needs; on one whose first candidate is
+	// free, the next take is back to firstBatch.
+	var looked int64
+	defer func() { t.Memory.batch = nextBatch(looked) }()
 	look := &t.Memory.look
 	// -1 asks the first call to start the pass from the list's length.
 	for p.left != 0 {
@@ -128,6 +137,11 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 		reply, err := call.run(ctx, t.Client, t.ReplicaAcks, list)
 		if err != nil && !errors.Is(err, redisconn.ErrNotReplicated) {
 			return Taken{}, redisconn.Wrap("take a batch from "+quote(list), err)
+		}
+		if before := p.left; before >= 0 {
+			looked += before - reply.Left
+		} else {
+			looked += reply.Length - reply.Left
 		}
 		if p.left < 0 {
 			p.started = sent
@@ -156,6 +170,17 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 		}
 	}
 	return Taken{}, ErrNoWork
+}
+
+// nextBatch is the first batch of the take after one that looked at
+// looked candidates: the power of two at or above it, from firstBatch to
+// maxBatch.
+func nextBatch(looked int64) int {
+	b := firstBatch
+	for int64(b) < looked && b < maxBatch {
+		b *= 2
+	}
+	return min(b, maxBatch)
 }
 
 // run sends the call with client, WAIT acks replicas after it (see

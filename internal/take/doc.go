@@ -14,7 +14,10 @@
 //     due.lua): a one-shot run, a worker's first take, a busy worker's
 //     next and an idle worker's look try only the items appended since the
 //     fleet last looked (after the shared "seen" mark) and those whose due
-//     entry has passed, at a cost that does not grow with the list;
+//     entry has passed, at a cost that does not grow with the list; while
+//     an idle worker's last look found nothing, its next starts with a
+//     probe (look.go), a pipeline of plain reads that runs the script only
+//     when there is something to find;
 //   - the sweep (look.go, sweepEvery): when a look finds nothing, it elects
 //     one worker of the fleet, now and then, to pass over the whole list,
 //     which notices what the look cannot (a key deleted by hand);

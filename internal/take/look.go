@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redisconn"
 )
 
@@ -19,9 +20,13 @@ import (
 // when a look elects it.
 const (
 	// LookEvery is the longest pause between an idle worker's looks,
-	// however long --idle-wait is, before jitter (±25%): an item that an
-	// operator makes due now is taken within a second.
-	LookEvery = 800 * time.Millisecond
+	// however long --idle-wait is, before jitter (±25%): a worker alone
+	// takes an item made due (run-now, a finish, an expiry, an outside
+	// RPUSH) about 60ms later at the median, and within about 160ms. What keeps
+	// this short pause cheap is the probe (see probe): a worker alone costs
+	// Redis eight probes a second (four plain reads each), under a
+	// millisecond of CPU; a larger fleet spaces its looks by its size (see registry.LookInterval).
+	LookEvery = 125 * time.Millisecond
 	// lookMost is how many due entries one look tries.
 	lookMost = 10
 	// lookNew is how many appended items one look tries, at most: as many
@@ -77,6 +82,9 @@ type looking struct {
 	// dueScript needs (LPOS: Redis older than 6.0.6); takes then pass over
 	// the whole list, as before.
 	off bool
+	// quiet is set while the last look found nothing at all: the next one
+	// probes first (see probe).
+	quiet bool
 }
 
 // sweepEvery is how long the fleet waits between sweeps of a list whose
@@ -167,5 +175,42 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 		return lookReply{full: true}, nil
 	}
 	s, _ := reply[2].(int64)
-	return lookReply{more: unseen > 0, sweep: s == 1, untried: untried}, nil
+	out := lookReply{more: unseen > 0, sweep: s == 1, untried: untried}
+	look.quiet = !out.more && !out.sweep && untried == 0
+	return out, nil
+}
+
+// probe is what an idle worker sends instead of a look while its last look
+// found nothing: one pipelined round trip of four plain reads (LLEN, MGET,
+// ZRANGEBYSCORE, EXISTS) that costs Redis a fraction of a script's call,
+// and reports whether a look could find anything. A look can only when the
+// list's length is not the fleet's "seen" mark (items were appended, or
+// removed), items at the head are untried, an entry of the due index has
+// passed, or the sweep key is free (the look may elect a sweep). Otherwise
+// dueScript would try no candidate and write nothing, so the probe's "no"
+// is the look's own answer, and the worker takes nothing.
+func (p *Pass) probe(ctx context.Context) bool {
+	t := p.t
+	k := t.Keys
+	pipe := t.Client.Pipeline()
+	length := pipe.LLen(ctx, k.List())
+	marks := pipe.MGet(ctx, k.Seen(), k.Untried())
+	due := pipe.ZRangeByScore(ctx, k.Due(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(time.Now().UnixMilli(), 10), Count: 1})
+	sweep := pipe.Exists(ctx, k.Sweep())
+	if _, err := pipe.Exec(ctx); err != nil || len(marks.Val()) != 2 {
+		// The look that follows meets the same error, and says it in its
+		// own words (a key of another type, say).
+		return true
+	}
+	seen, untried := marks.Val()[0], marks.Val()[1]
+	n := length.Val()
+	if n == 0 {
+		// An empty or missing list: nothing to take, which the look would
+		// find too; the look is what forgets the marks of an emptied list.
+		return seen != nil || untried != nil
+	}
+	if seen != strconv.FormatInt(n, 10) || untried != "0" {
+		return true
+	}
+	return len(due.Val()) > 0 || sweep.Val() == 0
 }

@@ -79,6 +79,9 @@ type Memory struct {
 	noLMove bool
 	// look is what idle workers' looks go on from (see look.go).
 	look looking
+	// batch is how many candidates the next pass in batches looks at
+	// first, from what the last one looked at (see nextBatch); 0 before.
+	batch int
 }
 
 // Taken is an item whose lock a take got: all that the caller needs to
@@ -185,6 +188,10 @@ func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
 		for p.looks {
 			if stopped(stop) {
 				return Taken{}, ErrStopped
+			}
+			if p.t.Memory.look.quiet && !p.looked && !p.probe(ctx) {
+				p.left = 0
+				return Taken{}, ErrNoWork
 			}
 			look, err := p.look(ctx)
 			switch {

@@ -118,7 +118,7 @@ end
 
 -- Items that the child cannot be given (empty, too long, holding a NUL byte)
 -- are skipped, but rotated like any other candidate.
-local keys, at, bad = {}, {}, {}
+local keys, at, bad, cools = {}, {}, {}, {}
 local nkeys, nbad = 0, 0
 for i = 1, n do
   local item = items[i]
@@ -128,7 +128,7 @@ for i = 1, n do
     bad[nbad] = i
   else
     nkeys = nkeys + 1
-    keys[nkeys] = prefix .. item
+    cools[nkeys] = coolPrefix .. item
     at[nkeys] = i
   end
 end
@@ -139,38 +139,54 @@ end
 -- is as taken as the first time round.
 local looked, took = want, false
 local wrong, nwrong = {}, 0
--- Most batches of a busy list find every lock taken: EXISTS tells so
--- without sending the locks' values back. A lock that holds our own token is
--- taken too, as it is for SET NX: it is one that another child of this
--- process (--parallel) runs, or comes from a call whose reply was lost, and
--- expires.
+-- A candidate is passed by when its lock, cooldown, backoff or pause key
+-- exists. The cooldown is read first, for the whole batch at once: a list
+-- that a fleet has run is mostly items that cool down (a lock lasts as long
+-- as a run; a cooldown, between runs), and so is most of a batch that
+-- takes nothing. A value read means that the key exists, and the candidate
+-- is passed by, as the exact check below would say; no value (no key, or
+-- a key of another type) leaves it to the locks and that check. So a batch
+-- of cooling items costs one MGET, not a call per candidate.
 --
--- The list is named in EXISTS too, though it is known to exist: on Redis
--- Cluster, while the slot moves to another node, the node that imports it
--- runs a command that names several keys only when all of them have
--- arrived, and refuses it otherwise. With a single lock key it would run,
--- find the lock missing because it has not arrived yet, and take the item
--- that its holder still runs on the other node.
-if nkeys > 0 and redis.call("EXISTS", list, unpack(keys, 1, nkeys)) < nkeys + 1 then
+-- The list is named in MGET and EXISTS too, though it is known to exist:
+-- on Redis Cluster, while the slot moves to another node, the node that
+-- imports it runs a command that names several keys only when all of them
+-- have arrived, and refuses it otherwise. With a single key it would run,
+-- find a lock or cooldown missing because it has not arrived yet, and take
+-- the item that its holder still runs on the other node.
+local cooling = nkeys > 0 and redis.call("MGET", list, unpack(cools, 1, nkeys)) or {}
+local rest, nrest = {}, 0
+for j = 1, nkeys do
+  if not cooling[j + 1] then
+    nrest = nrest + 1
+    rest[nrest] = j
+    keys[nrest] = prefix .. items[at[j]]
+  end
+end
+-- Of the rest, most batches of a busy list find every lock taken: EXISTS
+-- tells so without sending the locks' values back. A lock that holds our
+-- own token is taken too, as it is for SET NX: it is one that another
+-- child of this process (--parallel) runs, or comes from a call whose
+-- reply was lost, and expires.
+if nrest > 0 and redis.call("EXISTS", list, unpack(keys, 1, nrest)) < nrest + 1 then
   -- MGET reads no value for a key of another type: SET NX then fails, and
   -- the candidate counts as locked, as it does without a script.
-  local values = redis.call("MGET", unpack(keys, 1, nkeys))
-  for j = 1, nkeys do
-    -- A free lock is checked for a cooldown, backoff or pause, in the same
-    -- call: an item that waits out any of them is passed by as a locked one
-    -- is.
-    -- Locked items, the usual case, cost no more than before. The list is
-    -- named here too, for the reason above: mid-move, a cooldown key that
-    -- has not arrived yet must not read as missing.
-    if not values[j] and redis.call("EXISTS", list, coolPrefix .. items[at[j]], backPrefix .. items[at[j]], pausePrefix .. items[at[j]]) == 1 then
-      if redis.call("SET", keys[j], token, "NX", "PX", ttl) then
+  local values = redis.call("MGET", unpack(keys, 1, nrest))
+  for r = 1, nrest do
+    local j = rest[r]
+    local item = items[at[j]]
+    -- A free lock is checked exactly for a cooldown, backoff or pause, in
+    -- the same call: an item that waits out any of them is passed by as a
+    -- locked one is.
+    if not values[r] and redis.call("EXISTS", list, cools[j], backPrefix .. item, pausePrefix .. item) == 1 then
+      if redis.call("SET", keys[r], token, "NX", "PX", ttl) then
         looked, took = at[j], true
         break
       end
       -- The key exists but holds no string: something other than a lock,
       -- which w8y can neither take nor wait out. Tell the client.
       nwrong = nwrong + 1
-      wrong[nwrong] = j
+      wrong[nwrong] = r
     end
   end
 end
@@ -269,8 +285,8 @@ for _, i in ipairs(bad) do
   reply[#reply + 1] = sub(items[i], 1, clipLen)
   reply[#reply + 1] = #items[i]
 end
-for _, j in ipairs(wrong) do
-  reply[#reply + 1] = sub(items[at[j]], 1, clipLen)
-  reply[#reply + 1] = redis.call("TYPE", keys[j]).ok
+for _, r in ipairs(wrong) do
+  reply[#reply + 1] = sub(items[at[rest[r]]], 1, clipLen)
+  reply[#reply + 1] = redis.call("TYPE", keys[r]).ok
 end
 return reply

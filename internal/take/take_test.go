@@ -35,6 +35,7 @@ type takeSetup struct {
 	hashLock []string // items whose lock key is a hash
 	ours     []string // items whose lock already holds our token
 	cooling  []string // items with a cooldown key
+	coolHash []string // items whose cooldown key is a hash
 	backing  []string // items with a backoff key
 	paused   []string // items with an operator's pause key
 }
@@ -58,6 +59,9 @@ func (s takeSetup) seed(t *testing.T, rdb *redis.Client, keys schema.Keys) {
 	}
 	for _, item := range s.cooling {
 		rdb.Set(ctx, keys.Cooldown(item), "someone", time.Hour)
+	}
+	for _, item := range s.coolHash {
+		rdb.HSet(ctx, keys.Cooldown(item), "f", "v")
 	}
 	for _, item := range s.paused {
 		rdb.HSet(ctx, keys.Pause(item), schema.PauseFieldReason, "broken")
@@ -162,6 +166,9 @@ func TestBatchedTakeLeavesRedisAsPerCandidate(t *testing.T) {
 		// Cooldown and backoff keys make an item wait, whoever set them.
 		{"cooling and backing off passed by", takeSetup{items: redistest.Items(6), cooling: []string{"i0", "i3"}, backing: []string{"i1", "i4"}}, 2, 3, []string{"i2", "i5", "i2"}},
 		{"every item waits", takeSetup{items: redistest.Items(4), cooling: []string{"i0", "i2"}, backing: []string{"i1", "i3"}}, 3, 1, []string{"(no work)"}},
+		// The batch reads cooldowns with MGET, which reads no value from a
+		// key of another type: such a key still makes its item wait.
+		{"cooldown key of another type", takeSetup{items: redistest.Items(4), coolHash: []string{"i0", "i2"}, cooling: []string{"i3"}}, 3, 2, []string{"i1", "i1"}},
 		// So do pause keys, of any type, without an expiry.
 		{"paused passed by", takeSetup{items: redistest.Items(4), paused: []string{"i0", "i2"}}, 2, 3, []string{"i1", "i3", "i1"}},
 		{"every item paused or waits", takeSetup{items: redistest.Items(3), cooling: []string{"i0"}, paused: []string{"i1", "i2"}}, 2, 1, []string{"(no work)"}},

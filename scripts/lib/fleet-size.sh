@@ -1,7 +1,8 @@
 # The fleet's size, for bench-fleet.sh (source it there, after its helpers):
 # fleet_size measures what a large idle fleet costs Redis against one idle
-# worker, how soon the fleet takes an item made due (w8yctl run-now, an
-# outside RPUSH), and w8yctl workers listing the whole fleet.
+# worker, how soon fleets of 1, 4, 16 and the large one take an item made
+# due (w8yctl run-now, an outside RPUSH), and w8yctl workers listing the
+# whole fleet.
 #
 # FLEET_WORKERS is the fleet's size (300); FLEET_W8Y another w8y binary to
 # measure instead of this checkout's (main's, for the figures before), with
@@ -12,9 +13,36 @@ fleet_median() {
 	printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
 }
 
+# fleet_pickups measures how soon the $1 idle workers that run take an item
+# made due, from just before the change to the child's start, each way
+# $samples times, one item at a time, with the items after i$2 and new$2;
+# w8yctl's own run is in the figure.
+fleet_pickups() {
+	local n=$1 from=$2 i t t1 s runnow=() rpush=() took=()
+	for i in $(seq $((from + 1)) $((from + samples))); do
+		t=$EPOCHREALTIME
+		"$ctl" -u "$url" -k f run-now "i$i" >/dev/null || broken "w8yctl run-now i$i"
+		t1=$EPOCHREALTIME
+		s=$(fstarted_at "i$i")
+		runnow+=("$(awk -v a="$t" -v b="$s" 'BEGIN {printf "%.0f", (b - a) * 1000}')")
+		took+=("$(awk -v a="$t" -v b="$t1" 'BEGIN {printf "%.0f", (b - a) * 1000}')")
+	done
+	verdict "pickup, $n idle workers: run-now, median ms" "$(fleet_median "${runnow[@]}")" le 100 \
+		"from before w8yctl run-now to the child's start: ${runnow[*]} ms (w8yctl itself: median $(fleet_median "${took[@]}") ms)"
+	for i in $(seq $((from + 1)) $((from + samples))); do
+		t=$EPOCHREALTIME
+		rcli RPUSH f:list "new$i" >/dev/null
+		s=$(fstarted_at "new$i")
+		rpush+=("$(awk -v a="$t" -v b="$s" 'BEGIN {printf "%.0f", (b - a) * 1000}')")
+	done
+	verdict "pickup, $n idle workers: outside RPUSH, median ms" "$(fleet_median "${rpush[@]}")" le 100 \
+		"from before redis-cli RPUSH to the child's start: ${rpush[*]} ms"
+}
+
 fleet_size() {
-	local n=${FLEET_WORKERS:-300} bin=${FLEET_W8Y:-$w8y} items=10000 samples=9
-	local ctl="$root/bin/w8yctl" starts="$tmp/fleet-starts" base one idle i t t1 s
+	local n=${FLEET_WORKERS:-300} bin=${FLEET_W8Y:-$w8y} items=10000
+	ctl="$root/bin/w8yctl" samples=9
+	local starts="$tmp/fleet-starts" base one idle
 	CGO_ENABLED=0 go build -C "$root" -o "$ctl" ./cmd/w8yctl
 	echo "fleet: $("$bin" --version), $n workers, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 	rcli FLUSHALL >/dev/null
@@ -44,9 +72,25 @@ fleet_size() {
 	wait_for has_key f:sweep
 	wait_for fsettled
 	one=$(window_cpu)
+	fleet_pickups 1 100
 	stop_bg
 	verdict "1 idle worker, $items items cooling: ms/s" "$(awk -v i="$one" -v b="$base" 'BEGIN {v = i - b; printf "%.2f", v < 0 ? 0 : v}')" le 1 \
 		"Redis ${one} ms/s with it, ${base} without (INFO cpu over ${window}s)"
+
+	# Small fleets, whose workers look every 125ms (the longest pause) or
+	# their number times 50ms. The sleep waits for a round of beats, as
+	# below.
+	local small
+	for small in 4 16; do
+		bg_pids=()
+		for _ in $(seq "$small"); do
+			fstart
+		done
+		wait_for fsettled
+		sleep 6
+		fleet_pickups "$small" $((small * 100))
+		stop_bg
+	done
 
 	# The fleet: started together, then left until their first passes are
 	# over and each has beaten at least once more (every 5 s), so that each
@@ -63,28 +107,7 @@ fleet_size() {
 	verdict "$n idle workers, $items items cooling: ms/s, all" "$(awk -v i="$idle" -v b="$base" 'BEGIN {v = i - b; printf "%.2f", v < 0 ? 0 : v}')" le 10 \
 		"Redis ${idle} ms/s with them, ${base} without (INFO cpu over ${window}s)"
 
-	# Pickups: from just before the change to the child's start, each way
-	# $samples times, one item at a time; w8yctl's own run is in the figure.
-	local runnow=() rpush=() took=()
-	for i in $(seq "$samples"); do
-		t=$EPOCHREALTIME
-		"$ctl" -u "$url" -k f run-now "i$i" >/dev/null || broken "w8yctl run-now i$i"
-		t1=$EPOCHREALTIME
-		s=$(fstarted_at "i$i")
-		runnow+=("$(awk -v a="$t" -v b="$s" 'BEGIN {printf "%.0f", (b - a) * 1000}')")
-		took+=("$(awk -v a="$t" -v b="$t1" 'BEGIN {printf "%.0f", (b - a) * 1000}')")
-	done
-	verdict "pickup, $n idle workers: run-now, median ms" "$(fleet_median "${runnow[@]}")" le 100 \
-		"from before w8yctl run-now to the child's start: ${runnow[*]} ms (w8yctl itself: median $(fleet_median "${took[@]}") ms)"
-	for i in $(seq "$samples"); do
-		t=$EPOCHREALTIME
-		rcli RPUSH f:list "new$i" >/dev/null
-		s=$(fstarted_at "new$i")
-		rpush+=("$(awk -v a="$t" -v b="$s" 'BEGIN {printf "%.0f", (b - a) * 1000}')")
-	done
-	verdict "pickup, $n idle workers: outside RPUSH, median ms" "$(fleet_median "${rpush[@]}")" le 100 \
-		"from before redis-cli RPUSH to the child's start: ${rpush[*]} ms"
-
+	fleet_pickups "$n" 0
 	verdict "w8yctl workers, $n live workers: listed" "$("$ctl" -u "$url" -k f workers | grep -c ' continuous ' || true)" ge "$n" \
 		"rows of: w8yctl -u URL -k f workers"
 	stop_bg

@@ -1,0 +1,113 @@
+package take
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/schema"
+)
+
+// TestProbeSaysWhatALookWouldFind pins an idle worker's probe to the look it
+// stands for: on a list that the fleet has tried whole (every item cooling,
+// the sweep done), after each change below, the probe says whether a look
+// could find anything, and a look then does what the probe said. Where the
+// probe says no, the look takes nothing, elects no sweep, and leaves the
+// list, the due index, the marks and every other key as they were: the
+// worker that skips it leaves Redis as the look would have.
+func TestProbeSaysWhatALookWouldFind(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		change func(k schema.Keys)
+		worth  bool
+		taken  string // what the look takes, if anything
+	}{
+		{"nothing changed", func(schema.Keys) {}, false, ""},
+		{"an outside RPUSH", func(k schema.Keys) { rdb.RPush(ctx, k.List(), "new") }, true, "new"},
+		{"run-now", func(k schema.Keys) { rdb.Del(ctx, k.Cooldown("i1")); rdb.ZAdd(ctx, k.Due(), z(0, "i1")) }, true, "i1"},
+		{"a due entry of an item that still cools down", func(k schema.Keys) { rdb.ZAdd(ctx, k.Due(), z(0, "i2")) }, true, ""},
+		{"an entry that comes due later", func(k schema.Keys) {
+			rdb.ZAdd(ctx, k.Due(), z(float64(time.Now().Add(time.Hour).UnixMilli()), "i2"))
+		}, false, ""},
+		{"the sweep key gone", func(k schema.Keys) { rdb.Del(ctx, k.Sweep()) }, true, ""},
+		{"an outside LREM", func(k schema.Keys) { rdb.LRem(ctx, k.List(), 1, "i3") }, true, ""},
+		{"the list emptied", func(k schema.Keys) { rdb.Del(ctx, k.List()) }, true, ""},
+	}
+	for n, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			keys := schema.Keys{Prefix: fmt.Sprintf("probe%d:", n), Colocated: true}
+			takeSetup{items: redistest.Items(5), cooling: redistest.Items(5)}.seed(t, rdb, keys)
+			var logs bytes.Buffer
+			taker := testTaker(rdb, keys.Prefix, true, 2, &logs)
+			// The fleet tries the list whole (its head untried, then the
+			// sweep a look elects), and waits an hour for the next sweep.
+			taker.IdleWait = time.Hour
+			for range 4 {
+				if _, err := taker.LookFirst().Take(ctx, nil); !errors.Is(err, ErrNoWork) {
+					t.Fatalf("a take over a cooling list: %v, want no work", err)
+				}
+			}
+			if !taker.Memory.look.quiet {
+				t.Fatal("after the sweep, the last look did not find nothing")
+			}
+			tt.change(keys)
+			before := snapshot(t, rdb, keys)
+			pass := taker.LookFirst()
+			if got := pass.probe(ctx); got != tt.worth {
+				t.Errorf("the probe says %v, want %v", got, tt.worth)
+			}
+			look, err := pass.look(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if look.ok != (tt.taken != "") || look.taken.Item != tt.taken {
+				t.Errorf("the look took %q (%v), want %q", look.taken.Item, look.ok, tt.taken)
+			}
+			if !tt.worth {
+				if look.sweep || look.more || look.untried > 0 {
+					t.Errorf("the look found %+v where the probe said no", look)
+				}
+				if after := snapshot(t, rdb, keys); after != before {
+					t.Errorf("the look wrote where the probe said no:\nbefore %s\nafter  %s", before, after)
+				}
+			}
+		})
+	}
+}
+
+// snapshot describes every key under keys' prefix with its value, for
+// TestProbeSaysWhatALookWouldFind: the list in order, the due index with
+// its scores, the marks, the locks, cooldowns and the fencing token.
+func snapshot(t *testing.T, rdb *redis.Client, keys schema.Keys) string {
+	t.Helper()
+	ctx := context.Background()
+	names := rdb.Keys(ctx, keys.Prefix+"*").Val()
+	slices.Sort(names)
+	var out []string
+	for _, key := range names {
+		var value any
+		switch rdb.Type(ctx, key).Val() {
+		case "string":
+			value = rdb.Get(ctx, key).Val()
+		case "list":
+			value = rdb.LRange(ctx, key, 0, -1).Val()
+		case "zset":
+			value = rdb.ZRangeWithScores(ctx, key, 0, -1).Val()
+		default:
+			value = rdb.Type(ctx, key).Val()
+		}
+		out = append(out, fmt.Sprintf("%s=%v", key, value))
+	}
+	return fmt.Sprint(out)
+}
+
+// z is a sorted set's member with its score.
+func z(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
