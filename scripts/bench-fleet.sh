@@ -129,8 +129,12 @@ fleet_cap() {
 	# The reference, which has no target of its own.
 	printf '%-52s %10s   %s\n' "10 idle workers, 1000 items cooling: script us/s" "$(((u1 - u0) / window))" \
 		"$((n1 - n0)) looks and sweeps in ${window}s (INFO commandstats); Redis ${idle} ms/s in all"
-	verdict "10 workers waiting for a place: script us/s" "$(((v1 - v0) / window))" le "$(((u1 - u0) / window))" \
-		"$((m1 - m0)) looks in ${window}s; Redis ${waiting} ms/s in all; target: no more than the idle workers'"
+	# Idle and waiting workers both probe (see internal/take's probe) and
+	# seldom run a script, so the figure to compare is all the server's
+	# CPU; 10% over the idle workers' is the noise of two 20 s windows on
+	# a shared machine.
+	verdict "10 workers waiting for a place: Redis ms/s" "$waiting" le "$(awk -v i="$idle" 'BEGIN {printf "%.2f", i * 1.1}')" \
+		"$((m1 - m0)) script calls in ${window}s ($(((v1 - v0) / window)) us/s); target: the idle workers' (${idle} ms/s), within 10%"
 	verdict "pickup: the one place freed (s)" "$(awk -v a="$t" -v b="$s" 'BEGIN {printf "%.2f", b - a}')" le 1.25 \
 		"from the DEL of the place's lock to a waiting worker's child's start"
 }

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -85,6 +86,9 @@ type looking struct {
 	// quiet is set while the last look found nothing at all: the next one
 	// probes first (see probe).
 	quiet bool
+	// places are the places of --fleet-max-running that the last probe
+	// found, whose locks the next probe counts in the same round trip.
+	places []string
 }
 
 // sweepEvery is how long the fleet waits between sweeps of a list whose
@@ -172,6 +176,11 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 		return lookReply{}, redisconn.Wrap("look at "+quote(list), err)
 	}
 	if fence, _ := reply[3].(int64); fence == fullFence {
+		// Every place is in use: the next take probes first, as after a
+		// look that found nothing, and the probe counts the places (see
+		// probe), so that a worker waiting for a place costs Redis what
+		// an idle one does.
+		look.quiet = true
 		return lookReply{full: true}, nil
 	}
 	s, _ := reply[2].(int64)
@@ -197,6 +206,14 @@ func (p *Pass) probe(ctx context.Context) bool {
 	marks := pipe.MGet(ctx, k.Seen(), k.Untried())
 	due := pipe.ZRangeByScore(ctx, k.Due(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(time.Now().UnixMilli(), 10), Count: 1})
 	sweep := pipe.Exists(ctx, k.Sweep())
+	var places *redis.StringSliceCmd
+	var live *redis.IntCmd
+	if t.FleetMax > 0 {
+		places = pipe.SMembers(ctx, k.Running())
+		if known := t.Memory.look.places; len(known) > 0 {
+			live = pipe.Exists(ctx, known...)
+		}
+	}
 	if _, err := pipe.Exec(ctx); err != nil || len(marks.Val()) != 2 {
 		// The look that follows meets the same error, and says it in its
 		// own words (a key of another type, say).
@@ -204,13 +221,40 @@ func (p *Pass) probe(ctx context.Context) bool {
 	}
 	seen, untried := marks.Val()[0], marks.Val()[1]
 	n := length.Val()
-	if n == 0 {
+	var could bool
+	switch {
+	case n == 0:
 		// An empty or missing list: nothing to take, which the look would
 		// find too; the look is what forgets the marks of an emptied list.
 		return seen != nil || untried != nil
+	case seen != strconv.FormatInt(n, 10) || untried != "0":
+		could = true
+	default:
+		could = len(due.Val()) > 0 || sweep.Val() == 0
 	}
-	if seen != strconv.FormatInt(n, 10) || untried != "0" {
-		return true
+	if !could || places == nil || len(places.Val()) < t.FleetMax {
+		return could
 	}
-	return len(due.Val()) > 0 || sweep.Val() == 0
+	return !p.placesInUse(ctx, places.Val(), live)
+}
+
+// placesInUse reports whether every place of --fleet-max-running is in use,
+// as place.lua counts them: a place is in use while the lock it names
+// lives. A "no" lets the look run, whose script counts again, prunes the
+// places whose lock is gone and takes one; a "yes" would be its answer too.
+// live is the count of the places the last probe found, sent with this
+// probe; while the places stay the same, as they do while a worker waits,
+// it is the answer, and a probe costs one round trip.
+func (p *Pass) placesInUse(ctx context.Context, places []string, live *redis.IntCmd) bool {
+	slices.Sort(places)
+	look := &p.t.Memory.look
+	if live == nil || !slices.Equal(places, look.places) {
+		look.places = places
+		pipe := p.t.Client.Pipeline()
+		live = pipe.Exists(ctx, places...)
+		if _, err := pipe.Exec(ctx); err != nil {
+			return false
+		}
+	}
+	return live.Val() >= int64(p.t.FleetMax)
 }

@@ -111,3 +111,50 @@ func snapshot(t *testing.T, rdb *redis.Client, keys schema.Keys) string {
 
 // z is a sorted set's member with its score.
 func z(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
+
+// TestProbeCountsThePlaces: with --fleet-max-running, a worker waiting for a
+// place probes as an idle one does, and the probe counts the places as
+// place.lua does: every place's lock alive is "no", as the look that would
+// take nothing; a place whose lock is gone (its worker died, or its run
+// ended) is "yes", and the look then takes the item that came due.
+func TestProbeCountsThePlaces(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	keys := schema.Keys{Prefix: "places:", Colocated: true}
+	takeSetup{items: redistest.Items(5), cooling: redistest.Items(5)}.seed(t, rdb, keys)
+	var logs bytes.Buffer
+	taker := testTaker(rdb, keys.Prefix, true, 2, &logs)
+	taker.IdleWait, taker.FleetMax = time.Hour, 2
+	for _, lock := range []string{keys.Lock("x"), keys.Lock("y")} {
+		rdb.Set(ctx, lock, "another", time.Hour)
+		rdb.SAdd(ctx, keys.Running(), lock)
+	}
+	for range 4 {
+		if _, err := taker.LookFirst().Take(ctx, nil); !errors.Is(err, ErrNoWork) {
+			t.Fatalf("a take over a cooling list: %v, want no work", err)
+		}
+	}
+	// Run now: due, but both places are in use.
+	rdb.Del(ctx, keys.Cooldown("i1"))
+	rdb.ZAdd(ctx, keys.Due(), z(0, "i1"))
+	if taken, err := taker.LookFirst().Take(ctx, nil); !errors.Is(err, ErrNoWork) {
+		t.Fatalf("a take with every place in use: %+v, %v; want no work", taken, err)
+	}
+	before := snapshot(t, rdb, keys)
+	if taker.LookFirst().probe(ctx) {
+		t.Error("the probe says a look could take something while every place is in use")
+	}
+	if after := snapshot(t, rdb, keys); after != before {
+		t.Errorf("the probe wrote:\nbefore %s\nafter  %s", before, after)
+	}
+	// A dead worker's lock expires: its place is free, though its member
+	// is still in the set.
+	rdb.Del(ctx, keys.Lock("y"))
+	pass := taker.LookFirst()
+	if !pass.probe(ctx) {
+		t.Error("the probe says no with a place free")
+	}
+	if taken, err := pass.Take(ctx, nil); err != nil || taken.Item != "i1" {
+		t.Errorf("the take with a place free: %+v, %v; want i1", taken, err)
+	}
+}
