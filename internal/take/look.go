@@ -197,8 +197,10 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 // removed), items at the head are untried, an entry of the due index has
 // passed, or the sweep key is free (the look may elect a sweep). Otherwise
 // dueScript would try no candidate and write nothing, so the probe's "no"
-// is the look's own answer, and the worker takes nothing.
-func (p *Pass) probe(ctx context.Context) bool {
+// is the look's own answer, and the worker takes nothing. With
+// --fleet-max-running, full says that the answer is no because every place
+// is in use, as the look would have found (see placesInUse).
+func (p *Pass) probe(ctx context.Context) (worth, full bool) {
 	t := p.t
 	k := t.Keys
 	pipe := t.Client.Pipeline()
@@ -217,7 +219,7 @@ func (p *Pass) probe(ctx context.Context) bool {
 	if _, err := pipe.Exec(ctx); err != nil || len(marks.Val()) != 2 {
 		// The look that follows meets the same error, and says it in its
 		// own words (a key of another type, say).
-		return true
+		return true, false
 	}
 	seen, untried := marks.Val()[0], marks.Val()[1]
 	n := length.Val()
@@ -226,16 +228,17 @@ func (p *Pass) probe(ctx context.Context) bool {
 	case n == 0:
 		// An empty or missing list: nothing to take, which the look would
 		// find too; the look is what forgets the marks of an emptied list.
-		return seen != nil || untried != nil
+		return seen != nil || untried != nil, false
 	case seen != strconv.FormatInt(n, 10) || untried != "0":
 		could = true
 	default:
 		could = len(due.Val()) > 0 || sweep.Val() == 0
 	}
 	if !could || places == nil || len(places.Val()) < t.FleetMax {
-		return could
+		return could, false
 	}
-	return !p.placesInUse(ctx, places.Val(), live)
+	full = p.placesInUse(ctx, places.Val(), live)
+	return !full, full
 }
 
 // placesInUse reports whether every place of --fleet-max-running is in use,

@@ -61,8 +61,8 @@ func TestProbeSaysWhatALookWouldFind(t *testing.T) {
 			tt.change(keys)
 			before := snapshot(t, rdb, keys)
 			pass := taker.LookFirst()
-			if got := pass.probe(ctx); got != tt.worth {
-				t.Errorf("the probe says %v, want %v", got, tt.worth)
+			if got, full := pass.probe(ctx); got != tt.worth || full {
+				t.Errorf("the probe says %v (full %v), want %v", got, full, tt.worth)
 			}
 			look, err := pass.look(ctx)
 			if err != nil {
@@ -137,12 +137,12 @@ func TestProbeCountsThePlaces(t *testing.T) {
 	// Run now: due, but both places are in use.
 	rdb.Del(ctx, keys.Cooldown("i1"))
 	rdb.ZAdd(ctx, keys.Due(), z(0, "i1"))
-	if taken, err := taker.LookFirst().Take(ctx, nil); !errors.Is(err, ErrNoWork) {
-		t.Fatalf("a take with every place in use: %+v, %v; want no work", taken, err)
+	if taken, err := taker.LookFirst().Take(ctx, nil); !errors.Is(err, ErrFull) {
+		t.Fatalf("a take with every place in use: %+v, %v; want ErrFull", taken, err)
 	}
 	before := snapshot(t, rdb, keys)
-	if taker.LookFirst().probe(ctx) {
-		t.Error("the probe says a look could take something while every place is in use")
+	if worth, full := taker.LookFirst().probe(ctx); worth || !full {
+		t.Errorf("the probe says %v (full %v) while every place is in use, want no, full", worth, full)
 	}
 	if after := snapshot(t, rdb, keys); after != before {
 		t.Errorf("the probe wrote:\nbefore %s\nafter  %s", before, after)
@@ -151,8 +151,8 @@ func TestProbeCountsThePlaces(t *testing.T) {
 	// is still in the set.
 	rdb.Del(ctx, keys.Lock("y"))
 	pass := taker.LookFirst()
-	if !pass.probe(ctx) {
-		t.Error("the probe says no with a place free")
+	if worth, full := pass.probe(ctx); !worth || full {
+		t.Errorf("the probe says %v (full %v) with a place free, want yes", worth, full)
 	}
 	if taken, err := pass.Take(ctx, nil); err != nil || taken.Item != "i1" {
 		t.Errorf("the take with a place free: %+v, %v; want i1", taken, err)

@@ -189,9 +189,14 @@ func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
 			if stopped(stop) {
 				return Taken{}, ErrStopped
 			}
-			if p.t.Memory.look.quiet && !p.looked && !p.probe(ctx) {
-				p.left = 0
-				return Taken{}, ErrNoWork
+			if p.t.Memory.look.quiet && !p.looked {
+				if worth, full := p.probe(ctx); !worth {
+					p.left = 0
+					if full {
+						return Taken{}, ErrFull
+					}
+					return Taken{}, ErrNoWork
+				}
 			}
 			look, err := p.look(ctx)
 			switch {
