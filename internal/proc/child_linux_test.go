@@ -93,7 +93,17 @@ func TestStopEndsTheWholeGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Close(pidfd)
-	exit := c.Stop(200 * time.Millisecond)
+	// Stop waits for the group; one it failed to signal would keep it
+	// waiting for ever, and the test must fail rather than hang.
+	stopped := make(chan Exit, 1)
+	go func() { stopped <- c.Stop(200 * time.Millisecond) }()
+	var exit Exit
+	select {
+	case exit = <-stopped:
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(-c.PID, syscall.SIGKILL)
+		t.Fatal("Stop had not returned after 30s: the group was not stopped")
+	}
 	if exit.Signal != syscall.SIGTERM && exit.Signal != syscall.SIGKILL {
 		t.Errorf("the child ended with %v, want a signal", exit)
 	}
