@@ -543,14 +543,7 @@ func TestDrainLetsChildrenFinish(t *testing.T) {
 	// The leases go on while the children drain: each lock's expiry is
 	// pushed back again, which is seen as its PTTL going up.
 	for _, item := range started {
-		lock := s.key("lock:" + item)
-		last := s.Client.PTTL(ctx(t), lock).Val()
-		redistest.WaitFor(t, "the lock of "+item+" to be refreshed during the drain", func() bool {
-			now := s.Client.PTTL(ctx(t), lock).Val()
-			refreshed := now > last
-			last = now
-			return refreshed
-		})
+		waitRefresh(t, s.server, s.key("lock:"+item))
 	}
 	s.Client.RPush(ctx(t), "go", "1", "1")
 	p.wait(t).wantExit(t, 0)

@@ -64,9 +64,10 @@ func TestWorkersRegistry(t *testing.T) {
 	t.Parallel()
 	s := setup(t, "wr")
 	s.items("a")
-	// The child reports its start, then waits for the test to let it end;
-	// with an hour's cooldown the worker then has nothing left to run.
-	gated := report(":", `redis-cli -p "$REDIS_PORT" blpop gate 30 >/dev/null`)
+	// Each child reports its start, then waits for the test to let it end
+	// (an RPUSH of gate:ITEM); with an hour's cooldown the first worker then
+	// has nothing left to run.
+	gated := report(":", `redis-cli -p "$REDIS_PORT" blpop "gate:$W8Y_ITEM" 30 >/dev/null`)
 	first := s.start(append([]string{"-c", "--cooldown", "1h"}, gated...)...)
 	if got := s.popStarted(t); got != "a" {
 		t.Fatalf("started %q, want a", got)
@@ -87,15 +88,10 @@ func TestWorkersRegistry(t *testing.T) {
 		t.Errorf("w8yctl workers:\n%s", table.Stdout)
 	}
 
-	s.Client.RPush(ctx(t), "gate", "go")
-	idle := s.entryOf(holder, schema.WorkerIdle)
-	if len(idle.Running) != 0 || !idle.Since.After(busy.Since) {
-		t.Errorf("the idle entry %+v, after the busy %+v", idle, busy)
-	}
-
-	// A second worker, one-shot but blocked in its child, and a third,
-	// continuous and idle, which SIGKILL ends.
-	s.items("a", "b")
+	// While the first worker runs a, a second worker, one-shot, takes b and
+	// blocks in its child (the first, busy, cannot take b before it), and a
+	// third, continuous, finds nothing to take and idles until SIGKILL.
+	s.Client.RPush(ctx(t), s.key("list"), "b")
 	second := s.start(gated...)
 	if got := s.popStarted(t); got != "b" {
 		t.Fatalf("started %q, want b", got)
@@ -110,14 +106,27 @@ func TestWorkersRegistry(t *testing.T) {
 	if r := s.ctl("status"); !strings.Contains(r.Stdout, "live workers 3  ") {
 		t.Errorf("w8yctl status does not count 3 workers:\n%s", r.Stdout)
 	}
-	var thirdHolder string
+	var secondHolder, thirdHolder string
 	for _, e := range s.workersJSON() {
-		if e.Holder != holder && e.Mode == "continuous" {
+		switch {
+		case e.Holder == holder:
+		case e.Mode == "continuous":
 			thirdHolder = e.Holder
-		} else if e.Holder != holder && (e.Mode != "one-shot" || len(e.Running) != 1 || e.Running[0].Item != "b") {
+		case e.Mode != "one-shot" || len(e.Running) != 1 || e.Running[0].Item != "b":
 			t.Errorf("the one-shot worker's entry %+v", e)
+		default:
+			secondHolder = e.Holder
 		}
 	}
+
+	// The first worker's run ends; a cools down for an hour, and the
+	// worker idles.
+	s.Client.RPush(ctx(t), "gate:a", "go")
+	idle := s.entryOf(holder, schema.WorkerIdle)
+	if len(idle.Running) != 0 || !idle.Since.After(busy.Since) {
+		t.Errorf("the idle entry %+v, after the busy %+v", idle, busy)
+	}
+
 	third.signal(t, syscall.SIGKILL)
 	third.wait(t)
 	killed := time.Now()
@@ -127,15 +136,17 @@ func TestWorkersRegistry(t *testing.T) {
 	if took := time.Since(killed); took > registry.TTL+time.Second {
 		t.Errorf("the killed worker stayed listed for %s, longer than the registry's expiry %s", took, registry.TTL)
 	}
-	// The first worker has idled for longer than an entry's expiry: its
-	// beats keep it listed, and idle.
-	if e := s.entryOf(holder, schema.WorkerIdle); time.Since(e.Since) < registry.TTL {
-		t.Errorf("the first worker has idled only %s", time.Since(e.Since))
+	// Once the first worker has idled for longer than an entry's expiry,
+	// its beats keep it listed, and idle, with the same start of its idling.
+	redistest.WaitFor(t, "the first worker idle for longer than an entry's expiry", func() bool {
+		return time.Since(idle.Since) > registry.TTL
+	})
+	if e := s.entryOf(holder, schema.WorkerIdle); !e.Since.Equal(idle.Since) {
+		t.Errorf("the first worker, idle since %s, is listed as idle since %s", idle.Since, e.Since)
 	}
 
-	s.Client.RPush(ctx(t), "gate", "go")
+	s.Client.RPush(ctx(t), "gate:b", "go")
 	second.wait(t).mustExit(t, 0)
-	secondHolder := s.Client.HGet(ctx(t), s.key("state:b"), schema.FieldLastHolder).Val()
 	if !s.gone(secondHolder) {
 		t.Errorf("the one-shot worker %q is left in the registry after its exit", secondHolder)
 	}
