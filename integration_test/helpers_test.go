@@ -395,13 +395,20 @@ func (p *proc) wait(t *testing.T) result {
 	return result{Code: p.cmd.ProcessState.ExitCode(), Stdout: p.stdout.String(), Stderr: p.stderr.String(), run: p.run}
 }
 
-// kill ends a w8y that a failing test left running, and the process groups
-// of its children, which w8y can no longer stop.
+// kill ends a w8y with SIGKILL (as a test's crash, or after a failing test
+// left it running), and then the process groups of its children, which w8y
+// can no longer stop. w8y dies first: a w8y that saw its child killed
+// first would finish that run as a failure before its own end.
 func (p *proc) kill() {
-	for _, child := range childrenOf(p.cmd.Process.Pid) {
+	pid := p.cmd.Process.Pid
+	children := childrenOf(pid)
+	_ = p.cmd.Process.Kill()
+	// Dead, not only signalled (a zombie or reaped), before its children
+	// go; Wait waits for them too, when they hold its output open.
+	redistest.Poll(redistest.Timeout, func() bool { return !stillRuns(pid) })
+	for _, child := range children {
 		_ = syscall.Kill(-child, syscall.SIGKILL)
 	}
-	_ = p.cmd.Process.Kill()
 	<-p.done
 }
 
