@@ -63,16 +63,16 @@ func TestDashboardActionsInBrowser(t *testing.T) {
 	screenshot(t, tab, dir, "paused-running")
 
 	// Cancel with a reason of the operator's own.
-	act(t, tab, "cancel held with a reason",
+	act(t, tab, "type the token and the cancel's reason",
 		chromedp.SendKeys(`#token`, token),
-		chromedp.SendKeys(`#cancel-reason`, "stuck on the vendor"),
-		chromedp.Click(`#items tbody tr[data-item="held"] button[data-action="cancel"]`))
+		chromedp.SendKeys(`#cancel-reason`, "stuck on the vendor"))
+	click(t, tab, "cancel held with a reason", `#items tbody tr[data-item="held"] button[data-action="cancel"]`)
 	redistest.WaitFor(t, "held's cancel request in Redis", func() bool {
 		return b.Client.HGet(ctx(t), b.key("cancel:held"), "reason").Val() == "stuck on the vendor"
 	})
 	shows(t, tab, "the cancel done", `document.getElementById("message").textContent === "cancel held: done"`)
 
-	act(t, tab, "resume held", chromedp.Click(`#items tbody tr[data-item="held"] button[data-action="resume"]`))
+	click(t, tab, "resume held", `#items tbody tr[data-item="held"] button[data-action="resume"]`)
 	redistest.WaitFor(t, "held's pause gone", func() bool { return b.Client.Exists(ctx(t), b.key("pause:held")).Val() == 0 })
 	shows(t, tab, "held running, with pause", `(() => { const r = `+rowOf("held")+`; return r.cells[1].textContent === "locked" && r.querySelector('button[data-action="pause"]') !== null; })()`)
 
@@ -81,7 +81,7 @@ func TestDashboardActionsInBrowser(t *testing.T) {
 	redistest.WaitFor(t, "delta in the list", func() bool { return slices.Contains(b.list(), "delta") })
 	shows(t, tab, "delta's row", rowOf("delta")+` !== null`)
 	remove := `#items tbody tr[data-item="gone"] button[data-action="remove"]`
-	act(t, tab, "click remove once", chromedp.Click(remove))
+	click(t, tab, "click remove once", remove)
 	shows(t, tab, "the remove asking again", `document.querySelector('`+remove+`').textContent === "remove? click again"`)
 	// The table's refreshes keep the button as it is.
 	refreshes := eval[int](t, tab, `state.refreshes`)
@@ -92,7 +92,7 @@ func TestDashboardActionsInBrowser(t *testing.T) {
 	if got := b.list(); !slices.Contains(got, "gone") {
 		t.Fatalf("one click removed gone: %q", got)
 	}
-	act(t, tab, "click remove again", chromedp.Click(remove))
+	click(t, tab, "click remove again", remove)
 	redistest.WaitFor(t, "gone out of the list", func() bool { return !slices.Contains(b.list(), "gone") })
 	shows(t, tab, "gone's row gone", rowOf("gone")+` === null && `+count("items")+` === 3`)
 	if got := b.list(); !slices.Equal(got, []string{"alpha", "held", "delta"}) {

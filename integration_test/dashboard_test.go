@@ -85,6 +85,23 @@ func act(t *testing.T, tab context.Context, what string, steps ...chromedp.Actio
 	}
 }
 
+// click clicks the element that sel finds, as a person would. The page
+// draws its tables again as the list changes: an element found and then
+// replaced before the click lands is gone ("Could not find node with given
+// id"), the click was never dispatched, and it is tried again on the
+// element that replaced it.
+func click(t *testing.T, tab context.Context, what, sel string) {
+	t.Helper()
+	var err error
+	redistest.Poll(redistest.Timeout, func() bool {
+		err = chromedp.Do(tab, chromedp.Click(sel))
+		return err == nil || !strings.Contains(err.Error(), "node with given id")
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
 // shows polls the page until the JavaScript expression cond is true.
 func shows(t *testing.T, tab context.Context, what, cond string) {
 	t.Helper()
@@ -244,7 +261,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	// down to its row, so that the click lands on it while the list
 	// rotates).
 	filter(t, tab, "broken")
-	act(t, tab, "open broken's view", chromedp.Click(`#items tbody tr[data-item="broken"] td.item a`))
+	click(t, tab, "open broken's view", `#items tbody tr[data-item="broken"] td.item a`)
 	shows(t, tab, "broken's events alone in its view",
 		`(() => { const evs = Array.from(document.querySelectorAll("#detail-events .ev-item"));
 		  return !document.getElementById("detail").hidden && document.getElementById("detail-name").textContent === "broken" &&
@@ -281,18 +298,18 @@ func TestDashboardInBrowser(t *testing.T) {
 	act(t, tab, "filter to alpha", chromedp.SendKeys(`#filter`, "alpha"))
 	shows(t, tab, "alpha alone", `(`+itemNames+`).join() === "alpha"`)
 	pauseButton := `#items tbody tr[data-item="alpha"] button[data-action="pause"]`
-	act(t, tab, "pause without the token", chromedp.Click(pauseButton))
+	click(t, tab, "pause without the token", pauseButton)
 	shows(t, tab, "the pause refused", `document.getElementById("message").textContent.includes("401")`)
 	if n := s.Client.Exists(ctx(t), "work:pause:alpha").Val(); n != 0 {
 		t.Fatal("the pause without the token paused alpha")
 	}
 	screenshot(t, tab, dir, "pause-refused")
 
-	act(t, tab, "pause with the token",
+	act(t, tab, "type the token and the pause's reason and length",
 		chromedp.SendKeys(`#token`, strings.TrimSpace(string(token))),
 		chromedp.SendKeys(`#pause-reason`, "disk full"),
-		chromedp.SendKeys(`#pause-for`, "1h"),
-		chromedp.Click(pauseButton))
+		chromedp.SendKeys(`#pause-for`, "1h"))
+	click(t, tab, "pause with the token", pauseButton)
 	redistest.WaitFor(t, "alpha paused in Redis", func() bool {
 		return s.Client.HGet(ctx(t), "work:pause:alpha", "reason").Val() == "disk full"
 	})
