@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -152,7 +153,10 @@ func (w *worker) once(ctx context.Context) error {
 			break
 		}
 		running++
-		go func() { done <- w.runItem(ctx, item, lock) }()
+		go func() {
+			end, _ := w.runItem(ctx, item, lock, nil)
+			done <- end
+		}()
 	}
 	var first *runs.End
 	for range running {
@@ -191,7 +195,7 @@ func (w *worker) one(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	end := w.runItem(ctx, item, lock)
+	end, _ := w.runItem(ctx, item, lock, nil)
 	switch {
 	case errors.Is(end.Err, errStopped):
 		return w.stops.stopErr()
@@ -230,7 +234,7 @@ func (w *worker) takeNamed(ctx context.Context, item string) (*Lock, error) {
 // stop signal, --max-items or --max-runtime, or a failed run with
 // --stop-on-failure. It returns once the running children have finished.
 func (w *worker) loop(ctx context.Context) error {
-	l := &continuous{w: w, done: make(chan runs.End, w.opts.Parallel)}
+	l := &continuous{w: w, done: make(chan slotEnd, w.opts.Parallel)}
 	stopped := w.stops.Stopped()
 	var deadline <-chan time.Time
 	if d := time.Duration(w.opts.MaxRuntime); d > 0 {
@@ -250,9 +254,16 @@ func (w *worker) loop(ctx context.Context) error {
 			return l.result()
 		}
 		select {
-		case end := <-l.done:
+		case s := <-l.done:
 			l.running--
-			l.ended(end)
+			l.ended(s.end)
+			if s.next != nil {
+				// Taken by the run's finish, in the same call: run as an
+				// item that fill took.
+				l.reachable()
+				l.retries = 0
+				l.start(ctx, s.next)
+			}
 		case <-l.paused:
 			l.paused = nil
 		case <-stopped:
@@ -268,8 +279,9 @@ func (w *worker) loop(ctx context.Context) error {
 // continuous is the state of a --continuous worker's loop.
 type continuous struct {
 	w *worker
-	// done receives the end of each run that a slot started.
-	done    chan runs.End
+	// done receives the end of each run that a slot started, and the item
+	// that its finish took, if it took one.
+	done    chan slotEnd
 	running int
 	taken   int
 	// retries counts Redis errors in a row, which the retry pause doubles
@@ -286,8 +298,9 @@ type continuous struct {
 	// error or lost lock.
 	paused <-chan time.Time
 	// closing is set once no more items are taken; the loop then waits for
-	// the running children.
+	// the running children. closed is the same, for the slots to read.
 	closing bool
+	closed  atomic.Bool
 	// exit, once set, is how the loop ends when it is not a drain or a
 	// limit reached.
 	exit error
@@ -315,16 +328,14 @@ func (l *continuous) fill(ctx context.Context) {
 		if w.opts.UntilIdle {
 			pass = w.rotator.Pass()
 		}
-		item, lock, err := w.take(ctx, pass, l.running == 0)
+		_, lock, err := w.take(ctx, pass, l.running == 0)
 		if err == nil || errors.Is(err, ErrNoWork) {
 			l.reachable()
 		}
 		switch {
 		case err == nil:
 			l.retries = 0
-			l.running++
-			l.taken++
-			go func() { l.done <- w.runItem(ctx, item, lock) }()
+			l.start(ctx, lock)
 		case errors.Is(err, ErrNoWork):
 			l.retries = 0
 			l.foundNothing(ctx)
@@ -334,6 +345,34 @@ func (l *continuous) fill(ctx context.Context) {
 			l.retryOrEnd(err)
 		}
 	}
+}
+
+// slotEnd is how a slot's run ended, and the Lock of the next item, which
+// its finish took, or nil.
+type slotEnd struct {
+	end  runs.End
+	next *Lock
+}
+
+// start runs the item of lock, which is ours, in a slot of its own. A
+// worker of one slot that may take more items takes the next one as the
+// run finishes, in the same call (see worker.finish), after a run that
+// ended well, unless a stop or the loop's close came first: a busy
+// worker's item costs Redis one round trip instead of two.
+func (l *continuous) start(ctx context.Context, lock *Lock) {
+	w := l.w
+	l.running++
+	l.taken++
+	var then func(runs.End) bool
+	if w.opts.Parallel == 1 && !w.opts.UntilIdle && (w.opts.MaxItems == 0 || l.taken < w.opts.MaxItems) {
+		then = func(end runs.End) bool {
+			return end.Result == schema.ResultSuccess && end.Err == nil && !w.stops.stopping() && !l.closed.Load()
+		}
+	}
+	go func() {
+		end, next := w.runItem(ctx, lock.Item, lock, then)
+		l.done <- slotEnd{end: end, next: next}
+	}()
 }
 
 // foundNothing handles a pass that found nothing to take: it warns now and
@@ -466,6 +505,7 @@ func (l *continuous) close(why string) {
 		l.w.log.Info().Int("items", l.taken).Msg(why)
 	}
 	l.closing = true
+	l.closed.Store(true)
 }
 
 // end closes the loop so that it ends with err, unless it is ending with
@@ -590,26 +630,42 @@ func (w *worker) giveBack(ctx context.Context, lock *Lock) {
 
 // runItem runs the child on item, whose lock is ours, and finishes the run:
 // it releases the lock and records the item's cooldown or backoff, state and
-// end event.
-func (w *worker) runItem(ctx context.Context, item string, lock *Lock) runs.End {
+// end event. then, if not nil, says whether the worker takes another item
+// after the run's end: the finish then takes it too, where one call can
+// (see worker.finish), and runItem returns its Lock.
+func (w *worker) runItem(ctx context.Context, item string, lock *Lock, then func(runs.End) bool) (runs.End, *Lock) {
 	w.presence.Started(item)
 	defer w.presence.Ended(item)
 	end := w.children.run(ctx, item, lock)
-	w.finish(ctx, lock, end)
+	next := w.finish(ctx, lock, end, then != nil && then(end))
 	w.tell(reportedFailure(end))
-	return end
+	return end, next
 }
 
 // finish releases lock if it is still ours and records what the run's end
 // changes for its item, all in one round trip where it can (see finisher):
-// its cooldown or backoff, consecutive failures, state and end event.
-func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End) {
+// its cooldown or backoff, consecutive failures, state and end event. With
+// takeNext, the same call looks for the next item as the worker's take
+// would first (see take.Taker.FinishThenLook), and finish returns the Lock
+// of the item it took, or nil.
+func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End, takeNext bool) (next *Lock) {
 	w.metrics.RunEnded(end.Result, end.Exited, end.Exit.Duration)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	log := w.log.With().Str("item", items.Clip(lock.Item)).Str("lock_key", items.Clip(lock.Key)).Logger()
 	end.Started = lock.Taken
-	done, err := w.finisher.Finish(ctx, lock.Key, lock.Token, end)
+	var done runs.Reply
+	var err error
+	if takeNext {
+		var taken take.Taken
+		var ok bool
+		done, taken, ok, err = w.rotator.FinishThenLook(ctx, w.finisher, lock.Key, lock.Token, end)
+		if ok {
+			next = w.rotator.lock(taken)
+		}
+	} else {
+		done, err = w.finisher.Finish(ctx, lock.Key, lock.Token, end)
+	}
 	// A restart or failover shorter than releaseTimeout must not leave the
 	// run unrecorded and its lock to expire: a finish that was not applied
 	// (no connection, or a primary demoted by a failover, see runs.Resend)
@@ -619,7 +675,7 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End) {
 	}
 	if err != nil {
 		log.Error().Err(err).Str("result", string(end.Result)).Msg("could not finish the run; the lock will expire by itself")
-		return
+		return nil
 	}
 	w.metrics.FailureStreak(done.Failures)
 	if !done.Released {
@@ -632,6 +688,7 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End) {
 		log.Info().Str("result", string(end.Result)).Int64("consecutive_failures", done.Failures).
 			Float64("backoff_s", float64(done.Delay.Milliseconds())/1000).Msg("item backs off")
 	}
+	return next
 }
 
 // lookPause is an idle worker's pause before its next look, with

@@ -517,3 +517,46 @@ func TestLongIdleWaitStillPicksUpPromptly(t *testing.T) {
 	}
 	w.stop(t)
 }
+
+// TestBusyWorkerOneCallAnItem: a busy worker whose items come due one
+// after another finishes each run and takes the next in one script call:
+// twenty items cost Redis about twenty calls, not forty (a take and a
+// finish each), and each run is recorded and its item rotated as before.
+func TestBusyWorkerOneCallAnItem(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "busy1")
+	const n = 20
+	items := redistest.Items(n + 5)
+	b.items(items...)
+	// As a list that the fleet has run is: every item tried, and the first
+	// twenty due in the index, in their order.
+	b.Client.Set(ctx(t), b.key("seen"), len(items), 0)
+	b.Client.Set(ctx(t), b.key("untried"), 0, 0)
+	for i, item := range items {
+		score := float64(i + 1)
+		if i >= n {
+			b.Client.Set(ctx(t), b.key("cooldown:"+item), "x", time.Hour)
+			score = float64(time.Now().Add(time.Hour).UnixMilli())
+		}
+		b.Client.ZAdd(ctx(t), b.key("due"), redis.Z{Score: score, Member: item})
+	}
+	before := redistest.CommandStats(t, b.Client)
+	b.run("-c", "-q", "--cooldown", "1h", "--max-items", strconv.Itoa(n), "true").wantExit(t, 0)
+	after := redistest.CommandStats(t, b.Client)
+	calls := after["evalsha"] + after["eval"] - before["evalsha"] - before["eval"]
+	// The first take and the last finish go alone (n+1 calls), and the
+	// first call of each of the three scripts twice, as EVALSHA and then
+	// EVAL, when the server does not have it yet. A take and a finish an
+	// item would be 2n calls.
+	if calls > n+4 {
+		t.Errorf("%d items cost %d script calls, want at most %d: one an item", n, calls, n+4)
+	}
+	for _, item := range items[:n] {
+		if got := b.Client.HGet(ctx(t), b.key("state:"+item), "runs").Val(); got != "1" {
+			t.Errorf("%s ran %q times, want once", item, got)
+		}
+	}
+	// Each item taken moved to the tail, in the order taken.
+	b.wantList(append(slices.Clone(items[n:]), items[:n]...)...)
+	b.noLocks()
+}

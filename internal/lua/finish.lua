@@ -87,30 +87,41 @@ if opt.reason == "1" then
 end
 local failures, delay, problem = -1, -1, ""
 
--- Schedule: the count of consecutive failures, which this block alone
--- writes (the record below leaves it alone), then the cooldown after a
--- success or the backoff after a failure, which doubles with the count.
+-- Schedule: the count of consecutive failures, which a failure increments
+-- here and a success resets with the record below, then the cooldown after
+-- a success or the backoff after a failure, which doubles with the count.
 -- An interrupted run changes none of them.
+
+-- left[i] is the time to live of KEYS[i] once this script has written it,
+-- as PTTL would read it (-2: no key), where the script already knows it;
+-- the due entry below reads the others.
+local left = {}
 
 -- pause keeps the item from running for ms milliseconds with the key `key`,
 -- unless that key already keeps it longer (an operator's pause, with a
 -- longer or no expiry, or a key of another type, which w8y does not own).
--- Keep in step with pause.lua.
+-- It returns the key's time to live after it. Keep in step with pause.lua.
 local function pause(key, ms)
-  local left = redis.call("PTTL", key)
-  if left == -2 or (left >= 0 and left < ms and redis.call("TYPE", key).ok == "string") then
+  local ttl = redis.call("PTTL", key)
+  if ttl == -2 or (ttl >= 0 and ttl < ms and redis.call("TYPE", key).ok == "string") then
     redis.call("SET", key, token, "PX", ms)
+    return ms
   end
+  return ttl
 end
 
+-- The record's fields (see below); a success resets the count of
+-- consecutive failures in the same write.
+local record = {"last_end", opt.now, "last_result", opt.result}
+if released == 1 then
+  left[1] = -2
+end
 if opt.result == "success" then
-  local ok = redis.pcall("HSET", state, "consecutive_failures", 0)
-  if type(ok) == "table" and ok.err then
-    problem = ok.err
-  end
+  record[#record + 1] = "consecutive_failures"
+  record[#record + 1] = 0
   local cooldown = tonumber(opt.cooldown or 0)
   if cooldown > 0 then
-    pause(KEYS[3], cooldown)
+    left[3] = pause(KEYS[3], cooldown)
   end
 elseif opt.failed == "1" then
   local n = redis.pcall("HINCRBY", state, "consecutive_failures", 1)
@@ -125,7 +136,7 @@ elseif opt.failed == "1" then
     -- The same arithmetic as backoffDelay in schedule.go.
     local nominal = math.min(tonumber(opt.backoff_max), backoffMin * 2 ^ (math.max(n, 1) - 1))
     delay = math.max(math.floor(nominal * tonumber(opt.jitter or 1)), 1)
-    pause(KEYS[4], delay)
+    left[4] = pause(KEYS[4], delay)
   end
 end
 
@@ -138,13 +149,13 @@ end
 local dueAt = tonumber(opt.now)
 for i = 1, 4 do
   if i ~= 2 then
-    local left = redis.call("PTTL", KEYS[i])
-    if left == -1 then
+    local ttl = left[i] or redis.call("PTTL", KEYS[i])
+    if ttl == -1 then
       dueAt = nil
       break
     end
-    if left > 0 then
-      dueAt = math.max(dueAt, tonumber(opt.now) + left)
+    if ttl > 0 then
+      dueAt = math.max(dueAt, tonumber(opt.now) + ttl)
     end
   end
 end
@@ -163,24 +174,35 @@ end
 
 -- Record: the state hash and the end event. pcall: a key of another type in
 -- their place must not hide whether the lock was released.
-redis.pcall("HSET", state, "last_end", opt.now, "last_result", opt.result)
--- What this run has not to say, an earlier one's must not seem to.
+-- One HSET writes them all, and one HDEL drops what this run has not to
+-- say, so that an earlier run's does not seem to be this one's.
 local drop = {}
 if reason then
-  redis.pcall("HSET", state, "last_reason", reason)
+  record[#record + 1] = "last_reason"
+  record[#record + 1] = reason
 else
   drop[#drop + 1] = "last_reason"
 end
 if opt.output == "1" then
-  redis.pcall("HSET", state, "last_stdout", ARGV[6], "last_stderr", ARGV[7])
+  record[#record + 1] = "last_stdout"
+  record[#record + 1] = ARGV[6]
+  record[#record + 1] = "last_stderr"
+  record[#record + 1] = ARGV[7]
 else
   drop[#drop + 1] = "last_stdout"
   drop[#drop + 1] = "last_stderr"
 end
-redis.pcall("HDEL", state, unpack(drop))
 if opt.exit_code then
-  redis.pcall("HSET", state, "last_exit_code", opt.exit_code, "last_duration_ms", opt.duration_ms)
+  record[#record + 1] = "last_exit_code"
+  record[#record + 1] = opt.exit_code
+  record[#record + 1] = "last_duration_ms"
+  record[#record + 1] = opt.duration_ms
 end
+local ok = redis.pcall("HSET", state, unpack(record))
+if opt.result == "success" and type(ok) == "table" and ok.err then
+  problem = ok.err
+end
+redis.pcall("HDEL", state, unpack(drop))
 redis.pcall("HINCRBY", state, "runs", 1)
 if opt.failed == "1" then
   redis.pcall("HINCRBY", state, "failures", 1)

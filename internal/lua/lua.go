@@ -53,3 +53,7 @@ var (
 	// one: w8yctl check --fix.
 	Dedupe = redis.NewScript(dedupeSource)
 )
+
+// FinishSource is Finish's text, for a script that finishes a run and goes
+// on in the same call (internal/take's FinishThenLook).
+func FinishSource() string { return finishSource }

@@ -78,6 +78,41 @@ func (f *Finisher) Finish(ctx context.Context, lockKey, token string, end End) (
 	if !f.Record.Keys.Colocated {
 		return f.finishEach(ctx, lockKey, token, end, factor)
 	}
+	keys, args := f.call(lockKey, token, end, factor)
+	reply, err := lua.Finish.Run(ctx, f.Client, keys, args...).Result()
+	if err != nil && redisconn.SlotMoving(err) {
+		// While the slot moves to another Cluster node, a command that
+		// names several of its keys is refused (TRYAGAIN) until all of them
+		// have arrived, and the script has not run at all. One key per
+		// command follows the move (ASK) instead: without this, the lock
+		// would be left to expire, and the run's cooldown or backoff, its
+		// count of consecutive failures and its record would be lost.
+		return f.finishEach(ctx, lockKey, token, end, factor)
+	}
+	if err != nil {
+		return Reply{}, redisconn.Wrap("finish the run of "+strconv.Quote(lockKey), err)
+	}
+	return ReadReply(lockKey, reply)
+}
+
+// Call is the call of lua.Finish that Finish sends where one script may
+// touch all of an item's keys: its keys and arguments, for a script that
+// sends it with more (internal/take's FinishThenLook), whose reply
+// ReadReply reads. ok is unset where Finish sends per-key commands instead.
+func (f *Finisher) Call(lockKey, token string, end End) (keys []string, args []any, ok bool) {
+	if !f.Record.Keys.Colocated {
+		return nil, nil, false
+	}
+	factor := "1"
+	if f.Jitter != nil {
+		factor = f.Jitter()
+	}
+	keys, args = f.call(lockKey, token, end, factor)
+	return keys, args, true
+}
+
+// call is Call, with factor the jitter of a failure delay.
+func (f *Finisher) call(lockKey, token string, end End, factor string) ([]string, []any) {
 	rec, item := f.Record, end.Item
 	keys := []string{lockKey, rec.Keys.State(item), rec.Keys.Cooldown(item), rec.Keys.Backoff(item), rec.Keys.Due(), rec.Keys.Cancel(item), rec.Keys.Running()}
 	if rec.EventsMaxLen > 0 {
@@ -94,21 +129,15 @@ func (f *Finisher) Finish(ctx context.Context, lockKey, token string, end End) (
 		stdout, stderr = end.Output.Stdout, end.Output.Stderr
 	}
 	words := rec.finishWords(end) + f.scheduleWords(end, factor)
-	reply, err := lua.Finish.Run(ctx, f.Client, keys, token, item, words, reason, by, stdout, stderr).Slice()
-	if err != nil && redisconn.SlotMoving(err) {
-		// While the slot moves to another Cluster node, a command that
-		// names several of its keys is refused (TRYAGAIN) until all of them
-		// have arrived, and the script has not run at all. One key per
-		// command follows the move (ASK) instead: without this, the lock
-		// would be left to expire, and the run's cooldown or backoff, its
-		// count of consecutive failures and its record would be lost.
-		return f.finishEach(ctx, lockKey, token, end, factor)
-	}
-	if err != nil {
-		return Reply{}, redisconn.Wrap("finish the run of "+strconv.Quote(lockKey), err)
-	}
+	return keys, []any{token, item, words, reason, by, stdout, stderr}
+}
+
+// ReadReply reads lua.Finish's reply to the finish of the run that held
+// lockKey.
+func ReadReply(lockKey string, got any) (Reply, error) {
+	reply, _ := got.([]any)
 	if len(reply) != 4 {
-		return Reply{}, redisconn.Wrap("finish the run of "+strconv.Quote(lockKey), fmt.Errorf("unexpected reply from lua.Finish: %d values", len(reply)))
+		return Reply{}, redisconn.Wrap("finish the run of "+strconv.Quote(lockKey), fmt.Errorf("unexpected reply from lua.Finish: %v", got))
 	}
 	released, _ := reply[0].(int64)
 	failures, _ := reply[1].(int64)

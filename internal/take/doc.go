@@ -33,7 +33,9 @@
 //
 // Beside them, TakeNamed (named.go) takes the lock of one item that the
 // caller names (w8y --item), without the list, as the pass per candidate
-// takes a candidate's.
+// takes a candidate's; and FinishThenLook (next.go, next.lua) finishes a
+// busy worker's run and makes the look for its next item in the same
+// call, so that its item costs one round trip instead of two.
 //
 // Every way increments the list's fencing token and records the start of
 // the run (see runs.Recorder) as part of the take, and a take that too few

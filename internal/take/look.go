@@ -136,13 +136,7 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 		// the head, which could take that item again.
 		sweep, head = 0, " head=0"
 	}
-	words := "now=" + strconv.FormatInt(sent.UnixMilli(), 10) +
-		" most=" + strconv.Itoa(lookMost) +
-		" new=" + strconv.Itoa(lookNew) +
-		" sweep=" + strconv.FormatInt(sweep.Milliseconds(), 10) + head +
-		t.Record.TakeWords() + t.capWord()
-	got, err := redisconn.RunConfirmed(ctx, t.Client, dueScript, t.ReplicaAcks, t.TTL, []string{list},
-		t.Keys.Prefix, t.Token, t.TTL.Milliseconds(), t.MaxItemLen, words)
+	got, err := redisconn.RunConfirmed(ctx, t.Client, dueScript, t.ReplicaAcks, t.TTL, []string{list}, t.lookArgs(sent, sweep, head)...)
 	reply, isList := got.([]any)
 	if !isList {
 		if err != nil && redisconn.UnknownCommand(err, "lpos") {
@@ -160,13 +154,7 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 	}
 	unseen, _ := reply[0].(int64)
 	untried, _ := reply[4].(int64)
-	for _, s := range decodeSkipped(reply[5:]) {
-		t.warnSkipped(s)
-	}
-	if item, isTaken := reply[1].(string); isTaken {
-		taken := t.taken(item, sent)
-		taken.Fence, _ = reply[3].(int64)
-		t.warnNoFence(taken)
+	if taken, isTaken := t.readTaken(reply, sent); isTaken {
 		if errors.Is(err, redisconn.ErrNotReplicated) {
 			return lookReply{}, unconfirmed(taken, err)
 		}
@@ -187,6 +175,34 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 	out := lookReply{more: unseen > 0, sweep: s == 1, untried: untried}
 	look.quiet = !out.more && !out.sweep && untried == 0
 	return out, nil
+}
+
+// lookArgs are dueScript's arguments for a look sent at sent, which elects
+// this worker to sweep for sweep (0: it does not), with head " head=0" to
+// look on past untried items at the list's head, or "".
+func (t *Taker) lookArgs(sent time.Time, sweep time.Duration, head string) []any {
+	words := "now=" + strconv.FormatInt(sent.UnixMilli(), 10) +
+		" most=" + strconv.Itoa(lookMost) +
+		" new=" + strconv.Itoa(lookNew) +
+		" sweep=" + strconv.FormatInt(sweep.Milliseconds(), 10) + head +
+		t.Record.TakeWords() + t.capWord()
+	return []any{t.Keys.Prefix, t.Token, t.TTL.Milliseconds(), t.MaxItemLen, words}
+}
+
+// readTaken reads the item that dueScript's reply, to a look sent at sent,
+// says it took, if any, and warns of the items it skipped for good.
+func (t *Taker) readTaken(reply []any, sent time.Time) (Taken, bool) {
+	for _, s := range decodeSkipped(reply[5:]) {
+		t.warnSkipped(s)
+	}
+	item, isTaken := reply[1].(string)
+	if !isTaken {
+		return Taken{}, false
+	}
+	taken := t.taken(item, sent)
+	taken.Fence, _ = reply[3].(int64)
+	t.warnNoFence(taken)
+	return taken, true
 }
 
 // probe is what an idle worker sends instead of a look while its last look

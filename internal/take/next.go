@@ -1,0 +1,68 @@
+package take
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/w8y/w8y/internal/lua"
+	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/runs"
+)
+
+// The finish of a run and the take of the next, in one call: a busy
+// worker, whose every take finds its item by a look, costs Redis one
+// round trip an item instead of two (see next.lua).
+
+//go:embed next.lua
+var nextSource string
+
+// nextScript is next.lua after finish.lua and due.lua, each made a
+// function of its own keys and arguments.
+var nextScript = withPlaces(
+	"local function finishRun(KEYS, ARGV)\n" + lua.FinishSource() + "\nend\n" +
+		"local function lookDue(KEYS, ARGV)\n" + dueSource + "\nend\n" +
+		nextSource)
+
+// FinishThenLook finishes the run that end says, which held lockKey with
+// token, as f.Finish does, and in the same call looks for the next item
+// as a worker's take does first (see LookFirst), but elects no sweep and
+// passes over no untried items: a look that takes nothing leaves those to
+// the worker's next take, which looks again. It reports the item taken, if
+// any (ok).
+//
+// Where one call cannot do both (the keys are not colocated, the server
+// lacks LPOS, or --replica-acks must confirm each take apart), it only
+// finishes, as f.Finish does. An error is the whole call's, and nothing
+// was taken: a finish that it did not apply (runs.Resend) can be sent
+// again by itself.
+func (t *Taker) FinishThenLook(ctx context.Context, f *runs.Finisher, lockKey, token string, end runs.End) (done runs.Reply, next Taken, ok bool, err error) {
+	finishKeys, finishArgs, colocated := f.Call(lockKey, token, end)
+	if !colocated || !t.Looks() || t.ReplicaAcks > 0 {
+		done, err = f.Finish(ctx, lockKey, token, end)
+		return done, Taken{}, false, err
+	}
+	sent := time.Now()
+	lookArgs := t.lookArgs(sent, 0, "")
+	keys := append(finishKeys, t.Keys.List())
+	args := append([]any{len(finishKeys), len(finishArgs)}, finishArgs...)
+	args = append(args, lookArgs...)
+	got, err := nextScript.Run(ctx, t.Client, keys, args...).Result()
+	if err != nil {
+		return runs.Reply{}, Taken{}, false, redisconn.Wrap(fmt.Sprintf("finish the run of %s", quote(lockKey)), err)
+	}
+	reply, _ := got.([]any)
+	if len(reply) != 2 {
+		return runs.Reply{}, Taken{}, false, redisconn.Wrap(fmt.Sprintf("finish the run of %s", quote(lockKey)), fmt.Errorf("unexpected reply from next.lua: %v", got))
+	}
+	if done, err = runs.ReadReply(lockKey, reply[0]); err != nil {
+		return runs.Reply{}, Taken{}, false, err
+	}
+	look, _ := reply[1].([]any)
+	if len(look) < 5 {
+		return done, Taken{}, false, nil
+	}
+	next, ok = t.readTaken(look, sent)
+	return done, next, ok, nil
+}

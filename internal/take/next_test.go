@@ -1,0 +1,157 @@
+package take
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/proc"
+	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/runs"
+	"github.com/w8y/w8y/internal/schema"
+)
+
+// TestFinishThenLookAsTwoCalls: the finish of a run and the look for the
+// next item in one call (FinishThenLook) leave Redis as the finish and then
+// the look, sent one after the other, do: the same item taken, the same
+// list, locks, keys and due entries, the same state and events; a look
+// that takes nothing, or fails, still finishes the run.
+func TestFinishThenLookAsTwoCalls(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		// items are the list; due are the items whose due entry has
+		// passed (the fleet has tried the whole list); "a", the first
+		// item, is the run that ends.
+		items, due []string
+		end        runs.End
+		schedule   runs.Schedule
+		// before runs on each prefix after the take of "a".
+		before func(keys schema.Keys)
+		want   string
+	}{
+		{"a success, the next due", []string{"a", "b", "c"}, []string{"a", "c"},
+			runs.End{Result: schema.ResultSuccess, Exited: true}, runs.Schedule{Cooldown: time.Hour}, nil, "c"},
+		{"a success without cooldown: the same item again", []string{"a", "b"}, []string{"a"},
+			runs.End{Result: schema.ResultSuccess, Exited: true}, runs.Schedule{}, nil, "a"},
+		{"a failure that backs off", []string{"a", "b", "c"}, []string{"a", "b"},
+			runs.End{Result: schema.ResultFailure, Exited: true, Exit: proc.Exit{Code: 3}}, runs.Schedule{Backoff: runs.Backoff{Min: time.Minute, Max: time.Hour}}, nil, "b"},
+		{"nothing else due", []string{"a", "b"}, []string{"a"},
+			runs.End{Result: schema.ResultSuccess, Exited: true}, runs.Schedule{Cooldown: time.Hour}, nil, ""},
+		{"items at the head untried: left to the next take", []string{"a", "b", "c"}, []string{"a", "c"},
+			runs.End{Result: schema.ResultSuccess, Exited: true}, runs.Schedule{Cooldown: time.Hour},
+			func(keys schema.Keys) { rdb.Set(ctx, keys.Untried(), 2, 0) }, ""},
+		{"the lock lost to another holder", []string{"a", "b", "c"}, []string{"a", "b"},
+			runs.End{Result: schema.ResultLockLost, Exited: true, Exit: proc.Exit{Code: 143}}, runs.Schedule{},
+			func(keys schema.Keys) { rdb.Set(ctx, keys.Lock("a"), "someone-else", time.Hour) }, "b"},
+		{"a look that fails: the finish is written", []string{"a", "b", "c"}, []string{"a", "b"},
+			runs.End{Result: schema.ResultSuccess, Exited: true}, runs.Schedule{Cooldown: time.Hour},
+			func(keys schema.Keys) { rdb.Del(ctx, keys.Due()); rdb.Set(ctx, keys.Due(), "not a sorted set", 0) }, ""},
+	}
+	for n, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var took [2]string
+			var dumps [2]string
+			for i, oneCall := range []bool{false, true} {
+				keys := schema.Keys{Prefix: fmt.Sprintf("next%d:%v:", n, oneCall), Colocated: true}
+				redistest.Seed(t, rdb, keys.List(), tt.items...)
+				rdb.Set(ctx, keys.Seen(), len(tt.items), 0)
+				rdb.Set(ctx, keys.Untried(), 0, 0)
+				for _, item := range tt.due {
+					rdb.ZAdd(ctx, keys.Due(), redis.Z{Score: 1, Member: item})
+				}
+				var logs bytes.Buffer
+				taker := testTaker(rdb, keys.Prefix, true, 0, &logs)
+				rec := &runs.Recorder{Keys: keys, StateTTL: time.Hour, EventsMaxLen: 100}
+				taker.Record = rec
+				finisher := &runs.Finisher{Client: rdb, Record: rec, Schedule: tt.schedule, Jitter: func() string { return "1" }}
+				first, err := taker.LookFirst().Take(ctx, nil)
+				if err != nil || first.Item != "a" {
+					t.Fatalf("the first take took %q (%v), want a", first.Item, err)
+				}
+				if tt.before != nil {
+					tt.before(keys)
+				}
+				end := tt.end
+				end.Item, end.At, end.Started = "a", time.Now(), first.At
+				if oneCall {
+					done, next, ok, err := taker.FinishThenLook(ctx, finisher, first.Key, first.Token, end)
+					if err != nil {
+						t.Fatalf("FinishThenLook: %v", err)
+					}
+					if ok {
+						took[i] = next.Item
+					}
+					if want := tt.end.Result != schema.ResultLockLost; done.Released != want {
+						t.Errorf("FinishThenLook released the lock: %v, want %v", done.Released, want)
+					}
+				} else {
+					if _, err := finisher.Finish(ctx, first.Key, first.Token, end); err != nil {
+						t.Fatalf("Finish: %v", err)
+					}
+					got, err := dueScript.Run(ctx, rdb, []string{keys.List()}, taker.lookArgs(time.Now(), 0, "")...).Slice()
+					if err == nil {
+						if next, ok := taker.readTaken(got, time.Now()); ok {
+							took[i] = next.Item
+						}
+					}
+				}
+				dumps[i] = finished(t, rdb, keys)
+			}
+			if took[0] != tt.want {
+				t.Errorf("the finish and then a look took %q, want %q", took[0], tt.want)
+			}
+			if took[1] != took[0] {
+				t.Errorf("one call took %q, two calls %q", took[1], took[0])
+			}
+			if dumps[1] != dumps[0] {
+				t.Errorf("one call left\n%s\ntwo calls\n%s", dumps[1], dumps[0])
+			}
+		})
+	}
+}
+
+// finished describes every key under keys' prefix, less what depends on
+// the moment of a call: the list in order, the due index's members in
+// order of their scores, strings, hashes without their times, and the
+// events' fields without their IDs.
+func finished(t *testing.T, rdb *redis.Client, keys schema.Keys) string {
+	t.Helper()
+	ctx := context.Background()
+	names := rdb.Keys(ctx, keys.Prefix+"*").Val()
+	slices.Sort(names)
+	var out []string
+	for _, key := range names {
+		var value any
+		switch rdb.Type(ctx, key).Val() {
+		case "string":
+			value = rdb.Get(ctx, key).Val()
+		case "list":
+			value = rdb.LRange(ctx, key, 0, -1).Val()
+		case "zset":
+			value = rdb.ZRange(ctx, key, 0, -1).Val()
+		case "hash":
+			h := rdb.HGetAll(ctx, key).Val()
+			for _, field := range []string{schema.FieldLastStart, schema.FieldLastEnd, "last_duration_ms"} {
+				delete(h, field)
+			}
+			value = h
+		case "stream":
+			var events []string
+			for _, m := range rdb.XRange(ctx, key, "-", "+").Val() {
+				events = append(events, fmt.Sprint(m.Values))
+			}
+			value = events
+		default:
+			value = rdb.Type(ctx, key).Val()
+		}
+		out = append(out, fmt.Sprintf("%s=%v", strings.TrimPrefix(key, keys.Prefix), value))
+	}
+	return strings.Join(out, "\n")
+}
