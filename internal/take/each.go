@@ -86,21 +86,35 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (Taken, error
 			if got != 1 {
 				continue
 			}
-			waits, err := t.waits(ctx, item)
-			if err == nil && !waits {
-				return t.started(ctx, try)
-			}
-			// A run that finished between the two reads. The lock is ours
-			// and must go; if Redis failed, it expires by itself.
-			_, _ = runs.Release(ctx, t.Client, try.Key, try.Token, item)
-			if err != nil {
-				return Taken{}, err
+			if taken, done, err := t.own(ctx, try); done {
+				return taken, err
 			}
 		case string:
 			t.warnLockType(items.Clip(item), got)
 		}
 	}
 	return Taken{}, ErrNoWork
+}
+
+// own completes a lock that the pass per candidate took (see takeEach):
+// it checks the item's blockers again and, if none came, records the start
+// (done, with the take or an error); if one came, it releases the lock, and
+// the pass goes on (not done) unless Redis failed. The lock is ours by then,
+// so a stop signal, which ends ctx, must not cut this short: the lock would
+// be left to expire, and the item to wait for it. Only Redis' own failure,
+// or the TTL, bounds it.
+func (t *Taker) own(ctx context.Context, try lockTry) (taken Taken, done bool, err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.TTL)
+	defer cancel()
+	waits, err := t.waits(ctx, try.Item)
+	if err == nil && !waits {
+		taken, err = t.started(ctx, try)
+		return taken, true, err
+	}
+	// A run that finished between the two reads. The lock is ours and must
+	// go; if Redis failed, it expires by itself.
+	_, _ = runs.Release(ctx, t.Client, try.Key, try.Token, try.Item)
+	return Taken{}, err != nil, err
 }
 
 // lockTry is what trylock.lua made of one attempt at an item's lock, which

@@ -623,3 +623,58 @@ func TestWaitNamed(t *testing.T) {
 		t.Errorf("given back during the wait: %+v, %v; the lock holds %q", taken, err, rdb.Get(ctx, lock).Val())
 	}
 }
+
+// stoppingClient ends the take's context once trylock.lua has taken a
+// lock, as a stop signal does (see CutShort) between a lock taken by the
+// pass per candidate and the round trips that complete it.
+// A cooldown, if given, is set at the same moment, as a run of the item
+// that finished meanwhile would have set it.
+type stoppingClient struct {
+	Client
+	stop     context.CancelFunc
+	cooldown string
+}
+
+func (c *stoppingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	cmd := c.Client.EvalSha(ctx, sha, keys, args...)
+	if sha == tryLockScript.Hash() && cmd.Val() == int64(1) {
+		if c.cooldown != "" {
+			c.Client.(*redis.Client).Set(context.Background(), c.cooldown, "other-host", time.Hour)
+		}
+		c.stop()
+	}
+	return cmd
+}
+
+// TestTakeEachCompletesALockAfterAStop: a stop that comes once the pass per
+// candidate holds an item's lock does not leave that lock to expire: the
+// take completes it (the check of its blockers, its fencing token and its
+// start record) and returns the item, as a take in one script call returns
+// the item whose lock its call took; or, where the item cools down by then,
+// releases it.
+func TestTakeEachCompletesALockAfterAStop(t *testing.T) {
+	rdb, _ := clientLoaded(t, tryLockScript)
+	for _, cooling := range []bool{false, true} {
+		keys := schema.Keys{Prefix: fmt.Sprintf("stopped%v:", cooling)}
+		takeSetup{items: []string{"a"}}.seed(t, rdb, keys)
+		ctx, cancel := context.WithCancel(context.Background())
+		client := &stoppingClient{Client: rdb, stop: cancel}
+		if cooling {
+			client.cooldown = keys.Cooldown("a")
+		}
+		var logs bytes.Buffer
+		r := testTaker(client, keys.Prefix, false, 0, &logs)
+		r.Record = &runs.Recorder{Keys: keys, StateTTL: time.Hour}
+		taken, err := r.Pass().Take(ctx, nil)
+		lock := rdb.Get(context.Background(), keys.Lock("a")).Val()
+		switch {
+		case !cooling && (err != nil || taken.Item != "a" || taken.Fence != 1 || lock != testToken):
+			t.Errorf("a stop after the lock: Take = %+v, %v, the lock holds %q; want a, fence 1, our lock", taken, err, lock)
+		case !cooling && rdb.HGet(context.Background(), keys.State("a"), schema.FieldLastHolder).Val() != testToken:
+			t.Errorf("a stop after the lock: the start of a's run is not recorded")
+		case cooling && lock != "":
+			t.Errorf("a stop after the lock of an item that cools down by then left the lock %q", lock)
+		}
+		cancel()
+	}
+}
