@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -102,7 +100,7 @@ func TestFinishThenLookAsTwoCalls(t *testing.T) {
 						}
 					}
 				}
-				dumps[i] = finished(t, rdb, keys)
+				dumps[i] = describe(t, rdb, keys, false)
 			}
 			if took[0] != tt.want {
 				t.Errorf("the finish and then a look took %q, want %q", took[0], tt.want)
@@ -115,43 +113,4 @@ func TestFinishThenLookAsTwoCalls(t *testing.T) {
 			}
 		})
 	}
-}
-
-// finished describes every key under keys' prefix, less what depends on
-// the moment of a call: the list in order, the due index's members in
-// order of their scores, strings, hashes without their times, and the
-// events' fields without their IDs.
-func finished(t *testing.T, rdb *redis.Client, keys schema.Keys) string {
-	t.Helper()
-	ctx := context.Background()
-	names := rdb.Keys(ctx, keys.Prefix+"*").Val()
-	slices.Sort(names)
-	var out []string
-	for _, key := range names {
-		var value any
-		switch rdb.Type(ctx, key).Val() {
-		case "string":
-			value = rdb.Get(ctx, key).Val()
-		case "list":
-			value = rdb.LRange(ctx, key, 0, -1).Val()
-		case "zset":
-			value = rdb.ZRange(ctx, key, 0, -1).Val()
-		case "hash":
-			h := rdb.HGetAll(ctx, key).Val()
-			for _, field := range []string{schema.FieldLastStart, schema.FieldLastEnd, "last_duration_ms"} {
-				delete(h, field)
-			}
-			value = h
-		case "stream":
-			var events []string
-			for _, m := range rdb.XRange(ctx, key, "-", "+").Val() {
-				events = append(events, fmt.Sprint(m.Values))
-			}
-			value = events
-		default:
-			value = rdb.Type(ctx, key).Val()
-		}
-		out = append(out, fmt.Sprintf("%s=%v", strings.TrimPrefix(key, keys.Prefix), value))
-	}
-	return strings.Join(out, "\n")
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,25 +89,48 @@ func TestProbeSaysWhatALookWouldFind(t *testing.T) {
 // its scores, the marks, the locks, cooldowns and the fencing token.
 func snapshot(t *testing.T, rdb *redis.Client, keys schema.Keys) string {
 	t.Helper()
+	return describe(t, rdb, keys, true)
+}
+
+// describe describes every key under keys' prefix: lists in order, sorted
+// sets with their scores (or, unless scores, their members in order of
+// them), strings, hashes less the times of a run's start and end, and
+// streams' entries without their IDs. Without scores, nothing in it
+// depends on the moment of a call.
+func describe(t *testing.T, rdb *redis.Client, keys schema.Keys, scores bool) string {
+	t.Helper()
 	ctx := context.Background()
 	names := rdb.Keys(ctx, keys.Prefix+"*").Val()
 	slices.Sort(names)
 	var out []string
 	for _, key := range names {
 		var value any
-		switch rdb.Type(ctx, key).Val() {
-		case "string":
+		switch kind := rdb.Type(ctx, key).Val(); {
+		case kind == "string":
 			value = rdb.Get(ctx, key).Val()
-		case "list":
+		case kind == "list":
 			value = rdb.LRange(ctx, key, 0, -1).Val()
-		case "zset":
+		case kind == "zset" && scores:
 			value = rdb.ZRangeWithScores(ctx, key, 0, -1).Val()
+		case kind == "zset":
+			value = rdb.ZRange(ctx, key, 0, -1).Val()
+		case kind == "hash":
+			h := rdb.HGetAll(ctx, key).Val()
+			delete(h, schema.FieldLastStart)
+			delete(h, schema.FieldLastEnd)
+			value = h
+		case kind == "stream":
+			var entries []string
+			for _, m := range rdb.XRange(ctx, key, "-", "+").Val() {
+				entries = append(entries, fmt.Sprint(m.Values))
+			}
+			value = entries
 		default:
-			value = rdb.Type(ctx, key).Val()
+			value = kind
 		}
-		out = append(out, fmt.Sprintf("%s=%v", key, value))
+		out = append(out, fmt.Sprintf("%s=%v", strings.TrimPrefix(key, keys.Prefix), value))
 	}
-	return fmt.Sprint(out)
+	return strings.Join(out, "\n")
 }
 
 // z is a sorted set's member with its score.
