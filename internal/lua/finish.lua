@@ -110,6 +110,16 @@ local function pause(key, ms)
   return ttl
 end
 
+-- push appends a field and its value to fields, and another pair if given.
+local function push(fields, name, value, name2, value2)
+  fields[#fields + 1] = name
+  fields[#fields + 1] = value
+  if name2 then
+    fields[#fields + 1] = name2
+    fields[#fields + 1] = value2
+  end
+end
+
 -- The record's fields (see below); a success resets the count of
 -- consecutive failures in the same write.
 local record = {"last_end", opt.now, "last_result", opt.result}
@@ -117,8 +127,7 @@ if released == 1 then
   left[1] = -2
 end
 if opt.result == "success" then
-  record[#record + 1] = "consecutive_failures"
-  record[#record + 1] = 0
+  push(record, "consecutive_failures", 0)
   local cooldown = tonumber(opt.cooldown or 0)
   if cooldown > 0 then
     left[3] = pause(KEYS[3], cooldown)
@@ -178,25 +187,18 @@ end
 -- say, so that an earlier run's does not seem to be this one's.
 local drop = {}
 if reason then
-  record[#record + 1] = "last_reason"
-  record[#record + 1] = reason
+  push(record, "last_reason", reason)
 else
   drop[#drop + 1] = "last_reason"
 end
 if opt.output == "1" then
-  record[#record + 1] = "last_stdout"
-  record[#record + 1] = ARGV[6]
-  record[#record + 1] = "last_stderr"
-  record[#record + 1] = ARGV[7]
+  push(record, "last_stdout", ARGV[6], "last_stderr", ARGV[7])
 else
   drop[#drop + 1] = "last_stdout"
   drop[#drop + 1] = "last_stderr"
 end
 if opt.exit_code then
-  record[#record + 1] = "last_exit_code"
-  record[#record + 1] = opt.exit_code
-  record[#record + 1] = "last_duration_ms"
-  record[#record + 1] = opt.duration_ms
+  push(record, "last_exit_code", opt.exit_code, "last_duration_ms", opt.duration_ms)
 end
 local ok = redis.pcall("HSET", state, unpack(record))
 if opt.result == "success" and type(ok) == "table" and ok.err then
@@ -211,16 +213,10 @@ redis.pcall("PEXPIRE", state, opt.state_ttl)
 if KEYS[8] then
   local fields = {"type", opt.event, "item", item, "holder", token, "result", opt.result}
   if opt.exit_code then
-    fields[#fields + 1] = "exit_code"
-    fields[#fields + 1] = opt.exit_code
-    fields[#fields + 1] = "duration_ms"
-    fields[#fields + 1] = opt.duration_ms
+    push(fields, "exit_code", opt.exit_code, "duration_ms", opt.duration_ms)
   end
   if reason then
-    fields[#fields + 1] = "reason"
-    fields[#fields + 1] = reason
-    fields[#fields + 1] = "cancelled_by"
-    fields[#fields + 1] = by
+    push(fields, "reason", reason, "cancelled_by", by)
   end
   redis.pcall("XADD", KEYS[8], "MAXLEN", "~", opt.events, "*", unpack(fields))
   redis.pcall("PEXPIRE", KEYS[8], opt.state_ttl)
