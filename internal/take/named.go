@@ -115,6 +115,10 @@ func (t *Taker) TakeNamed(ctx context.Context, item string, ignorePause bool) (T
 			return Taken{}, ErrHeld
 		}
 	}
+	// The lock is ours: a stop signal, which may end ctx, must not cut
+	// short what completes it (see own).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.TTL)
+	defer cancel()
 	if !ignorePause {
 		if paused, err := t.paused(ctx, item); err != nil || paused {
 			// The lock is ours and must go; if Redis failed, it expires

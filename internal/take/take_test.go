@@ -678,3 +678,20 @@ func TestTakeEachCompletesALockAfterAStop(t *testing.T) {
 		cancel()
 	}
 }
+
+// TestTakeNamedCompletesALockAfterAStop: as the pass per candidate does, a
+// named take (w8y --item) whose context ends once its lock is ours still
+// completes it: its fencing token and start record.
+func TestTakeNamedCompletesALockAfterAStop(t *testing.T) {
+	rdb, _ := clientLoaded(t, tryLockScript)
+	keys := schema.Keys{Prefix: "stoppednamed:"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs bytes.Buffer
+	r := testTaker(&stoppingClient{Client: rdb, stop: cancel}, keys.Prefix, false, 0, &logs)
+	r.Record = &runs.Recorder{Keys: keys, StateTTL: time.Hour}
+	taken, err := r.TakeNamed(ctx, "a", false)
+	if err != nil || taken.Fence != 1 || rdb.HGet(context.Background(), keys.State("a"), schema.FieldLastHolder).Val() != testToken {
+		t.Errorf("a stop after the named lock: TakeNamed = %+v, %v; want a with fence 1, its start recorded", taken, err)
+	}
+}
