@@ -4,11 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strconv"
 	"strings"
-	"unicode"
 
 	flags "github.com/jessevdk/go-flags"
+	"github.com/w8y/w8y/internal/items"
 )
 
 // Explainer turns what go-flags says about a bad command line or variable
@@ -109,7 +108,7 @@ func (e Explainer) ParseError(args []string, err error) error {
 	see := " (see " + e.Parser.Name + " --help)"
 	var ferr *flags.Error
 	if !errors.As(err, &ferr) {
-		return e.Usage("%s"+see, oneLine(err.Error()))
+		return e.Usage("%s"+see, items.OneLine(err.Error()))
 	}
 	switch ferr.Type {
 	case flags.ErrMarshal, flags.ErrInvalidChoice:
@@ -128,25 +127,9 @@ func (e Explainer) ParseError(args []string, err error) error {
 			}
 		}
 	case flags.ErrExpectedArgument:
-		return e.Usage("%s"+see, oneLine(strings.ReplaceAll(strings.ReplaceAll(ferr.Message, "`", ""), "'", "")))
+		return e.Usage("%s"+see, items.OneLine(strings.ReplaceAll(strings.ReplaceAll(ferr.Message, "`", ""), "'", "")))
 	}
-	return e.Usage("%s"+see, oneLine(strings.ReplaceAll(ferr.Message, "`", "'")))
-}
-
-// oneLine writes the control characters of go-flags' message, which quotes
-// what the user typed (an unknown flag such as "-c\n", pasted with its
-// newline), as Go escapes them, so that the message stays one line.
-func oneLine(msg string) string {
-	var b strings.Builder
-	for _, r := range msg {
-		if unicode.IsControl(r) {
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return e.Usage("%s"+see, items.OneLine(strings.ReplaceAll(ferr.Message, "`", "'")))
 }
 
 // badVariable finds the variable whose value go-flags could not take,

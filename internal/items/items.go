@@ -1,13 +1,16 @@
 // Package items knows what makes a work item one that w8y can hand to a
 // child (not empty, no NUL byte, short enough for execve), and how w8y's
-// messages show an item, which may be megabytes long. Both the worker, which
+// messages show an item, which may be megabytes long, or other text that
+// the user typed (on one line). Both the worker, which
 // skips items it cannot run, and w8yctl, which refuses to add them, say so
 // in the same words.
 package items
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/w8y/w8y/internal/proc"
 )
@@ -65,4 +68,20 @@ func ClipHead(head string, size int) string {
 		return head
 	}
 	return fmt.Sprintf("%s... (%d bytes)", head, size)
+}
+
+// OneLine writes the control characters of s, text that a message quotes
+// from what the user typed (a flag or a URL pasted with its newline), as Go
+// escapes them, so that the message stays one line.
+func OneLine(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -49,3 +49,20 @@ func TestClip(t *testing.T) {
 		t.Errorf("Clip(1 MB) = %q, want %q", got, want)
 	}
 }
+
+// TestOneLine: control characters come out as Go escapes them, so that a
+// message that quotes them stays one line; other characters, printable or
+// not ASCII, come out as they are.
+func TestOneLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"-c\n":           `-c\n`,
+		"a\tb\rc\x00d":   `a\tb\rc\x00d`,
+		"redis://h\x7f/": `redis://h\x7f/`,
+		"élan ✓":         "élan ✓",
+		"":               "",
+	} {
+		if got := OneLine(in); got != want {
+			t.Errorf("OneLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -3,10 +3,10 @@ package redisconn
 import (
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
-	"unicode"
+
+	"github.com/w8y/w8y/internal/items"
 )
 
 // userinfoPassword finds the password in scheme://user:password@host even when
@@ -36,16 +36,7 @@ func RedactURL(rawURL string) string {
 // control characters (a newline pasted with it) escaped as Go writes them,
 // so that the message stays one line.
 func shownURL(rawURL string) string {
-	var b strings.Builder
-	for _, r := range RedactURL(rawURL) {
-		if unicode.IsControl(r) {
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return items.OneLine(RedactURL(rawURL))
 }
 
 // redact removes the password of rawURL from msg, wherever msg quotes it.
