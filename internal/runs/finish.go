@@ -71,10 +71,7 @@ func Resend(err error) bool {
 // it all, or nothing, where the item's keys are colocated; elsewhere a
 // failed finish may have been applied in part (ErrInPart).
 func (f *Finisher) Finish(ctx context.Context, lockKey, token string, end End) (Reply, error) {
-	factor := "1"
-	if f.Jitter != nil {
-		factor = f.Jitter()
-	}
+	factor := f.jitter()
 	if !f.Record.Keys.Colocated {
 		return f.finishEach(ctx, lockKey, token, end, factor)
 	}
@@ -103,12 +100,16 @@ func (f *Finisher) Call(lockKey, token string, end End) (keys []string, args []a
 	if !f.Record.Keys.Colocated {
 		return nil, nil, false
 	}
-	factor := "1"
-	if f.Jitter != nil {
-		factor = f.Jitter()
-	}
-	keys, args = f.call(lockKey, token, end, factor)
+	keys, args = f.call(lockKey, token, end, f.jitter())
 	return keys, args, true
+}
+
+// jitter is the factor of a failure delay for one finish: Jitter's, or 1.
+func (f *Finisher) jitter() string {
+	if f.Jitter == nil {
+		return "1"
+	}
+	return f.Jitter()
 }
 
 // call is Call, with factor the jitter of a failure delay.

@@ -104,7 +104,7 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (Taken, error
 // be left to expire, and the item to wait for it. Only Redis' own failure,
 // or the TTL, bounds it.
 func (t *Taker) own(ctx context.Context, try lockTry) (taken Taken, done bool, err error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.TTL)
+	ctx, cancel := t.held(ctx)
 	defer cancel()
 	waits, err := t.waits(ctx, try.Item)
 	if err == nil && !waits {
@@ -115,6 +115,12 @@ func (t *Taker) own(ctx context.Context, try lockTry) (taken Taken, done bool, e
 	// go; if Redis failed, it expires by itself.
 	_, _ = runs.Release(ctx, t.Client, try.Key, try.Token, try.Item)
 	return Taken{}, err != nil, err
+}
+
+// held is ctx for what completes a lock that is ours: a stop signal,
+// which ends ctx, does not end it; the lock's TTL does.
+func (t *Taker) held(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), t.TTL)
 }
 
 // lockTry is what trylock.lua made of one attempt at an item's lock, which

@@ -115,9 +115,8 @@ func (t *Taker) TakeNamed(ctx context.Context, item string, ignorePause bool) (T
 			return Taken{}, ErrHeld
 		}
 	}
-	// The lock is ours: a stop signal, which may end ctx, must not cut
-	// short what completes it (see own).
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.TTL)
+	// The lock is ours: a stop signal must not cut short what completes it.
+	ctx, cancel := t.held(ctx)
 	defer cancel()
 	if !ignorePause {
 		if paused, err := t.paused(ctx, item); err != nil || paused {
