@@ -74,12 +74,13 @@ local state = KEYS[2]
 -- A primary that a failover demoted runs the script as a replica, which
 -- refuses every write: redis.pcall's below would fail one by one, unseen,
 -- and the run's end would be lost as though recorded. This first write
--- (the state's expiry, set again once it is written) makes the whole
+-- (the state's expiry) makes the whole
 -- script fail with READONLY instead, having written nothing, so that the
 -- finish is sent again to the new primary. (w8y always gives a state_ttl
 -- of a minute or more.)
+local kept = 0
 if tonumber(opt.state_ttl or 0) > 0 then
-  redis.call("PEXPIRE", state, opt.state_ttl)
+  kept = redis.call("PEXPIRE", state, opt.state_ttl)
 end
 local reason, by
 if opt.reason == "1" then
@@ -209,7 +210,12 @@ redis.pcall("HINCRBY", state, "runs", 1)
 if opt.failed == "1" then
   redis.pcall("HINCRBY", state, "failures", 1)
 end
-redis.pcall("PEXPIRE", state, opt.state_ttl)
+-- A hash that existed above keeps the expiry it was given there (HSET and
+-- HINCRBY keep a key's expiry, and the record's fields leave it never
+-- empty); one that the writes above made gets its own.
+if kept ~= 1 then
+  redis.pcall("PEXPIRE", state, opt.state_ttl)
+end
 if KEYS[8] then
   local fields = {"type", opt.event, "item", item, "holder", token, "result", opt.result}
   if opt.exit_code then

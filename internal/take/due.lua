@@ -56,6 +56,9 @@
 --                        than reply at once for the caller to pass over them
 --           state_ttl=MS, events=N   record a take as take.lua does
 --           cap=N        --fleet-max-running, as take.lua takes it
+--           stream_ttl_set=1
+--                        the events stream's expiry was set earlier in the
+--                        same call (next.lua's finish): not set again
 --
 -- Returns {unseen, taken, sweep, fence, untried, head1, size1, ...}: how
 -- many appended items are still to be tried after this look (a caller that
@@ -91,15 +94,16 @@ end
 -- w8y first saw the list: all of them, the first time (no key). The caller
 -- passes over them (take.lua rotates them, as a one-shot run always has)
 -- before the look elects a sweep. An empty or missing list forgets both
--- marks, so that a list made anew is tried whole. pcall: a key of another
--- type reads as missing, and is replaced.
+-- marks, so that a list made anew is tried whole. Both marks are read in
+-- one MGET, which reads a key of another type as missing; it is replaced.
 local untriedKey = keyPrefix .. "untried"
-local untried = tonumber(redis.pcall("GET", untriedKey))
+local marks = redis.call("MGET", untriedKey, seenKey)
+local untried, stored = tonumber(marks[1]), tonumber(marks[2])
 if length == 0 then
   redis.call("DEL", seenKey, untriedKey)
   untried = 0
 elseif not untried then
-  untried = length
+  untried, stored = length, length
   redis.pcall("SET", untriedKey, length)
   redis.pcall("SET", seenKey, length)
 end
@@ -127,7 +131,6 @@ if untried > 0 and opt.head ~= "0" then
   return early
 end
 -- last is where the appended items start; seen where the next look's will.
-local stored = tonumber(redis.pcall("GET", seenKey))
 local last = math.min(stored or length, length)
 local seen = last
 
@@ -277,7 +280,9 @@ if taken then
   if tonumber(opt.events or 0) > 0 then
     local events = keyPrefix .. "events"
     redis.pcall("XADD", events, "MAXLEN", "~", opt.events, "*", "type", "start", "item", taken, "holder", token, "fence", reply[4])
-    redis.pcall("PEXPIRE", events, opt.state_ttl)
+    if opt.stream_ttl_set ~= "1" then
+      redis.pcall("PEXPIRE", events, opt.state_ttl)
+    end
   end
 elseif seen >= length and untried == 0 and tonumber(opt.sweep or 0) > 0 and redis.call("SET", keyPrefix .. "sweep", token, "NX", "PX", opt.sweep) then
   reply[3] = 1

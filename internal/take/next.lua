@@ -31,6 +31,11 @@ for i = 3, #ARGV do
   end
 end
 local finished = finishRun(finishKeys, finishArgs)
+-- A finish that added an end event has just set the stream's expiry, which
+-- the take's start event need not set again.
+if finishKeys[8] and type(finished) == "table" and lookArgs[5] then
+  lookArgs[5] = lookArgs[5] .. " stream_ttl_set=1"
+end
 local ok, looked = pcall(lookDue, lookKeys, lookArgs)
 if not ok or type(looked) ~= "table" or looked.err then
   looked = false

@@ -73,6 +73,12 @@ func TestFinishThenLookAsTwoCalls(t *testing.T) {
 				if err != nil || first.Item != "a" {
 					t.Fatalf("the first take took %q (%v), want a", first.Item, err)
 				}
+				// A look's start record expires as a finish's does.
+				for _, key := range []string{keys.State("a"), keys.Events()} {
+					if ttl := rdb.PTTL(ctx, key).Val(); ttl <= 0 {
+						t.Fatalf("the first take left %s without an expiry (PTTL %v)", key, ttl)
+					}
+				}
 				if tt.before != nil {
 					tt.before(keys)
 				}

@@ -95,8 +95,8 @@ func snapshot(t *testing.T, rdb *redis.Client, keys schema.Keys) string {
 // describe describes every key under keys' prefix: lists in order, sorted
 // sets with their scores (or, unless scores, their members in order of
 // them), strings, hashes less the times of a run's start and end, and
-// streams' entries without their IDs. Without scores, nothing in it
-// depends on the moment of a call.
+// streams' entries without their IDs, each marked when it expires.
+// Without scores, nothing in it depends on the moment of a call.
 func describe(t *testing.T, rdb *redis.Client, keys schema.Keys, scores bool) string {
 	t.Helper()
 	ctx := context.Background()
@@ -128,7 +128,11 @@ func describe(t *testing.T, rdb *redis.Client, keys schema.Keys, scores bool) st
 		default:
 			value = kind
 		}
-		out = append(out, fmt.Sprintf("%s=%v", strings.TrimPrefix(key, keys.Prefix), value))
+		line := fmt.Sprintf("%s=%v", strings.TrimPrefix(key, keys.Prefix), value)
+		if rdb.PTTL(ctx, key).Val() > 0 {
+			line += " (expires)"
+		}
+		out = append(out, line)
 	}
 	return strings.Join(out, "\n")
 }
