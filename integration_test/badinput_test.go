@@ -85,7 +85,7 @@ func TestBadInput(t *testing.T) {
 		{
 			name: "wrong type at the list", items: []string{},
 			setup: func(t *testing.T, s *server, list string) { s.Client.Set(ctx(t), list, "not a list", 0) },
-			code:  125, line: "WRONGTYPE",
+			code:  125, line: "holds a string, not a list of items",
 			after: func(t *testing.T, s *server, list string, _ time.Duration) {
 				if v, _ := s.Client.Get(ctx(t), list).Result(); v != "not a list" {
 					t.Errorf("the list key changed: %q", v)

@@ -136,14 +136,15 @@ func TestContinuousRidesOutRedisOutage(t *testing.T) {
 }
 
 // TestContinuousStopsOnWrongKeyType: a wrong key type is not a hiccup, so
-// even a continuous worker exits 125 at once.
+// even a continuous worker exits 125 at once, in the words every command
+// gives a list key of another type.
 func TestContinuousStopsOnWrongKeyType(t *testing.T) {
 	t.Parallel()
 	s := setup(t, "typed")
 	s.Client.HSet(ctx(t), s.key("list"), "field", "value")
 	r := s.run("-c", "-q", "true")
 	r.wantExit(t, 125)
-	oneLine(t, r.Stderr, "WRONGTYPE")
+	oneLine(t, r.Stderr, `"typed:list" holds a hash, not a list of items`)
 }
 
 // TestContinuousWarnsOfAMissingList: an idle worker whose list does not

@@ -536,6 +536,15 @@ exit "$code"`
 	if len(m) == 0 || m[`w8y_build_info{commit="unknown",version="dev"}`] != 1 {
 		t.Errorf("no build info: %v", m)
 	}
+	// How far behind the fleet is, read from the due index at the scrape.
+	for _, name := range []string{`w8y_redis_up{list="m:list"}`, `w8y_overdue_items{list="m:list"}`, `w8y_lag_seconds{list="m:list"}`} {
+		if _, ok := m[name]; !ok {
+			t.Errorf("the scrape has no %s", name)
+		}
+	}
+	if m[`w8y_redis_up{list="m:list"}`] != 1 {
+		t.Errorf("w8y_redis_up = %v with Redis up, want 1", m[`w8y_redis_up{list="m:list"}`])
+	}
 	// Only w8y's own metrics: a private registry, without Go's defaults.
 	for name := range m {
 		if !strings.HasPrefix(name, "w8y_") {

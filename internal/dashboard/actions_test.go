@@ -69,6 +69,25 @@ func TestEveryActionRepliesAlike(t *testing.T) {
 	}
 }
 
+// TestActionsRecordOneWho: a pause and a cancel from the page record the
+// same who, the server's By, as w8yctl's pause and cancel record its one
+// who.
+func TestActionsRecordOneWho(t *testing.T) {
+	srv, rdb, keys := start(t, token, "a", "b")
+	ctx := context.Background()
+	rdb.Set(ctx, keys.Lock("b"), "host:1:tok", time.Minute)
+	for action, body := range map[string]string{"pause": `{"item":"a"}`, "cancel": `{"item":"b"}`} {
+		if code, out := post(t, srv.URL+"/api/"+action, body, nil); code != http.StatusOK {
+			t.Fatalf("%s: %d %s", action, code, out)
+		}
+	}
+	paused := rdb.HGet(ctx, keys.Pause("a"), schema.PauseFieldBy).Val()
+	cancelled := rdb.HGet(ctx, keys.Cancel("b"), schema.CancelBy).Val()
+	if paused != "tester@host (dashboard)" || cancelled != paused {
+		t.Errorf("pause by %q, cancel by %q, want both %q", paused, cancelled, "tester@host (dashboard)")
+	}
+}
+
 // TestActionsArePostOnly: every action is done for a POST alone. Any other
 // method is refused with 405 and Allow: POST, and leaves Redis as it was,
 // whether the request has nothing but the token (the method is looked at

@@ -59,7 +59,8 @@ type Server struct {
 	// Token, if not "", turns the actions on: a POST must carry it as
 	// "Authorization: Bearer TOKEN".
 	Token string
-	// By is who a pause records as having paused.
+	// By is who the pauses and cancels of the page record as having asked
+	// for them (see control.Who).
 	By  string
 	Log zerolog.Logger
 	// Now is the clock that pauses and run-now stamp.

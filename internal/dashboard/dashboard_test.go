@@ -218,6 +218,17 @@ func TestActionsNeedTokenAndOrigin(t *testing.T) {
 			t.Fatalf("%s: the item was paused", tt.name)
 		}
 	}
+	// Add and remove are behind the token as the others are.
+	for _, action := range []string{"add", "remove"} {
+		for _, header := range []map[string]string{{"Authorization": ""}, {"Authorization": "Bearer s3cret-tokeN"}} {
+			if code, out := post(t, srv.URL+"/api/"+action, `{"item":"a"}`, header); code != http.StatusUnauthorized {
+				t.Errorf("%s with %q: %d %s, want 401", action, header["Authorization"], code, out)
+			}
+		}
+	}
+	if got := rdb.LRange(ctx, keys.List(), 0, -1).Val(); len(got) != 1 || got[0] != "a" {
+		t.Errorf("the list is %q after refused adds and removes, want a alone", got)
+	}
 	if code, body, _ := get(t, pause); code != http.StatusMethodNotAllowed || !strings.Contains(body, "POST only") {
 		t.Errorf("GET /api/pause: %d %s, want 405", code, body)
 	}
@@ -253,16 +264,26 @@ func TestActionsNeedTokenAndOrigin(t *testing.T) {
 }
 
 // TestActionsOffWithoutToken: with no token configured, every action is
-// refused, whatever the request carries.
+// refused, whatever the request carries; add and remove too, which leave
+// the list as it was.
 func TestActionsOffWithoutToken(t *testing.T) {
 	srv, rdb, keys := start(t, "", "a")
-	for _, action := range []string{"pause", "resume", "run-now", "cancel"} {
-		if code, out := post(t, srv.URL+"/api/"+action, `{"item":"a"}`, map[string]string{"Authorization": "Bearer "}); code != http.StatusForbidden || !strings.Contains(out, "actions are off") {
+	ctx := context.Background()
+	rdb.Set(ctx, keys.Lock("a"), "host:1:tok", time.Minute)
+	for _, action := range []string{"pause", "resume", "run-now", "cancel", "add", "remove"} {
+		body := `{"item":"a"}`
+		if action == "add" {
+			body = `{"item":"new"}`
+		}
+		if code, out := post(t, srv.URL+"/api/"+action, body, map[string]string{"Authorization": "Bearer "}); code != http.StatusForbidden || !strings.Contains(out, "actions are off") {
 			t.Errorf("%s: %d %s, want 403 actions are off", action, code, out)
 		}
 	}
-	if n := rdb.Exists(context.Background(), keys.Pause("a")).Val(); n != 0 {
-		t.Error("the item was paused")
+	if n := rdb.Exists(ctx, keys.Pause("a"), keys.Cancel("a")).Val(); n != 0 {
+		t.Error("the item was paused or cancelled")
+	}
+	if got := rdb.LRange(ctx, keys.List(), 0, -1).Val(); len(got) != 1 || got[0] != "a" {
+		t.Errorf("the list is %q, want a alone", got)
 	}
 	if _, body, _ := get(t, srv.URL+"/api/config"); !strings.Contains(body, `"actions":false`) {
 		t.Errorf("config = %s", body)

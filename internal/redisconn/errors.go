@@ -20,6 +20,14 @@ var ErrUnavailable = errors.New("redis")
 // certificate that it refuses. It takes an operator.
 var ErrRefused = errors.New("redis refused")
 
+// Refusal is an ErrRefused told in w8y's own words rather than in Redis'
+// reply, which names no key: a list key of another type, say (see
+// schema.Keys.NotAList).
+type Refusal string
+
+func (e Refusal) Error() string        { return string(e) }
+func (e Refusal) Is(target error) bool { return target == ErrRefused }
+
 // Code is the error code that starts an error reply from Redis or Valkey,
 // such as "WRONGTYPE", "NOPERM" or "ERR", or "" for an error that is not a
 // reply (a connection refused, a timeout). Both servers start every error

@@ -319,22 +319,15 @@ func (s *Reader) Page(ctx context.Context, offset, limit int64) (int64, []Item, 
 
 // readError is the error of reading the list: a list key of another type
 // gets the words every command gives it (schema.Keys.NotAList), not Redis'
-// WRONGTYPE.
+// WRONGTYPE, as a refusal that no retry mends and --watch gives up on.
 func (s *Reader) readError(ctx context.Context, err error) error {
 	list := s.Keys.List()
 	if strings.HasPrefix(err.Error(), "WRONGTYPE") {
 		pipe := s.Client.Pipeline()
 		kind := pipe.Type(ctx, list)
 		if _, terr := pipe.Exec(ctx); terr == nil {
-			return notAList{s.Keys.NotAList(kind.Val())}
+			return redisconn.Refusal(s.Keys.NotAList(kind.Val()))
 		}
 	}
 	return redisconn.Wrap("read "+strconv.Quote(list), err)
 }
-
-// notAList is a list key of another type: no retry mends it, so it is one
-// of redisconn.ErrRefused, which --watch gives up on.
-type notAList struct{ msg string }
-
-func (e notAList) Error() string        { return e.msg }
-func (e notAList) Is(target error) bool { return target == redisconn.ErrRefused }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/mattn/go-runewidth"
 	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/doctest"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -127,6 +129,83 @@ func TestSummaryComesFirst(t *testing.T) {
 	if n := strings.Count(out.String(), "\n"); n != len(tr.Items)+2 {
 		t.Errorf("--json has %d lines, want a line per item and two more:\n%s", n, out.String())
 	}
+}
+
+// TestDocsStatusExample: docs/operating.md's --status example is what
+// --status prints for the list it shows, in a pipe.
+func TestDocsStatusExample(t *testing.T) {
+	now := time.Now()
+	ms := func(ago time.Duration) *int64 { return ptr(now.Add(-ago).UnixMilli()) }
+	items := []Item{
+		{Item: "busy", State: StateLocked, Holder: ptr("web-3:4178:1f2e3d4c5b6a"), LockTTL: ptr(int64(4200)), LastEnd: ms(41 * time.Minute),
+			LastExitCode: ptr(int64(0)), LastDuration: ptr(int64(3100)), LastResult: ptr("success")},
+		{Item: "cool", State: StateCooldown, Cooldown: ptr(int64(52_500)), LastEnd: ms(time.Minute), LastExitCode: ptr(int64(5)),
+			LastDuration: ptr(int64(2000)), LastResult: ptr("failure"), ConsecutiveFailures: 1},
+		{Item: "back", State: StateBackoff, Backoff: ptr(int64(29_800))},
+		{Item: "new", State: StateIdle},
+		{Item: "hashed", State: StateBlocked},
+	}
+	// A reply where the lock's value should be: a key of another type.
+	items[4].classify(redis.Nil)
+	var sum Summary
+	for _, st := range items {
+		sum.add(st)
+	}
+	tr := turn{List: "work:list", Summary: &sum, LiveWorkers: 3, Items: items,
+		Lag: Lag{Overdue: 2, MostOverdue: ptr("new"), MostOverdueMs: 64_000}}
+	var out bytes.Buffer
+	tr.write(&out, All, now, 0)
+	if want := doctest.Block(t, "docs/operating.md", "", "work:list: 5 items"); out.String() != want {
+		t.Errorf("--status prints\n%s\ndocs/operating.md shows\n%s", out.String(), want)
+	}
+}
+
+// TestWatchReadsTheWholeListNowAndThen: under --watch, a turn that --limit
+// lets stop early reads only its rows' batch, and the whole list for the
+// summary only on the first turn (then every summaryEvery).
+func TestWatchReadsTheWholeListNowAndThen(t *testing.T) {
+	srv := redistest.Start(t)
+	keys := schema.Keys{Prefix: "watch:"}
+	srv.Client.RPush(context.Background(), keys.List(), redistest.Values(redistest.Items(1200))...)
+	// Loaded first, so that each call is one EVALSHA.
+	if err := readScript.Load(context.Background(), srv.Client).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := &Reader{Client: srv.Client, Keys: keys, Batch: 100}
+	ctx, cancel := context.WithTimeout(context.Background(), redistest.Timeout)
+	defer cancel()
+	w := &turnWriter{cancel: cancel, stopAt: 5}
+	if err := Show(ctx, r, View{Watch: 20 * time.Millisecond, Filter: Filter{Limit: 1}}, w, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	if w.turns != w.stopAt {
+		t.Fatalf("%d turns, want %d (the watch timed out?)", w.turns, w.stopAt)
+	}
+	calls := redistest.CommandStats(t, srv.Client)
+	// status.lua reads a batch a call: 12 for the whole list, then 1 a turn.
+	if got, want := calls["evalsha"], 1200/100+w.stopAt-1; got != want {
+		t.Errorf("%d turns called status.lua %d times, want %d: the whole list once, then one batch a turn", w.turns, got, want)
+	}
+	if n := strings.Count(w.out.String(), "watch:list: 1200 items"); n != w.stopAt {
+		t.Errorf("%d of %d turns show the summary:\n%s", n, w.stopAt, w.out.String())
+	}
+}
+
+// turnWriter is --watch's stdout: it keeps what each turn writes, and ends
+// the watch after stopAt turns.
+type turnWriter struct {
+	out           bytes.Buffer
+	turns, stopAt int
+	cancel        func()
+}
+
+func (w *turnWriter) Write(p []byte) (int, error) {
+	w.turns++
+	w.out.Write(p)
+	if w.turns == w.stopAt {
+		w.cancel()
+	}
+	return len(p), nil
 }
 
 // TestColumnsByDisplayWidth: CJK and emoji take two columns each, so rows

@@ -202,7 +202,7 @@ func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
 			switch {
 			case err != nil:
 				p.left = 0
-				return Taken{}, err
+				return Taken{}, p.t.listRefused(ctx, err)
 			case look.ok:
 				p.looked = true
 				return look.taken, nil
@@ -236,7 +236,28 @@ func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
 			p.looks, p.head, p.left = true, false, -1
 			continue
 		}
-		return taken, err
+		return taken, p.t.listRefused(ctx, err)
+	}
+}
+
+// listRefused is err, the error of a take, in the words that every command
+// gives a list key of another type (schema.Keys.NotAList) where the list key
+// is one: Redis' WRONGTYPE names no key. The TYPE it asks costs a round trip
+// on a refusal alone, which ends the worker.
+func (t *Taker) listRefused(ctx context.Context, err error) error {
+	if !errors.Is(err, redisconn.ErrRefused) {
+		return err
+	}
+	pipe := t.Client.Pipeline()
+	kind := pipe.Type(ctx, t.Keys.List())
+	if _, terr := pipe.Exec(ctx); terr != nil {
+		return err
+	}
+	switch k := kind.Val(); k {
+	case "list", "none":
+		return err
+	default:
+		return redisconn.Refusal(t.Keys.NotAList(k))
 	}
 }
 

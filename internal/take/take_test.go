@@ -333,21 +333,27 @@ func TestBatchedTakeStopsBetweenBatches(t *testing.T) {
 	}
 }
 
-// TestBatchedTakeErrors: a list key of the wrong type is the same fatal error as
-// without the script, and a lost server is a retryable one.
+// TestBatchedTakeErrors: a list key of the wrong type is the same fatal error
+// with the script or without, by a pass or a look, in the words every
+// command gives it; and a lost server is a retryable one.
 func TestBatchedTakeErrors(t *testing.T) {
 	r := redistest.Start(t)
 	ctx := context.Background()
 	r.Client.HSet(ctx, "wrong:list", "f", "v")
 	var logs bytes.Buffer
-	_, err := testTaker(r.Client, "wrong:", true, 0, &logs).Pass().Take(ctx, nil)
-	if !errors.Is(err, redisconn.ErrRefused) || !strings.Contains(err.Error(), "WRONGTYPE") {
-		t.Errorf("Take on a hash = %v, want redisconn.ErrRefused with WRONGTYPE", err)
+	for _, colocated := range []bool{true, false} {
+		taker := testTaker(r.Client, "wrong:", colocated, 0, &logs)
+		for name, pass := range map[string]func() *Pass{"a pass": taker.Pass, "a look": taker.LookFirst} {
+			_, err := pass().Take(ctx, nil)
+			if want := `"wrong:list" holds a hash, not a list of items`; !errors.Is(err, redisconn.ErrRefused) || err.Error() != want {
+				t.Errorf("%s on a hash (colocated %v) = %v, want redisconn.ErrRefused saying %s", name, colocated, err, want)
+			}
+		}
 	}
 
 	gone := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	defer gone.Close()
-	_, err = testTaker(gone, "gone:", true, 0, &logs).Pass().Take(ctx, nil)
+	_, err := testTaker(gone, "gone:", true, 0, &logs).Pass().Take(ctx, nil)
 	if !errors.Is(err, redisconn.ErrUnavailable) {
 		t.Errorf("Take without a server = %v, want redisconn.ErrUnavailable", err)
 	}
