@@ -129,6 +129,48 @@ func TestIdleWorkersBackWithinASecond(t *testing.T) {
 	}
 }
 
+// TestBusyWorkerBackWithinASecond: a --continuous worker whose child ends
+// while Redis is down records the run once Redis is back, as the success
+// it was, and starts its next item within a second of Redis' return, as an
+// idle worker does (TestIdleWorkersBackWithinASecond): the run's finish is
+// sent again at the lease's retry pace while it cannot reach Redis, for up
+// to 5s, and the next take follows it. The outage, 3s, outlasts no lease
+// and ends within those 5s of the child's end.
+func TestBusyWorkerBackWithinASecond(t *testing.T) {
+	t.Parallel()
+	const outage = 3 * time.Second
+	b := setup(t, "busy")
+	b.items("a", "b")
+	// The cooldown keeps each item to one run: the first one's state is
+	// that run's alone.
+	w := b.start("-c", "--cooldown", "1h", "--", "sh", "-c", started+"; sleep 1")
+	first := b.popStarted(t)
+	b.ShutDown(t)
+	down := time.Now()
+	time.Sleep(outage) // the outage itself, not a wait for a state: the child ends a second into it
+	b.Restart(t)
+	back := time.Now()
+	b.popStarted(t)
+	if took := time.Since(back); took > time.Second {
+		t.Errorf("the busy worker started its next item %s after Redis was back, want within 1s", took.Round(time.Millisecond))
+	} else {
+		t.Logf("the busy worker started its next item %s after Redis was back", took.Round(time.Millisecond))
+	}
+	drain(t, []*proc{w})
+	st := b.stateOf(t, "busy", first)
+	if st["last_result"] != "success" || st["runs"] != "1" {
+		t.Fatalf("the state of %s, whose child ended while Redis was down: %v\n%s", first, st, w.stderrSoFar())
+	}
+	// The run ended during the outage, not before it: the test is about a
+	// finish that met no Redis.
+	if ended := time.UnixMilli(int64(atoi(t, st["last_end"]))); ended.Before(down) || ended.After(back) {
+		t.Errorf("%s's child ended at %s, not while Redis was down (%s to %s)", first, ended.Format(time.StampMilli), down.Format(time.StampMilli), back.Format(time.StampMilli))
+	}
+	if strings.Contains(w.stderrSoFar(), "could not finish the run") {
+		t.Errorf("the worker gave up a finish:\n%s", w.stderrSoFar())
+	}
+}
+
 // TestRestartsDuringRuns is the fault test of issue 24 for restarts: three
 // --continuous workers run six items, two of them for two seconds, while
 // Redis is shut down (SHUTDOWN SAVE, the data kept) and started again on
