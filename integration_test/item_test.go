@@ -72,6 +72,30 @@ func TestItemWaitsForTheFleet(t *testing.T) {
 	s.noLocks()
 }
 
+// TestFleetWaitsForTheItem: while --item runs an item, a fleet worker does
+// not take it (a one-shot run finds no work), and takes it once --item has
+// ended; the two never run at once.
+func TestFleetWaitsForTheItem(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "itemfirst")
+	s.items("a")
+	one := s.start("--item", "a", "sh", "-c", countingChild, "sh", "item", "block")
+	if got := s.popStarted(t); got != "item a 1" {
+		t.Fatalf("--item started %q", got)
+	}
+	s.run("--no-work-exit-code", "3", "sh", "-c", countingChild, "sh", "fleet").wantExit(t, 3)
+	s.Client.RPush(ctx(t), "go", "1")
+	one.wait(t).wantExit(t, 0)
+	s.run("sh", "-c", countingChild, "sh", "fleet").wantExit(t, 0)
+	if got := s.popStarted(t); got != "fleet a 2" {
+		t.Errorf("the fleet started %q once --item had ended, want \"fleet a 2\"", got)
+	}
+	if seen := s.Client.LRange(ctx(t), "seen", 0, -1).Val(); strings.Join(seen, ",") != "1,1" {
+		t.Errorf("the children saw %q running, want 1 each: they overlapped", seen)
+	}
+	s.noLocks()
+}
+
 // TestItemGivesUp: a lock held for all of --wait (or at once, with no
 // --wait) ends --item with 121 and one line, without running the command
 // or touching the holder's lock.
