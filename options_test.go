@@ -316,6 +316,7 @@ func TestParseOptions(t *testing.T) {
 		{name: "schedule with four fields", args: []string{"--schedule", "0 2 * *", "true"}, wantErr: "give five fields"},
 		{name: "schedule out of range", args: []string{"--schedule", "0 25 * * *", "true"}, wantErr: "is not a cron expression"},
 		{name: "schedule that never comes", args: []string{"--schedule", "0 0 30 2 *", "true"}, wantErr: "has no slot in the next five years"},
+		{name: "schedule as a delay", args: []string{"--schedule", "@every 5m", "true"}, wantErr: `--schedule "@every 5m" is a delay, not slots of the clock: for at most one run per delay, give --cooldown instead`},
 		{name: "schedule with its zone inside", args: []string{"--schedule", "CRON_TZ=Europe/Paris 0 2 * * *", "true"}, wantErr: "give the time zone with --schedule-timezone"},
 		{name: "schedule zone unknown", args: []string{"--schedule", "@daily", "--schedule-timezone", "Mars/Olympus", "true"}, wantErr: `--schedule-timezone "Mars/Olympus" is not a time zone`},
 		{name: "schedule zone Local", args: []string{"--schedule", "@daily", "--schedule-timezone", "Local", "true"}, wantErr: "is not a time zone"},
