@@ -58,9 +58,24 @@ type ItemOptions struct {
 // and locks" group of --help (ItemOptions embeds them). --item has no
 // variable: W8Y_ITEM is what every child is given.
 type OneItemOptions struct {
-	Item        string        `long:"item" value-name:"NAME" description:"Run the command for item NAME alone, under its lock" details:"Run the command once for the item NAME, under the lock the fleet uses for it (<prefix>lock:NAME), recording its state, events, fencing token, timeout and cooldown or backoff as a run of the list would. The list is neither read nor changed, and NAME need not be in it. A cooldown or backoff does not hold it back; a pause does (exit 125), unless --ignore-pause. Not with --continuous or --parallel."`
+	Item        itemName      `long:"item" value-name:"NAME" description:"Run the command for item NAME alone, under its lock" details:"Run the command once for the item NAME, under the lock the fleet uses for it (<prefix>lock:NAME), recording its state, events, fencing token, timeout and cooldown or backoff as a run of the list would. The list is neither read nor changed, and NAME need not be in it. A cooldown or backoff does not hold it back; a pause does (exit 125), unless --ignore-pause. Not with --continuous or --parallel. An empty NAME is refused (exit 125)."`
 	Wait        duration.Flag `long:"wait" env:"W8Y_WAIT" value-name:"DURATION" description:"With --item, wait up to DURATION for its lock (0: not at all)" details:"With --item, wait up to DURATION for a held lock, trying it every 250ms; still held then, w8y exits 121 without running the command. 0 (the default) does not wait."`
 	IgnorePause bool          `long:"ignore-pause" env:"W8Y_IGNORE_PAUSE" description:"With --item, run it even if it is paused" details:"With --item, run the item even while an operator has paused it (w8yctl pause); the pause stays."`
+}
+
+// itemName is --item's NAME. An empty one is refused rather than read as no
+// --item at all: `w8y --item "$NAME"` with NAME unset would otherwise run
+// the list's next item, not the one meant, where flock refuses an empty
+// file name.
+type itemName string
+
+// UnmarshalFlag implements flags.Unmarshaler.
+func (n *itemName) UnmarshalFlag(value string) error {
+	if value == "" {
+		return errors.New("an empty name is no item: give the name of the item to run")
+	}
+	*n = itemName(value)
+	return nil
 }
 
 // validateOneItem checks --item, --wait and --ignore-pause.

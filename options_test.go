@@ -316,6 +316,7 @@ func TestParseOptions(t *testing.T) {
 		{name: "schedule with four fields", args: []string{"--schedule", "0 2 * *", "true"}, wantErr: "give five fields"},
 		{name: "schedule out of range", args: []string{"--schedule", "0 25 * * *", "true"}, wantErr: "is not a cron expression"},
 		{name: "schedule that never comes", args: []string{"--schedule", "0 0 30 2 *", "true"}, wantErr: "has no slot in the next five years"},
+		{name: "schedule as a delay", args: []string{"--schedule", "@every 5m", "true"}, wantErr: `--schedule "@every 5m" is a delay, not slots of the clock: for at most one run per delay, give --cooldown instead`},
 		{name: "schedule with its zone inside", args: []string{"--schedule", "CRON_TZ=Europe/Paris 0 2 * * *", "true"}, wantErr: "give the time zone with --schedule-timezone"},
 		{name: "schedule zone unknown", args: []string{"--schedule", "@daily", "--schedule-timezone", "Mars/Olympus", "true"}, wantErr: `--schedule-timezone "Mars/Olympus" is not a time zone`},
 		{name: "schedule zone Local", args: []string{"--schedule", "@daily", "--schedule-timezone", "Local", "true"}, wantErr: "is not a time zone"},
@@ -327,6 +328,18 @@ func TestParseOptions(t *testing.T) {
 		{name: "backoff MAX below MIN", args: []string{"--failure-backoff", "10s,5s", "true"}, wantErr: "MAX 5s is less than MIN 10s"},
 		{name: "backoff garbage", args: []string{"--failure-backoff", "soon", "true"}, wantErr: "neither seconds"},
 		{name: "backoff garbage MAX", args: []string{"--failure-backoff", "1s,later", "true"}, wantErr: "neither seconds"},
+		{
+			name: "fleet cap", args: []string{"true"}, env: map[string]string{"W8Y_FLEET_MAX_RUNNING": "5"},
+			check: func(t *testing.T, o *Options) {
+				if o.FleetMaxRunning != 5 {
+					t.Errorf("FleetMaxRunning %d, want 5", o.FleetMaxRunning)
+				}
+			},
+		},
+		// A cap of 0 would run nothing: refused, not read as no cap.
+		{name: "fleet cap zero", args: []string{"--fleet-max-running", "0", "true"}, wantErr: `--fleet-max-running "0": "0" is not a number of places: give a whole number of at least 1 (leave the option out for no cap)`},
+		{name: "fleet cap word", args: []string{"--fleet-max-running", "many", "true"}, wantErr: `--fleet-max-running "many": "many" is not a number of places`},
+		{name: "fleet cap fraction", args: []string{"--fleet-max-running", "2.5", "true"}, wantErr: `"2.5" is not a number of places`},
 		{name: "zero parallel", args: []string{"--parallel", "0", "true"}, wantErr: "--parallel must be at least 1"},
 		{name: "negative keep-output", args: []string{"--keep-output", "-1", "true"}, wantErr: "--keep-output must be from 0 to 1048576 bytes (1 MiB), got -1"},
 		{name: "keep-output past its bound", args: []string{"--keep-output", "1048577", "true"}, wantErr: "--keep-output must be from 0 to 1048576 bytes (1 MiB), got 1048577"},

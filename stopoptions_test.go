@@ -73,6 +73,10 @@ func TestOneItemOptions(t *testing.T) {
 		{[]string{"--item", "a", "--parallel", "2", "true"}, "--item runs one named item once"},
 		{[]string{"--item", "a", "--wait", "-1s", "true"}, "--wait must not be negative"},
 		{[]string{"--item", "a", "--wait", "1s", "--ignore-pause", "true"}, ""},
+		// An empty NAME (an unset "$NAME") is no --item: refused, not read
+		// as a run of the list's next item.
+		{[]string{"--item", "", "true"}, `--item "": an empty name is no item: give the name of the item to run`},
+		{[]string{"--item=", "true"}, "an empty name is no item"},
 	} {
 		_, err := parseOptions(tt.args, io.Discard)
 		if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {

@@ -190,7 +190,7 @@ func (w *worker) once(ctx context.Context) error {
 // runs the child under it and finishes the run as a run of the list is
 // finished. It ends as a one-shot run of one child does.
 func (w *worker) one(ctx context.Context) error {
-	item := w.opts.Item
+	item := string(w.opts.Item)
 	lock, err := w.takeNamed(ctx, item)
 	if err != nil {
 		return err

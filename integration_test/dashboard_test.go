@@ -164,11 +164,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	items := append([]string{"alpha", "beta", "broken"}, hostileItems...)
 	s.seed(t, "work:list", items...)
 	// broken fails, the others take a moment, so that the page has runs,
-	// failures and holders to show.
+	// failures and holders to show. The cap of 3 holds none of the three
+	// back; it is there for the page to show its places.
 	child := `echo "out of $W8Y_ITEM"; case "$W8Y_ITEM" in broken) exit 3;; esac; sleep 0.3`
 	for range 3 {
 		startW8y(t, portEnv(s), "-u", s.URL, "-k", "work", "-c", "-q", "--cooldown", "1s", "--failure-backoff", "1s",
-			"--idle-wait", "50ms", "--keep-output", "1000", "sh", "-c", child)
+			"--idle-wait", "50ms", "--keep-output", "1000", "--fleet-max-running", "3", "sh", "-c", child)
 	}
 
 	// The recipe, as written, but on a free port.
@@ -218,6 +219,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		slices.ContainsFunc(states, func(s string) bool { return s != "busy" && s != "idle" }) {
 		t.Errorf("the workers' states %q", states)
 	}
+	// The places of --fleet-max-running, under the lag.
+	shows(t, tab, "the places in use", `(() => { const f = document.getElementById("places");
+	  return !f.hidden && /^[0-3] of 3 in use \(--fleet-max-running\)$/.test(f.textContent); })()`)
 	if got := eval[string](t, tab, `document.getElementById("list").textContent`); got != "work:list" {
 		t.Errorf("the page names the list %q", got)
 	}

@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,9 +17,10 @@ const countingChild = `redis-cli -p "$REDIS_PORT" rpush seen "$(redis-cli -p "$R
 	`redis-cli -p "$REDIS_PORT" decr running >/dev/null; exit "${3:-0}"`
 
 // TestItemRuns: --item runs the command for an item that is not in the
-// list, under its lock and with a fencing token, records the run as a run
-// of the list would be (state, cooldown), exits with the command's code,
-// and leaves the list as it was. A cooldown does not hold it back.
+// list, under its lock and with a fencing token, stops it at --timeout,
+// records the run as a run of the list would be (state, events, cooldown
+// or backoff), exits with the command's code, and leaves the list as it
+// was. A cooldown does not hold it back.
 func TestItemRuns(t *testing.T) {
 	t.Parallel()
 	s := setup(t, "item")
@@ -41,6 +43,23 @@ func TestItemRuns(t *testing.T) {
 	}
 	if got := s.Client.HGet(ctx(t), s.key("state:x"), "last_result").Val(); got != "failure" {
 		t.Errorf("the second run is recorded as %q, want failure", got)
+	}
+	// --timeout stops it as it stops any run, which then backs off.
+	s.run("--item", "x", "--timeout", "200ms", "--failure-backoff", "1h", "sleep", "60").wantExit(t, 124)
+	if got := s.Client.HGet(ctx(t), s.key("state:x"), "last_result").Val(); got != "timeout" {
+		t.Errorf("the third run is recorded as %q, want timeout", got)
+	}
+	if s.Client.Exists(ctx(t), s.key("backoff:x")).Val() != 1 {
+		t.Error("the timed-out run's backoff was not written")
+	}
+	// Each run is in the events stream, its start and its end.
+	var events []string
+	for _, e := range s.Client.XRange(ctx(t), s.key("events"), "-", "+").Val() {
+		field := func(name string) string { v, _ := e.Values[name].(string); return v }
+		events = append(events, field("type")+" "+field("item")+" "+field("fence")+field("result"))
+	}
+	if want := []string{"start x 1", "finish x success", "start x 2", "finish x failure", "start x 3", "timeout x timeout"}; !slices.Equal(events, want) {
+		t.Errorf("the events stream holds %q, want %q", events, want)
 	}
 	s.wantList("a", "b")
 	s.noLocks()
@@ -65,6 +84,30 @@ func TestItemWaitsForTheFleet(t *testing.T) {
 	one.wait(t).wantExit(t, 0)
 	if got := s.popStarted(t); got != "item a 2" {
 		t.Errorf("--item started as %q, want \"item a 2\"", got)
+	}
+	if seen := s.Client.LRange(ctx(t), "seen", 0, -1).Val(); strings.Join(seen, ",") != "1,1" {
+		t.Errorf("the children saw %q running, want 1 each: they overlapped", seen)
+	}
+	s.noLocks()
+}
+
+// TestFleetWaitsForTheItem: while --item runs an item, a fleet worker does
+// not take it (a one-shot run finds no work), and takes it once --item has
+// ended; the two never run at once.
+func TestFleetWaitsForTheItem(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "itemfirst")
+	s.items("a")
+	one := s.start("--item", "a", "sh", "-c", countingChild, "sh", "item", "block")
+	if got := s.popStarted(t); got != "item a 1" {
+		t.Fatalf("--item started %q", got)
+	}
+	s.run("--no-work-exit-code", "3", "sh", "-c", countingChild, "sh", "fleet").wantExit(t, 3)
+	s.Client.RPush(ctx(t), "go", "1")
+	one.wait(t).wantExit(t, 0)
+	s.run("sh", "-c", countingChild, "sh", "fleet").wantExit(t, 0)
+	if got := s.popStarted(t); got != "fleet a 2" {
+		t.Errorf("the fleet started %q once --item had ended, want \"fleet a 2\"", got)
 	}
 	if seen := s.Client.LRange(ctx(t), "seen", 0, -1).Val(); strings.Join(seen, ",") != "1,1" {
 		t.Errorf("the children saw %q running, want 1 each: they overlapped", seen)

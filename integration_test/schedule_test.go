@@ -426,6 +426,12 @@ func TestScheduleRunsOncePerSlot(t *testing.T) {
 		if pttl := s.Client.PTTL(ctx(t), s.key("cooldown:"+item)).Val(); pttl > slotLength {
 			t.Errorf("cooldown of %q expires in %s, after its next slot", item, pttl)
 		}
+		// The due index, which idle workers and the lag read, holds that
+		// slot: the lag of an item no worker takes counts from it.
+		next := (last[item] + 1) * slotLength.Milliseconds()
+		if due := int64(s.Client.ZScore(ctx(t), s.key("due"), item).Val()); due < next || due > next+100 {
+			t.Errorf("the due index has %q at %d, want its next slot %d", item, due, next)
+		}
 	}
 	s.noLocks()
 

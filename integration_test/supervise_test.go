@@ -479,9 +479,10 @@ func TestIgnoredSignalsStayIgnored(t *testing.T) {
 	}
 }
 
-// TestTimeoutSignal: at --timeout, the child's group gets the signal that
-// --timeout-signal names, however it is written, and w8y exits 124. The
-// child traps that signal and records it; the default is SIGTERM.
+// TestTimeoutSignal: at --timeout, the child's whole process group gets
+// the signal that --timeout-signal names, however it is written, and w8y
+// exits 124. The child and a second process of its group each trap that
+// signal and record it; the default is SIGTERM.
 func TestTimeoutSignal(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -496,20 +497,27 @@ func TestTimeoutSignal(t *testing.T) {
 			t.Parallel()
 			s := setup(t, "tsig")
 			s.items("a")
-			// Any other signal but the one trapped kills the shell before
-			// it records anything.
-			script := `trap 'redis-cli -p "$REDIS_PORT" rpush got ` + tt.trap + ` >/dev/null; exit 0' ` + tt.trap +
-				`; redis-cli -p "$REDIS_PORT" rpush started "$W8Y_ITEM" >/dev/null; while :; do sleep 0.05; done`
-			args := []string{"-x", "3", "--kill-after", "1s", "--timeout", "300ms"}
+			// Any other signal but the one trapped kills a shell before it
+			// records anything. The child ($0) starts the other member of
+			// its group ($1) and reports its start once that one traps
+			// the signal too; it waits for it to record before it exits,
+			// since w8y then stops what is left of the group.
+			member := `trap 'redis-cli -p "$REDIS_PORT" rpush got "group ` + tt.trap + `" >/dev/null; exit 0' ` + tt.trap +
+				`; redis-cli -p "$REDIS_PORT" rpush ready 1 >/dev/null; while :; do sleep 0.05; done`
+			child := `sh -c "$1" & member=$!; trap 'redis-cli -p "$REDIS_PORT" rpush got "child ` + tt.trap + `" >/dev/null; wait $member; exit 0' ` + tt.trap +
+				`; redis-cli -p "$REDIS_PORT" blpop ready 0 >/dev/null; redis-cli -p "$REDIS_PORT" rpush started "$W8Y_ITEM" >/dev/null; while :; do sleep 0.05; done`
+			// A timeout long enough for both to trap the signal first.
+			args := []string{"-x", "3", "--kill-after", "1s", "--timeout", "1s"}
 			if tt.flag != "" {
 				args = append(args, "--timeout-signal", tt.flag)
 			}
-			p := s.start(append(args, "sh", "-c", script)...)
+			p := s.start(append(args, "sh", "-c", child, "sh", member)...)
 			if got := s.popStarted(t); got != "a" {
 				t.Fatalf("started %q, want a", got)
 			}
-			if got := s.pop(t, "got"); got != tt.trap {
-				t.Errorf("the child got %s, want %s", got, tt.trap)
+			want := []string{"child " + tt.trap, "group " + tt.trap}
+			if got := s.popEach(t, "got", 2); !slices.Equal(got, want) {
+				t.Errorf("the child's group got %q, want %q", got, want)
 			}
 			p.wait(t).wantExit(t, 124)
 		})

@@ -52,6 +52,11 @@ func ParseCron(expr, zone string, jitter time.Duration) (Cron, error) {
 	if strings.HasPrefix(strings.TrimSpace(expr), "TZ=") || strings.HasPrefix(strings.TrimSpace(expr), "CRON_TZ=") {
 		return Cron{}, fmt.Errorf("--schedule %q: give the time zone with --schedule-timezone, not in the expression", expr)
 	}
+	// robfig/cron also reads "@every 5m", a delay from each run rather than
+	// slots of the clock: that is --cooldown, whose runs drift.
+	if strings.HasPrefix(strings.TrimSpace(expr), "@every") {
+		return Cron{}, fmt.Errorf("--schedule %q is a delay, not slots of the clock: for at most one run per delay, give --cooldown instead", expr)
+	}
 	every, err := cronParser.Parse(expr)
 	if err != nil {
 		return Cron{}, fmt.Errorf("--schedule %q is not a cron expression (%v): give five fields, minute hour day-of-month month day-of-week, or six with seconds first, e.g. \"0 2 * * *\"", expr, err)
