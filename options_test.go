@@ -315,6 +315,8 @@ func TestParseOptions(t *testing.T) {
 		{name: "schedule garbage", args: []string{"--schedule", "every day", "true"}, wantErr: `--schedule "every day" is not a cron expression`},
 		{name: "schedule with four fields", args: []string{"--schedule", "0 2 * *", "true"}, wantErr: "give five fields"},
 		{name: "schedule out of range", args: []string{"--schedule", "0 25 * * *", "true"}, wantErr: "is not a cron expression"},
+		{name: "schedule of two words", args: []string{"--schedule", "every day", "true"}, wantErr: `--schedule "every day" is not a cron expression (it has 2 fields)`},
+		{name: "schedule with a word for an hour", args: []string{"--schedule", "0 two * * *", "true"}, wantErr: `--schedule "0 two * * *" is not a cron expression ("two" is not a number)`},
 		{name: "schedule that never comes", args: []string{"--schedule", "0 0 30 2 *", "true"}, wantErr: "has no slot in the next five years"},
 		{name: "schedule as a delay", args: []string{"--schedule", "@every 5m", "true"}, wantErr: `--schedule "@every 5m" is a delay, not slots of the clock: for at most one run per delay, give --cooldown instead`},
 		{name: "schedule with its zone inside", args: []string{"--schedule", "CRON_TZ=Europe/Paris 0 2 * * *", "true"}, wantErr: "give the time zone with --schedule-timezone"},
@@ -446,7 +448,7 @@ func TestParseOptions(t *testing.T) {
 
 // goSpeak finds what go-flags and strconv say in Go's words: type names
 // and function names, which mean nothing to a user.
-var goSpeak = regexp.MustCompile(`expected [a-z]+\.|strconv\.|main\.|duration\.Flag|runs\.Backoff|\[\]int|invalid syntax`)
+var goSpeak = regexp.MustCompile(`expected [a-z]+\.|strconv\.|main\.|duration\.Flag|runs\.Backoff|\[\]int|invalid syntax|: \[`)
 
 // expiryIs is a check of TestParseOptions: the lock's expiry came out as
 // want.

@@ -16,8 +16,8 @@ import (
 // and how long a stop signal lets the running children finish. They sit in
 // the "The child" group of --help (ChildOptions embeds them).
 type StopOptions struct {
-	TimeoutSignal signalFlag    `long:"timeout-signal" env:"W8Y_TIMEOUT_SIGNAL" default:"TERM" value-name:"SIGNAL" description:"Signal sent to the child's group at --timeout" details:"The signal that a child's process group gets when --timeout passes, as timeout -s chooses it, followed by SIGKILL after --kill-after. A name with or without SIG, in any case (TERM, sigint, USR1), or a number (15)."`
-	DrainTimeout  duration.Flag `long:"drain-timeout" env:"W8Y_DRAIN_TIMEOUT" value-name:"DURATION" description:"On SIGTERM/SIGINT, let running children finish for DURATION" details:"On a stop signal (SIGTERM, SIGINT, SIGHUP, SIGQUIT), take no new item and let the running children finish, keeping their locks, for up to DURATION; then pass them the signal, as w8y does at once without it. A second stop signal kills their groups at once. 0 (the default) passes the signal at once."`
+	TimeoutSignal signalFlag    `long:"timeout-signal" env:"W8Y_TIMEOUT_SIGNAL" default:"TERM" value-name:"SIGNAL" description:"Signal sent to the child's group at --timeout" details:"The signal that a child's process group gets when --timeout passes, as timeout -s chooses it, followed by SIGCONT (so that a stopped group sees it) and, after --kill-after, SIGKILL. A name with or without SIG, in any case (TERM, sigint, USR1), or a number (15)."`
+	DrainTimeout  duration.Flag `long:"drain-timeout" env:"W8Y_DRAIN_TIMEOUT" value-name:"DURATION" description:"On a stop signal, let running children finish for DURATION" details:"On a stop signal (SIGTERM, SIGINT, SIGHUP, SIGQUIT), take no new item and let the running children finish, keeping their locks, for up to DURATION; then pass them the signal, as w8y does at once without it. A second stop signal kills their groups at once. 0 (the default) passes the signal at once."`
 }
 
 // validateStop checks --timeout-signal and --drain-timeout.

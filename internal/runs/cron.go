@@ -59,7 +59,7 @@ func ParseCron(expr, zone string, jitter time.Duration) (Cron, error) {
 	}
 	every, err := cronParser.Parse(expr)
 	if err != nil {
-		return Cron{}, fmt.Errorf("--schedule %q is not a cron expression (%v): give five fields, minute hour day-of-month month day-of-week, or six with seconds first, e.g. \"0 2 * * *\"", expr, err)
+		return Cron{}, fmt.Errorf("--schedule %q is not a cron expression (%s): give five fields, minute hour day-of-month month day-of-week, or six with seconds first, e.g. \"0 2 * * *\"", expr, cronProblem(expr, err))
 	}
 	if every.Next(time.Now().In(loc)).IsZero() {
 		return Cron{}, fmt.Errorf("--schedule %q has no slot in the next five years", expr)
@@ -68,6 +68,21 @@ func ParseCron(expr, zone string, jitter time.Duration) (Cron, error) {
 		return Cron{}, fmt.Errorf("--jitter must not be negative, got %s", jitter)
 	}
 	return Cron{Expr: expr, every: every, Zone: loc, Jitter: jitter}, nil
+}
+
+// cronProblem says what robfig/cron found wrong with expr in a user's
+// words: two of its messages speak Go's (the fields as a Go slice, and
+// strconv's "invalid syntax").
+func cronProblem(expr string, err error) string {
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "expected "):
+		return fmt.Sprintf("it has %d fields", len(strings.Fields(expr)))
+	case strings.HasPrefix(msg, "failed to parse int from "):
+		field, _, _ := strings.Cut(strings.TrimPrefix(msg, "failed to parse int from "), ": ")
+		return fmt.Sprintf("%q is not a number", field)
+	}
+	return msg
 }
 
 // Set reports whether c is a schedule, not the zero value.

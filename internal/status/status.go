@@ -322,7 +322,7 @@ func (s *Reader) Page(ctx context.Context, offset, limit int64) (int64, []Item, 
 // WRONGTYPE, as a refusal that no retry mends and --watch gives up on.
 func (s *Reader) readError(ctx context.Context, err error) error {
 	list := s.Keys.List()
-	if strings.HasPrefix(err.Error(), "WRONGTYPE") {
+	if redisconn.Code(err) == "WRONGTYPE" {
 		pipe := s.Client.Pipeline()
 		kind := pipe.Type(ctx, list)
 		if _, terr := pipe.Exec(ctx); terr == nil {
