@@ -94,16 +94,15 @@ end
 -- w8y first saw the list: all of them, the first time (no key). The caller
 -- passes over them (take.lua rotates them, as a one-shot run always has)
 -- before the look elects a sweep. An empty or missing list forgets both
--- marks, so that a list made anew is tried whole. Both marks are read in
--- one MGET, which reads a key of another type as missing; it is replaced.
+-- marks, so that a list made anew is tried whole. pcall: a key of another
+-- type reads as missing, and is replaced.
 local untriedKey = keyPrefix .. "untried"
-local marks = redis.call("MGET", untriedKey, seenKey)
-local untried, stored = tonumber(marks[1]), tonumber(marks[2])
+local untried = tonumber(redis.pcall("GET", untriedKey))
 if length == 0 then
   redis.call("DEL", seenKey, untriedKey)
   untried = 0
 elseif not untried then
-  untried, stored = length, length
+  untried = length
   redis.pcall("SET", untriedKey, length)
   redis.pcall("SET", seenKey, length)
 end
@@ -131,6 +130,7 @@ if untried > 0 and opt.head ~= "0" then
   return early
 end
 -- last is where the appended items start; seen where the next look's will.
+local stored = tonumber(redis.pcall("GET", seenKey))
 local last = math.min(stored or length, length)
 local seen = last
 
