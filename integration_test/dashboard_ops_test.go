@@ -143,3 +143,28 @@ func TestDashboardOnAHundredThousandItems(t *testing.T) {
 	}
 	screenshot(t, tab, dir, "dashboard-100k")
 }
+
+// TestDashboardShowsTheNextSlot: an item that cools down until its next
+// slot under --schedule shows that slot in its row and in its view, in UTC
+// to the second, as status shows it; an item under --cooldown shows none.
+func TestDashboardShowsTheNextSlot(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "dslot")
+	b.items("nightly", "often")
+	b.run("-q", "--schedule", "0 2 * * *", "--jitter", "30m", "true").mustExit(t, 0)
+	b.run("-q", "--cooldown", "1h", "true").mustExit(t, 0)
+	ms := atoi(t, b.Client.HGet(ctx(t), b.key("state:nightly"), "next_slot").Val())
+	slot := time.UnixMilli(int64(ms)).UTC().Format("2006-01-02T15:04:05Z")
+	url := serveDashboard(t, b)
+	tab := browser(t)
+
+	act(t, tab, "open the dashboard", chromedp.Navigate(url), chromedp.WaitVisible(`#items tbody tr`))
+	shows(t, tab, "nightly's next slot, and none for often",
+		`(() => { const n = `+rowOf("nightly")+`, o = `+rowOf("often")+`; return n && o &&
+		  n.cells[1].textContent === "cooldown, next slot `+slot+`" && n.cells[1].querySelector("time").title !== "" &&
+		  o.cells[1].textContent === "cooldown"; })()`)
+	click(t, tab, "open nightly's view", `#items tbody tr[data-item="nightly"] td.item a`)
+	shows(t, tab, "nightly's next slot in its view",
+		`(() => { const f = document.querySelector('#detail-state dd[data-field="next_slot"]'); return f && f.textContent === "`+slot+`"; })()`)
+	screenshot(t, tab, screenshots(t), "next-slot")
+}

@@ -3,12 +3,16 @@ package integration_test
 import (
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/w8y/w8y/internal/doctest"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/runs"
 )
@@ -503,6 +507,98 @@ func TestScheduleJitterSpreadsStarts(t *testing.T) {
 				t.Errorf("%q (offset %s) started at %s, %s after its slot: want within 500ms", item, offsets[i], at.Format("15:04:05.000"), late)
 			}
 		}
+	}
+}
+
+// TestScheduleStatusShowsTheNextSlot: after a run under --schedule, w8y
+// --status (--json and the table) and w8yctl status ITEM say when each item
+// runs next: its first slot after its take, its jitter offset added, in
+// UTC. Once run-now has deleted its cooldown, they say none.
+func TestScheduleStatusShowsTheNextSlot(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "slot")
+	items := []string{"report-1", "report-2"}
+	b.items(items...)
+	cron, err := runs.ParseCron("0 2 * * *", "UTC", 30*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	b.run("-q", "-c", "--until-idle", "--schedule", "0 2 * * *", "--jitter", "30m", "true").mustExit(t, 0)
+
+	// Each item's slot: the first after its take, which the state hash
+	// keeps, at 02:00 UTC plus its offset, within a day.
+	slots := map[string]time.Time{}
+	for _, item := range items {
+		start := atoi(t, b.Client.HGet(ctx(t), b.key("state:"+item), "last_start").Val())
+		slot := cron.Next(item, time.UnixMilli(int64(start))).UTC()
+		if slot.Sub(before) > 24*time.Hour || slot.Hour() != 2 || slot.Minute() >= 30 {
+			t.Fatalf("%s's slot %s: not the next 02:00 UTC plus at most 30m", item, slot)
+		}
+		slots[item] = slot
+	}
+
+	for _, st := range statusJSON(t, nil, b.at()...) {
+		item := st["item"].(string)
+		slot, _ := st["next_slot"].(float64)
+		if int64(slot) != slots[item].UnixMilli() {
+			t.Errorf("--json has %s's next_slot %v, want %d (%s)", item, st["next_slot"], slots[item].UnixMilli(), slots[item])
+		}
+		// The cooldown ends at the slot.
+		left, _ := st["cooldown_ms"].(float64)
+		if end := time.Now().Add(time.Duration(left) * time.Millisecond); end.Sub(slots[item]).Abs() > 5*time.Second {
+			t.Errorf("%s's cooldown ends at %s, its slot is %s", item, end, slots[item])
+		}
+	}
+	table := statusOutput(t, nil, b.at()...)
+	for _, item := range items {
+		if want := "\n" + item + "  slot " + slots[item].Format("15:04:05") + "Z  "; !strings.Contains(table, want) {
+			t.Errorf("--status lacks %q:\n%s", want, table)
+		}
+	}
+	r := b.ctl("status", "report-1")
+	r.mustExit(t, 0)
+	if want := ", until its next slot " + slots["report-1"].Format("2006-01-02T15:04:05.000Z") + "\n"; !strings.Contains(r.Stdout, want) {
+		t.Errorf("w8yctl status report-1 lacks %q:\n%s", want, r.Stdout)
+	}
+
+	b.ctl("run-now", "report-1").mustExit(t, 0)
+	for _, st := range statusJSON(t, nil, b.at()...) {
+		if st["item"] == "report-1" && (st["state"] != "idle" || st["next_slot"] != nil) {
+			t.Errorf("after run-now, --json has report-1 %v, next_slot %v; want idle, null", st["state"], st["next_slot"])
+		}
+	}
+	if table := statusOutput(t, nil, b.at()...); !strings.Contains(table, "\nreport-1  idle ") {
+		t.Errorf("after run-now, --status shows:\n%s", table)
+	}
+}
+
+// TestDocsScheduleStatus runs docs/scheduling.md's example of what status
+// shows under --schedule as it is written, with w8y and w8yctl pointed at
+// the test's Redis, and checks that it prints what the page shows, but
+// for when the runs ended and how long they took. The slots' clock times
+// are the items' offsets, the same every day.
+func TestDocsScheduleStatus(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	block := doctest.Block(t, "docs/scheduling.md", "sh", "--until-idle --schedule")
+	dir, bin := t.TempDir(), t.TempDir()
+	for name, path := range map[string]string{"w8y": binary, "w8yctl": ctlBinary} {
+		if err := os.Symlink(path, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeExecutable(t, filepath.Join(dir, "make-report.sh"), []byte("#!/bin/sh\n"))
+	r := startCommand(t, []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "W8Y_REDIS_URL=" + s.URL},
+		"bash", "-c", "set -e\ncd "+dir+"\n"+block).wait(t)
+	r.mustExit(t, 0)
+	if r.Stderr != "" {
+		t.Errorf("the example wrote on stderr: %s", r)
+	}
+	varying := regexp.MustCompile(`(?m)\d+s ago +[\d.]+s +0$`)
+	same := func(text string) string { return varying.ReplaceAllString(text, "...") }
+	if got, want := same(r.Stdout), same(doctest.Block(t, "docs/scheduling.md", "", "slot 02:")); got != want {
+		t.Errorf("the example printed:\n%s\nwant the page's:\n%s", r.Stdout, want)
 	}
 }
 

@@ -61,7 +61,11 @@ func writeDetail(b *strings.Builder, d control.Detail, list string) {
 		lock = "holder=" + shown(*d.Holder) + ", " + left(d.LockTTL)
 	}
 	fmt.Fprintf(b, "  lock: %s\n", lock)
-	fmt.Fprintf(b, "  cooldown: %s\n", left(d.Cooldown))
+	cooldown := left(d.Cooldown)
+	if d.NextSlot != nil {
+		cooldown += ", until its next slot " + time.UnixMilli(*d.NextSlot).UTC().Format(timeLayout)
+	}
+	fmt.Fprintf(b, "  cooldown: %s\n", cooldown)
 	fmt.Fprintf(b, "  backoff: %s\n", left(d.Backoff))
 	pause := left(d.Pause)
 	if d.PausedBy != nil {

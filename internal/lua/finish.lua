@@ -24,6 +24,9 @@
 --           state_ttl=MS    expiry of the state hash and the stream
 --           events=N        the stream's approximate cap (MAXLEN ~ N)
 --           cooldown=MS     cooldown after a success (absent or 0: none)
+--           next_slot=MS    under --schedule, the slot that the cooldown
+--                           lasts until, Unix milliseconds: the state
+--                           hash's next_slot (absent: the field is deleted)
 --           backoff_min=MS  MIN of the failure backoff (absent or 0: none)
 --           backoff_max=MS  MAX of the failure backoff
 --           jitter=F        factor for the failure delay, in [0.75, 1], drawn
@@ -197,6 +200,11 @@ if opt.output == "1" then
 else
   drop[#drop + 1] = "last_stdout"
   drop[#drop + 1] = "last_stderr"
+end
+if opt.next_slot then
+  push(record, "next_slot", opt.next_slot)
+else
+  drop[#drop + 1] = "next_slot"
 end
 if opt.exit_code then
   push(record, "last_exit_code", opt.exit_code, "last_duration_ms", opt.duration_ms)

@@ -114,6 +114,17 @@ func (c Cron) Next(item string, t time.Time) time.Time {
 	return next.Add(off)
 }
 
+// Slot is the slot that a success of item that started at start waits
+// for, as seen at now: its first slot after start, or the zero time when
+// that slot has come by now or none comes within five years.
+func (c Cron) Slot(item string, start, now time.Time) time.Time {
+	next := c.Next(item, start)
+	if next.IsZero() || !next.After(now) {
+		return time.Time{}
+	}
+	return next
+}
+
 // noSlot is the cooldown after a success when no later slot comes within
 // robfig/cron's horizon of five years (ParseCron refuses an expression
 // without any slot, but one can have its last slot behind it): as long as

@@ -85,7 +85,9 @@ func TestCronJitterIsFixedPerItem(t *testing.T) {
 }
 
 // TestScheduleCooldownAfter: --cooldown and --schedule both cool a success
-// down, and nothing else.
+// down, and nothing else; under --schedule the cooldown ends at the slot
+// that NextSlot gives for the state hash, and where it ends at no slot,
+// NextSlot gives none.
 func TestScheduleCooldownAfter(t *testing.T) {
 	end := End{Item: "a", Result: schema.ResultSuccess, At: time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC), Exit: proc.Exit{Duration: 500 * time.Millisecond}}
 	failed := end
@@ -98,22 +100,35 @@ func TestScheduleCooldownAfter(t *testing.T) {
 	child := taken
 	child.Started = time.Time{}
 	cron := Schedule{Cron: mustCron(t, "*/2 * * * * *", "", 0)}
+	// "a" is 1,996ms late on every slot of a 2-second jitter.
+	jittered := Schedule{Cron: mustCron(t, "*/2 * * * * *", "", 2*time.Second)}
+	if off := jittered.Cron.Offset("a"); off != 1996*time.Millisecond {
+		t.Fatalf("the offset of a is %s, want 1.996s", off)
+	}
+	at := func(ms int) time.Time { return time.Date(2026, 1, 1, 0, 0, 0, ms*1e6, time.UTC) }
 	for _, tt := range []struct {
 		name string
 		s    Schedule
 		end  End
 		want time.Duration
+		// slot is NextSlot's, or the zero time for none.
+		slot time.Time
 	}{
-		{"cooldown", Schedule{Cooldown: time.Minute}, end, time.Minute},
-		{"none", Schedule{}, end, 0},
+		{"cooldown", Schedule{Cooldown: time.Minute}, end, time.Minute, time.Time{}},
+		{"none", Schedule{}, end, 0, time.Time{}},
 		// The run started at 00:00:00.5, so its next slot is 00:00:02.
-		{"schedule, from the child's start", cron, end, time.Second},
-		{"schedule, from the take", cron, taken, 0},
-		{"schedule, take unknown", cron, child, 1500 * time.Millisecond},
-		{"schedule, failure", cron, failed, 0},
+		{"schedule, from the child's start", cron, end, time.Second, at(2000)},
+		{"schedule, from the take", cron, taken, 0, time.Time{}},
+		{"schedule, take unknown", cron, child, 1500 * time.Millisecond, at(4000)},
+		{"schedule, failure", cron, failed, 0, time.Time{}},
+		// Started at 00:00:00.5, before its own slot 00:00:01.996.
+		{"schedule with jitter", jittered, end, 996 * time.Millisecond, at(1996)},
 	} {
 		if got := tt.s.CooldownAfter(tt.end); got != tt.want {
 			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+		if got := tt.s.NextSlot(tt.end); !got.Equal(tt.slot) {
+			t.Errorf("%s: next slot %s, want %s", tt.name, got, tt.slot)
 		}
 	}
 }

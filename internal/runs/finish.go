@@ -159,6 +159,9 @@ func (f *Finisher) scheduleWords(end End, factor string) string {
 	if cooldown := s.CooldownAfter(end); cooldown > 0 {
 		b.WriteString(" cooldown=" + strconv.FormatInt(cooldown.Milliseconds(), 10))
 	}
+	if slot := s.NextSlot(end); !slot.IsZero() {
+		b.WriteString(" next_slot=" + millis(slot))
+	}
 	if s.Backoff != (Backoff{}) {
 		b.WriteString(" backoff_min=" + strconv.FormatInt(s.Backoff.Min.Milliseconds(), 10))
 		b.WriteString(" backoff_max=" + strconv.FormatInt(s.Backoff.Max.Milliseconds(), 10))
@@ -209,7 +212,7 @@ func (f *Finisher) finishEach(ctx context.Context, lockKey, token string, end En
 	}
 	// The record's own errors are left unread, as lua.Finish's pcall
 	// leaves them: a run never depends on its record.
-	rec.queueFinish(ctx, pipe, item, token, end)
+	rec.queueFinish(ctx, pipe, item, token, end, s.NextSlot(end))
 	if !cooling && !backingOff {
 		release = lua.Finish.Eval(ctx, pipe, []string{lockKey}, token, item, "")
 	}

@@ -26,9 +26,11 @@ type finishStep struct {
 
 // finishCase is a series of finished runs of one item from a given state.
 type finishCase struct {
-	name  string
-	setup func(ctx context.Context, rdb *redis.Client, keys schema.Keys)
-	steps []finishStep
+	name string
+	// schedule is the finisher's, if not the test's default.
+	schedule *Schedule
+	setup    func(ctx context.Context, rdb *redis.Client, keys schema.Keys)
+	steps    []finishStep
 	// want is what each finish reports, as "released failures delay".
 	want []string
 	// keys is what the item's keys hold afterwards (see dumpKeys).
@@ -90,6 +92,11 @@ func TestFinishBothWaysAlike(t *testing.T) {
 		return "hash " + strings.Join(fields, ",") + " (1h0m0s)"
 	}
 	ok, fail, stopped := finishStep{res: schema.ResultSuccess}, finishStep{res: schema.ResultFailure}, finishStep{res: schema.ResultInterrupted}
+	// Every run ends at 00:00:01 UTC on 1 January 1970 (see below), so
+	// --schedule '0 2 * * *' has its next slot at 02:00, 7,200,000 ms.
+	nightly := &Schedule{Cron: mustCron(t, "0 2 * * *", "", 0), Backoff: schedule.Backoff}
+	// slotted is the state hash that a success under nightly leaves.
+	slotted := "hash consecutive_failures=0,last_end=1000,last_result=success,next_slot=7200000,runs=1 (1h0m0s)"
 	cancelled := finishStep{res: schema.ResultCancelled, cancel: &schema.CancelRequest{Holder: testToken, Reason: "a deploy, say", By: "ops@desk"}}
 	charged := finishStep{res: schema.ResultCancelled, cancel: &schema.CancelRequest{Holder: testToken, Reason: "stuck", By: "ops@desk", AsFailure: true}}
 	tests := []finishCase{
@@ -113,6 +120,30 @@ func TestFinishBothWaysAlike(t *testing.T) {
 		},
 		{
 			name: "success cools down", due: "1m0s", steps: []finishStep{ok}, want: []string{"true -1 0s"},
+			keys: map[string]string{"cooldown:x": testToken + " (1m0s)", "state:x": state(0, 1, 0, schema.ResultSuccess)},
+		},
+		{
+			name: "a success under --schedule cools down until the next slot, which the record keeps", due: "1h59m59s",
+			schedule: nightly, steps: []finishStep{ok}, want: []string{"true -1 0s"},
+			keys: map[string]string{"cooldown:x": testToken + " (1h59m59s)", "state:x": slotted},
+		},
+		{
+			// The cooldown stays: a failure never shortens a pause.
+			name: "a failure after it drops the slot", due: "1h59m59s",
+			schedule: nightly, steps: []finishStep{ok, fail}, want: []string{"true -1 0s", "true 1 1s"},
+			keys: map[string]string{"cooldown:x": testToken + " (1h59m59s)", "backoff:x": testToken + " (1s)", "state:x": state(1, 2, 1, schema.ResultFailure)},
+		},
+		{
+			name: "an interrupted run after it drops the slot", due: "1h59m59s",
+			schedule: nightly, steps: []finishStep{ok, stopped}, want: []string{"true -1 0s", "true -1 0s"},
+			keys: map[string]string{"cooldown:x": testToken + " (1h59m59s)", "state:x": state(0, 2, 0, schema.ResultInterrupted)},
+		},
+		{
+			name: "a success under --cooldown drops an earlier slot", due: "1m0s",
+			setup: func(ctx context.Context, rdb *redis.Client, keys schema.Keys) {
+				rdb.HSet(ctx, keys.State("x"), "next_slot", 7200000)
+			},
+			steps: []finishStep{ok}, want: []string{"true -1 0s"},
 			keys: map[string]string{"cooldown:x": testToken + " (1m0s)", "state:x": state(0, 1, 0, schema.ResultSuccess)},
 		},
 		{
@@ -204,6 +235,9 @@ func TestFinishBothWaysAlike(t *testing.T) {
 				}
 				rec := &Recorder{Keys: keys, StateTTL: time.Hour, EventsMaxLen: 100}
 				f := &Finisher{Client: rdb, Record: rec, Schedule: schedule, Jitter: func() string { return "1" }}
+				if tt.schedule != nil {
+					f.Schedule = *tt.schedule
+				}
 				for _, step := range tt.steps {
 					lockKey := keys.Lock("x")
 					value := testToken

@@ -100,19 +100,26 @@ func (rec *Recorder) finishWords(end End) string {
 }
 
 // queueFinish queues on pipe, with plain commands, what lua.Finish's record
-// block writes of end. The count of consecutive failures is not among them:
+// block writes of end, with slot the item's next slot (Schedule.NextSlot;
+// zero: none). The count of consecutive failures is not among them:
 // lua.Count writes it, as lua.Finish's schedule block does (see
 // finishEach).
-func (rec *Recorder) queueFinish(ctx context.Context, pipe redis.Pipeliner, item, token string, end End) {
+func (rec *Recorder) queueFinish(ctx context.Context, pipe redis.Pipeliner, item, token string, end End, slot time.Time) {
 	state := rec.Keys.State(item)
-	pipe.HSet(ctx, state, schema.FieldLastEnd, millis(end.At), schema.FieldLastResult, string(end.Result))
+	var drop []string
+	record := []any{schema.FieldLastEnd, millis(end.At), schema.FieldLastResult, string(end.Result)}
+	if slot.IsZero() {
+		drop = append(drop, schema.FieldNextSlot)
+	} else {
+		record = append(record, schema.FieldNextSlot, millis(slot))
+	}
+	pipe.HSet(ctx, state, record...)
 	event := []any{"type", end.Result.Event(), "item", item, "holder", token, "result", string(end.Result)}
 	if end.Exited {
 		code, ms := strconv.Itoa(end.Exit.Code), strconv.FormatInt(end.Exit.Duration.Milliseconds(), 10)
 		pipe.HSet(ctx, state, schema.FieldLastExitCode, code, schema.FieldLastDuration, ms)
 		event = append(event, "exit_code", code, "duration_ms", ms)
 	}
-	var drop []string
 	if end.Cancel != nil {
 		pipe.HSet(ctx, state, schema.FieldLastReason, end.Cancel.Reason)
 		event = append(event, "reason", end.Cancel.Reason, "cancelled_by", end.Cancel.By)

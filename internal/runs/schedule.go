@@ -33,13 +33,32 @@ func (s Schedule) CooldownAfter(end End) time.Duration {
 		return 0
 	}
 	if s.Cron.Set() {
-		start := end.Started
-		if start.IsZero() {
-			start = end.At.Add(-end.Exit.Duration)
-		}
-		return s.Cron.CooldownAfter(end.Item, start, end.At)
+		return s.Cron.CooldownAfter(end.Item, runStart(end), end.At)
 	}
 	return s.Cooldown
+}
+
+// NextSlot is, with a Cron, the slot that the success that ended as end
+// waits for: the instant its cooldown (CooldownAfter) ends, which the state
+// hash keeps as next_slot so that status can say when the item runs next,
+// and that it waits for a slot. It is the zero time without a Cron, after
+// anything but a success, and where the cooldown ends at no slot: the slot
+// came during the run (no cooldown), or none comes within five years.
+func (s Schedule) NextSlot(end End) time.Time {
+	if end.Result != schema.ResultSuccess || !s.Cron.Set() {
+		return time.Time{}
+	}
+	return s.Cron.Slot(end.Item, runStart(end), end.At)
+}
+
+// runStart is when the run that ended as end started, as a schedule counts
+// it: its take (end.Started), or where that is unknown the child's start
+// (end.At less its run time).
+func runStart(end End) time.Time {
+	if end.Started.IsZero() {
+		return end.At.Add(-end.Exit.Duration)
+	}
+	return end.Started
 }
 
 // backoffJitter is the most that jitter takes off a failure delay: a

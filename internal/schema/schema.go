@@ -209,6 +209,12 @@ const (
 	// run that kept none.
 	FieldLastStdout = "last_stdout"
 	FieldLastStderr = "last_stderr"
+	// FieldNextSlot is, under --schedule, the slot that the item's last
+	// success keeps it until (Unix milliseconds): when its cooldown ends,
+	// which status shows as a clock time. It is written at the end of a
+	// success whose cooldown lasts until a slot, and deleted at the end of
+	// any other run.
+	FieldNextSlot = "next_slot"
 )
 
 // Fields of a pause key's hash (see Pause): why, who (user@host) and when

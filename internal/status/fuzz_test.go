@@ -10,20 +10,24 @@ import (
 )
 
 // FuzzDecode: what Redis hands back for an item (the item itself, any
-// bytes, and its state hash's fields, any strings or missing) decodes
-// without panicking into a known state, and shows as one row of the table
-// and one JSON object that reads back as the same item.
+// bytes, and its state hash's fields, any strings or missing, with or
+// without a cooldown) decodes without panicking into a known state, and
+// shows as one row of the table and one JSON object that reads back as the
+// same item.
 func FuzzDecode(f *testing.F) {
-	f.Add("report-42", "1700000000000", "1700000001000", "0", "1000", "w1:123:abcd", "success", "3", "1", "0", true, false)
-	f.Add("", "x", "", "-1", "9223372036854775808", "", "", "", "", "", false, true)
-	f.Add("a\nb\x00\xff", "1", "2", "3", "4", "h\n", "failure\x1b[31m", "-5", "nan", "1e3", true, true)
-	f.Fuzz(func(t *testing.T, item, start, end, code, took, holder, result, runs, failures, streak string, missing, wrongType bool) {
-		values := []any{start, end, code, took, holder, result, runs, failures, streak}
+	f.Add("report-42", "1700000000000", "1700000001000", "0", "1000", "w1:123:abcd", "success", "3", "1", "0", "1700086400000", true, false, true)
+	f.Add("", "x", "", "-1", "9223372036854775808", "", "", "", "", "", "-9223372036854775808", false, true, false)
+	f.Add("a\nb\x00\xff", "1", "2", "3", "4", "h\n", "failure\x1b[31m", "-5", "nan", "1e3", "9223372036854775807", true, true, true)
+	f.Fuzz(func(t *testing.T, item, start, end, code, took, holder, result, runs, failures, streak, slot string, missing, wrongType, cooling bool) {
+		values := []any{start, end, code, took, holder, result, runs, failures, streak, slot}
 		if missing {
 			// HMGET answers nil for a field the hash lacks.
 			values[1], values[4] = nil, nil
 		}
 		st := Item{Item: item}
+		if cooling {
+			st.Cooldown = ptr(int64(86_400_000))
+		}
 		st.setState(values)
 		var holderErr error
 		if wrongType {

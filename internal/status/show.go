@@ -296,7 +296,11 @@ func (st Item) row(now time.Time) []string {
 	case StateBackoff:
 		state += " " + millisLeft(st.Backoff)
 	case StateCooldown:
-		state += " " + millisLeft(st.Cooldown)
+		if st.NextSlot != nil {
+			state = "slot " + slotTime(*st.NextSlot, now)
+		} else {
+			state += " " + millisLeft(st.Cooldown)
+		}
 	}
 	holder := none
 	if st.State == StateLocked {
@@ -391,6 +395,20 @@ func ago(ms *int64, now time.Time) string {
 		return strings.TrimSuffix(short(d.Truncate(time.Minute)), "0s") + " ago"
 	}
 	return d.String() + " ago"
+}
+
+// slotTime shows an item's next slot, Unix milliseconds, in UTC, in the
+// room of a cooldown's cell ("cooldown 20h43m"): as ls -l shows times,
+// the clock time alone while it comes within a day of now, when it can
+// only be the next one, to the second, since a --jitter offset falls on
+// any ("02:13:27Z"); further off (a weekly schedule), its date alone
+// ("2026-11-29"). w8yctl status ITEM and --json give it whole.
+func slotTime(ms int64, now time.Time) string {
+	slot := time.UnixMilli(ms).UTC()
+	if slot.Sub(now) < 24*time.Hour {
+		return slot.Format("15:04:05Z")
+	}
+	return slot.Format(time.DateOnly)
 }
 
 func took(ms *int64) string {

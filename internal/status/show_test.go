@@ -2,7 +2,10 @@ package status
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -159,5 +162,66 @@ func TestPausedItems(t *testing.T) {
 	}
 	if got[0].PauseReason == nil || *got[0].PauseReason != "upstream down" || got[0].Cooldown == nil {
 		t.Errorf("timed: %+v", got[0])
+	}
+}
+
+// TestNextSlot: an item that cools down until its next slot under
+// --schedule shows that slot, in UTC, where the table shows a cooldown:
+// the clock time while it comes within a day, the date beyond, in no more
+// room than a cooldown of hours. The slot counts only while the cooldown
+// that the success set is there: not after run-now deleted it (the state
+// hash keeps the field), nor under a cooldown without expiry (an
+// operator's); and a field that is not a number is none.
+func TestNextSlot(t *testing.T) {
+	rdb, ctx := redistest.Client(t)
+	keys := schema.Keys{Prefix: "slot:"}
+	now := time.Now()
+	nightly := now.Add(20*time.Hour + 43*time.Minute).Truncate(time.Second).Add(996 * time.Millisecond)
+	weekly := now.Add(5 * 24 * time.Hour)
+	redistest.Seed(t, rdb, keys.List(), "nightly", "weekly", "run-now", "held", "garbled", "plain")
+	for item, slot := range map[string]any{
+		"nightly": nightly.UnixMilli(), "weekly": weekly.UnixMilli(), "run-now": nightly.UnixMilli(),
+		"held": nightly.UnixMilli(), "garbled": "soon",
+	} {
+		rdb.HSet(ctx, keys.State(item), schema.FieldNextSlot, slot, schema.FieldLastResult, "success")
+	}
+	for item, ttl := range map[string]time.Duration{"nightly": time.Until(nightly), "weekly": time.Until(weekly), "held": 0, "garbled": time.Hour, "plain": time.Hour} {
+		rdb.Set(ctx, keys.Cooldown(item), "x", ttl)
+	}
+	got := readAll(ctx, t, &Reader{Client: rdb, Keys: keys})
+	want := map[string]*int64{"nightly": ptr(nightly.UnixMilli()), "weekly": ptr(weekly.UnixMilli())}
+	shown := func(ms *int64) string {
+		if ms == nil {
+			return "none"
+		}
+		return strconv.FormatInt(*ms, 10)
+	}
+	for _, st := range got {
+		if shown(st.NextSlot) != shown(want[st.Item]) {
+			t.Errorf("%s: next slot %s, want %s", st.Item, shown(st.NextSlot), shown(want[st.Item]))
+		}
+	}
+	var out bytes.Buffer
+	writeTable(&out, got, now, 0)
+	for _, want := range []string{
+		"\nnightly  slot " + nightly.UTC().Format("15:04:05") + "Z  ",
+		"\nweekly   slot " + weekly.UTC().Format("2006-01-02") + "  ",
+		"\nrun-now  idle ", "\nheld     cooldown forever ", "\ngarbled  cooldown 1h0m", "\nplain    cooldown 1h0m",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, slot := range []int64{nightly.UnixMilli(), weekly.UnixMilli()} {
+		if cell := "slot " + slotTime(slot, now); len(cell) > len("cooldown 20h43m") {
+			t.Errorf("%q is wider than a cooldown of hours", cell)
+		}
+	}
+	line, err := json.Marshal(got[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(`"next_slot":%d`, nightly.UnixMilli()); !strings.Contains(string(line), want) {
+		t.Errorf("--json has %s, want %s", line, want)
 	}
 }

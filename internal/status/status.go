@@ -65,13 +65,17 @@ type Item struct {
 	Runs                int64   `json:"runs"`
 	Failures            int64   `json:"failures"`
 	ConsecutiveFailures int64   `json:"consecutive_failures"`
+	// NextSlot is, under --schedule, the slot that the item's cooldown
+	// lasts until (Unix milliseconds), as the success that set it recorded:
+	// set while that cooldown lasts, which the table shows as this slot.
+	NextSlot *int64 `json:"next_slot"`
 }
 
 // stateFields are the fields of the state hash that --status reads, in the
 // order of the HMGET.
 var stateFields = []string{
 	schema.FieldLastStart, schema.FieldLastEnd, schema.FieldLastExitCode, schema.FieldLastDuration, schema.FieldLastHolder,
-	schema.FieldLastResult, schema.FieldRuns, schema.FieldFailures, schema.FieldConsecutiveFailures,
+	schema.FieldLastResult, schema.FieldRuns, schema.FieldFailures, schema.FieldConsecutiveFailures, schema.FieldNextSlot,
 }
 
 // Client is the part of the Redis client that --status needs.
@@ -216,7 +220,8 @@ func ttl(cmd *redis.Cmd) *int64 {
 }
 
 // setState fills in the fields read from the state hash, in stateFields'
-// order. A field that is missing or not a number stays unset.
+// order, once st's Cooldown is read. A field that is missing or not a
+// number stays unset.
 func (st *Item) setState(values []any) {
 	count := func(v any) int64 {
 		if n := Number(v); n != nil {
@@ -228,6 +233,12 @@ func (st *Item) setState(values []any) {
 	st.LastExitCode, st.LastDuration = Number(values[2]), Number(values[3])
 	st.LastHolder, st.LastResult = Text(values[4]), Text(values[5])
 	st.Runs, st.Failures, st.ConsecutiveFailures = count(values[6]), count(values[7]), count(values[8])
+	// The slot says when the cooldown ends only while the cooldown that
+	// the success set is there: run-now deletes it and leaves the field,
+	// and a cooldown without expiry is an operator's, not the slot's.
+	if st.Cooldown != nil && *st.Cooldown >= 0 {
+		st.NextSlot = Number(values[9])
+	}
 }
 
 // Number is a hash field's value, as HMGET replies it, read as a whole

@@ -37,6 +37,17 @@ function ago(ms) {
   return t;
 }
 
+// slot is an item's next slot under --schedule, Unix ms, in UTC to the
+// second, as w8y --status and w8yctl show it, with the local time as its
+// title.
+function slot(ms) {
+  const d = new Date(ms);
+  const t = el("time", d.toISOString().replace(/\.\d+Z$/, "Z"));
+  t.dateTime = d.toISOString();
+  t.title = d.toLocaleString();
+  return t;
+}
+
 // left is what is left of a key's TTL in words.
 function left(ms) {
   if (ms === null || ms === undefined) return "";
@@ -166,6 +177,8 @@ function row(st) {
   const stateText = shown + (paused && st.pause_reason ? " (" + st.pause_reason + ")" : "");
   const stateCell = el("td", stateText, "state-" + (paused ? "paused" : st.state));
   if (st.problem) stateCell.title = st.problem;
+  // Under --schedule, a cooldown lasts until the item's next slot.
+  if (st.state === "cooldown" && st.next_slot !== null && st.next_slot !== undefined) stateCell.append(", next slot ", slot(st.next_slot));
   tr.append(stateCell);
   // The holder's host and process, as w8y --status shows it; the whole
   // token on hover.
@@ -373,6 +386,7 @@ function showState(fields) {
     const value = fields[name];
     const dd = el("dd");
     if (name === "last_start" || name === "last_end") dd.append(ago(Number(value)));
+    else if (name === "next_slot") dd.append(slot(Number(value)));
     else if (name === "last_stdout" || name === "last_stderr") dd.append(el("pre", value));
     else dd.textContent = value;
     dd.dataset.field = name;
