@@ -12,11 +12,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/status"
 )
 
 // Event is one entry of the events stream <prefix>events: a run's start
-// or end (see docs/operating.md, "The events stream").
+// or end, or an operator's change of an item (see docs/operating.md, "The
+// events stream").
 type Event struct {
 	// ID is the entry's ID, whose first part is the Redis server's time of
 	// the entry in Unix milliseconds.
@@ -37,7 +39,7 @@ func (e Event) Time() time.Time {
 // numberFields are the fields of an event that hold whole numbers, which
 // JSON shows as numbers, as --status --json does: a stream holds only
 // strings.
-var numberFields = map[string]bool{"exit_code": true, "duration_ms": true, "fence": true}
+var numberFields = map[string]bool{"exit_code": true, "duration_ms": true, "fence": true, schema.EventFieldForMs: true}
 
 // MarshalJSON is the event as w8yctl's --json prints it: one object of its
 // ID, its time and its fields, numbers as numbers.
