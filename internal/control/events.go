@@ -119,6 +119,17 @@ type EventFilter struct {
 	// at, without Since: what bounds the look for the events of an item
 	// that has not run for long.
 	Within int64
+	// Runs keeps only the events of runs, their starts and ends, and
+	// leaves out the operators' changes.
+	Runs bool
+}
+
+// keeps reports whether filter keeps e (Since, Last and Within aside).
+func (filter EventFilter) keeps(e Event) bool {
+	if filter.Item != "" && e.Get("item") != filter.Item {
+		return false
+	}
+	return !filter.Runs || schema.RunEvent(e.Get("type"))
 }
 
 // eventsPage is how many entries one XREVRANGE reads while Events looks
@@ -167,8 +178,7 @@ func (f *Fleet) Events(ctx context.Context, filter EventFilter) ([]Event, string
 				break
 			}
 			looked++
-			e := newEvent(m)
-			if filter.Item == "" || e.Get("item") == filter.Item {
+			if e := newEvent(m); filter.keeps(e) {
 				out = append(out, e)
 			}
 		}
@@ -195,7 +205,7 @@ func (f *Fleet) eventsSince(ctx context.Context, filter EventFilter) ([]Event, s
 		}
 		for _, m := range page {
 			newest = m.ID
-			if e := newEvent(m); filter.Item == "" || e.Get("item") == filter.Item {
+			if e := newEvent(m); filter.keeps(e) {
 				out = append(out, e)
 			}
 		}

@@ -255,6 +255,16 @@ func TestRunsOfAnItem(t *testing.T) {
 	if code, _, _ := get(t, srv.URL+"/api/runs"); code != http.StatusBadRequest {
 		t.Errorf("GET /api/runs without an item: %d, want 400", code)
 	}
+
+	// An item that operators change often still shows its last n runs:
+	// the changes between them do not take the runs' places.
+	for i := range int64(10) {
+		add(4000+i*10, "type", schema.EventPause, "item", "a", "by", "alice@host")
+	}
+	getJSON(t, srv.URL+"/api/runs?item=a&n=2", &got)
+	if len(got.Runs) != 2 || got.Runs[1].Holder != "h:1:x" {
+		t.Errorf("after ten changes, /api/runs?n=2 gave %d runs (%+v), want the last two, h:1:z and h:1:x", len(got.Runs), got.Runs)
+	}
 }
 
 func derefS(p *string) any {

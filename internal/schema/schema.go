@@ -279,6 +279,16 @@ const (
 	EventRunNow = "run_now"
 )
 
+// RunEvent reports whether an event of type kind belongs to a run (its
+// start or its end), not to an operator's change.
+func RunEvent(kind string) bool {
+	switch kind {
+	case EventStart, EventFinish, EventTimeout, EventLockLost, EventCancelled:
+		return true
+	}
+	return false
+}
+
 // Fields of an operator's change in the events stream, beside type and
 // item: who made it (user@host, see control.Who), and a pause's reason
 // and length in milliseconds.
