@@ -266,6 +266,55 @@ func TestOneWhoForPauseAndCancel(t *testing.T) {
 	}
 }
 
+// TestCtlChangesAreEvents: pause, run-now and remove given as alice are
+// entries of the events stream, after the workers' starts and ends, with
+// who gave them, and a pause's reason and length, a number in --json; the
+// text lines show who too.
+func TestCtlChangesAreEvents(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "ce")
+	s.items("a", "b", "c")
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A run starts the stream, as any fleet that keeps events has one.
+	s.run("-q", "true").mustExit(t, 0)
+	alice := []string{"USER=alice"}
+	at := []string{"-u", s.URL, "-k", "ce"}
+	runCtl(t, alice, append(at, "pause", "a", "--for", "1h", "--reason", "disk full")...).mustExit(t, 0)
+	runCtl(t, alice, append(at, "run-now", "b")...).mustExit(t, 0)
+	runCtl(t, alice, append(at, "remove", "c")...).mustExit(t, 0)
+
+	r := s.ctl("events", "--json")
+	r.mustExit(t, 0)
+	var changes []map[string]any
+	for _, line := range strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n") {
+		var event map[string]any
+		if err := json.Unmarshal([]byte(line), &event); err != nil {
+			t.Fatalf("events --json: %v in %q", err, line)
+		}
+		if event["type"] != "start" && event["type"] != "finish" {
+			delete(event, "id")
+			delete(event, "time")
+			changes = append(changes, event)
+		}
+	}
+	by := "alice@" + host
+	want := []map[string]any{
+		{"type": "pause", "item": "a", "by": by, "reason": "disk full", "for_ms": float64(3_600_000)},
+		{"type": "run_now", "item": "b", "by": by},
+		{"type": "remove", "item": "c", "by": by},
+	}
+	if fmt.Sprint(changes) != fmt.Sprint(want) {
+		t.Errorf("events --json's changes:\n%v\nwant\n%v", changes, want)
+	}
+	r = s.ctl("events", "--item", "c", "-n", "1")
+	if !strings.HasSuffix(r.Stdout, ` remove "c" by=`+by+"\n") {
+		t.Errorf("events --item c -n 1: %s", r)
+	}
+}
+
 // TestCtlRunNow: an item in an hour's cooldown is taken by an idle
 // continuous worker within a second of run-now; an item that runs is not
 // started twice.
@@ -437,7 +486,8 @@ func TestCtlBadInput(t *testing.T) {
 
 // TestDocsCtlSession runs docs/operating.md's w8yctl session as it is written, with w8y
 // and w8yctl pointed at the test's Redis by W8Y_REDIS_URL, and checks that it
-// prints what the page shows, but for the times, holders and durations.
+// prints what the page shows, but for the times, holders, durations and
+// who.
 func TestDocsCtlSession(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
@@ -454,7 +504,7 @@ func TestDocsCtlSession(t *testing.T) {
 	if r.Stderr != "" {
 		t.Errorf("the session wrote on stderr: %s", r)
 	}
-	varying := regexp.MustCompile(`\d{4}-\d\d-\d\dT[\d:.]+Z|holder=[^ \n]+|duration_ms=\d+`)
+	varying := regexp.MustCompile(`\d{4}-\d\d-\d\dT[\d:.]+Z|holder=[^ \n]+|by=[^ \n]+|duration_ms=\d+`)
 	same := func(text string) string {
 		return varying.ReplaceAllStringFunc(text, func(m string) string { return m[:3] })
 	}
@@ -510,6 +560,15 @@ func TestCtlACL(t *testing.T) {
 	if got := s.Client.HGet(ctx(t), "ops:cancel:b", "holder").Val(); got != "elsewhere:1:abc" {
 		t.Errorf("the cancel request of b is aimed at %q, want its lock's holder", got)
 	}
+	// Each change is recorded: the rule allows its XADD, which the script
+	// would otherwise leave out without a word.
+	var changes []string
+	for _, m := range s.Client.XRange(ctx(t), "ops:events", "-", "+").Val() {
+		changes = append(changes, fmt.Sprint(m.Values["type"], " ", m.Values["item"]))
+	}
+	if want := []string{"start a", "add c", "pause a", "resume a", "run_now b", "remove c"}; !slices.Equal(changes, want) {
+		t.Errorf("as the recipes' ACL user, the events are %q, want %q", changes, want)
+	}
 	r := runCtl(t, env, "-k", "other", "pause", "a")
 	r.wantExit(t, 125)
 	oneLineOf(t, "w8yctl", r.Stderr, "NOPERM")
@@ -558,6 +617,12 @@ func TestCtlCluster(t *testing.T) {
 			if !strings.Contains(r.Stdout, `"paused"`) {
 				t.Errorf("events of paused: %s", r)
 			}
+			// Recorded whichever way the command went, in the stream the
+			// workers started.
+			r = ctl("events", "--item", "gone", "-n", "1")
+			if !strings.Contains(r.Stdout, ` remove "gone" by=`) {
+				t.Errorf("events of gone: %s", r)
+			}
 			r = ctl("status", "busy", "gone")
 			if !regexp.MustCompile(`(?m)^"busy": in the list "`+regexp.QuoteMeta(prefix)+`list" once, .*\n(.*\n)*  latest events:\n    .* "busy" `).MatchString(r.Stdout) ||
 				!strings.Contains(r.Stdout, `"gone": not in the list`) {
@@ -571,8 +636,9 @@ func TestCtlCluster(t *testing.T) {
 // TestCtlStatusItems: status ITEM shows, for items that a real worker ran
 // and runs, how often the list holds each, the lock's holder, the backoff
 // and the pause with its reason, the last run with its fence, the counts,
-// the latest events and the kept output, bounded and escaped; and an item
-// that the list does not hold, as such.
+// the latest events (the pause among them, with who paused) and the kept
+// output, bounded and escaped; and an item that the list does not hold, as
+// such.
 func TestCtlStatusItems(t *testing.T) {
 	t.Parallel()
 	s := setup(t, "st")
@@ -600,7 +666,7 @@ func TestCtlStatusItems(t *testing.T) {
 		`(?m)^  pause: no expiry, by .+@\S+ at \d{4}-\d\d-\d\dT[\d:.]+Z: disk full$`,
 		`(?m)^  last run: result=failure exit_code=3 start=\S+ end=\S+ duration_ms=\d+ holder=\S+ fence=` + fence + `$`,
 		`(?m)^  runs=1 failures=1 consecutive_failures=1$`,
-		`(?m)^  latest events:\n    \S+ start "a" holder=\S+ fence=` + fence + `\n    \S+ finish "a" .*result=failure`,
+		`(?m)^  latest events:\n    \S+ start "a" holder=\S+ fence=` + fence + `\n    \S+ finish "a" .*result=failure.*\n    \S+ pause "a" by=\S+@\S+ reason="disk full"$`,
 		`(?m)^  last stdout \(3000 bytes, the last 2048 shown\):\n    \| x+\n    \| the end\n`,
 		`(?m)^  last stderr \(13 bytes\):\n    \| \\x1b\[31mred\\x1b\[0m\n`,
 		`(?m)^"b": in the list "st:list" once, locked\n  lock: holder=` + regexp.QuoteMeta(holder) + `, \d.*s left$`,
@@ -623,11 +689,14 @@ func TestCtlStatusItems(t *testing.T) {
 	d := details[0]
 	events, _ := d["recent_events"].([]any)
 	if d["item"] != "a" || d["occurrences"] != 1.0 || d["state"] != "paused" || d["pause_reason"] != "disk full" ||
-		d["last_fence"] == nil || d["last_stdout"] != stdout || d["last_stderr"] != "\x1b[31mred\x1b[0m\n" || len(events) != 2 {
+		d["last_fence"] == nil || d["last_stdout"] != stdout || d["last_stderr"] != "\x1b[31mred\x1b[0m\n" || len(events) != 3 {
 		t.Errorf("status --json a: %s", r.Stdout)
 	}
 	if first, _ := events[0].(map[string]any); first["type"] != "start" || first["item"] != "a" || first["id"] == nil {
 		t.Errorf("status --json a's first event: %v", events[0])
+	}
+	if last, _ := events[len(events)-1].(map[string]any); last["type"] != "pause" || last["by"] != d["paused_by"] || last["reason"] != "disk full" {
+		t.Errorf("status --json a's last event: %v, want the pause by %v", last, d["paused_by"])
 	}
 
 	c.RPush(ctx(t), "gate:b", "0")

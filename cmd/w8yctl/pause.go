@@ -10,7 +10,7 @@ import (
 
 // runPause is w8yctl pause.
 func runPause(ctx context.Context, c *command, fleet *control.Fleet, out *printer) error {
-	results, err := fleet.PauseItems(ctx, c.items, control.Pause{Reason: c.opts.Reason, By: c.by, For: c.pauseFor}, c.now)
+	results, err := fleet.PauseItems(ctx, c.items, control.Pause{Reason: c.opts.Reason, For: c.pauseFor}, c.now)
 	if err != nil {
 		return err
 	}

@@ -57,11 +57,12 @@ func runServe(ctx context.Context, c *command, fleet *control.Fleet, out *printe
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The page's actions record who started the dashboard, as from it.
+	fleet.By = c.by + " (dashboard)"
 	dash := &dashboard.Server{
 		Fleet:  fleet,
 		Status: &status.Reader{Client: fleet.Client, Keys: fleet.Keys},
 		Token:  c.token,
-		By:     c.by + " (dashboard)",
 		Log:    out.log,
 		Now:    time.Now,
 	}

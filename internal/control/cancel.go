@@ -92,7 +92,7 @@ func (f *Fleet) CancelRuns(ctx context.Context, items []string, reason string, a
 	}
 	var out []Result
 	for _, item := range items {
-		req, err := CancelBy(ctx, f.Client, f.Keys, item, reason, f.by(), asFailure)
+		req, err := CancelBy(ctx, f.Client, f.Keys, item, reason, f.Who(), asFailure)
 		switch {
 		case errors.Is(err, ErrNotRunning):
 			out = append(out, Result{Item: item})

@@ -3,8 +3,9 @@
 // resumes items, and makes them run now, each command in one atomic call
 // (lua.Control) where an item's keys live on the list's server. Where they
 // may not (Redis Cluster without a hash tag in the prefix), it checks first
-// and then sends one command per key. It also reads and follows the events
-// stream (events.go), and finds and repairs what is inconsistent (check.go).
+// and then sends one command per key. Every change is recorded, with who
+// made it, in the events stream, which it also reads and follows
+// (events.go); and it finds and repairs what is inconsistent (check.go).
 //
 // A command that is refused (a missing list, a key of the wrong type, an
 // item the list lacks) changes nothing.
@@ -54,8 +55,8 @@ type Fleet struct {
 	// Keys are the keys under the prefix; where Keys.Colocated, each
 	// command is one call of lua.Control.
 	Keys schema.Keys
-	// By is who gives the commands (see Who), as pauses and cancels record
-	// it; "" means Who of this process.
+	// By is who gives the commands (see Who), as pauses, cancels and the
+	// events of every change record it; "" means Who of this process.
 	By string
 	// Remedies start the commands that Check suggests; the zero value
 	// names the commands alone.
@@ -95,11 +96,10 @@ type Result struct {
 	Holder *string `json:"holder"`
 }
 
-// Pause is what w8yctl pause records with the pause.
+// Pause is what w8yctl pause records with the pause, beside who paused
+// (Fleet.By).
 type Pause struct {
 	Reason string
-	// By is who paused, as user@host.
-	By string
 	// For is how long the pause lasts; 0 until it is resumed.
 	For time.Duration
 }
@@ -113,8 +113,22 @@ func (f *Fleet) Add(ctx context.Context, add []string, create bool, now time.Tim
 		words += " create=1"
 	}
 	// The list alone is touched, so the script runs on a Cluster without a
-	// hash tag too.
-	return f.control(ctx, "add", add, words, "", "")
+	// hash tag too; there, the events stream may live on another server,
+	// and the appended items' events follow in a pipeline of their own.
+	results, err := f.control(ctx, schema.EventAdd, add, words, "")
+	if err != nil || f.Keys.Colocated {
+		return results, err
+	}
+	pipe := f.Client.Pipeline()
+	for _, r := range results {
+		if r.Changed == 1 {
+			f.addEvent(ctx, pipe, schema.EventAdd, r.Item)
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) && !redisconn.IsReply(err) {
+		return results, redisconn.Wrap("record the items added in "+strconv.Quote(f.Keys.Events()), err)
+	}
+	return results, nil
 }
 
 // Remove removes every occurrence of the items from the list and deletes
@@ -122,9 +136,9 @@ func (f *Fleet) Add(ctx context.Context, add []string, create bool, now time.Tim
 // lock is left to finish.
 func (f *Fleet) Remove(ctx context.Context, remove []string, now time.Time) ([]Result, error) {
 	if f.Keys.Colocated {
-		return f.control(ctx, "remove", remove, "now="+millis(now), "", "")
+		return f.control(ctx, schema.EventRemove, remove, "now="+millis(now), "")
 	}
-	return f.eachKey(ctx, remove, func(pipe redis.Pipeliner, item string) []*redis.IntCmd {
+	return f.eachKey(ctx, schema.EventRemove, remove, nil, func(pipe redis.Pipeliner, item string) []*redis.IntCmd {
 		count := pipe.LRem(ctx, f.Keys.List(), 0, item)
 		// One DEL per key: they may live on different servers.
 		for _, key := range []string{f.Keys.Cooldown(item), f.Keys.Backoff(item), f.Keys.Pause(item), f.Keys.State(item)} {
@@ -142,12 +156,17 @@ func (f *Fleet) PauseItems(ctx context.Context, pause []string, p Pause, now tim
 		words += " for=" + strconv.FormatInt(p.For.Milliseconds(), 10)
 	}
 	if f.Keys.Colocated {
-		return f.control(ctx, "pause", pause, words, p.Reason, p.By)
+		return f.control(ctx, schema.EventPause, pause, words, p.Reason)
 	}
-	results, err := f.eachKey(ctx, pause, func(pipe redis.Pipeliner, item string) []*redis.IntCmd {
+	// The event's fields beside type, item and by, as control.lua adds them.
+	fields := []any{schema.EventFieldReason, p.Reason}
+	if p.For > 0 {
+		fields = append(fields, schema.EventFieldForMs, p.For.Milliseconds())
+	}
+	results, err := f.eachKey(ctx, schema.EventPause, pause, fields, func(pipe redis.Pipeliner, item string) []*redis.IntCmd {
 		key := f.Keys.Pause(item)
 		pipe.Del(ctx, key)
-		pipe.HSet(ctx, key, schema.PauseFieldReason, p.Reason, schema.PauseFieldBy, p.By, schema.PauseFieldAt, millis(now))
+		pipe.HSet(ctx, key, schema.PauseFieldReason, p.Reason, schema.PauseFieldBy, f.Who(), schema.PauseFieldAt, millis(now))
 		if p.For > 0 {
 			pipe.PExpire(ctx, key, p.For)
 		}
@@ -163,9 +182,9 @@ func (f *Fleet) PauseItems(ctx context.Context, pause []string, p Pause, now tim
 // second, unless a cooldown, a backoff or a run holds them.
 func (f *Fleet) Resume(ctx context.Context, resume []string, now time.Time) ([]Result, error) {
 	if f.Keys.Colocated {
-		return f.control(ctx, "resume", resume, "now="+millis(now), "", "")
+		return f.control(ctx, schema.EventResume, resume, "now="+millis(now), "")
 	}
-	return f.eachKey(ctx, resume, func(pipe redis.Pipeliner, item string) []*redis.IntCmd {
+	return f.eachKey(ctx, schema.EventResume, resume, nil, func(pipe redis.Pipeliner, item string) []*redis.IntCmd {
 		return []*redis.IntCmd{pipe.Del(ctx, f.Keys.Pause(item))}
 	})
 }
@@ -176,11 +195,11 @@ func (f *Fleet) Resume(ctx context.Context, resume []string, now time.Time) ([]R
 // the keys that end writes allow.
 func (f *Fleet) RunNow(ctx context.Context, run []string, now time.Time) ([]Result, error) {
 	if f.Keys.Colocated {
-		return f.control(ctx, "run_now", run, "now="+millis(now), "", "")
+		return f.control(ctx, schema.EventRunNow, run, "now="+millis(now), "")
 	}
 	// Where the keys are not colocated, idle workers pass over the whole
 	// list every --idle-wait, and find the item free.
-	return f.eachKey(ctx, run, func(pipe redis.Pipeliner, item string) []*redis.IntCmd {
+	return f.eachKey(ctx, schema.EventRunNow, run, nil, func(pipe redis.Pipeliner, item string) []*redis.IntCmd {
 		var deleted []*redis.IntCmd
 		for _, key := range []string{f.Keys.Cooldown(item), f.Keys.Backoff(item), f.Keys.Pause(item)} {
 			deleted = append(deleted, pipe.Del(ctx, key))
@@ -189,13 +208,20 @@ func (f *Fleet) RunNow(ctx context.Context, run []string, now time.Time) ([]Resu
 	})
 }
 
-// control runs lua.Control for verb over list and decodes its reply.
-func (f *Fleet) control(ctx context.Context, verb string, list []string, words, reason, by string) ([]Result, error) {
-	args := []any{verb, f.Keys.Prefix, words, reason, by}
+// control runs lua.Control for verb (one of the event types of an
+// operator's change, schema.EventAdd...) over list and decodes its reply.
+// The script records the changes in the events stream where the stream
+// lives on the list's server.
+func (f *Fleet) control(ctx context.Context, verb string, list []string, words, reason string) ([]Result, error) {
+	args := []any{verb, f.Keys.Prefix, words, reason, f.Who()}
 	for _, item := range list {
 		args = append(args, item)
 	}
-	reply, err := lua.Control.Run(ctx, f.Client, []string{f.Keys.List()}, args...).Slice()
+	keys := []string{f.Keys.List()}
+	if f.Keys.Colocated {
+		keys = append(keys, f.Keys.Events())
+	}
+	reply, err := lua.Control.Run(ctx, f.Client, keys, args...).Slice()
 	if err != nil {
 		return nil, redisconn.Wrap(verb+" in "+strconv.Quote(f.Keys.List()), err)
 	}
@@ -229,20 +255,25 @@ func (f *Fleet) control(ctx context.Context, verb string, list []string, words, 
 // eachKey is a command for where an item's keys may live on other servers
 // than the list: it checks the list and that it holds every item, then
 // sends write's commands for each item in one pipeline (which a Cluster
-// client splits by node) and reads each item's lock. An item's Changed is
-// the sum of what the commands that write returns answered.
-func (f *Fleet) eachKey(ctx context.Context, list []string, write func(redis.Pipeliner, string) []*redis.IntCmd) ([]Result, error) {
+// client splits by node), with the event of verb that records the change
+// (see addEvent; fields are the event's beside type, item and by), and
+// reads each item's lock. An item's Changed is the sum of what the
+// commands that write returns answered.
+func (f *Fleet) eachKey(ctx context.Context, verb string, list []string, fields []any, write func(redis.Pipeliner, string) []*redis.IntCmd) ([]Result, error) {
 	if err := f.checkList(ctx, list); err != nil {
 		return nil, err
 	}
 	pipe := f.Client.Pipeline()
 	counts := make([][]*redis.IntCmd, len(list))
 	holders := make([]*redis.StringCmd, len(list))
-	isHolder := map[redis.Cmder]bool{}
+	// What may fail without failing the command: a read of a lock, and an
+	// event, which a missing stream or a key of another type refuses.
+	mayFail := map[redis.Cmder]bool{}
 	for i, item := range list {
 		counts[i] = write(pipe, item)
+		mayFail[f.addEvent(ctx, pipe, verb, item, fields...)] = true
 		holders[i] = pipe.Get(ctx, f.Keys.Lock(item))
-		isHolder[holders[i]] = true
+		mayFail[holders[i]] = true
 	}
 	cmds, err := pipe.Exec(ctx)
 	if err != nil && !errors.Is(err, redis.Nil) && !redisconn.IsReply(err) {
@@ -251,7 +282,7 @@ func (f *Fleet) eachKey(ctx context.Context, list []string, write func(redis.Pip
 	// Every write must have been done; a lock that is missing, or of
 	// another type, is only no run's.
 	for _, cmd := range cmds {
-		if err := cmd.Err(); err != nil && !isHolder[cmd] {
+		if err := cmd.Err(); err != nil && !mayFail[cmd] {
 			return nil, redisconn.Wrap(fmt.Sprintf("%s %q", strings.ToUpper(cmd.Name()), items.Clip(fmt.Sprint(cmd.Args()[1]))), err)
 		}
 	}
@@ -266,6 +297,16 @@ func (f *Fleet) eachKey(ctx context.Context, list []string, write func(redis.Pip
 		}
 	}
 	return out, nil
+}
+
+// addEvent queues on pipe the entry of the events stream that records
+// verb's change of item by f.Who(), with fields after type, item and by: the
+// entry that control.lua adds where it makes the change. Only where the
+// stream exists (NOMKSTREAM), and without MAXLEN, for the reasons that
+// control.lua gives.
+func (f *Fleet) addEvent(ctx context.Context, pipe redis.Pipeliner, verb, item string, fields ...any) *redis.StringCmd {
+	values := append([]any{"type", verb, "item", item, schema.EventFieldBy, f.Who()}, fields...)
+	return pipe.XAdd(ctx, &redis.XAddArgs{Stream: f.Keys.Events(), NoMkStream: true, Values: values})
 }
 
 // checkList refuses, before anything is changed, a list that is missing or
@@ -317,8 +358,9 @@ func (f *Fleet) notInList(item string) error {
 // millis is t as Unix milliseconds, as w8y's keys store times.
 func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
-// by is who gives f's commands: f.By, else Who of this process.
-func (f *Fleet) by() string {
+// Who is who gives f's commands, as they record it: f.By, else Who of this
+// process.
+func (f *Fleet) Who() string {
 	if f.By != "" {
 		return f.By
 	}

@@ -64,7 +64,7 @@ func seedFleet(t *testing.T, rdb *redis.Client, keys schema.Keys) {
 func TestVerbsBothWaysAlike(t *testing.T) {
 	rdb, ctx := redistest.Client(t)
 	now := time.UnixMilli(1_700_000_000_000)
-	pause := Pause{Reason: "broken disk", By: "ops@host", For: time.Hour}
+	pause := Pause{Reason: "broken disk", For: time.Hour}
 	steps := []struct {
 		name string
 		do   func(*Fleet) ([]Result, error)
@@ -108,11 +108,11 @@ func TestPauseRecordsWhoWhyAndWhen(t *testing.T) {
 	for _, colocated := range []bool{false, true} {
 		keys := schema.Keys{Prefix: fmt.Sprintf("p%v:", colocated), Colocated: colocated}
 		seedFleet(t, rdb, keys)
-		f := &Fleet{Client: rdb, Keys: keys}
-		if _, err := f.PauseItems(ctx, []string{"a"}, Pause{Reason: "why", By: "me@here", For: time.Minute}, now); err != nil {
+		f := &Fleet{Client: rdb, Keys: keys, By: "me@here"}
+		if _, err := f.PauseItems(ctx, []string{"a"}, Pause{Reason: "why", For: time.Minute}, now); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.PauseItems(ctx, []string{"b"}, Pause{Reason: "", By: "me@here"}, now); err != nil {
+		if _, err := f.PauseItems(ctx, []string{"b"}, Pause{Reason: ""}, now); err != nil {
 			t.Fatal(err)
 		}
 		got := rdb.HGetAll(ctx, keys.Pause("a")).Val()
@@ -126,6 +126,87 @@ func TestPauseRecordsWhoWhyAndWhen(t *testing.T) {
 			t.Errorf("colocated=%v: a pause without --for expires in %s", colocated, ttl)
 		}
 	}
+}
+
+// TestEveryChangeIsRecorded: each verb adds to the events stream, for each
+// item it changed, an entry of its type, the item and who gave it
+// (Fleet.By), and for a pause its reason and length, in the order that
+// the workers' events list their fields, whichever way it runs; an add of
+// an item the list holds and a refused command record nothing. The stream
+// keeps the expiry the workers gave it. Under a prefix without a stream
+// (a fleet run with --no-events), the same commands start none.
+func TestEveryChangeIsRecorded(t *testing.T) {
+	rdb, ctx := redistest.Client(t)
+	now := time.UnixMilli(1_700_000_000_000)
+	steps := []func(*Fleet) ([]Result, error){
+		func(f *Fleet) ([]Result, error) { return f.Add(ctx, []string{"c", "d"}, false, now) },
+		func(f *Fleet) ([]Result, error) { return f.Remove(ctx, []string{"a"}, now) },
+		func(f *Fleet) ([]Result, error) {
+			return f.PauseItems(ctx, []string{"d"}, Pause{Reason: "broken disk", For: time.Hour}, now)
+		},
+		func(f *Fleet) ([]Result, error) { return f.PauseItems(ctx, []string{"b"}, Pause{}, now) },
+		func(f *Fleet) ([]Result, error) { return f.Resume(ctx, []string{"c", "d"}, now) },
+		func(f *Fleet) ([]Result, error) { return f.RunNow(ctx, []string{"b"}, now) },
+		func(f *Fleet) ([]Result, error) { return f.PauseItems(ctx, []string{"c", "zz"}, Pause{}, now) },
+	}
+	want := []string{
+		"type=add item=d by=alice@host",
+		"type=remove item=a by=alice@host",
+		"type=pause item=d by=alice@host reason=broken disk for_ms=3600000",
+		"type=pause item=b by=alice@host reason=",
+		"type=resume item=c by=alice@host",
+		"type=resume item=d by=alice@host",
+		"type=run_now item=b by=alice@host",
+	}
+	for _, colocated := range []bool{false, true} {
+		for _, events := range []bool{false, true} {
+			keys := schema.Keys{Prefix: fmt.Sprintf("e%v%v:", colocated, events), Colocated: colocated}
+			seedFleet(t, rdb, keys)
+			if events {
+				// A worker's start event, and the expiry its XADD set.
+				rdb.XAdd(ctx, &redis.XAddArgs{Stream: keys.Events(), Values: []any{"type", schema.EventStart, "item", "b"}})
+				rdb.Expire(ctx, keys.Events(), time.Hour)
+			}
+			f := &Fleet{Client: rdb, Keys: keys, By: "alice@host"}
+			for _, step := range steps {
+				step(f)
+			}
+			if !events {
+				if n := rdb.Exists(ctx, keys.Events()).Val(); n != 0 {
+					t.Errorf("colocated=%v: the commands started an events stream", colocated)
+				}
+				continue
+			}
+			got := streamFields(t, rdb, keys.Events())
+			if len(got) == 0 || !slices.Equal(got[1:], want) {
+				t.Errorf("colocated=%v: the stream holds after the start\n%q\nwant\n%q", colocated, got[1:], want)
+			}
+			if ttl := rdb.PTTL(ctx, keys.Events()).Val(); ttl <= 0 {
+				t.Errorf("colocated=%v: the stream lost its expiry (%s)", colocated, ttl)
+			}
+		}
+	}
+}
+
+// streamFields is each entry of the stream as "name=value ...", in the
+// order of its fields.
+func streamFields(t *testing.T, rdb *redis.Client, stream string) []string {
+	t.Helper()
+	// XRANGE through Do: go-redis gives an entry's fields as a map.
+	entries, err := rdb.Do(context.Background(), "XRANGE", stream, "-", "+").Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, entry := range entries {
+		values := entry.([]any)[1].([]any)
+		var fields []string
+		for i := 0; i+1 < len(values); i += 2 {
+			fields = append(fields, fmt.Sprintf("%v=%v", values[i], values[i+1]))
+		}
+		out = append(out, strings.Join(fields, " "))
+	}
+	return out
 }
 
 // TestRefusedChangesNothing: a missing list, a list key of another type and

@@ -34,7 +34,8 @@ type Detail struct {
 }
 
 // DetailRuns is how many of an item's latest events Detail returns: the
-// starts and ends of its last three runs.
+// starts and ends of its last three runs, fewer where operators changed it
+// since (their changes are events too).
 const DetailRuns = 6
 
 // DetailLookBack bounds how many of the stream's latest entries Detail

@@ -12,11 +12,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/status"
 )
 
 // Event is one entry of the events stream <prefix>events: a run's start
-// or end (see docs/operating.md, "The events stream").
+// or end, or an operator's change of an item (see docs/operating.md, "The
+// events stream").
 type Event struct {
 	// ID is the entry's ID, whose first part is the Redis server's time of
 	// the entry in Unix milliseconds.
@@ -37,7 +39,7 @@ func (e Event) Time() time.Time {
 // numberFields are the fields of an event that hold whole numbers, which
 // JSON shows as numbers, as --status --json does: a stream holds only
 // strings.
-var numberFields = map[string]bool{"exit_code": true, "duration_ms": true, "fence": true}
+var numberFields = map[string]bool{"exit_code": true, "duration_ms": true, "fence": true, schema.EventFieldForMs: true}
 
 // MarshalJSON is the event as w8yctl's --json prints it: one object of its
 // ID, its time and its fields, numbers as numbers.
@@ -117,6 +119,17 @@ type EventFilter struct {
 	// at, without Since: what bounds the look for the events of an item
 	// that has not run for long.
 	Within int64
+	// Runs keeps only the events of runs, their starts and ends, and
+	// leaves out the operators' changes.
+	Runs bool
+}
+
+// keeps reports whether filter keeps e (Since, Last and Within aside).
+func (filter EventFilter) keeps(e Event) bool {
+	if filter.Item != "" && e.Get("item") != filter.Item {
+		return false
+	}
+	return !filter.Runs || schema.RunEvent(e.Get("type"))
 }
 
 // eventsPage is how many entries one XREVRANGE reads while Events looks
@@ -165,8 +178,7 @@ func (f *Fleet) Events(ctx context.Context, filter EventFilter) ([]Event, string
 				break
 			}
 			looked++
-			e := newEvent(m)
-			if filter.Item == "" || e.Get("item") == filter.Item {
+			if e := newEvent(m); filter.keeps(e) {
 				out = append(out, e)
 			}
 		}
@@ -193,7 +205,7 @@ func (f *Fleet) eventsSince(ctx context.Context, filter EventFilter) ([]Event, s
 		}
 		for _, m := range page {
 			newest = m.ID
-			if e := newEvent(m); filter.Item == "" || e.Get("item") == filter.Item {
+			if e := newEvent(m); filter.keeps(e) {
 				out = append(out, e)
 			}
 		}

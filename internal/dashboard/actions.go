@@ -34,10 +34,10 @@ func (s *Server) remove(ctx context.Context, a action) ([]control.Result, error)
 }
 
 // cancel asks the run that holds the item's lock to stop, with the reason
-// the operator typed, recorded as asked by s.By, as a pause from the page
-// is.
+// the operator typed, recorded as asked by s.Fleet.Who(), as every action
+// of the page is.
 func (s *Server) cancel(ctx context.Context, a action) ([]control.Result, error) {
-	req, err := control.CancelBy(ctx, s.Fleet.Client, s.Fleet.Keys, a.Item, a.Reason, s.By, a.AsFailure)
+	req, err := control.CancelBy(ctx, s.Fleet.Client, s.Fleet.Keys, a.Item, a.Reason, s.Fleet.Who(), a.AsFailure)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -70,21 +71,39 @@ func TestEveryActionRepliesAlike(t *testing.T) {
 }
 
 // TestActionsRecordOneWho: a pause and a cancel from the page record the
-// same who, the server's By, as w8yctl's pause and cancel record its one
-// who.
+// same who, the fleet's By, as w8yctl's pause and cancel record its one
+// who, and so do the events of every change.
 func TestActionsRecordOneWho(t *testing.T) {
 	srv, rdb, keys := start(t, token, "a", "b")
 	ctx := context.Background()
+	const who = "tester@host (dashboard)"
 	rdb.Set(ctx, keys.Lock("b"), "host:1:tok", time.Minute)
-	for action, body := range map[string]string{"pause": `{"item":"a"}`, "cancel": `{"item":"b"}`} {
-		if code, out := post(t, srv.URL+"/api/"+action, body, nil); code != http.StatusOK {
-			t.Fatalf("%s: %d %s", action, code, out)
+	rdb.XAdd(ctx, &redis.XAddArgs{Stream: keys.Events(), Values: []string{"type", schema.EventStart, "item", "b", "holder", "host:1:tok"}})
+	for _, step := range []struct{ action, body string }{
+		{"pause", `{"item":"a"}`}, {"cancel", `{"item":"b"}`}, {"resume", `{"item":"a"}`},
+		{"run-now", `{"item":"a"}`}, {"add", `{"item":"c"}`}, {"remove", `{"item":"c"}`},
+	} {
+		if code, out := post(t, srv.URL+"/api/"+step.action, step.body, nil); code != http.StatusOK {
+			t.Fatalf("%s: %d %s", step.action, code, out)
+		}
+		if step.action == "pause" {
+			if paused := rdb.HGet(ctx, keys.Pause("a"), schema.PauseFieldBy).Val(); paused != who {
+				t.Errorf("pause by %q, want %q", paused, who)
+			}
 		}
 	}
-	paused := rdb.HGet(ctx, keys.Pause("a"), schema.PauseFieldBy).Val()
-	cancelled := rdb.HGet(ctx, keys.Cancel("b"), schema.CancelBy).Val()
-	if paused != "tester@host (dashboard)" || cancelled != paused {
-		t.Errorf("pause by %q, cancel by %q, want both %q", paused, cancelled, "tester@host (dashboard)")
+	if cancelled := rdb.HGet(ctx, keys.Cancel("b"), schema.CancelBy).Val(); cancelled != who {
+		t.Errorf("cancel by %q, want %q", cancelled, who)
+	}
+	var changes []string
+	for _, m := range rdb.XRange(ctx, keys.Events(), "-", "+").Val() {
+		if m.Values["type"] != schema.EventStart {
+			changes = append(changes, fmt.Sprintf("%v by %v", m.Values["type"], m.Values["by"]))
+		}
+	}
+	want := []string{"pause by " + who, "resume by " + who, "run_now by " + who, "add by " + who, "remove by " + who}
+	if !slices.Equal(changes, want) {
+		t.Errorf("the events of the changes are %q, want %q", changes, want)
 	}
 }
 

@@ -52,17 +52,15 @@ const (
 	maxStreams = 8
 )
 
-// Server serves the dashboard of the list under Fleet's prefix.
+// Server serves the dashboard of the list under Fleet's prefix. Its
+// actions record Fleet.Who() as who asked for them.
 type Server struct {
 	Fleet  *control.Fleet
 	Status *status.Reader
 	// Token, if not "", turns the actions on: a POST must carry it as
 	// "Authorization: Bearer TOKEN".
 	Token string
-	// By is who the pauses and cancels of the page record as having asked
-	// for them (see control.Who).
-	By  string
-	Log zerolog.Logger
+	Log   zerolog.Logger
 	// Now is the clock that pauses and run-now stamp.
 	Now func() time.Time
 
@@ -409,7 +407,7 @@ type badRequest struct{ msg string }
 func (e badRequest) Error() string { return e.msg }
 
 func (s *Server) pause(ctx context.Context, a action) ([]control.Result, error) {
-	p := control.Pause{Reason: a.Reason, By: s.By}
+	p := control.Pause{Reason: a.Reason}
 	if a.For != "" {
 		d, err := duration.Parse(a.For)
 		switch {

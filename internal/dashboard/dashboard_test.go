@@ -42,9 +42,9 @@ func startServer(t *testing.T, tok string, items ...string) (*Server, *httptest.
 	if len(items) > 0 {
 		rdb.RPush(context.Background(), keys.List(), redistest.Values(items)...)
 	}
-	fleet := &control.Fleet{Client: rdb, Keys: keys}
+	fleet := &control.Fleet{Client: rdb, Keys: keys, By: "tester@host (dashboard)"}
 	s := &Server{
-		Fleet: fleet, Status: &status.Reader{Client: rdb, Keys: keys}, Token: tok, By: "tester@host (dashboard)",
+		Fleet: fleet, Status: &status.Reader{Client: rdb, Keys: keys}, Token: tok,
 		Log: zerolog.Nop(), Now: time.Now,
 	}
 	srv := httptest.NewServer(s.Handler())

@@ -62,8 +62,8 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	// A run is two events at most.
-	events, _, err := s.Fleet.Events(r.Context(), control.EventFilter{Item: item, Last: 2 * n, Within: runsWithin})
+	// A run is two events at most; the operators' changes are not read.
+	events, _, err := s.Fleet.Events(r.Context(), control.EventFilter{Item: item, Last: 2 * n, Within: runsWithin, Runs: true})
 	if err != nil && !isRefused(err) {
 		s.fail(w, err)
 		return

@@ -210,7 +210,8 @@ func deref(p *int64) any {
 
 // TestRunsOfAnItem: an item's runs pair its start and end events by the
 // holder's token, newest first, with a run under way open, and a run
-// whose start is older than the events read dated from its duration.
+// whose start is older than the events read dated from its duration. An
+// operator's changes in the stream (pause, run-now) are no runs.
 func TestRunsOfAnItem(t *testing.T) {
 	srv, rdb, keys := start(t, "", "a", "b")
 	ctx := context.Background()
@@ -220,7 +221,9 @@ func TestRunsOfAnItem(t *testing.T) {
 	add(1000, "type", "finish", "item", "a", "holder", "h:1:old", "result", "success", "exit_code", "0", "duration_ms", "400")
 	add(2000, "type", "start", "item", "a", "holder", "h:1:x", "fence", "7")
 	add(2100, "type", "start", "item", "b", "holder", "h:2:y", "fence", "8")
+	add(2200, "type", schema.EventPause, "item", "a", "by", "alice@host", "reason", "disk full")
 	add(2500, "type", "finish", "item", "a", "holder", "h:1:x", "result", "failure", "exit_code", "3", "duration_ms", "500")
+	add(2600, "type", schema.EventRunNow, "item", "a", "by", "alice@host")
 	add(3000, "type", "start", "item", "a", "holder", "h:1:z", "fence", "9")
 	var got struct {
 		Runs []Run `json:"runs"`
@@ -252,6 +255,16 @@ func TestRunsOfAnItem(t *testing.T) {
 	if code, _, _ := get(t, srv.URL+"/api/runs"); code != http.StatusBadRequest {
 		t.Errorf("GET /api/runs without an item: %d, want 400", code)
 	}
+
+	// An item that operators change often still shows its last n runs:
+	// the changes between them do not take the runs' places.
+	for i := range int64(10) {
+		add(4000+i*10, "type", schema.EventPause, "item", "a", "by", "alice@host")
+	}
+	getJSON(t, srv.URL+"/api/runs?item=a&n=2", &got)
+	if len(got.Runs) != 2 || got.Runs[1].Holder != "h:1:x" {
+		t.Errorf("after ten changes, /api/runs?n=2 gave %d runs (%+v), want the last two, h:1:z and h:1:x", len(got.Runs), got.Runs)
+	}
 }
 
 func derefS(p *string) any {
@@ -264,8 +277,8 @@ func derefS(p *string) any {
 func formatID(ms int64) string { return strconv.FormatInt(ms, 10) + "-0" }
 
 // TestChartCountsRunsAndFailures: the chart counts the runs that ended in
-// its window, and the failed ones again, in the bucket of their end; starts
-// and older runs are not counted.
+// its window, and the failed ones again, in the bucket of their end; starts,
+// an operator's changes and older runs are not counted.
 func TestChartCountsRunsAndFailures(t *testing.T) {
 	s, srv, rdb, keys := startServer(t, "", "a")
 	now := time.UnixMilli(1_800_000_123_456)
@@ -279,6 +292,8 @@ func TestChartCountsRunsAndFailures(t *testing.T) {
 	add(2*time.Hour-time.Millisecond, "type", "start", "item", "a", "holder", "h")
 	add(5*time.Minute, "type", "finish", "item", "a", "holder", "h", "result", "success")
 	add(5*time.Minute-time.Millisecond, "type", "finish", "item", "a", "holder", "h", "result", "failure")
+	add(5*time.Minute-2*time.Millisecond, "type", schema.EventPause, "item", "a", "by", "alice@host", "reason", "disk full")
+	add(5*time.Minute-3*time.Millisecond, "type", schema.EventRemove, "item", "a", "by", "alice@host")
 	add(time.Millisecond, "type", "cancelled", "item", "a", "holder", "h", "result", "cancelled")
 	var c Chart
 	getJSON(t, srv.URL+"/api/chart", &c)

@@ -3,15 +3,27 @@
 -- is seen whole by every worker: add items to the list, remove them with
 -- everything about them, pause or resume them, or make them run now.
 --
--- KEYS[1] the list
--- ARGV[1] the verb: add, remove, pause, resume or run_now
+-- KEYS[1] the list, KEYS[2] the events stream (optional: given where it
+--         lives on the list's server)
+-- ARGV[1] the verb: add, remove, pause, resume or run_now, which is also
+--         the type of the event that records the change (schema.EventAdd...)
 -- ARGV[2] key prefix: an item's keys are ARGV[2] .. "lock:" .. item and so on
 -- ARGV[3] options, words of the form name=value as in take.lua:
 --           now=MS     the time of the command, Unix milliseconds
 --           create=1   add: start the list when it does not exist
 --           for=MS     pause: the pause's expiry (absent: none)
--- ARGV[4] pause: the reason, ARGV[5] pause: who paused (user@host)
+-- ARGV[4] pause: the reason
+-- ARGV[5] who gives the command (user@host, control.Who)
 -- ARGV[6...] the items, each once
+--
+-- Each item that the command changes, or would have changed had its keys
+-- been otherwise (every item but one that add finds in the list already),
+-- gets an entry in the events stream, of type the verb, with the item, who
+-- (by) and a pause's reason and length (for_ms): see docs/operating.md.
+-- Only where the stream exists (NOMKSTREAM): a fleet run with --no-events
+-- keeps none, and an operator does not start one. Without MAXLEN, which
+-- only the workers know: their next XADD trims the stream. XADD keeps the
+-- key's expiry, which the workers set.
 --
 -- Returns {"ok", item1, changed1, holder1, ...}, for each item what the verb
 -- changed (add: 1 if it was appended, 0 if the list held it already;
@@ -23,11 +35,12 @@
 -- item} when a verb other than add names an item that the list lacks.
 --
 -- Only add is sent where an item's keys may live on other servers than the
--- list (Redis Cluster without a hash tag): it touches the list alone. The
--- other verbs are sent only where they live on the list's server, which
--- the client checks; elsewhere it sends one command per key instead.
-local list = KEYS[1]
-local verb, prefix = ARGV[1], ARGV[2]
+-- list (Redis Cluster without a hash tag): it touches the list alone, and
+-- is given no KEYS[2], whose event the client adds after. The other verbs
+-- are sent only where the keys live on the list's server, which the client
+-- checks; elsewhere it sends one command per key instead.
+local list, events = KEYS[1], KEYS[2]
+local verb, prefix, reason, by = ARGV[1], ARGV[2], ARGV[4], ARGV[5]
 local opt = {}
 for name, value in string.gmatch(ARGV[3] or "", "([%w_]+)=(%S*)") do
   opt[name] = value
@@ -64,6 +77,26 @@ local function holder(item)
 end
 
 local due = prefix .. "due"
+local pauseFor = tonumber(opt["for"] or 0)
+
+-- record adds the event of verb's change of item. pcall: a stream key of
+-- another type is no stream, and does not undo the change.
+local function record(item)
+  if not events then
+    return
+  end
+  local fields = {"type", verb, "item", item, "by", by}
+  if verb == "pause" then
+    fields[#fields + 1] = "reason"
+    fields[#fields + 1] = reason
+    if pauseFor > 0 then
+      fields[#fields + 1] = "for_ms"
+      fields[#fields + 1] = opt["for"]
+    end
+  end
+  redis.pcall("XADD", events, "NOMKSTREAM", "*", unpack(fields))
+end
+
 local reply = {"ok"}
 for _, item in ipairs(items) do
   local changed = 0
@@ -80,16 +113,15 @@ for _, item in ipairs(items) do
   elseif verb == "pause" then
     local key = prefix .. "pause:" .. item
     redis.call("DEL", key)
-    redis.call("HSET", key, "reason", ARGV[4], "by", ARGV[5], "at", now)
-    local ms = tonumber(opt["for"] or 0)
-    if ms > 0 then
-      redis.call("PEXPIRE", key, ms)
+    redis.call("HSET", key, "reason", reason, "by", by, "at", now)
+    if pauseFor > 0 then
+      redis.call("PEXPIRE", key, pauseFor)
       -- An idle worker looks at the item when the pause ends. An entry
       -- already there is left: one due sooner is moved to the pause's end
       -- by the look that finds the item paused (due.lua), and one due later
       -- waits for a blocker that lasts longer.
       if not redis.call("ZSCORE", due, item) then
-        redis.call("ZADD", due, now + ms, item)
+        redis.call("ZADD", due, now + pauseFor, item)
       end
     end
     changed = 1
@@ -105,6 +137,9 @@ for _, item in ipairs(items) do
     redis.call("ZADD", due, 0, item)
   else
     return redis.error_reply("unknown verb " .. verb)
+  end
+  if verb ~= "add" or changed == 1 then
+    record(item)
   end
   reply[#reply + 1] = item
   reply[#reply + 1] = changed

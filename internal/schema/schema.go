@@ -272,6 +272,36 @@ const (
 	// EventCancelled ends a cancelled run; it carries the request's reason
 	// and who made it.
 	EventCancelled = "cancelled"
+
+	// An operator's change of an item (control.Fleet: w8yctl's verbs and
+	// the dashboard's actions), added in the same atomic call as the
+	// change, with the item and who made it (EventFieldBy). A pause
+	// carries its reason too, and its length (EventFieldForMs) when it
+	// ends by itself.
+	EventAdd    = "add"
+	EventRemove = "remove"
+	EventPause  = "pause"
+	EventResume = "resume"
+	EventRunNow = "run_now"
+)
+
+// RunEvent reports whether an event of type kind belongs to a run (its
+// start or its end), not to an operator's change.
+func RunEvent(kind string) bool {
+	switch kind {
+	case EventStart, EventFinish, EventTimeout, EventLockLost, EventCancelled:
+		return true
+	}
+	return false
+}
+
+// Fields of an operator's change in the events stream, beside type and
+// item: who made it (user@host, see control.Who), and a pause's reason
+// and length in milliseconds.
+const (
+	EventFieldBy     = "by"
+	EventFieldReason = "reason"
+	EventFieldForMs  = "for_ms"
 )
 
 // Event is the type of the events stream entry that ends a run with r.
