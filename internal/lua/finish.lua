@@ -77,10 +77,9 @@ local state = KEYS[2]
 -- A primary that a failover demoted runs the script as a replica, which
 -- refuses every write: redis.pcall's below would fail one by one, unseen,
 -- and the run's end would be lost as though recorded. This first write
--- (the state's expiry) makes the whole
--- script fail with READONLY instead, having written nothing, so that the
--- finish is sent again to the new primary. (w8y always gives a state_ttl
--- of a minute or more.)
+-- (the state's expiry) makes the whole script fail with READONLY instead,
+-- having written nothing, so that the finish is sent again to the new
+-- primary. (w8y always gives a state_ttl of a minute or more.)
 local kept = 0
 if tonumber(opt.state_ttl or 0) > 0 then
   kept = redis.call("PEXPIRE", state, opt.state_ttl)
