@@ -108,15 +108,11 @@ elseif not untried then
 end
 -- A capped look whose places are all in use tries nothing, and elects no
 -- sweep: the caller waits as an idle worker does, and looks again.
-local cap = tonumber(opt.cap or 0)
-if cap > 0 then
-  local free, err = placeFree(keyPrefix .. "running", cap)
-  if err then
-    return err
-  end
-  if not free then
-    return {0, false, 0, -1, 0}
-  end
+local cap, full, err = placesFull(keyPrefix, opt)
+if err then
+  return err
+elseif full then
+  return {0, false, 0, -1, 0}
 end
 -- A pass tries the head first: while items there are untried, the caller
 -- (unless it asks for the rest, head=0) passes over them before anything

@@ -40,6 +40,19 @@ local function placeFree(running, cap)
   return live < cap
 end
 
+-- placesFull reads the cap from a take's options (cap=N, --fleet-max-running;
+-- absent or 0: none) and reports it, and whether every place under it is
+-- in use, for take.lua and due.lua, whose places are under keyPrefix; or,
+-- as placeFree, Redis' error when the places cannot be counted.
+local function placesFull(keyPrefix, opt)
+  local cap = tonumber(opt.cap or 0)
+  if cap <= 0 then
+    return cap, false
+  end
+  local free, err = placeFree(keyPrefix .. "running", cap)
+  return cap, not free, err
+end
+
 -- takePlace records, once lock is taken, that its run holds a place under
 -- cap, and the cap that w8yctl status shows (limitKey). A take without a
 -- cap (cap 0) deletes limitKey: the fleet no longer enforces one.

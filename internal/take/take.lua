@@ -91,15 +91,11 @@ if want <= 0 then
 end
 -- A capped take whose places are all in use looks at no candidate: the
 -- list is left as it was, and the caller waits as an idle worker does.
-local cap = tonumber(opt.cap or 0)
-if cap > 0 then
-  local free, err = placeFree(keyPrefix .. "running", cap)
-  if err then
-    return err
-  end
-  if not free then
-    return {0, false, length or -1, -1}
-  end
+local cap, full, err = placesFull(keyPrefix, opt)
+if err then
+  return err
+elseif full then
+  return {0, false, length or -1, -1}
 end
 
 -- The script runs atomically, so reading the candidates, trying their locks
