@@ -153,6 +153,18 @@ func (b *bundle) wantList(want ...string) {
 	}
 }
 
+// wantItems fails the test unless the prefix's list holds want, each item
+// once, in any order. It is for lists whose workers take items from the due
+// index, which moves each item it takes to the tail: the order then says
+// which item ran last, not whether an item was lost or repeated.
+func (b *bundle) wantItems(want ...string) {
+	b.t.Helper()
+	got := b.list()
+	if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		b.t.Errorf("list %q, want the items %q, each once", got, want)
+	}
+}
+
 // setenv adds vars, each NAME=value, to the environment of the w8y that
 // the bundle starts and their children.
 func (b *bundle) setenv(vars ...string) {

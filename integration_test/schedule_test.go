@@ -474,7 +474,8 @@ func TestScheduleRunsOncePerSlot(t *testing.T) {
 			t.Errorf("after missed slots, %q started in slots %d and %d: want one run, then one in the next slot", item, first, second)
 		}
 	}
-	s.wantList("a", "b", "c")
+	// The drain may have stopped a run that had moved its item to the tail.
+	s.wantItems("a", "b", "c")
 }
 
 // TestScheduleJitterSpreadsStarts: with --jitter, each item starts at its
