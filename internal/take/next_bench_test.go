@@ -1,0 +1,92 @@
+package take
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/runs"
+	"github.com/w8y/w8y/internal/schema"
+)
+
+// BenchmarkFinishThenLook measures what a busy worker's item costs Redis:
+// one call of next.lua, which finishes a run (with a cooldown of an hour)
+// and takes the next due item, over a list of 1,000,000 items that the
+// fleet has run before (as scripts/bench-take.sh's busy figure loads it,
+// without its worker processes). It reports the Redis CPU of a call, read
+// from INFO cpu, as redis-µs/op; ns/op is the client's round trip. The
+// script's own cost, apart from what worker processes that share Redis'
+// cores add to it (see docs/benchmarks.md): compare two builds by running
+// each in turn, more than once, on the same machine.
+//
+//	go test -run '^$' -bench FinishThenLook -benchtime 4000x ./internal/take/
+func BenchmarkFinishThenLook(b *testing.B) {
+	const items = 1_000_000
+	rdb := redistest.Start(b).Client
+	ctx := context.Background()
+	keys := schema.Keys{Prefix: "r:", Colocated: true}
+	due := min(max(b.N+1, items/100), items)
+	later := float64(time.Now().Add(time.Hour).UnixMilli())
+	const chunk = 10_000
+	for from := 0; from < items; from += chunk {
+		pipe := rdb.Pipeline()
+		names := make([]any, 0, chunk)
+		members := make([]redis.Z, 0, chunk)
+		for i := from; i < from+chunk; i++ {
+			item := "i" + strconv.Itoa(i)
+			names = append(names, item)
+			score := later
+			if i < due {
+				score = float64(i + 1)
+			} else {
+				pipe.Set(ctx, keys.Cooldown(item), "other", time.Hour)
+			}
+			members = append(members, redis.Z{Score: score, Member: item})
+		}
+		pipe.RPush(ctx, keys.List(), names...)
+		pipe.ZAdd(ctx, keys.Due(), members...)
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatalf("loading the list: %v", err)
+		}
+	}
+	rdb.MSet(ctx, keys.Untried(), 0, keys.Seen(), items)
+
+	taker := testTaker(rdb, keys.Prefix, true, 0, nil)
+	taker.Log = zerolog.New(io.Discard)
+	rec := &runs.Recorder{Keys: keys, StateTTL: 168 * time.Hour, EventsMaxLen: 10_000}
+	taker.Record = rec
+	finisher := &runs.Finisher{Client: rdb, Record: rec, Schedule: runs.Schedule{Cooldown: time.Hour}, Jitter: func() string { return "1" }}
+	taken, err := taker.LookFirst().Take(ctx, nil)
+	if err != nil {
+		b.Fatalf("the first take: %v", err)
+	}
+	end := runs.End{Result: schema.ResultSuccess, Exited: true}
+
+	cpu := func() float64 {
+		info := redistest.Info(b, rdb, "cpu")
+		user, _ := strconv.ParseFloat(info["used_cpu_user"], 64)
+		sys, _ := strconv.ParseFloat(info["used_cpu_sys"], 64)
+		return (user + sys) * 1e6
+	}
+	b.ResetTimer()
+	before := cpu()
+	for range b.N {
+		_, next, ok, err := taker.FinishThenLook(ctx, finisher, taken.Key, taken.Token, end)
+		if err != nil || !ok {
+			b.Fatalf("FinishThenLook after %s took %v (%v)", taken.Item, ok, err)
+		}
+		taken = next
+	}
+	used := cpu() - before
+	b.StopTimer()
+	b.ReportMetric(used/float64(b.N), "redis-µs/op")
+	if n := rdb.Get(ctx, keys.Fence()).Val(); n != fmt.Sprint(b.N+1) {
+		b.Fatalf("fence %s after %d takes", n, b.N+1)
+	}
+}
