@@ -25,6 +25,25 @@ func TestRedactURL(t *testing.T) {
 	}
 }
 
+// TestRedact: a message that quotes a URL's password, as the URL writes
+// it, decoded or escaped again as a query writes it, shows none of them;
+// without a password the message is left as it is.
+func TestRedact(t *testing.T) {
+	const withPassword = "redis://u:p%40ss%20Tower-9@host:6379"
+	tests := []struct{ url, msg, want string }{
+		{withPassword, "auth p%40ss%20Tower-9 refused", "auth xxxxx refused"},
+		{withPassword, "auth p@ss Tower-9 refused", "auth xxxxx refused"},
+		{withPassword, "auth p%40ss+Tower-9 refused", "auth xxxxx refused"},
+		{"redis://u:s3cret@host:bad port", "dial s3cret failed", "dial xxxxx failed"},
+		{"redis://u@host:6379", "dial u@host failed", "dial u@host failed"},
+	}
+	for _, tt := range tests {
+		if got := redact(tt.msg, tt.url); got != tt.want {
+			t.Errorf("redact(%q, %q) = %q, want %q", tt.msg, tt.url, got, tt.want)
+		}
+	}
+}
+
 // TestCheckURL: the URLs that go-redis would misread or refuse in its own
 // words are refused in w8y's.
 func TestCheckURL(t *testing.T) {

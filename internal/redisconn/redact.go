@@ -39,17 +39,26 @@ func shownURL(rawURL string) string {
 	return items.OneLine(RedactURL(rawURL))
 }
 
-// redact removes the password of rawURL from msg, wherever msg quotes it.
+// redact removes the password of rawURL from msg, wherever msg quotes it:
+// as the URL writes it (p%40ss%20w), decoded (p@ss w), or escaped again as
+// a query writes it (p%40ss+w).
 func redact(msg, rawURL string) string {
-	password := ""
+	var password, written string
+	if m := userinfoPassword().FindStringSubmatch(rawURL); m != nil {
+		written = m[2]
+	}
 	if u, err := url.Parse(rawURL); err == nil && u.User != nil {
 		password, _ = u.User.Password()
-	} else if m := userinfoPassword().FindStringSubmatch(rawURL); m != nil {
-		password = m[2]
+	} else {
+		password = written
 	}
 	if password == "" {
 		return msg
 	}
-	msg = strings.ReplaceAll(msg, password, "xxxxx")
-	return strings.ReplaceAll(msg, url.QueryEscape(password), "xxxxx")
+	for _, shown := range []string{password, written, url.QueryEscape(password)} {
+		if shown != "" {
+			msg = strings.ReplaceAll(msg, shown, "xxxxx")
+		}
+	}
+	return msg
 }
