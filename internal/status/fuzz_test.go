@@ -28,7 +28,7 @@ func FuzzDecode(f *testing.F) {
 		if cooling {
 			st.Cooldown = ptr(int64(86_400_000))
 		}
-		st.setState(values)
+		st.setState(values, time.Now().UnixMilli())
 		var holderErr error
 		if wrongType {
 			holderErr = reply("WRONGTYPE Operation against a key holding the wrong kind of value")

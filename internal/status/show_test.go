@@ -170,22 +170,23 @@ func TestPausedItems(t *testing.T) {
 // the clock time while it comes within a day, the date beyond, in no more
 // room than a cooldown of hours. The slot counts only while the cooldown
 // that the success set is there: not after run-now deleted it (the state
-// hash keeps the field), nor under a cooldown without expiry (an
-// operator's); and a field that is not a number is none.
+// hash keeps the field), nor under a cooldown without expiry or one that
+// outlasts the slot (an operator's); and a field that is not a number is
+// none.
 func TestNextSlot(t *testing.T) {
 	rdb, ctx := redistest.Client(t)
 	keys := schema.Keys{Prefix: "slot:"}
 	now := time.Now()
 	nightly := now.Add(20*time.Hour + 43*time.Minute).Truncate(time.Second).Add(996 * time.Millisecond)
 	weekly := now.Add(5 * 24 * time.Hour)
-	redistest.Seed(t, rdb, keys.List(), "nightly", "weekly", "run-now", "held", "garbled", "plain")
+	redistest.Seed(t, rdb, keys.List(), "nightly", "weekly", "run-now", "held", "longer", "garbled", "plain")
 	for item, slot := range map[string]any{
 		"nightly": nightly.UnixMilli(), "weekly": weekly.UnixMilli(), "run-now": nightly.UnixMilli(),
-		"held": nightly.UnixMilli(), "garbled": "soon",
+		"held": nightly.UnixMilli(), "longer": nightly.UnixMilli(), "garbled": "soon",
 	} {
 		rdb.HSet(ctx, keys.State(item), schema.FieldNextSlot, slot, schema.FieldLastResult, "success")
 	}
-	for item, ttl := range map[string]time.Duration{"nightly": time.Until(nightly), "weekly": time.Until(weekly), "held": 0, "garbled": time.Hour, "plain": time.Hour} {
+	for item, ttl := range map[string]time.Duration{"nightly": time.Until(nightly), "weekly": time.Until(weekly), "held": 0, "longer": 30 * time.Hour, "garbled": time.Hour, "plain": time.Hour} {
 		rdb.Set(ctx, keys.Cooldown(item), "x", ttl)
 	}
 	got := readAll(ctx, t, &Reader{Client: rdb, Keys: keys})
@@ -206,7 +207,7 @@ func TestNextSlot(t *testing.T) {
 	for _, want := range []string{
 		"\nnightly  slot " + nightly.UTC().Format("15:04:05") + "Z  ",
 		"\nweekly   slot " + weekly.UTC().Format("2006-01-02") + "  ",
-		"\nrun-now  idle ", "\nheld     cooldown forever ", "\ngarbled  cooldown 1h0m", "\nplain    cooldown 1h0m",
+		"\nrun-now  idle ", "\nheld     cooldown forever ", "\nlonger   cooldown 30h0m", "\ngarbled  cooldown 1h0m", "\nplain    cooldown 1h0m",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, out.String())

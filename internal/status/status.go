@@ -10,6 +10,7 @@ import (
 	_ "embed"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redisconn"
@@ -176,6 +177,7 @@ func (s *Reader) Items(ctx context.Context, items []string) ([]Item, error) {
 		return nil, redisconn.Wrap("read the status of "+strconv.Itoa(len(items))+" items", err)
 	}
 	out := make([]Item, len(items))
+	now := time.Now().UnixMilli()
 	for i, item := range items {
 		r := all[i]
 		st := Item{Item: item}
@@ -201,7 +203,7 @@ func (s *Reader) Items(ctx context.Context, items []string) ([]Item, error) {
 			}
 		}
 		if values, err := r.state.Result(); err == nil {
-			st.setState(values)
+			st.setState(values, now)
 		}
 		st.classify(holderErr)
 		out[i] = st
@@ -222,7 +224,7 @@ func ttl(cmd *redis.Cmd) *int64 {
 // setState fills in the fields read from the state hash, in stateFields'
 // order, once st's Cooldown is read. A field that is missing or not a
 // number stays unset.
-func (st *Item) setState(values []any) {
+func (st *Item) setState(values []any, now int64) {
 	count := func(v any) int64 {
 		if n := Number(v); n != nil {
 			return *n
@@ -235,11 +237,19 @@ func (st *Item) setState(values []any) {
 	st.Runs, st.Failures, st.ConsecutiveFailures = count(values[6]), count(values[7]), count(values[8])
 	// The slot says when the cooldown ends only while the cooldown that
 	// the success set is there: run-now deletes it and leaves the field,
-	// and a cooldown without expiry is an operator's, not the slot's.
+	// and a cooldown without expiry, or one that outlasts the slot (by more
+	// than the clocks of two hosts may differ), is an operator's.
 	if st.Cooldown != nil && *st.Cooldown >= 0 {
-		st.NextSlot = Number(values[9])
+		if slot := Number(values[9]); slot != nil && now+*st.Cooldown <= *slot+slotSkew.Milliseconds() {
+			st.NextSlot = slot
+		}
 	}
 }
+
+// slotSkew is how much later than the slot that a success recorded the
+// cooldown may end and still be that slot's: the worker that wrote both
+// and the host that reads them may disagree on the time.
+const slotSkew = time.Minute
 
 // Number is a hash field's value, as HMGET replies it, read as a whole
 // number: nil where the field is missing or not a number. w8yctl status
