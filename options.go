@@ -47,7 +47,7 @@ type RedisOptions struct {
 
 type ItemOptions struct {
 	KeyPrefix      string        `short:"k" long:"key-prefix" env:"W8Y_KEY_PREFIX" value-name:"PREFIX" description:"Prefix of all keys: <prefix>list, <prefix>lock:<item>" details:"Prefix of all keys, forced to end in ':'. The list is <prefix>list, the locks <prefix>lock:<item>. Without it the keys are list and lock:<item> at the top of the database, and w8y warns."`
-	KeyExpiry      duration.Flag `short:"x" long:"key-expiry" env:"W8Y_KEY_EXPIRY" default:"5" value-name:"DURATION" description:"Lock expiry, refreshed every third of it" details:"How long a lock lives unless refreshed; at least 100ms. The lock is refreshed about every third of it while the child runs (so a cancel request is noticed within a third of it), and expires by itself this long after w8y dies."`
+	KeyExpiry      duration.Flag `short:"x" long:"key-expiry" env:"W8Y_KEY_EXPIRY" default:"5s" value-name:"DURATION" description:"Lock expiry, refreshed each third of it" details:"How long a lock lives unless refreshed; at least 100ms. The lock is refreshed about every third of it while the child runs (so a cancel request is noticed within a third of it), and expires by itself this long after w8y dies."`
 	Parallel       int           `long:"parallel" env:"W8Y_PARALLEL" default:"1" value-name:"N" description:"Run up to N children at once" details:"Run up to N children at once, each on its own item under its own lock. In one-shot mode, take up to N items from one pass over the list."`
 	NoWorkExitCode int           `long:"no-work-exit-code" env:"W8Y_NO_WORK_EXIT_CODE" default:"0" value-name:"CODE" description:"Exit code when no item could be taken"`
 	OneItemOptions
