@@ -228,6 +228,22 @@ func processState(pid int) string {
 	return string(stat[i+2])
 }
 
+// parentOf is pid's parent's pid, failing the test if pid is gone.
+func parentOf(t *testing.T, pid int) int {
+	t.Helper()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	i := bytes.LastIndexByte(stat, ')')
+	if err != nil || i < 0 {
+		t.Fatalf("reading process %d: %v", pid, err)
+	}
+	// After the name: the state, then the parent's pid.
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 2 {
+		t.Fatalf("process %d's stat %q has no parent", pid, stat)
+	}
+	return atoi(t, fields[1])
+}
+
 // waitState waits until pid is in state (see processState).
 func waitState(t *testing.T, pid int, state string) {
 	t.Helper()
@@ -352,10 +368,15 @@ func TestTerminalCtrlZ(t *testing.T) {
 				// The child reads the terminal from the background: the
 				// terminal stops it (SIGTTIN), and w8y with it.
 				sh.waitScreen(t, "SIGTTIN")
+				// The shell tells of a stopped job before its next prompt:
+				// the Enter that asks for one must come once w8y (the
+				// child's parent) has stopped, not when it logs that it
+				// stops, or the prompt comes first and the news never.
+				waitState(t, children[0], "T")
+				waitState(t, parentOf(t, children[0]), "T")
 				sh.typeKeys(t, "\n")
 				sh.waitScreen(t, "Stopped")
 				sh.waitScreen(t, "]$ ")
-				waitState(t, children[0], "T")
 			},
 			finish: "hello\n", code: 0, result: "success",
 		},
