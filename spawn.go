@@ -133,7 +133,7 @@ func (c *childRunner) start(cmd *exec.Cmd, lease *lease.Lease) (child *proc.Chil
 		}
 		cmd.Stdout, cmd.Stderr = capture.Stdout, capture.Stderr
 	}
-	child, err = c.stops.StartChild(func() (*proc.Child, error) { return c.spawn.Start(cmd) }, lease)
+	child, err = c.stops.StartChild(func() (*proc.Child, error) { return c.spawn.Start(cmd, proc.NoDeadline) }, lease)
 	if capture != nil {
 		capture.Started()
 		if err != nil {

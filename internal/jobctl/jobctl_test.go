@@ -80,7 +80,7 @@ func startChild(t *testing.T, r *Router, script string, lease Pausable) *proc.Ch
 	defer ready.Close()
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Stdout = w
-	child, err := r.StartChild(func() (*proc.Child, error) { return s.Start(cmd) }, lease)
+	child, err := r.StartChild(func() (*proc.Child, error) { return s.Start(cmd, proc.NoDeadline) }, lease)
 	w.Close()
 	if err != nil {
 		t.Fatal(err)

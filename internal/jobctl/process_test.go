@@ -32,7 +32,7 @@ func TestStartRoutesTheProcessSignals(t *testing.T) {
 		}
 	})
 	cmd := exec.Command("sh", "-c", "exit 3")
-	child, err := p.Router.StartChild(func() (*proc.Child, error) { return p.Spawner.Start(cmd) }, &fakeLease{})
+	child, err := p.Router.StartChild(func() (*proc.Child, error) { return p.Spawner.Start(cmd, proc.NoDeadline) }, &fakeLease{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,15 +93,17 @@ func (s *Spawner) runningGuard() (*guard, error) {
 	return s.guard, nil
 }
 
-// Start starts cmd and returns once it runs. One goroutine owns cmd.Wait.
-// A missing executable gives ErrNotFound, one that cannot be run
-// ErrNotExecutable, each wrapping the cause.
-func (s *Spawner) Start(cmd *exec.Cmd) (*Child, error) {
+// Start starts cmd and returns once it runs, with its group watched by the
+// guard from the start under deadline (see Deadline; NoDeadline for a child
+// that runs under no lock). One goroutine owns cmd.Wait. A missing
+// executable gives ErrNotFound, one that cannot be run ErrNotExecutable,
+// each wrapping the cause.
+func (s *Spawner) Start(cmd *exec.Cmd, deadline Deadline) (*Child, error) {
 	g, err := s.runningGuard()
 	if err != nil {
 		return nil, err
 	}
-	c := &Child{done: make(chan struct{}), stopped: make(chan syscall.Signal, 1), guard: g}
+	c := &Child{done: make(chan struct{}), stopped: make(chan syscall.Signal, 1), guard: g, heldUntil: deadline.Until}
 	attr, lent := s.term.sysProcAttr()
 	if lent && s.heard != nil {
 		// The relay makes the child's process group, and the child joins
@@ -110,7 +112,7 @@ func (s *Spawner) Start(cmd *exec.Cmd) (*Child, error) {
 		// follows the group from the moment it exists.
 		if r, err := startRelay(s.reaper, 0, func(sig syscall.Signal) { s.heard(c, sig) }); err == nil {
 			c.relay, c.pgid, attr.Pgid = r, r.pid, r.pid
-			g.watch(c.pgid)
+			c.gid = g.watch(c.pgid, deadline)
 		}
 	}
 	cmd.SysProcAttr = attr
@@ -134,7 +136,7 @@ func (s *Spawner) Start(cmd *exec.Cmd) (*Child, error) {
 		c.PID = cmd.Process.Pid
 		if c.pgid == 0 {
 			c.pgid = c.PID
-			g.watch(c.pgid)
+			c.gid = g.watch(c.pgid, deadline)
 		}
 		started <- nil
 		watchStops(c.PID, c.stopped)
@@ -150,7 +152,7 @@ func (s *Spawner) Start(cmd *exec.Cmd) (*Child, error) {
 		if c.relay != nil {
 			c.endRelay()
 			_ = signalGroup(c.pgid, syscall.SIGKILL)
-			g.forget(c.pgid)
+			g.forget(c.gid)
 		}
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
@@ -239,13 +241,68 @@ type Child struct {
 	done    chan struct{}
 	exit    Exit
 	stopped chan syscall.Signal
-	// guard watches the child's process group.
+	// guard watches the child's process group, which it knows as gid.
 	guard *guard
+	gid   int
 
-	// mu guards relay.
+	// mu guards relay and heldUntil.
 	mu sync.Mutex
 	// relay is set while the child's group holds the terminal.
 	relay *relay
+	// heldUntil is until when the child's lock is held, as w8y last told the
+	// guard; zero for a child without a deadline.
+	heldUntil time.Time
+}
+
+// HoldUntil tells the guard that the child's lock is now held until until
+// (see Deadline): w8y calls it after each refresh of the lock. It does
+// nothing for a child started with NoDeadline.
+func (c *Child) HoldUntil(until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.heldUntil.IsZero() {
+		return
+	}
+	c.heldUntil = until
+	c.guard.hold(c.gid, until)
+}
+
+// GuardStop is the guard's account of a child whose deadline came with no
+// newer word from w8y, which was stopped or stalled past the lease: the
+// guard began to stop the child's group At; the lock was held until
+// HeldUntil, as w8y last told the guard.
+type GuardStop struct {
+	At, HeldUntil time.Time
+}
+
+// StoppedByGuard reports whether the guard stopped the child's group
+// because its deadline came (see Deadline), and when. Ask once the child
+// has ended, or once the lease was found run out.
+func (c *Child) StoppedByGuard() (GuardStop, bool) {
+	at, ok := c.guard.stoppedAt(c.gid)
+	if !ok {
+		return GuardStop{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return GuardStop{At: at, HeldUntil: c.heldUntil}, true
+}
+
+// Suspend stops the child's process group (SIGSTOP) for job control. It
+// tells the guard first: a stopped group cannot act on SIGTERM, so should
+// the lease run out before Continue, the guard SIGKILLs the group at the
+// last moment (its deadline's Until less Margin, plus Grace) instead.
+func (c *Child) Suspend() {
+	c.guard.signalled(c.gid)
+	_ = c.Signal(syscall.SIGSTOP)
+}
+
+// Continue continues the child's process group after Suspend (SIGCONT),
+// once its lock is known to be still its own, and tells the guard that it
+// runs again.
+func (c *Child) Continue() {
+	c.guard.continued(c.gid)
+	_ = c.Signal(syscall.SIGCONT)
 }
 
 // Done is closed when the child has exited.
@@ -293,6 +350,9 @@ func (c *Child) Stop(grace time.Duration) Exit {
 // grace, SIGKILL.
 func (c *Child) StopWith(sig syscall.Signal, grace time.Duration) Exit {
 	deadline := time.Now().Add(grace)
+	// The guard's SIGTERM would be a second one; its SIGKILL stays due,
+	// should w8y be stopped before its own.
+	c.guard.signalled(c.gid)
 	_ = c.Signal(sig)
 	_ = c.Signal(syscall.SIGCONT)
 	timer := time.NewTimer(grace)
@@ -356,4 +416,4 @@ func (c *Child) terminate() {
 
 // Close tells the guard that the child's process group has ended. Call it
 // once Stop or EndStragglers has emptied the group.
-func (c *Child) Close() { c.guard.forget(c.pgid) }
+func (c *Child) Close() { c.guard.forget(c.gid) }

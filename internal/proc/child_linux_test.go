@@ -44,7 +44,7 @@ func spawn(t *testing.T, script string) *Child {
 	t.Helper()
 	s := NewSpawner(Terminal{}, nil, testMarker, nil)
 	t.Cleanup(s.Close)
-	c, err := s.Start(exec.Command("sh", "-c", script))
+	c, err := s.Start(exec.Command("sh", "-c", script), NoDeadline)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestStartReportsWhatCannotRun(t *testing.T) {
 		{t.TempDir(), ErrNotExecutable},
 	}
 	for _, tt := range tests {
-		_, err := s.Start(exec.Command(tt.path))
+		_, err := s.Start(exec.Command(tt.path), NoDeadline)
 		if !errors.Is(err, tt.want) {
 			t.Errorf("%s: %v, want %v", tt.path, err, tt.want)
 		}

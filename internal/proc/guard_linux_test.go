@@ -39,7 +39,7 @@ func TestGuardKillsWhatAnOrphanLeft(t *testing.T) {
 	// Outside any group the guard knows, found by its marker alone, as a
 	// grandchild that called setsid would be.
 	strayed := sleeper(t, marker)
-	g.watch(inGroup.Process.Pid)
+	g.watch(inGroup.Process.Pid, NoDeadline)
 	// w8y dies: its end of the pipe closes without "q".
 	g.pipe.Close()
 	select {
@@ -70,7 +70,7 @@ func TestGuardLeavesAfterTheGoodbye(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept := sleeper(t, marker)
-	g.watch(kept.Process.Pid)
+	g.watch(kept.Process.Pid, NoDeadline)
 	g.stop()
 	select {
 	case <-g.done:
@@ -96,4 +96,153 @@ func sleeper(t *testing.T, marker string) *exec.Cmd {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	return cmd
+}
+
+// testSpawner returns a Spawner, with a guard of its own, that is closed
+// when the test ends.
+func testSpawner(t *testing.T) *Spawner {
+	s := NewSpawner(Terminal{}, nil, testMarker, nil)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// spawnUnder starts sh -c script through s under deadline, and returns once
+// the script has said it is ready (on stdout): its traps are set.
+func spawnUnder(t *testing.T, s *Spawner, script string, deadline Deadline) *Child {
+	t.Helper()
+	ready, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ready.Close()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Stdout = w
+	c, err := s.Start(cmd, deadline)
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Kill()
+		c.Close()
+	})
+	if _, err := ready.Read(make([]byte, 1)); err != nil {
+		t.Fatalf("the child never said it was ready: %v", err)
+	}
+	return c
+}
+
+// endedBy waits for c to end and returns the signal that ended it.
+func endedBy(t *testing.T, c *Child) syscall.Signal {
+	t.Helper()
+	select {
+	case <-c.Done():
+		return c.Exit().Signal
+	case <-time.After(10 * time.Second):
+		t.Fatal("the guard did not stop the child")
+		return 0
+	}
+}
+
+// TestGuardStopsAChildPastItsDeadline: once the deadline that w8y last gave
+// comes, less the margin, the guard stops the child's group itself, as w8y
+// would have, had it not been stopped: SIGTERM, then SIGKILL after the grace
+// for a group that ignores SIGTERM. It reports the stop, which the child's
+// owner reads: when the guard began, and until when the lock was held.
+func TestGuardStopsAChildPastItsDeadline(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		script string
+		want   syscall.Signal
+	}{
+		{"it ends on SIGTERM", "echo ready; exec sleep 30", syscall.SIGTERM},
+		{"it ignores SIGTERM", `trap "" TERM; echo ready; sleep 30 & wait`, syscall.SIGKILL},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			d := Deadline{Until: start.Add(1500 * time.Millisecond), Margin: time.Second, Grace: 300 * time.Millisecond}
+			c := spawnUnder(t, testSpawner(t), tt.script, d)
+			if got := endedBy(t, c); got != tt.want {
+				t.Errorf("the child ended by %v, want %v", got, tt.want)
+			}
+			stop, ok := c.StoppedByGuard()
+			if !ok {
+				t.Fatal("the guard's stop was not reported")
+			}
+			// Never early; the test's clock and the guard's are the host's.
+			if due := d.Until.Add(-d.Margin); stop.At.Before(due.Add(-50 * time.Millisecond)) {
+				t.Errorf("the guard began at %s, before the deadline less the margin, %s", stop.At, due)
+			}
+			if !stop.HeldUntil.Equal(d.Until) {
+				t.Errorf("held until %s, want %s", stop.HeldUntil, d.Until)
+			}
+		})
+	}
+}
+
+// TestGuardFollowsHoldUntil: a newer word of w8y's moves the deadline: the
+// guard stops the child at the new one, not the first.
+func TestGuardFollowsHoldUntil(t *testing.T) {
+	start := time.Now()
+	d := Deadline{Until: start.Add(2 * time.Second), Margin: time.Second, Grace: 300 * time.Millisecond}
+	c := spawnUnder(t, testSpawner(t), "echo ready; exec sleep 30", d)
+	later := d.Until.Add(500 * time.Millisecond)
+	c.HoldUntil(later)
+	if got := endedBy(t, c); got != syscall.SIGTERM {
+		t.Errorf("the child ended by %v, want SIGTERM", got)
+	}
+	stop, ok := c.StoppedByGuard()
+	if !ok {
+		t.Fatal("the guard's stop was not reported")
+	}
+	if due := later.Add(-d.Margin); stop.At.Before(due.Add(-50 * time.Millisecond)) {
+		t.Errorf("the guard began at %s, before the newer deadline less the margin, %s", stop.At, due)
+	}
+	if !stop.HeldUntil.Equal(later) {
+		t.Errorf("held until %s, want %s", stop.HeldUntil, later)
+	}
+}
+
+// TestGuardKillsASuspendedChildAtTheLastMoment: a child that job control
+// stopped (Suspend) cannot act on SIGTERM: the guard sends none, and
+// SIGKILLs the group at the last moment, the deadline less the margin plus
+// the grace.
+func TestGuardKillsASuspendedChildAtTheLastMoment(t *testing.T) {
+	d := Deadline{Until: time.Now().Add(1500 * time.Millisecond), Margin: time.Second, Grace: 500 * time.Millisecond}
+	c := spawnUnder(t, testSpawner(t), "echo ready; exec sleep 30", d)
+	c.Suspend()
+	if got := endedBy(t, c); got != syscall.SIGKILL {
+		t.Errorf("the child ended by %v, want SIGKILL", got)
+	}
+	stop, ok := c.StoppedByGuard()
+	if !ok {
+		t.Fatal("the guard's stop was not reported")
+	}
+	if last := d.Until.Add(-d.Margin + d.Grace); stop.At.Before(last.Add(-50 * time.Millisecond)) {
+		t.Errorf("the guard killed at %s, before the last moment, %s", stop.At, last)
+	}
+}
+
+// TestGuardSparesAChildThatEnded: a child that ended before its deadline,
+// its group gone, is not reported stopped, though w8y never said that it
+// ended.
+func TestGuardSparesAChildThatEnded(t *testing.T) {
+	d := Deadline{Until: time.Now().Add(time.Hour), Margin: time.Second, Grace: 100 * time.Millisecond}
+	s := testSpawner(t)
+	c := spawnUnder(t, s, "echo ready", d)
+	if got := endedBy(t, c); got != 0 {
+		t.Errorf("the child ended by %v, want its own exit", got)
+	}
+	// Its deadline comes now. A child started after that word by the same
+	// guard, its deadline past, is stopped at once: by the time it is, the
+	// guard has been through the first one's.
+	c.HoldUntil(time.Now())
+	late := spawnUnder(t, s, "echo ready; exec sleep 30", Deadline{Until: time.Now(), Margin: time.Second, Grace: 100 * time.Millisecond})
+	endedBy(t, late)
+	if _, ok := late.StoppedByGuard(); !ok {
+		t.Error("the late child's stop was not reported")
+	}
+	if stop, ok := c.StoppedByGuard(); ok {
+		t.Errorf("a child that ended by itself was reported stopped by the guard at %s", stop.At)
+	}
 }
