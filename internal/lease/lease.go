@@ -3,9 +3,10 @@
 // refresh often enough to ride out a Redis restart or failover, reports the
 // lock lost while there is still time to stop the child before the server
 // could hand the item to another, passes on a cancel request that a refresh
-// found, and pauses while w8y is stopped (job control sees a Lease as a
-// jobctl.Pausable). It knows the lock only as a Lock: nothing of Redis, of
-// the child or of its callers.
+// found, tells the child's guard until when the lock is held (a Holder),
+// and pauses while w8y is stopped (job control sees a Lease as a
+// jobctl.Pausable). It knows the lock only as a Lock, and the guard as a
+// Holder: nothing of Redis, of the child or of its callers.
 package lease
 
 import (
@@ -36,9 +37,22 @@ type Lock interface {
 	String() string
 }
 
+// Holder is told until when the lock is held: the guard of the child that
+// runs under it (proc.Child), which stops the child itself if that moment
+// comes with no newer word, as when w8y is stopped past the lease.
+type Holder interface {
+	HoldUntil(until time.Time)
+}
+
 // Lease keeps a lock alive in the background until stopped, and reports on
 // Lost if it could not. It is a jobctl.Pausable.
 type Lease struct {
+	// mu guards until and holder, and keeps the holder's words in order.
+	mu sync.Mutex
+	// until is the lock's expiry as last set or refreshed (see Lock.Expiry).
+	until  time.Time
+	holder Holder
+
 	lost chan error
 	// report sends a loss on lost, once.
 	report func(error)
@@ -72,6 +86,7 @@ func Keep(ctx context.Context, l Lock, giveUp time.Duration, log zerolog.Logger)
 		lost: make(chan error, 1), cancelled: make(chan schema.CancelRequest, 1), cancel: cancel, done: make(chan struct{}),
 		pause: make(chan chan struct{}), resume: make(chan resumeRequest),
 	}
+	_, k.until = l.Expiry()
 	var once sync.Once
 	k.report = func(err error) { once.Do(func() { k.lost <- err }) }
 	go func() {
@@ -81,6 +96,33 @@ func Keep(ctx context.Context, l Lock, giveUp time.Duration, log zerolog.Logger)
 		}
 	}()
 	return k
+}
+
+// Until is until when the lock is held, as last set or refreshed: the
+// earliest moment the server may expire it.
+func (k *Lease) Until() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.until
+}
+
+// Hold tells h until when the lock is held, now and after each refresh,
+// until the lease stops.
+func (k *Lease) Hold(h Holder) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.holder = h
+	h.HoldUntil(k.until)
+}
+
+// refreshed notes the expiry of l after a refresh, and tells the holder.
+func (k *Lease) refreshed(l Lock) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_, k.until = l.Expiry()
+	if k.holder != nil {
+		k.holder.HoldUntil(k.until)
+	}
 }
 
 // Lost delivers at most one error, ErrLost wrapped with its cause.
@@ -163,8 +205,11 @@ func hold(ctx context.Context, l Lock, giveUp time.Duration, k *Lease, log zerol
 				return ctx.Err()
 			case req = <-k.resume:
 			}
-			found, err := verify(ctx, l, giveUp)
+			found, refreshed, err := verify(ctx, l, giveUp)
 			k.noteCancel(found)
+			if refreshed {
+				k.refreshed(l)
+			}
 			if err != nil && ctx.Err() == nil {
 				// Reported before the kill, so that whoever sees the child
 				// end knows why.
@@ -191,6 +236,7 @@ func hold(ctx context.Context, l Lock, giveUp time.Duration, k *Lease, log zerol
 		k.noteCancel(req)
 		switch {
 		case err == nil:
+			k.refreshed(l)
 			if !failing.IsZero() {
 				down := time.Since(failing)
 				log.Info().Float64("failing_s", down.Seconds()).
@@ -230,16 +276,17 @@ func RetryEvery(ttl time.Duration) time.Duration {
 // that, it may have expired, and only a refresh that finds our token tells.
 // Any other answer, an unreachable Redis included, counts as lost: what ran
 // under the lock must not run again on a guess.
-// A refresh that it makes also returns the cancel request it found, if any.
-func verify(ctx context.Context, l Lock, giveUp time.Duration) (*schema.CancelRequest, error) {
+// A refresh that it makes also returns the cancel request it found, if any;
+// refreshed says whether it made one that succeeded.
+func verify(ctx context.Context, l Lock, giveUp time.Duration) (req *schema.CancelRequest, refreshed bool, err error) {
 	if _, expires := l.Expiry(); time.Now().Before(expires.Add(-giveUp)) {
-		return nil, nil
+		return nil, false, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, verifyTimeout)
 	defer cancel()
-	req, err := l.Refresh(ctx)
+	req, err = l.Refresh(ctx)
 	if err == nil || errors.Is(err, ErrLost) {
-		return req, err
+		return req, err == nil, err
 	}
-	return nil, fmt.Errorf("%w: could not check %s after w8y was stopped: %w", ErrLost, l, err)
+	return nil, false, fmt.Errorf("%w: could not check %s after w8y was stopped: %w", ErrLost, l, err)
 }

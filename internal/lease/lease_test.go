@@ -199,6 +199,69 @@ func TestLeaseDeliversCancel(t *testing.T) {
 	}
 }
 
+// holder is a Holder that passes on what it is told.
+type holder chan time.Time
+
+func (h holder) HoldUntil(until time.Time) { h <- until }
+
+// told waits for h to be told until when the lock is held.
+func (h holder) told(t *testing.T) time.Time {
+	t.Helper()
+	select {
+	case until := <-h:
+		return until
+	case <-time.After(deadline):
+		t.Fatal("the holder was not told")
+		return time.Time{}
+	}
+}
+
+// TestLeaseTellsTheHolder: the holder (the guard) is told until when the
+// lock is held at once, and after each refresh its new expiry, the refresh
+// that Resume makes after a pause included; and nothing after Stop.
+func TestLeaseTellsTheHolder(t *testing.T) {
+	l := newFake(150 * time.Millisecond)
+	_, last := l.Expiry()
+	k := Keep(context.Background(), l, 20*time.Millisecond, zerolog.Nop())
+	h := make(holder, 100)
+	k.Hold(h)
+	if got := h.told(t); !got.Equal(last) {
+		t.Errorf("told %s at once, want the lock's expiry %s", got, last)
+	}
+	for range 3 {
+		got := h.told(t)
+		if !got.After(last) {
+			t.Errorf("told %s after a refresh, want later than %s", got, last)
+		}
+		last = got
+	}
+
+	k.Pause()
+	for len(h) > 0 {
+		last = <-h
+	}
+	if got := k.Until(); !got.Equal(last) {
+		t.Errorf("Until is %s, want what the holder was told last, %s", got, last)
+	}
+	// Past the give-up point, Resume refreshes the lock, and tells.
+	past := time.Now()
+	l.set(func(f *fakeLock) { f.expires = past })
+	if err := k.Resume(func() { t.Error("killed") }); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.told(t); !got.After(past) {
+		t.Errorf("told %s after Resume's refresh, want later than %s", got, past)
+	}
+	k.Stop()
+	for len(h) > 0 {
+		<-h
+	}
+	time.Sleep(200 * time.Millisecond)
+	if len(h) > 0 {
+		t.Errorf("told %s after Stop", <-h)
+	}
+}
+
 // TestRetryEvery: a failed refresh is retried within 50ms, a short lease's
 // a few times within one refresh period, never more often than every 10ms.
 func TestRetryEvery(t *testing.T) {
