@@ -140,6 +140,21 @@ func (l *Lock) String() string { return quoteKey(l.Key) }
 // keepAlive starts the lease that refreshes l while its child runs (see
 // lease.Keep): giveUp is the time needed to stop the child before the
 // server could hand the item to another.
+//
+// The lease refreshes the lock a third of its TTL after it starts, and
+// gives it up if less than giveUp is left of it by then. A take answered
+// late (Redis paused, or failing over) may leave less than that of the
+// lease as w8y counts it, from when the take was sent: such a lock is
+// refreshed first, so that the child starts with a whole lease, not one that
+// its guard finds run out at once (see guardDeadline). A refresh that fails
+// changes nothing: the lease finds the lock lost, as it would have.
 func (l *Lock) keepAlive(ctx context.Context, giveUp time.Duration, log zerolog.Logger) *lease.Lease {
+	if time.Until(l.expires) < l.TTL/3+giveUp {
+		// Bounded by a refresh period: a Redis that stalls is the lease's
+		// to ride out.
+		refreshCtx, cancel := context.WithTimeout(ctx, l.TTL/3)
+		_, _ = l.Refresh(refreshCtx)
+		cancel()
+	}
 	return lease.Keep(ctx, l, giveUp, log)
 }

@@ -112,6 +112,45 @@ func TestLockLostWhenRedisStalls(t *testing.T) {
 	s.noLocks()
 }
 
+// TestLateTakeStartsWithAWholeLease: a take that Redis answers late (its
+// writes paused, as in a failover) leaves less of the lease, as w8y counts
+// it from the take's sending, than the child needs: w8y refreshes the lock
+// before the child starts, so neither its guard nor its lease takes the
+// child for one that overran its lease. The child runs longer than what
+// was left of the first lease, and ends well.
+func TestLateTakeStartsWithAWholeLease(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "late")
+	s.items("a")
+	const ttl = 3 * time.Second
+	// A first run leaves the item due and the scripts loaded: the next
+	// run's first call, a look, takes it.
+	s.run("-x", ttl.String(), "true").mustExit(t, 0)
+	if err := s.Client.Do(ctx(t), "CLIENT", "PAUSE", 60_000, "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Client.Do(ctx(t), "CLIENT", "UNPAUSE") })
+	p := s.start(append([]string{"-x", ttl.String()}, report(":", "sleep 1.5")...)...)
+	redistest.WaitFor(t, "w8y's take to wait on Redis", func() bool {
+		clients, _ := s.Client.ClientList(ctx(t)).Result()
+		return strings.Contains(clients, "flags=b") && strings.Contains(clients, "cmd=evalsha")
+	})
+	// How late the take is answered: from here on, less than the guard's
+	// margin (a third of the TTL and a twentieth) is left of the lease
+	// counted from its sending. Later only leaves less.
+	time.Sleep(ttl * 2 / 3)
+	if err := s.Client.Do(ctx(t), "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	s.popStarted(t)
+	r := p.wait(t)
+	r.wantExit(t, 0)
+	if strings.Contains(r.Stderr, "lock lost") {
+		t.Errorf("the lock was taken for lost:\n%s", r.Stderr)
+	}
+	s.noLocks()
+}
+
 // TestFence: every take increments the list's fencing token, across
 // workers: each child gets its own in W8Y_FENCE, the start events carry them
 // strictly increasing in the order of the takes, and each item's state hash
