@@ -92,10 +92,12 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 	// child with its lease (see jobctl.Router.StartChild).
 	lease := lock.keepAlive(ctx, grace+stopMargin(lock.TTL), log)
 	defer lease.Stop()
-	child, capture, err := c.start(c.command.Build(item, lock.Key, lock.Fence), lease)
+	child, capture, err := c.start(c.command.Build(item, lock.Key, lock.Fence), lease, guardDeadline(lease.Until(), grace, lock.TTL))
 	if err != nil {
 		return proc.Exit{}, c.stops.Stopping(), nil, err
 	}
+	// From here on, each refresh tells the guard until when the lock is held.
+	lease.Hold(child)
 	defer c.stops.ChildDone(child)
 	defer child.Close()
 	c.metrics.ChildStarted()
@@ -123,9 +125,9 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 }
 
 // start starts cmd through the signal router, with lease as what keeps its
-// lock alive, and with --keep-output captures its output (capture is nil
-// without it).
-func (c *childRunner) start(cmd *exec.Cmd, lease *lease.Lease) (child *proc.Child, capture *output.Capture, err error) {
+// lock alive and deadline as what the guard enforces on it, and with
+// --keep-output captures its output (capture is nil without it).
+func (c *childRunner) start(cmd *exec.Cmd, lease *lease.Lease, deadline proc.Deadline) (child *proc.Child, capture *output.Capture, err error) {
 	if c.keepOutput > 0 {
 		capture, err = output.Start(cmd.Stdout, cmd.Stderr, c.keepOutput)
 		if err != nil {
@@ -133,7 +135,7 @@ func (c *childRunner) start(cmd *exec.Cmd, lease *lease.Lease) (child *proc.Chil
 		}
 		cmd.Stdout, cmd.Stderr = capture.Stdout, capture.Stderr
 	}
-	child, err = c.stops.StartChild(func() (*proc.Child, error) { return c.spawn.Start(cmd, proc.NoDeadline) }, lease)
+	child, err = c.stops.StartChild(func() (*proc.Child, error) { return c.spawn.Start(cmd, deadline) }, lease)
 	if capture != nil {
 		capture.Started()
 		if err != nil {
@@ -173,8 +175,13 @@ func (c *childRunner) wait(child *proc.Child, lease *lease.Lease, grace time.Dur
 				}
 				event.Int("pid", child.PID).Msg("the child left processes in its group; they were stopped")
 			}
-			// A lock found lost as the child ended (killed for it, after
-			// w8y was stopped with it: see jobctl) is the run's end.
+			// A child that the guard stopped, its lease run out while w8y
+			// was stopped, lost its lock; so did one found lost as it
+			// ended (killed for it, after w8y was stopped with it: see
+			// jobctl).
+			if failed = stoppedByGuard(child, log); failed != nil {
+				return failed
+			}
 			select {
 			case failed = <-lease.Lost():
 				log.Error().Err(failed).Int("pid", child.PID).Msg("lock lost: the child was stopped")
@@ -185,7 +192,13 @@ func (c *childRunner) wait(child *proc.Child, lease *lease.Lease, grace time.Dur
 			c.stops.ChildStopped(child, sig)
 			continue
 		case failed = <-lease.Lost():
-			log.Error().Err(failed).Int("pid", child.PID).Msg("lock lost: stopping the child")
+			// The lease may have run out while w8y was stopped, and the
+			// guard have stopped the child already: that is the story.
+			if guarded := stoppedByGuard(child, log); guarded != nil {
+				failed = guarded
+			} else {
+				log.Error().Err(failed).Int("pid", child.PID).Msg("lock lost: stopping the child")
+			}
 		case req := <-lease.Cancelled():
 			failed = &cancelledError{req: req}
 			// As for a timeout, the lease goes on while the child stops,
@@ -228,6 +241,33 @@ func killGrace(killAfter, ttl time.Duration) time.Duration {
 // most half a second.
 func stopMargin(ttl time.Duration) time.Duration {
 	return min(ttl/10, 500*time.Millisecond)
+}
+
+// guardDeadline is the deadline that the guard enforces on a child whose
+// lock is held until until (see proc.Deadline): SIGTERM to its group when
+// the lease has grace and half the stop margin left, SIGKILL grace later.
+// That is half a stop margin after the lease itself gives up (see
+// lease.Keep's giveUp): a w8y that runs stops the child first, and the guard
+// acts only for one that could not; and it leaves the other half for the
+// SIGKILL to land before the lock could expire.
+func guardDeadline(until time.Time, grace, ttl time.Duration) proc.Deadline {
+	return proc.Deadline{Until: until, Margin: grace + stopMargin(ttl)/2, Grace: grace}
+}
+
+// stoppedByGuard returns the loss of child's lock, and logs it, if the guard
+// stopped the child because its lease ran out with no refresh from w8y
+// (proc.Child.StoppedByGuard): w8y was stopped (SIGSTOP, a debugger, a
+// freezer, Ctrl-Z), or stalled, past the lease. It returns nil otherwise.
+func stoppedByGuard(child *proc.Child, log zerolog.Logger) error {
+	stop, ok := child.StoppedByGuard()
+	if !ok {
+		return nil
+	}
+	err := fmt.Errorf("%w: w8y was stopped or stalled past its lease, and its guard acted %s before the lock could expire",
+		ErrLockLost, stop.HeldUntil.Sub(stop.At).Round(time.Millisecond))
+	log.Error().Err(err).Int("pid", child.PID).Time("guard_stopped_at", stop.At).Time("held_until", stop.HeldUntil).
+		Msg("lock lost while w8y was stopped or stalled: its guard stopped the child")
+	return err
 }
 
 // newRunEnd describes the end of item's run from what childRunner.run saw:
