@@ -330,9 +330,10 @@ func TestTerminalCtrlC(t *testing.T) {
 
 // TestTerminalCtrlZ: Ctrl-Z stops the child and w8y with it, so the shell
 // gets its prompt back; fg continues both and gives the child the terminal
-// again. A lock that expired while they were stopped is lost: the child is
-// killed before it runs again, and w8y exits 122. With --parallel, Ctrl-Z
-// reaches w8y, which stops every child first.
+// again. A lock that expired while they were stopped is lost: the guard
+// kills the child, still stopped, before the lock could expire, and after fg
+// w8y exits 122. With --parallel, Ctrl-Z reaches w8y, which stops every
+// child first.
 func TestTerminalCtrlZ(t *testing.T) {
 	t.Parallel()
 	// pids reports the child's pid on the list "pids".
@@ -383,8 +384,15 @@ func TestTerminalCtrlZ(t *testing.T) {
 		{
 			name: "a lock that expired meanwhile is lost", args: []string{"-x", "1", "--kill-after", "0.2"}, children: 1,
 			child: pids + reportAs("$W8Y_ITEM") + `; exec sleep 1000`,
-			afterStop: func(t *testing.T, s *bundle, sh *shell, _ []int) {
+			afterStop: func(t *testing.T, s *bundle, sh *shell, children []int) {
+				w8y := parentOf(t, children[0])
 				redistest.WaitFor(t, "the lock to expire", func() bool { return len(s.keys(t, s.key("lock:*"))) == 0 })
+				// The guard killed the child, stopped, before its lock could
+				// expire, with w8y still stopped.
+				processGone(t, children[0])
+				if state := processState(w8y); state != "T" {
+					t.Errorf("w8y is in state %q, want stopped (T)", state)
+				}
 			},
 			code: 122, result: "lock_lost",
 		},

@@ -25,6 +25,19 @@ import (
 // before w8y stops, and continued only once its lock is known to be still
 // its own (see Pausable.Resume): a child whose lock was lost meanwhile is
 // killed while still stopped, and its run ends as on a lost lock (122).
+//
+// A stopped child runs nothing, but it still holds what it had open (a file
+// lock, a half-written file, a transaction), and the next holder of its item
+// may meet it there. So the guard's deadline holds through a terminal stop
+// too (see proc.Deadline): should the lease run out before fg or bg, the
+// guard SIGKILLs the stopped group at the last moment before the lock could
+// expire, as w8y itself would kill it at fg, and the run ends as on a lost
+// lock once w8y is continued. The guard is told that the group is stopped
+// (proc.Child.Suspend), so that it sends no SIGTERM that the group could not
+// act on without a SIGCONT, and waits until the lease's last moment (its
+// end less half the stop margin: at most a quarter of a second): a person
+// at the terminal loses the child to a stop that outlasts the lease, as
+// before, and not to a shorter one.
 
 // ChildStopped handles the stop of child by sig, which the child's owner
 // read from child.Stopped().
@@ -71,7 +84,7 @@ func (r *Router) suspend(whole bool, sig syscall.Signal) bool {
 	r.log.Info().Str("signal", unix.SignalName(sig)).Int("children", len(r.children)).
 		Msg("stopping with the children: their locks are not refreshed until w8y is continued")
 	for child, lease := range r.children {
-		_ = child.Signal(syscall.SIGSTOP)
+		child.Suspend()
 		lease.Pause()
 	}
 	r.stopJob(whole)
@@ -83,7 +96,7 @@ func (r *Router) suspend(whole bool, sig syscall.Signal) bool {
 			continue
 		}
 		r.term.Lend(child)
-		_ = child.Signal(syscall.SIGCONT)
+		child.Continue()
 	}
 	return true
 }
