@@ -100,7 +100,7 @@ func TestChaos(t *testing.T) {
 	}
 
 	faults := map[string]int{}
-	lockLost := 0
+	lockLost, guardStops := 0, 0
 	var violations []string
 	graceful := map[int]bool{} // pids of workers stopped with SIGTERM
 	// stop signals a worker, checks its exit code and that nothing it
@@ -124,6 +124,7 @@ func TestChaos(t *testing.T) {
 			graceful[pid] = true
 		}
 		lockLost += strings.Count(r.Stderr, "lock lost: stopping the child")
+		guardStops += strings.Count(r.Stderr, "its guard stopped the child")
 		// Whatever killed the worker, its children must be gone before its
 		// lock could expire.
 		if len(left) > 0 {
@@ -172,7 +173,7 @@ func TestChaos(t *testing.T) {
 	}
 
 	kinds := []string{"SIGKILL a worker", "SIGTERM a worker", "RPUSH an item", "restart redis-server", "LREM an item", "CLIENT PAUSE past the expiry", "run an item now",
-		"w8yctl pause", "w8yctl resume", "w8yctl run-now", "w8yctl cancel"}
+		"w8yctl pause", "w8yctl resume", "w8yctl run-now", "w8yctl cancel", "SIGSTOP a worker past its lease"}
 	interval := time.Duration(seconds) * time.Second / time.Duration(3*len(kinds))
 	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
 	added, mostLocks := 0, 0
@@ -264,6 +265,10 @@ func TestChaos(t *testing.T) {
 			ctl("cancel", item, "--reason", "chaos")
 		case "restart redis-server":
 			s.Restart(t)
+		case "SIGSTOP a worker past its lease":
+			if !stopPastLease(t, s, workers, ttl, dir) {
+				faults[kind]--
+			}
 		case "CLIENT PAUSE past the expiry":
 			if err := s.Client.Do(ctx(t), "CLIENT", "PAUSE", (ttl + ttl/2).Milliseconds(), "WRITE").Err(); err != nil {
 				t.Fatal(err)
@@ -330,8 +335,8 @@ func TestChaos(t *testing.T) {
 	}
 	t.Logf("chaos: %d workers (%d started in all), %d items at the start, %d added and %d removed from outside, %d in the list at the end",
 		m, generation, k, added, faults["LREM an item"], len(s.list(t, "chaos:list")))
-	t.Logf("chaos: %d runs in %ds; children stopped on a lost lock: %d; runs cancelled: %d; overlaps found: %d; most locks seen at once: %d (--fleet-max-running %d)",
-		len(runs), seconds, lockLost, cancelled, len(overlaps), mostLocks, fleetMax)
+	t.Logf("chaos: %d runs in %ds; children stopped on a lost lock: %d, by the guard of a stopped worker: %d; runs cancelled: %d; overlaps found: %d; most locks seen at once: %d (--fleet-max-running %d)",
+		len(runs), seconds, lockLost, guardStops, cancelled, len(overlaps), mostLocks, fleetMax)
 	for _, kind := range kinds {
 		t.Logf("chaos: fault %-30s x%d", kind, faults[kind])
 	}
@@ -358,6 +363,53 @@ func holderOfLongItem(t *testing.T, s *server, workers []*chaosWorker) int {
 		}
 	}
 	return -1
+}
+
+// stopPastLease SIGSTOPs a worker that holds a lock (a long item's where
+// one does, see holderOfLongItem) until each item it held has been tried by
+// another run, which it can be once the lock has expired, then SIGCONTs it:
+// as a debugger or a freezer on its cgroup would. Its guard must have
+// stopped its children before their locks could expire: a child that ran
+// on would hold the item's flock, and the other run would record an
+// overlap (see chaosChild). It reports false if no worker held a lock.
+func stopPastLease(t *testing.T, s *server, workers []*chaosWorker, ttl time.Duration, dir string) bool {
+	i := holderOfLongItem(t, s, workers)
+	held := map[string]int{} // item: its runs and overlaps so far
+	tried := func(item string) int {
+		n := 0
+		for _, line := range slices.Concat(lines(t, filepath.Join(dir, "runs")), lines(t, filepath.Join(dir, "overlaps"))) {
+			if line == item {
+				n++
+			}
+		}
+		return n
+	}
+	for _, key := range s.keys(t, "chaos:lock:*") {
+		token, _ := s.Client.Get(ctx(t), key).Result()
+		for j, w := range workers {
+			if strings.Contains(token, ":"+itoa(w.p.cmd.Process.Pid)+":") && (i < 0 || i == j) {
+				item := strings.TrimPrefix(key, "chaos:lock:")
+				i, held[item] = j, tried(item)
+			}
+		}
+	}
+	if i < 0 {
+		return false
+	}
+	w := workers[i].p
+	w.signal(t, syscall.SIGSTOP)
+	// Bounded all the same: an item may be left untried (paused by the
+	// operator's faults, say), and the test goes on.
+	redistest.Poll(10*ttl, func() bool {
+		for item, before := range held {
+			if tried(item) == before {
+				return false
+			}
+		}
+		return true
+	})
+	w.signal(t, syscall.SIGCONT)
+	return true
 }
 
 // exitedAt blocks until the process pid has exited, without reaping it.
