@@ -1,12 +1,17 @@
 package integration_test
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/w8y/w8y/internal/doctest"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -110,6 +115,62 @@ func TestLockLostWhenRedisStalls(t *testing.T) {
 	r.wantExit(t, 122)
 	r.wantStderr(t, "before its lease ran out")
 	s.noLocks()
+}
+
+// TestFenceRefusesALateWrite runs the reference's example of a store that
+// checks the fencing token, as its page shows it: the script, as the child
+// of w8y's runs, stores each run's report; a write with an older run's
+// fence, as from a run on a host that was paused past its lease, is
+// refused and changes nothing; and the session shown prints what it shows.
+func TestFenceRefusesALateWrite(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "work")
+	s.items("a")
+	store := startRedis(t)
+	bin := t.TempDir()
+	writeExecutable(t, filepath.Join(bin, "store-report"), []byte(doctest.Block(t, "docs/reference.md", "sh", "store-report BODY")))
+	s.setenv("PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "STORE_URL="+store.URL)
+	for run := range 2 {
+		r := s.run("store-report", fmt.Sprintf("run %d", run))
+		r.wantExit(t, 0)
+		r.wantStdout(t, "stored\n")
+	}
+	fence := s.Client.Get(ctx(t), s.key("fence")).Val()
+	if got := store.Client.HGetAll(ctx(t), "report:a").Val(); got["fence"] != fence || got["body"] != "run 1" {
+		t.Fatalf("the store holds %v, want the second run's report with its fence %s", got, fence)
+	}
+
+	// The first run's fence, late.
+	late := exec.Command(filepath.Join(bin, "store-report"), "late")
+	late.Env = append(os.Environ(), s.env...)
+	late.Env = append(late.Env, "W8Y_ITEM=a", "W8Y_FENCE=1")
+	out, err := late.CombinedOutput()
+	if err != nil || string(out) != "refused: fence 1, and "+fence+" wrote last\n" {
+		t.Errorf("a late write printed %q (%v), want it refused", out, err)
+	}
+	if got := store.Client.HGet(ctx(t), "report:a", "body").Val(); got != "run 1" {
+		t.Errorf("a late write changed the report to %q", got)
+	}
+
+	// The page's session, as a shell runs it.
+	shown := doctest.Block(t, "docs/reference.md", "", "$ W8Y_ITEM=a W8Y_FENCE=8 store-report")
+	var want strings.Builder
+	for _, line := range strings.Split(strings.TrimSuffix(shown, "\n"), "\n") {
+		command, ok := strings.CutPrefix(line, "$ ")
+		if !ok {
+			continue
+		}
+		sh := exec.Command("sh", "-c", command)
+		sh.Env = append(os.Environ(), s.env...)
+		out, err := sh.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v: %s", command, err, out)
+		}
+		want.WriteString(line + "\n" + string(out))
+	}
+	if want.String() != shown {
+		t.Errorf("the session printed:\n%s\nwhere the page shows:\n%s", want.String(), shown)
+	}
 }
 
 // TestLateTakeStartsWithAWholeLease: a take that Redis answers late (its
