@@ -338,7 +338,7 @@ func TestChaos(t *testing.T) {
 	t.Logf("chaos: %d runs in %ds; children stopped on a lost lock: %d, by the guard of a stopped worker: %d; runs cancelled: %d; overlaps found: %d; most locks seen at once: %d (--fleet-max-running %d)",
 		len(runs), seconds, lockLost, guardStops, cancelled, len(overlaps), mostLocks, fleetMax)
 	for _, kind := range kinds {
-		t.Logf("chaos: fault %-30s x%d", kind, faults[kind])
+		t.Logf("chaos: fault %-31s x%d", kind, faults[kind])
 	}
 	if len(runs) < m {
 		violations = append(violations, fmt.Sprintf("only %d runs: the workers did not get going", len(runs)))
