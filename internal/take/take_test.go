@@ -501,26 +501,40 @@ func (c *meddlingClient) EvalSha(ctx context.Context, sha string, keys []string,
 }
 
 // TestTakeEachChecksAgainAfterTheLock: on the per-candidate path, where the
-// cooldown check and the lock attempt are two round trips, a cooldown that
-// lands between them is seen by the check after the lock, which lets the
-// lock go and passes the item by.
+// check of a candidate and the lock attempt are two round trips, what
+// another client does between them is seen by the check after the lock,
+// which lets the lock go and passes the item by: a cooldown that lands (a
+// run of a that finishes on another host writes it before its lock is
+// free, as finishEach does), or an operator's w8yctl remove of a (on a
+// Cluster without a hash tag, it takes a out of the list and deletes its
+// pause, which the first check may have seen): a removed item never runs
+// again.
 func TestTakeEachChecksAgainAfterTheLock(t *testing.T) {
 	rdb, ctx := clientLoaded(t, tryLockScript)
-	keys := schema.Keys{Prefix: "race:"}
-	takeSetup{items: []string{"a", "b"}}.seed(t, rdb, keys)
-	var logs bytes.Buffer
-	// A run of a that finishes on another host: as finishEach does, it
-	// writes the cooldown before the lock is free, which here it always is.
-	finishing := &meddlingClient{Client: rdb, lock: keys.Lock("a"), meddle: func(ctx context.Context, rdb *redis.Client) {
-		rdb.Set(ctx, keys.Cooldown("a"), "other-host", time.Hour)
-	}}
-	r := testTaker(finishing, keys.Prefix, false, 0, &logs)
-	taken, err := r.Pass().Take(ctx, nil)
-	if err != nil || taken.Item != "b" {
-		t.Fatalf("Take = %q, %v; want b, a having cooled down meanwhile", taken.Item, err)
-	}
-	if n := rdb.Exists(ctx, keys.Lock("a")).Val(); n != 0 {
-		t.Errorf("the lock of a, which cools down, was kept")
+	for _, tt := range []struct {
+		name   string
+		meddle func(keys schema.Keys) func(ctx context.Context, rdb *redis.Client)
+	}{
+		{"a cools down", func(keys schema.Keys) func(ctx context.Context, rdb *redis.Client) {
+			return func(ctx context.Context, rdb *redis.Client) {
+				rdb.Set(ctx, keys.Cooldown("a"), "other-host", time.Hour)
+			}
+		}},
+		{"a is removed", func(keys schema.Keys) func(ctx context.Context, rdb *redis.Client) {
+			return func(ctx context.Context, rdb *redis.Client) { rdb.LRem(ctx, keys.List(), 0, "a") }
+		}},
+	} {
+		keys := schema.Keys{Prefix: "race:" + tt.name + ":"}
+		takeSetup{items: []string{"a", "b"}}.seed(t, rdb, keys)
+		var logs bytes.Buffer
+		r := testTaker(&meddlingClient{Client: rdb, lock: keys.Lock("a"), meddle: tt.meddle(keys)}, keys.Prefix, false, 0, &logs)
+		taken, err := r.Pass().Take(ctx, nil)
+		if err != nil || taken.Item != "b" {
+			t.Fatalf("%s meanwhile: Take = %q, %v; want b", tt.name, taken.Item, err)
+		}
+		if n := rdb.Exists(ctx, keys.Lock("a")).Val(); n != 0 {
+			t.Errorf("%s meanwhile: the lock of a was kept", tt.name)
+		}
 	}
 }
 
@@ -707,30 +721,5 @@ func TestTakeNamedCompletesALockAfterAStop(t *testing.T) {
 	taken, err := r.TakeNamed(ctx, "a", false)
 	if err != nil || taken.Fence != 1 || rdb.HGet(context.Background(), keys.State("a"), schema.FieldLastHolder).Val() != testToken {
 		t.Errorf("a stop after the named lock: TakeNamed = %+v, %v; want a with fence 1, its start recorded", taken, err)
-	}
-}
-
-// TestTakeEachPassesAnItemRemovedMeanwhile: on the per-candidate path, an
-// item removed from the list between its check and its lock is seen to be
-// gone by the check after the lock, which lets the lock go and passes on:
-// a removed item never runs again.
-func TestTakeEachPassesAnItemRemovedMeanwhile(t *testing.T) {
-	rdb, ctx := clientLoaded(t, tryLockScript)
-	keys := schema.Keys{Prefix: "gone:"}
-	takeSetup{items: []string{"a", "b"}}.seed(t, rdb, keys)
-	var logs bytes.Buffer
-	// An operator's w8yctl remove of a, on a Cluster without a hash tag:
-	// it takes a out of the list (and deletes its pause, which the first
-	// check may have seen).
-	removing := &meddlingClient{Client: rdb, lock: keys.Lock("a"), meddle: func(ctx context.Context, rdb *redis.Client) {
-		rdb.LRem(ctx, keys.List(), 0, "a")
-	}}
-	r := testTaker(removing, keys.Prefix, false, 0, &logs)
-	taken, err := r.Pass().Take(ctx, nil)
-	if err != nil || taken.Item != "b" {
-		t.Fatalf("Take = %q, %v; want b, a having been removed meanwhile", taken.Item, err)
-	}
-	if n := rdb.Exists(ctx, keys.Lock("a")).Val(); n != 0 {
-		t.Errorf("the lock of a, removed, was kept")
 	}
 }
