@@ -10,7 +10,9 @@ import (
 	"time"
 
 	flags "github.com/jessevdk/go-flags"
+	"github.com/w8y/w8y/internal/childcmd"
 	"github.com/w8y/w8y/internal/duration"
+	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/logging"
 	"github.com/w8y/w8y/internal/output"
 	"github.com/w8y/w8y/internal/redisconn"
@@ -96,7 +98,10 @@ type ChildOptions struct {
 	Timeout    duration.Flag `long:"timeout" env:"W8Y_TIMEOUT" value-name:"DURATION" description:"Stop a child still running after DURATION; exit 124" details:"Stop a child still running after DURATION: SIGTERM to its process group, SIGKILL after --kill-after. w8y releases the lock and exits 124, as timeout(1) does. 0 means never."`
 	KillAfter  killAfterFlag `long:"kill-after" env:"W8Y_KILL_AFTER" value-name:"DURATION" default-mask:"10s, or a third of --key-expiry if less" description:"Grace between SIGTERM and SIGKILL" details:"Grace between SIGTERM and SIGKILL when w8y stops a child's process group itself (a timeout, a lost lock, processes left behind). At most a third of --key-expiry, so that a group whose lock is being lost is gone before the lock could expire; a larger value is refused. A forwarded stop signal is not limited by it."`
 	KeepOutput int           `long:"keep-output" env:"W8Y_KEEP_OUTPUT" default:"0" value-name:"BYTES" description:"Keep the last BYTES of the child's output (it then writes to pipes)" details:"Pass the child's stdout and stderr on to w8y's own, byte for byte and unbuffered, and keep the last BYTES of each in the item's state hash (last_stdout, last_stderr) at the end of the run; at most 1048576 (1 MiB). The child then writes to pipes, not to w8y's own stdout and stderr: a child that asks whether its output is a terminal is told it is not. 0 (the default) leaves them untouched."`
-	Subreaper  bool          `long:"subreaper" env:"W8Y_SUBREAPER" description:"Reap the processes that children orphan" details:"Make w8y a child subreaper: processes that a child orphans are re-parented to w8y, which reaps them. Always on when w8y is PID 1, as in a container."`
+	// UnsafeItemInScript lets {} stand inside a shell's -c script (see
+	// validateItemInScript).
+	UnsafeItemInScript bool `long:"unsafe-item-in-script" env:"W8Y_UNSAFE_ITEM_IN_SCRIPT" description:"Allow {} in a shell's -c script (items run as code)" details:"Allow {} inside the script of a shell's -c (sh -c 'echo {}'), where the item is read as shell code: whoever may add an item to the list can then run any command on this host, and an item with a space or a quote breaks the script. Without it, w8y refuses such a command (exit 125); pass the item as an argument instead (sh -c '... \"$1\" ...' sh {}) or read it from W8Y_ITEM."`
+	Subreaper          bool `long:"subreaper" env:"W8Y_SUBREAPER" description:"Reap the processes that children orphan" details:"Make w8y a child subreaper: processes that a child orphans are re-parented to w8y, which reaps them. Always on when w8y is PID 1, as in a container."`
 	StopOptions
 }
 
@@ -284,7 +289,7 @@ func (o *Options) validate() error {
 	if o.Status {
 		return o.validateStatus()
 	}
-	for _, check := range []func() error{o.validateCommand, o.validateStop, o.validateOneItem, o.validateLock, o.validateSchedule, o.validateContinuous, o.validateRedis} {
+	for _, check := range []func() error{o.validateCommand, o.validateItemInScript, o.validateStop, o.validateOneItem, o.validateLock, o.validateSchedule, o.validateContinuous, o.validateRedis} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -334,6 +339,25 @@ func (o *Options) validateCommand() error {
 		return usageError("--env-var %q is not a valid environment variable name", o.EnvVar)
 	}
 	return nil
+}
+
+// validateItemInScript refuses a command that pastes the item into a
+// shell's script (sh -c 'echo {}'), unless --unsafe-item-in-script: an item
+// is data that anyone who may write the list wrote, and must not run as
+// code on the worker's host. The line shows the safe form.
+func (o *Options) validateItemInScript() error {
+	found := childcmd.ItemInScript(o.Command)
+	if found == nil || o.UnsafeItemInScript {
+		return nil
+	}
+	return usageError("{} is inside the script of %s -c %s, where an item runs as shell code: pass it as an argument, as in %s -c '... \"$1\" ...' %s {}, or use \"$W8Y_ITEM\" in the script (--unsafe-item-in-script allows it)",
+		found.Shell, quoteArg(found.Script), found.Shell, found.Shell)
+}
+
+// quoteArg is arg as a shell would need it quoted: between single quotes,
+// clipped.
+func quoteArg(arg string) string {
+	return "'" + strings.ReplaceAll(items.Clip(arg), "'", `'\''`) + "'"
 }
 
 // validateLock checks the lock's expiry and the --kill-after that must fit

@@ -497,8 +497,8 @@ func TestHelpAndVersion(t *testing.T) {
 	// 127 since --schedule, --schedule-timezone and --jitter; 139 since
 	// --timeout-signal, --drain-timeout, --item, --wait and --ignore-pause
 	// (two lines each, and the exit code 121); 141 since
-	// --fleet-max-running.
-	if len(lines) > 141 {
+	// --fleet-max-running; 143 since --unsafe-item-in-script.
+	if len(lines) > 143 {
 		t.Errorf("--help is %d lines long", len(lines))
 	}
 }
