@@ -42,7 +42,9 @@ const summaryEvery = 15 * time.Second
 // view.Filter chooses, in list order, as a table or as JSON, written to
 // stdout once, or every view.Watch interval (when not 0) until ctx is done.
 // A watch that fails to read goes on to the next turn unless Redis refuses
-// (ErrRefused), logging the error. On a terminal, each turn clears the
+// (ErrRefused), logging the error. A list that does not exist ends a
+// single turn with schema.ErrNoList; a watch shows that it does not, and
+// goes on until it does. On a terminal, each turn clears the
 // screen first and the table is clipped to the terminal's width; elsewhere
 // (a pipe, a file) every byte is shown, and each turn of the table starts
 // with a line that says when it was read, after a blank line, so that the
@@ -82,12 +84,16 @@ func Show(ctx context.Context, reader *Reader, view View, stdout io.Writer, log 
 		} else {
 			t.Summary, t.SummaryAgeMs = summary, now.Sub(summaryAt).Milliseconds()
 		}
-		missing := fmt.Sprintf("the list %q does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right?", reader.Keys.List())
+		missing := reader.Keys.NoList()
 		empty := t.Summary != nil && t.Summary.Items == 0
 		switch {
+		case empty && watch == 0:
+			// A mistake (a mistyped prefix) ends non-zero, with
+			// nothing on stdout to be taken for an empty list.
+			return missing
 		case view.JSON:
 			if empty {
-				log.Warn().Msg(missing)
+				log.Warn().Msg(missing.Error())
 			}
 			err = writeJSON(&buf, t)
 		case empty:

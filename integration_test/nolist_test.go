@@ -1,0 +1,131 @@
+package integration_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/w8y/w8y/internal/redistest"
+)
+
+// noListLine is what every command says of the list "typo:list", which does
+// not exist.
+const noListLine = `the list "typo:list" does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right?`
+
+// TestAMissingListIsAMistake: a mistyped prefix never ends 0. A one-shot
+// run, a --continuous --until-idle one and --status on a list that does not
+// exist exit 120, with one line on stderr even under -q, and run nothing and
+// change nothing; --until-idle that took nothing from a list that exists
+// ends with --no-work-exit-code, and one that took an item ends 0.
+func TestAMissingListIsAMistake(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "typo")
+	marker := filepath.Join(t.TempDir(), "ran")
+	// The sweep key, which a pass over the whole list sets with an expiry
+	// to keep other idle workers from passing too, is all a take leaves.
+	snapshot := func() []string {
+		return slices.DeleteFunc(s.snapshot(t), func(kv string) bool { return strings.HasPrefix(kv, "typo:sweep=") })
+	}
+	before := snapshot()
+	for _, args := range [][]string{
+		{"-q", "touch", marker},
+		{"-q", "--no-work-exit-code", "3", "touch", marker},
+		{"-q", "-c", "--until-idle", "--no-work-exit-code", "3", "touch", marker},
+		{"-q", "-c", "--until-idle", "--parallel", "2", "touch", marker},
+		{"--status"},
+		{"--status", "--json"},
+	} {
+		r := s.run(args...)
+		r.wantExit(t, 120)
+		if strings.TrimSpace(r.Stderr) != "w8y: "+noListLine || r.Stdout != "" {
+			t.Errorf("want the one line %q and nothing on stdout: %s", noListLine, r)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("a child ran on a list that does not exist")
+	}
+	if after := snapshot(); !slices.Equal(after, before) {
+		t.Errorf("runs on a missing list changed Redis: %q", after)
+	}
+
+	// A list that exists, whose items all cool down: no work, not a mistake.
+	s.items("a", "b")
+	s.run("-q", "-c", "--until-idle", "--cooldown", "1h", "--no-work-exit-code", "3", "true").wantExit(t, 0)
+	r := s.run("-q", "-c", "--until-idle", "--cooldown", "1h", "--no-work-exit-code", "3", "true")
+	r.wantExit(t, 3)
+	if r.Stderr != "" {
+		t.Errorf("no work is no failure to explain: %s", r)
+	}
+	s.run("-q", "--cooldown", "1h", "--no-work-exit-code", "3", "true").wantExit(t, 3)
+}
+
+// TestCtlOneRuleForEveryVerb: every verb of w8yctl that reads or changes the
+// list refuses one that does not exist with w8y's exit code and its one
+// line, changing nothing; workers and serve, which show the fleet, warn of
+// it on stderr and go on.
+func TestCtlOneRuleForEveryVerb(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "typo")
+	before := s.snapshot(t)
+	for _, args := range [][]string{
+		{"add", "a"}, {"remove", "a"}, {"pause", "a"}, {"resume", "a"}, {"run-now", "a"}, {"cancel", "a"},
+		{"status"}, {"status", "--json"}, {"status", "a"}, {"check"}, {"check", "--fix"}, {"events"}, {"events", "--item", "a"},
+	} {
+		r := s.ctl(args...)
+		r.wantExit(t, 120)
+		// add says how to start a list too, and events that neither the
+		// list nor the events stream exists.
+		if args[0] != "add" && args[0] != "events" && strings.TrimSpace(r.Stderr) != "w8yctl: "+noListLine {
+			t.Errorf("w8yctl %q: want the one line %q: %s", args, noListLine, r)
+		}
+		oneLineOf(t, "w8yctl", r.Stderr, "typo:list")
+		if r.Stdout != "" {
+			t.Errorf("w8yctl %q printed on stdout: %s", args, r)
+		}
+	}
+	if after := s.snapshot(t); !slices.Equal(after, before) {
+		t.Errorf("refused verbs changed Redis: %q", after)
+	}
+
+	r := s.ctl("workers")
+	r.wantExit(t, 0)
+	if !strings.Contains(r.Stderr, "WRN "+noListLine) || !strings.Contains(r.Stdout, `no live worker under "typo:"`) {
+		t.Errorf("workers on a missing list: %s", r)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
+	serve := startCtl(t, nil, s.at("serve", "--addr", addr)...)
+	redistest.WaitFor(t, "serve to warn of the missing list", func() bool {
+		return strings.Contains(serve.stderrSoFar(), "WRN "+noListLine)
+	})
+	redistest.WaitFor(t, "serve to serve all the same", func() bool { return strings.Contains(serve.stdoutSoFar(), "serving the dashboard") })
+	serve.signal(t, syscall.SIGTERM)
+	serve.wait(t).wantExit(t, 0)
+}
+
+// TestCtlRunNowSaysWhatHappens: run-now says, as the registry of live
+// workers tells it, whether a worker will take the item now or only the
+// next one to start.
+func TestCtlRunNowSaysWhatHappens(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "rns")
+	s.items("a", "b")
+	r := s.ctl("run-now", "a")
+	r.wantExit(t, 0)
+	r.wantStdout(t, `"a" is due now, but no worker is live under "rns:": the next worker to start takes it (the next run of a cron job, say)`+"\n")
+	w := s.start("-c", "-q", "--cooldown", "1h", "true")
+	redistest.WaitFor(t, "the worker's entry", func() bool { return s.Client.ZCard(ctx(t), s.key("workers")).Val() == 1 })
+	redistest.WaitFor(t, "both items to cool down", func() bool {
+		return s.Client.Exists(ctx(t), s.key("cooldown:a"), s.key("cooldown:b")).Val() == 2
+	})
+	r = s.ctl("run-now", "b")
+	r.wantExit(t, 0)
+	r.wantStdout(t, `"b" is due now: an idle worker takes it within a second (1 worker live)`+"\n")
+	redistest.WaitFor(t, "b to run again", func() bool {
+		return s.Client.HGet(ctx(t), s.key("state:b"), "runs").Val() == "2"
+	})
+	w.stop(t)
+}
