@@ -97,7 +97,7 @@ type ChildOptions struct {
 	EnvVar     string        `short:"e" long:"env-var" env:"W8Y_ENV_VAR" value-name:"NAME" description:"Also set the variable NAME to the item" details:"Also set the environment variable NAME to the item in the child's environment, besides W8Y_ITEM."`
 	Timeout    duration.Flag `long:"timeout" env:"W8Y_TIMEOUT" value-name:"DURATION" description:"Stop a child still running after DURATION; exit 124" details:"Stop a child still running after DURATION: SIGTERM to its process group, SIGKILL after --kill-after. w8y releases the lock and exits 124, as timeout(1) does. 0 means never."`
 	KillAfter  killAfterFlag `long:"kill-after" env:"W8Y_KILL_AFTER" value-name:"DURATION" default-mask:"10s, or a third of --key-expiry if less" description:"Grace between SIGTERM and SIGKILL" details:"Grace between SIGTERM and SIGKILL when w8y stops a child's process group itself (a timeout, a lost lock, processes left behind). At most a third of --key-expiry, so that a group whose lock is being lost is gone before the lock could expire; a larger value is refused. A forwarded stop signal is not limited by it."`
-	KeepOutput int           `long:"keep-output" env:"W8Y_KEEP_OUTPUT" default:"0" value-name:"BYTES" description:"Keep the last BYTES of the child's output (it then writes to pipes)" details:"Pass the child's stdout and stderr on to w8y's own, byte for byte and unbuffered, and keep the last BYTES of each in the item's state hash (last_stdout, last_stderr) at the end of the run; at most 1048576 (1 MiB). The child then writes to pipes, not to w8y's own stdout and stderr: a child that asks whether its output is a terminal is told it is not. 0 (the default) leaves them untouched."`
+	KeepOutput *int          `long:"keep-output" env:"W8Y_KEEP_OUTPUT" value-name:"BYTES" default-mask:"4096 if failed" description:"Keep the last BYTES of the child's output (it then writes to pipes)" details:"Pass the child's stdout and stderr on to w8y's own, byte for byte and unbuffered, and keep the last BYTES of each in the item's state hash (last_stdout, last_stderr) at the end of every run, and the last 512 of each in the end event of a run that did not succeed; at most 1048576 (1 MiB). The child then writes to pipes, not to w8y's own stdout and stderr: a child that asks whether its output is a terminal is told it is not. Without it, w8y keeps the last 4096 bytes of a run that did not succeed (and nothing of a success), unless its stdout or stderr is a terminal, where the child keeps them; 0 leaves them untouched."`
 	// UnsafeItemInScript lets {} stand inside a shell's -c script (see
 	// validateItemInScript).
 	UnsafeItemInScript bool `long:"unsafe-item-in-script" env:"W8Y_UNSAFE_ITEM_IN_SCRIPT" description:"Allow {} in a shell's -c script (items run as code)" details:"Allow {} inside the script of a shell's -c (sh -c 'echo {}'), where the item is read as shell code: whoever may add an item to the list can then run any command on this host, and an item with a space or a quote breaks the script. Without it, w8y refuses such a command (exit 125); pass the item as an argument instead (sh -c '... \"$1\" ...' sh {}) or read it from W8Y_ITEM."`
@@ -332,8 +332,8 @@ func (o *Options) validateCommand() error {
 	if o.Timeout < 0 {
 		return usageError("--timeout must not be negative, got %s", o.Timeout)
 	}
-	if o.KeepOutput < 0 || o.KeepOutput > output.Max {
-		return usageError("--keep-output must be from 0 to %d bytes (1 MiB), got %d", output.Max, o.KeepOutput)
+	if k := o.KeepOutput; k != nil && (*k < 0 || *k > output.Max) {
+		return usageError("--keep-output must be from 0 to %d bytes (1 MiB), got %d", output.Max, *k)
 	}
 	if o.EnvVar != "" && (strings.ContainsAny(o.EnvVar, "=\x00") || o.EnvVar != strings.TrimSpace(o.EnvVar)) {
 		return usageError("--env-var %q is not a valid environment variable name", o.EnvVar)
