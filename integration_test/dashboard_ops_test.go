@@ -168,3 +168,26 @@ func TestDashboardShowsTheNextSlot(t *testing.T) {
 		`(() => { const f = document.querySelector('#detail-state dd[data-field="next_slot"]'); return f && f.textContent === "`+slot+`"; })()`)
 	screenshot(t, tab, screenshots(t), "next-slot")
 }
+
+// TestDashboardSearchIgnoresCase: in a real Chromium, typing a name in any
+// case finds it, as an operator types it: "backup" finds Backup-DB (and
+// backup-files), "BACKUP-db" Backup-DB alone, and "σίσυφος" the Greek
+// ΣΊΣΥΦΟΣ, whose final sigma lower-casing alone does not match.
+func TestDashboardSearchIgnoresCase(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "case")
+	b.items("Backup-DB", "backup-files", "ΣΊΣΥΦΟΣ", "Reports")
+	url := serveDashboard(t, b)
+	tab := browser(t)
+	act(t, tab, "open the dashboard", chromedp.Navigate(url), chromedp.WaitVisible(`#items tbody tr`))
+	for _, tt := range []struct{ query, want, says string }{
+		{"backup", "Backup-DB,backup-files", `2 items hold "backup"`},
+		{"BACKUP-db", "Backup-DB", `1 item holds "BACKUP-db"`},
+		{"σίσυφος", "ΣΊΣΥΦΟΣ", `1 item holds "σίσυφος"`},
+	} {
+		eval[bool](t, tab, `(() => { document.getElementById("filter").value = ""; return true; })()`)
+		act(t, tab, "type "+tt.query, chromedp.SendKeys(`#filter`, tt.query))
+		shows(t, tab, tt.want+" for "+tt.query, fmt.Sprintf(`(%s).join() === %q && document.getElementById("range").textContent === %q`,
+			itemNames, tt.want, tt.says))
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/w8y/w8y/internal/status"
 )
@@ -66,10 +67,12 @@ type Summary struct {
 	TookMs int64 `json:"took_ms"`
 
 	// names and kinds are every item and its kind, which a search looks
-	// through without reading Redis.
-	names []string
-	kinds []string
-	fails []bool
+	// through without reading Redis; folded is each name case-folded (see
+	// fold), which the search matches.
+	names  []string
+	folded []string
+	kinds  []string
+	fails  []bool
 }
 
 // kind is what st is counted as.
@@ -132,6 +135,7 @@ func (s *Server) readSummary(ctx context.Context) (*Summary, error) {
 				c.Failing++
 			}
 			sum.names = append(sum.names, st.Item)
+			sum.folded = append(sum.folded, fold(st.Item))
 			sum.kinds = append(sum.kinds, k)
 			sum.fails = append(sum.fails, f)
 		}
@@ -197,14 +201,14 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	needle := strings.ToLower(q)
+	needle := fold(q)
 	var hits []string
 	var matches int64
 	for i, name := range sum.names {
 		if want == kindFailing && !sum.fails[i] || want != "" && want != kindFailing && sum.kinds[i] != want {
 			continue
 		}
-		if needle != "" && !strings.Contains(strings.ToLower(name), needle) {
+		if needle != "" && !strings.Contains(sum.folded[i], needle) {
 			continue
 		}
 		matches++
@@ -221,4 +225,23 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		items = []status.Item{}
 	}
 	writeJSON(w, http.StatusOK, searchReply{Query: q, State: want, Matches: matches, Now: s.Now().UnixMilli(), At: sum.At, Items: items})
+}
+
+// fold is s with each character replaced by the smallest of those that
+// Unicode's simple case folding makes equal to it, so that two strings
+// that differ only in case fold to the same: "Backup-DB" and "backup-db",
+// and, where lower-casing alone falls short, "ΣΊΣΥΦΟΣ" and "σίσυφος"
+// (Σ, σ and the final ς) or "K" and the Kelvin sign. A search matches the
+// folded query in the folded names.
+func fold(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -159,6 +160,33 @@ func TestSearchCoversTheWholeList(t *testing.T) {
 	for _, query := range []string{"state=sad", "limit=0", "limit=x"} {
 		if code, body, _ := get(t, srv.URL+"/api/search?"+query); code != http.StatusBadRequest {
 			t.Errorf("?%s: %d %s, want 400", query, code, body)
+		}
+	}
+}
+
+// TestSearchIgnoresCase: a search matches names whatever the case of
+// either, as Unicode folds case: upper-case names found by a lower-case
+// query and the reverse, and the Greek final sigma, which lower-casing
+// alone does not match.
+func TestSearchIgnoresCase(t *testing.T) {
+	srv, _, _ := start(t, "", "Backup-DB", "backup-files", "ΣΊΣΥΦΟΣ", "Reports")
+	for query, want := range map[string]string{
+		"backup":    "Backup-DB,backup-files",
+		"BACKUP-db": "Backup-DB",
+		"-DB":       "Backup-DB",
+		"σίσυφος":   "ΣΊΣΥΦΟΣ",
+		"ΣΊΣΥΦΟΣ":   "ΣΊΣΥΦΟΣ",
+		"reports":   "Reports",
+		"restore":   "",
+	} {
+		var r searchReply
+		getJSON(t, srv.URL+"/api/search?q="+url.QueryEscape(query), &r)
+		var names []string
+		for _, st := range r.Items {
+			names = append(names, st.Item)
+		}
+		if got := strings.Join(names, ","); got != want || r.Matches != int64(len(names)) {
+			t.Errorf("search %q = %d matches %q, want %q", query, r.Matches, got, want)
 		}
 	}
 }
