@@ -239,6 +239,49 @@ func TestPasswords(t *testing.T) {
 	}
 }
 
+// TestUnneededPasswordIsSaid: a password given to a server that asks for
+// none (which Redis takes without a word) is said once, in one warning line,
+// by w8y and w8yctl alike, whether the URL or the variable gives it; a
+// password that the server asks for, or none at all, is not.
+func TestUnneededPasswordIsSaid(t *testing.T) {
+	t.Parallel()
+	open := setup(t, "np")
+	open.items("a", "b", "c")
+	secured := setup(t, "np", redistest.Password("right-horse-battery"))
+	secured.items("a")
+	const warning = "asks for no password, yet "
+	for _, tt := range []struct {
+		env  []string
+		url  string
+		from string
+	}{
+		{nil, "redis://:stray-staple@127.0.0.1:" + itoa(open.Port), "--redis-url"},
+		{[]string{"W8Y_REDIS_PASSWORD=stray-staple"}, open.URL, "W8Y_REDIS_PASSWORD"},
+		{nil, "redis://default:stray-staple@127.0.0.1:" + itoa(open.Port), "--redis-url"},
+	} {
+		r := runW8y(t, tt.env, "-u", tt.url, "-k", "np", "-t", "true")
+		r.wantExit(t, 0)
+		if n := strings.Count(r.Stderr, warning); n != 1 || !strings.Contains(r.Stderr, "WRN the server at redis://") ||
+			!strings.Contains(r.Stderr, warning+tt.from+" gives one: is it the Redis you meant?") || strings.Contains(r.Stderr, "staple") {
+			t.Errorf("%q %s: want the one warning naming %s, without the password: %s", tt.env, tt.url, tt.from, r)
+		}
+		c := runCtl(t, tt.env, "-u", tt.url, "-k", "np", "status", "a")
+		c.wantExit(t, 0)
+		if strings.Count(c.Stderr, warning) != 1 {
+			t.Errorf("w8yctl: want the one warning: %s", c)
+		}
+	}
+	for _, r := range []result{
+		runW8y(t, nil, "-u", "redis://:right-horse-battery@127.0.0.1:"+itoa(secured.Port), "-k", "np", "-t", "true"),
+		runW8y(t, nil, "-u", open.URL, "-k", "np", "-t", "true"),
+	} {
+		r.wantExit(t, 0)
+		if strings.Contains(r.Stderr, warning) {
+			t.Errorf("a needed password, or none, is warned of: %s", r)
+		}
+	}
+}
+
 // TestPercentEncodedPasswordNeverShows: a password written in the URL
 // percent-encoded (p%40ss for p@ss, as a URL must write an '@') shows in no
 // line that w8y or w8yctl writes, neither as written nor decoded, whether
