@@ -42,8 +42,8 @@ func runWorker(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zer
 	if err != nil {
 		return err
 	}
-	if opts.KeyPrefix == "" {
-		log.Warn().Msg("no --key-prefix: using the keys 'list' and 'lock:<item>' at the top of the database")
+	if blank := (schema.Keys{Prefix: opts.KeyPrefix}).BlankPrefix(); blank != "" {
+		log.Warn().Msg(blank)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -129,3 +129,28 @@ func TestCtlRunNowSaysWhatHappens(t *testing.T) {
 	})
 	w.stop(t)
 }
+
+// TestBlankPrefixIsNamed: a worker, or w8yctl, without a prefix, or with a
+// blank one, says once at start which list it uses, at the top of the
+// database; a prefix that names something says nothing.
+func TestBlankPrefixIsNamed(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	for prefix, list := range map[string]string{"": "list", " ": " :list", ":": ":list", "work": "work:list"} {
+		s.seed(t, list, "a")
+		args := []string{"-u", s.URL, "-t"}
+		if prefix != "" {
+			args = append(args, "-k", prefix)
+		}
+		for _, r := range []result{runW8y(t, nil, append(args, "true")...), runCtl(t, nil, append(args[:2:2], append(args[3:], "status", "a")...)...)} {
+			r.wantExit(t, 0)
+			named := fmt.Sprintf("the list is %q and the locks %q", list, strings.TrimSuffix(list, "list")+"lock:<item>")
+			switch n := strings.Count(r.Stderr, named); {
+			case prefix == "work" && strings.Contains(r.Stderr, "WRN"):
+				t.Errorf("a prefix is warned of: %s", r)
+			case prefix != "work" && (n != 1 || !strings.Contains(r.Stderr, "WRN ")):
+				t.Errorf("-k %q: want one warning that says %s: %s", prefix, named, r)
+			}
+		}
+	}
+}

@@ -94,6 +94,9 @@ func (c *command) run(stdout, stderr io.Writer) error {
 		return redisconn.Wrap("connect to Redis", err)
 	}
 	keys := schema.Keys{Prefix: c.opts.KeyPrefix, Colocated: redisconn.Colocated(client, c.opts.KeyPrefix)}
+	if blank := keys.BlankPrefix(); blank != "" {
+		log.Warn().Msg(blank)
+	}
 	fleet := &control.Fleet{Client: client, Keys: keys, By: c.by, Remedies: remedies(&c.opts.ConnectionOptions)}
 	out := &printer{w: stdout, json: c.opts.JSON, list: keys.List(), log: log}
 	return c.verb.run(ctx, c, fleet, out)
