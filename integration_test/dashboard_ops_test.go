@@ -109,9 +109,15 @@ func TestDashboardOnAHundredThousandItems(t *testing.T) {
 	b.items(redistest.Items(100_000)...)
 	b.Client.Set(ctx(t), b.key("backoff:i77777"), "1", time.Hour)
 	b.Client.Set(ctx(t), b.key("lock:i99999"), "vm:1:tok", time.Hour)
-	// Two items due and not taken, the older a minute late.
+	// Two items due and not taken, the older a minute late: their
+	// cooldowns, of an hour after runs that ended an hour ago, ran out.
+	// (No worker is live: an item due since its run ended would not be
+	// late.)
 	late := float64(time.Now().Add(-time.Minute).UnixMilli())
 	b.Client.ZAdd(ctx(t), b.key("due"), redis.Z{Member: "i5", Score: late}, redis.Z{Member: "i6", Score: late + 1000})
+	for _, item := range []string{"i5", "i6"} {
+		b.Client.HSet(ctx(t), b.key("state:"+item), "last_start", int64(late)-3_600_000, "last_end", int64(late)-3_600_000)
+	}
 	url := serveDashboard(t, b)
 	tab := browser(t)
 	dir := screenshots(t)

@@ -154,3 +154,32 @@ func TestBlankPrefixIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusCountsEntriesAndCutsLongItems: --status's summary counts the
+// list's entries as LLEN does and says how many are duplicates; a 5 KB
+// item is cut in its table row (the table is lines to read), and whole in
+// --json.
+func TestStatusCountsEntriesAndCutsLongItems(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "dup")
+	long := strings.Repeat("x", 5000)
+	s.items("a", "b", "c", "d", "e", "f", "g", "h", "i", "a", long)
+	r := s.run("--status")
+	r.wantExit(t, 0)
+	if head, _, _ := strings.Cut(r.Stdout, "\n"); head != "dup:list: 11 items, 1 of them a duplicate (w8yctl check)" {
+		t.Errorf("the summary's first line is %q", head)
+	}
+	for _, line := range strings.Split(r.Stdout, "\n") {
+		if len(line) > 200 {
+			t.Errorf("a %d-byte line in --status: %.80q...", len(line), line)
+		}
+	}
+	if !strings.Contains(r.Stdout, "\n"+strings.Repeat("x", 99)+"…  idle") {
+		t.Errorf("the long item's row is not cut at 100 columns:\n%s", r.Stdout)
+	}
+	j := s.run("--status", "--json")
+	j.wantExit(t, 0)
+	if !strings.Contains(j.Stdout, `"item":"`+long+`"`) || !strings.Contains(j.Stdout, `"items":11,"duplicates":1,`) {
+		t.Errorf("--json lacks the long item whole, or the counts: %.300s", j.Stdout)
+	}
+}

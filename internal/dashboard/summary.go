@@ -54,10 +54,13 @@ type Counts struct {
 // Summary is the whole list, counted at one read, with how far behind the
 // fleet is.
 type Summary struct {
-	// Items is how many distinct items the list holds.
-	Items  int64  `json:"items"`
-	Counts Counts `json:"counts"`
-	Lag    Lag    `json:"lag"`
+	// Items is how many entries the list holds, and Duplicates how many
+	// of them repeat an earlier one, as w8y --status counts them (see
+	// status.Summary); the counts count each item once.
+	Items      int64  `json:"items"`
+	Duplicates int64  `json:"duplicates"`
+	Counts     Counts `json:"counts"`
+	Lag        Lag    `json:"lag"`
 	// FleetMax is the places of --fleet-max-running in use and the cap,
 	// or null without a cap (see status.Reader.Places).
 	FleetMax *status.Places `json:"fleet_max_running"`
@@ -107,7 +110,7 @@ func failing(st status.Item) bool {
 func (s *Server) readSummary(ctx context.Context) (*Summary, error) {
 	start := s.Now()
 	sum := &Summary{}
-	err := s.Status.Read(ctx, func(batch []status.Item) error {
+	entries, err := s.Status.ReadCounting(ctx, func(batch []status.Item) error {
 		for _, st := range batch {
 			k := kind(st)
 			c := &sum.Counts
@@ -144,7 +147,7 @@ func (s *Server) readSummary(ctx context.Context) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum.Items = int64(len(sum.names))
+	sum.Items, sum.Duplicates = entries, entries-int64(len(sum.names))
 	end := s.Now()
 	if sum.Lag, err = readLag(ctx, s.Fleet.Client, s.Fleet.Keys, end); err != nil {
 		return nil, err

@@ -217,7 +217,7 @@ func writeTable(w io.Writer, items []Item, now time.Time, width int) {
 	for _, st := range items {
 		rows = append(rows, st.row(now))
 		if st.Problem != nil {
-			notes = append(notes, fmt.Sprintf("%s is %s: %s", cell(st.Item), st.State, *st.Problem))
+			notes = append(notes, fmt.Sprintf("%s is %s: %s", clipCell(cell(st.Item), maxCell), st.State, *st.Problem))
 		}
 		if st.State == StatePaused {
 			notes = append(notes, st.pauseNote())
@@ -240,8 +240,11 @@ func writeTable(w io.Writer, items []Item, now time.Time, width int) {
 	for _, row := range rows {
 		var line strings.Builder
 		for i, c := range row {
-			if width > 0 {
+			switch {
+			case width > 0:
 				c = clipCell(c, widths[i])
+			case i == itemColumn || i == holderColumn:
+				c = clipCell(c, maxCell)
 			}
 			line.WriteString(c)
 			if i < len(row)-1 {
@@ -276,9 +279,15 @@ func fit(widths []int, width int) {
 }
 
 // maxPadded is the widest that the ITEM and HOLDER columns are padded to
-// in a pipe or a file, where cells are never clipped: wide enough for the
-// items of most lists, and a 5 KB item does not pad every line to 5 KB.
+// in a pipe or a file: wide enough for the items of most lists, and a long
+// item does not pad every line.
 const maxPadded = 40
+
+// maxCell is the widest that an ITEM or HOLDER cell, and an item in the
+// notes under the table, is shown in a pipe or a file, cut with "…" past
+// it: a row of a table is a line to read, and a 5 KB item made one 5 KB
+// long. --json, and w8yctl status ITEM, give items whole.
+const maxCell = 100
 
 // clipCell shortens c to width terminal columns, marking the cut with "…".
 // Widths are display widths: a CJK character or an emoji takes two
@@ -320,7 +329,7 @@ func (st Item) row(now time.Time) []string {
 
 // pauseNote is the line under the table that tells of st's pause.
 func (st Item) pauseNote() string {
-	note := cell(st.Item) + " is paused"
+	note := clipCell(cell(st.Item), maxCell) + " is paused"
 	if st.PausedBy != nil {
 		note += " by " + *st.PausedBy
 	}
