@@ -78,8 +78,8 @@ func TestCtlAdd(t *testing.T) {
 
 	// A mistyped prefix starts no list; --create does.
 	r = runCtl(t, nil, "-u", s.URL, "-k", "adx", "add", "a")
-	r.wantExit(t, 125)
-	oneLineOf(t, "w8yctl", r.Stderr, `the list "adx:list" does not exist: is --key-prefix (W8Y_KEY_PREFIX) right? Give --create`)
+	r.wantExit(t, 120)
+	oneLineOf(t, "w8yctl", r.Stderr, `the list "adx:list" does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right? Give --create`)
 	r = runCtl(t, nil, "-u", s.URL, "-k", "adx", "add", "--create", "--json", "a")
 	r.mustExit(t, 0)
 	var results []map[string]any
