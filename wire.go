@@ -119,7 +119,7 @@ func newWorker(opts *Options, command childcmd.Command, client redis.UniversalCl
 		rotator: &Rotator{take.Taker{
 			Client: client, Keys: keys, Token: token, TTL: time.Duration(opts.KeyExpiry),
 			MaxItemLen: command.MaxItemLen(keys.Lock(""), proc.ArgMax()), Log: log,
-			Record: record, ReplicaAcks: opts.ReplicaAcks, IdleWait: time.Duration(opts.IdleWait), FleetMax: int(opts.FleetMaxRunning),
+			Record: record, ReplicaAcks: opts.ReplicaAcks, FleetMax: int(opts.FleetMaxRunning),
 		}},
 		finisher: &runs.Finisher{
 			Client: client, Record: record, Jitter: runs.JitterFactor,
@@ -178,7 +178,7 @@ func showStatus(opts *Options, stdout io.Writer, log zerolog.Logger) error {
 	defer client.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	reader := &status.Reader{Client: client, Keys: schema.Keys{Prefix: opts.KeyPrefix}}
+	reader := &status.Reader{Client: client, Keys: schema.Keys{Prefix: opts.KeyPrefix, Colocated: redisconn.Colocated(client, opts.KeyPrefix)}}
 	view := status.View{JSON: opts.JSON, Watch: time.Duration(opts.Watch), Filter: opts.filter}
 	return status.Show(ctx, reader, view, stdout, log)
 }

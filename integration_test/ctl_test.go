@@ -943,3 +943,37 @@ func TestDocsCtlCheck(t *testing.T) {
 		t.Errorf("the session's exit codes: %v, want [1 0 0]", codes)
 	}
 }
+
+// TestCtlCheckNotDue: check names the items that nothing will run before
+// the fleet's next sweep (in the list, tried by the fleet, held by
+// nothing, absent from the due index), and --fix makes them due; an item
+// that a cooldown holds, one with an entry, and those that the fleet has
+// yet to try (appended, or a list no worker has seen) are not findings.
+func TestCtlCheckNotDue(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	c := s.Client
+	at := []string{"-u", s.URL, "-k", "nd"}
+	s.seed(t, "nd:list", "a", "b", "c", "d")
+	// No worker has seen the list: every item is to be tried.
+	runCtl(t, nil, append(at, "check")...).mustExit(t, 0)
+
+	c.Set(ctx(t), "nd:seen", 4, 0)
+	c.Set(ctx(t), "nd:untried", 0, 0)
+	c.ZAdd(ctx(t), "nd:due", redis.Z{Member: "a", Score: 1}, redis.Z{Member: "b", Score: float64(time.Now().Add(time.Hour).UnixMilli())})
+	c.Set(ctx(t), "nd:cooldown:c", "hand", time.Hour)
+	c.RPush(ctx(t), "nd:list", "appended")
+	r := runCtl(t, nil, append(at, "check")...)
+	r.wantExit(t, 1)
+	r.wantStdout(t, `not_due: "d" is in the list and nothing holds it, but the due index has no entry for it: no take finds it before the fleet's next sweep; to repair: w8yctl -u `+s.URL+" -k nd check --fix\n"+
+		`found 1 problem under "nd:"`+"\n")
+	r = runCtl(t, nil, append(at, "check", "--fix")...)
+	r.wantExit(t, 0)
+	if !strings.Contains(r.Stdout, `not_due: "d" is in the list and nothing holds it, but the due index has no entry for it: no take finds it before the fleet's next sweep: made it due now`) {
+		t.Errorf("check --fix:\n%s", r)
+	}
+	if score, err := c.ZScore(ctx(t), "nd:due", "d").Result(); err != nil || score != 0 {
+		t.Errorf("d's entry after check --fix: %v (%v), want 0 (now)", score, err)
+	}
+	runCtl(t, nil, append(at, "check")...).mustExit(t, 0)
+}

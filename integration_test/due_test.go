@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/take"
 )
 
 // coolAll gives every item of items a cooldown key set by hand, which no
@@ -44,21 +45,25 @@ func (s *server) looks(t *testing.T) int {
 }
 
 // TestIdleWorkerDoesNotReadTheList: once the fleet has tried every item of
-// a large list (as appended items, and in a sweep) and found it cooling, an
-// idle worker looks at what came due every --idle-wait instead of passing
-// over the list again: no LRANGE, and no EXISTS or MGET of candidates'
-// keys, however many looks it makes (a look that probes sends one EXISTS,
-// of the sweep key, and one MGET, of the fleet's marks).
+// a large list (its untried head, in a pass) and found it cooling, an idle
+// worker looks at what came due every --idle-wait instead of passing over
+// the list again: no LRANGE, and no EXISTS or MGET of candidates' keys,
+// however many looks it makes (a look that probes sends one EXISTS, of the
+// sweep key, and one MGET, of the fleet's marks), until the fleet's next
+// sweep, two minutes away for 20,000 items (take.SweepEvery).
 func TestIdleWorkerDoesNotReadTheList(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
 	items := s.seedCooling(t, "big", 20_000, 10*time.Minute)
 	w := startW8y(t, nil, "-u", s.URL, "-k", "big", "-c", "-q", "--idle-wait", "100ms", "true")
 
-	redistest.WaitFor(t, "the worker's first sweep", func() bool { return s.Client.Exists(ctx(t), "big:sweep").Val() == 1 })
-	// The look that elected the sweep came before it; the next, after.
-	elected := s.looks(t)
-	redistest.WaitFor(t, "a look after the sweep", func() bool { return s.looks(t) > elected })
+	redistest.WaitFor(t, "the worker to try the whole list", func() bool { return s.Client.Get(ctx(t), "big:untried").Val() == "0" })
+	if every, left := take.SweepEvery(int64(len(items))), s.Client.PTTL(ctx(t), "big:sweep").Val(); left < every-10*time.Second || left > every {
+		t.Fatalf("the fleet's first sweep is %s away, want take.SweepEvery(20,000): %s", left, every)
+	}
+	// The pass over the head ended with a look; the next comes after it.
+	passed := s.looks(t)
+	redistest.WaitFor(t, "a look after the pass", func() bool { return s.looks(t) > passed })
 	before := redistest.CommandStats(t, s.Client)
 	redistest.WaitFor(t, "five more looks", func() bool { return s.looks(t) >= before["zrangebyscore"]+5 })
 	after := redistest.CommandStats(t, s.Client)
@@ -89,12 +94,12 @@ func TestIdleWorkerDoesNotReadTheList(t *testing.T) {
 var listReads = []string{"lrange", "ltrim", "lmove", "rpoplpush", "exists", "mget", "lpos", "lrem"}
 
 // TestOneShotDoesNotReadTheList: once the fleet has tried a long list (its
-// appended items, then one sweep), a one-shot run over it that finds
-// nothing to take reads none of its items, however long it is: one look
-// at the due index and the appended items (none), and no sweep, which the
-// first run made for the fleet. An item made eligible by hand (its
-// cooldown key deleted) is left to the next sweep; one appended with RPUSH
-// is taken by the next run.
+// untried head, in one pass), a one-shot run over it that finds nothing to
+// take reads none of its items, however long it is: one look at the due
+// index and the appended items (none), and no step of the sweep, which is
+// a whole interval away (take.SweepEvery: two minutes for 20,000 items). An
+// item made eligible by hand (its cooldown key deleted) is left to the
+// next sweep; one appended with RPUSH is taken by the next run.
 func TestOneShotDoesNotReadTheList(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "oneshot")
@@ -102,14 +107,14 @@ func TestOneShotDoesNotReadTheList(t *testing.T) {
 	b.items(items...)
 	b.coolAll(t, b.prefix, items, time.Hour)
 
-	// The first run tries the list as appended, then sweeps it for the
-	// fleet: the next sweep is an hour away (--idle-wait).
-	b.run("--idle-wait", "1h", "true").wantExit(t, 0)
+	// The first run passes over the untried list, which the fleet saw for
+	// the first time: its first sweep is a whole interval away.
+	b.run("true").wantExit(t, 0)
 	if got := b.Client.Get(ctx(t), b.key("seen")).Val(); got != strconv.Itoa(len(items)) {
 		t.Fatalf("after the first run, seen is %q, want %d: every item tried", got, len(items))
 	}
-	if left := b.Client.PTTL(ctx(t), b.key("sweep")).Val(); left < 50*time.Minute {
-		t.Fatalf("after the first run's sweep, the next is %s away, want about --idle-wait 1h", left)
+	if every, left := take.SweepEvery(int64(len(items))), b.Client.PTTL(ctx(t), b.key("sweep")).Val(); left < every-10*time.Second {
+		t.Fatalf("after the first run, the fleet's first sweep is %s away, want take.SweepEvery(20,000): %s", left, every)
 	}
 
 	before := redistest.CommandStats(t, b.Client)
@@ -124,8 +129,10 @@ func TestOneShotDoesNotReadTheList(t *testing.T) {
 	b.run("--idle-wait", "1h", "--no-work-exit-code", "3", "true").wantExit(t, 3)
 	after := redistest.CommandStats(t, b.Client)
 	for _, cmd := range listReads {
-		if n := after[cmd] - before[cmd]; n != 0 {
-			t.Errorf("four one-shot runs over a cooling list sent %d %s", n, cmd)
+		// A look asks whether a step of the sweep is due: one EXISTS, of
+		// the sweep key.
+		if n, most := after[cmd]-before[cmd], map[bool]int{true: 4}[cmd == "exists"]; n > most {
+			t.Errorf("four one-shot runs over a cooling list sent %d %s, want at most %d", n, cmd, most)
 		}
 	}
 	if got := after["evalsha"] + after["eval"] - before["evalsha"] - before["eval"]; got > 4 {
@@ -353,39 +360,41 @@ func TestResumeMakesTheItemDue(t *testing.T) {
 }
 
 // TestOneSweepForTheFleet: idle workers sweep the whole list for the fleet,
-// one of them per interval (at least --idle-wait), not each of them.
+// a step a look, once every take.SweepEvery (5s for 300 items), not once
+// each: the steps' LRANGEs over a window add up to about one sweep per
+// interval, whatever the number of workers.
 func TestOneSweepForTheFleet(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
 	items := s.seedCooling(t, "sw", 300, 10*time.Minute)
-	const workers, idleWait = 4, 2 * time.Second
+	const workers = 4
 	var ps []*proc
 	for range workers {
-		ps = append(ps, startW8y(t, nil, "-u", s.URL, "-k", "sw", "-c", "-q", "--idle-wait", idleWait.String(), "true"))
+		ps = append(ps, startW8y(t, nil, "-u", s.URL, "-k", "sw", "-c", "-q", "true"))
 	}
-	// A pass over the 300 items is takeCalls(300) calls, an LRANGE each.
-	// A list that no worker has tried is passed over once for the fleet
-	// (its first sweep), not once by each worker.
-	calls := takeCalls(len(items))
-	redistest.WaitFor(t, "the fleet's first pass and every worker's looks", func() bool {
-		stats := redistest.CommandStats(t, s.Client)
-		return stats["lrange"] >= calls && stats["zrangebyscore"] >= 2*workers
-	})
+	// A sweep of 300 items is two steps (take.SweepStep is 256), an LRANGE
+	// each; the looks and probes of idle workers send none.
+	const steps = 2
+	redistest.WaitFor(t, "the fleet to try the list", func() bool { return s.Client.Get(ctx(t), "sw:untried").Val() == "0" })
 	before, start := redistest.CommandStats(t, s.Client), time.Now()
-	redistest.WaitFor(t, "looks for five seconds", func() bool {
-		return time.Since(start) > 5*time.Second && s.looks(t) >= before["zrangebyscore"]+4*workers
+	redistest.WaitFor(t, "twelve seconds of looks", func() bool {
+		return time.Since(start) > 12*time.Second && s.looks(t) >= before["zrangebyscore"]+4*workers
 	})
 	after, elapsed := redistest.CommandStats(t, s.Client), time.Since(start)
-	sweeps := (after["lrange"] - before["lrange"] + calls - 1) / calls
-	// Shared, a sweep per idleWait at most, and one more for the window's
-	// edges; each worker on its own would make one per idleWait each.
-	if most := int(elapsed/idleWait) + 1; sweeps > most {
-		t.Errorf("%d workers swept %d times in %s: want at most %d, one sweep per --idle-wait %s for the fleet", workers, sweeps, elapsed.Round(time.Millisecond), most, idleWait)
+	reads := after["lrange"] - before["lrange"]
+	// Shared, a sweep per interval and one more for the window's edges;
+	// each worker on its own would make one per interval each.
+	if most := steps * (int(elapsed/take.SweepEvery(int64(len(items)))) + 2); reads < steps || reads > most {
+		t.Errorf("%d workers read the list %d times in %s: want between %d and %d, one sweep of %d steps every %s for the fleet",
+			workers, reads, elapsed.Round(time.Millisecond), steps, most, steps, take.SweepEvery(int64(len(items))))
 	}
 	for _, p := range ps {
 		p.stop(t)
 	}
-	t.Logf("%d sweeps and %d looks in %s", sweeps, after["zrangebyscore"]-before["zrangebyscore"], elapsed.Round(time.Millisecond))
+	if got := s.Client.ZCard(ctx(t), "sw:due").Val(); got != int64(len(items)) {
+		t.Errorf("the due index holds %d entries for %d cooling items", got, len(items))
+	}
+	t.Logf("%d steps of the sweep and %d looks in %s", reads, after["zrangebyscore"]-before["zrangebyscore"], elapsed.Round(time.Millisecond))
 }
 
 // TestClusterIdleLook: on a Cluster, an idle worker with a hash-tagged

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -100,13 +101,14 @@ func TestTLS(t *testing.T) {
 // TYPE and SET to set them, HSET and HINCRBY to count failures), INCR for the
 // fencing token, the record (HDEL of a cancelled run's reason), the cancel
 // request (HMGET at each refresh, HGET and DEL at the finish), the due
-// index, --status (ZCOUNT for its lag) and /healthz. The scripts call the record's with pcall, so a
+// index (ZMSCORE and ZSCORE to keep it: see internal/take/index.lua),
+// --status (ZCOUNT for its lag) and /healthz. The scripts call the record's with pcall, so a
 // missing one would only show as a missing record: the tests check it, and
 // the cooldown and backoff (checkSchedule).
 const aclCommands = "+evalsha +eval +llen +lmove +rpoplpush +wait " +
 	"+lrange +exists +mget +set +rpush +ltrim +type +get +pexpire +del " +
 	"+hset +hincrby +hdel +hget +xadd +lindex +lpos +pttl +hmget +ping +incr " +
-	"+zadd +zrem +zrangebyscore +zcount +lrem +zremrangebyscore"
+	"+zadd +zrem +zrangebyscore +zcount +lrem +zremrangebyscore +zmscore +zscore"
 
 // checkRecord fails the test unless each of items ran once, as its state
 // hash says, and events holds a start and an end for each: the ACL rule
@@ -296,17 +298,20 @@ func checkCancel(t *testing.T, s *server, env, args []string, item string) {
 // checkLook fails the test unless an idle continuous worker, run with args
 // on the keys under prefix, takes item through the due index once an
 // operator makes it due (c reaches the keys): the ACL rule, or the Cluster,
-// must let it look (see due.lua). With --idle-wait 1h the fleet's sweep
-// waits an hour, so the look is the only way the item can be taken.
+// must let it look (see due.lua). Every item is held, so a step of the
+// fleet's sweep makes none due, and the look is the only way the item can
+// be taken.
 func checkLook(t *testing.T, c redis.Cmdable, env, args []string, prefix, item string) {
 	t.Helper()
 	runs := filepath.Join(t.TempDir(), "runs")
 	p := startW8y(t, env, append(slices.Clone(args), "-c", "-q", "--cooldown", "1h", "--idle-wait", "1h",
 		"sh", "-c", `echo "$W8Y_ITEM" >> "$0"`, runs)...)
-	// Idle: the sweep key is set (it is at a sweep's start too, so also) no
-	// item is locked, and no item is left that no worker has tried.
+	// Idle: no entry of the due index has come due (the worker took what
+	// had), no item is locked, and no item is left that no worker has
+	// tried.
 	redistest.WaitFor(t, "the worker to go idle", func() bool {
-		if c.Exists(ctx(t), prefix+"sweep").Val() != 1 || c.Get(ctx(t), prefix+"untried").Val() != "0" {
+		now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+		if c.ZCount(ctx(t), prefix+"due", "-inf", now).Val() != 0 || c.Get(ctx(t), prefix+"untried").Val() != "0" {
 			return false
 		}
 		for _, it := range c.LRange(ctx(t), prefix+"list", 0, -1).Val() {
@@ -398,24 +403,28 @@ func TestDocsACLRule(t *testing.T) {
 	}
 }
 
-// TestACLWithoutTheDueIndex: an ACL user whose rule lacks a command that an
-// idle worker's look needs (here ZRANGEBYSCORE) ends the worker with 125
-// and a line that points at the recipes' ACL rule, rather than retrying a
-// refusal that no retry can mend.
+// TestACLWithoutTheDueIndex: an ACL user whose rule lacks a command that
+// the due index needs (ZRANGEBYSCORE for a look, ZMSCORE to give an item
+// passed over its entry) ends the worker with 125 and a line that points
+// at the recipes' ACL rule, rather than retrying a refusal that no retry
+// can mend, or taking items without the index that brings each round.
 func TestACLWithoutTheDueIndex(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
 	const password = "Stapler-Lamp-71"
-	commands := slices.DeleteFunc(strings.Fields(aclCommands), func(c string) bool { return c == "+zrangebyscore" })
-	s.setACLUser(t, "worker", password, "~nodue:*", commands...)
-	s.seed(t, "nodue:list", "a")
-	s.coolAll(t, "nodue", []string{"a"}, time.Hour)
-	r := runW8y(t, []string{"W8Y_REDIS_PASSWORD=" + password}, "-u", "redis://worker@127.0.0.1:"+itoa(s.Port), "-k", "nodue", "-c", "true")
-	r.wantExit(t, 125)
-	if !strings.Contains(r.Stderr, "ACL rule") || strings.Contains(r.Stderr, password) {
-		t.Errorf("stderr does not point at the ACL rule, or shows the password:\n%s", r.Stderr)
-	}
-	if got := s.list(t, "nodue:list"); !slices.Equal(got, []string{"a"}) {
-		t.Errorf("list %q, want it as it was", got)
+	for _, lacking := range []string{"+zrangebyscore", "+zmscore"} {
+		user, prefix := "worker"+lacking[2:], "nodue"+lacking[2:]
+		commands := slices.DeleteFunc(strings.Fields(aclCommands), func(c string) bool { return c == lacking })
+		s.setACLUser(t, user, password, "~"+prefix+":*", commands...)
+		s.seed(t, prefix+":list", "a")
+		s.coolAll(t, prefix, []string{"a"}, time.Hour)
+		r := runW8y(t, []string{"W8Y_REDIS_PASSWORD=" + password}, "-u", "redis://"+user+"@127.0.0.1:"+itoa(s.Port), "-k", prefix, "-c", "true")
+		r.wantExit(t, 125)
+		if !strings.Contains(r.Stderr, "ACL rule") || strings.Contains(r.Stderr, password) {
+			t.Errorf("without %s, stderr does not point at the ACL rule, or shows the password:\n%s", lacking, r.Stderr)
+		}
+		if got := s.list(t, prefix+":list"); !slices.Equal(got, []string{"a"}) {
+			t.Errorf("without %s, list %q, want it as it was", lacking, got)
+		}
 	}
 }

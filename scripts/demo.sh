@@ -49,13 +49,13 @@ echo "exit code: $?"
 echo "list after (report:alpha rotated to the end; nothing removed):"
 rcli LRANGE demo:list 0 -1
 
-heading "One-shot run while another host holds report:beta"
-show rcli SET demo:lock:report:beta other-host:4242:manual PX 60000
+heading "One-shot run while another host holds report:beta for two seconds"
+show rcli SET demo:lock:report:beta other-host:4242:manual PX 2000
 show "$w8y" -q -u "$url" -k demo echo processing {}
-echo "(report:beta was skipped, and rotated like any candidate)"
+echo "(report:beta was skipped, and rotated like any candidate; the due index"
+echo " now says when its lock expires, and the fleet takes it then)"
 echo "list after:"
 rcli LRANGE demo:list 0 -1
-rcli DEL demo:lock:report:beta >/dev/null
 
 heading "Three --continuous workers for a few seconds"
 for n in 1 2 3; do
@@ -78,7 +78,7 @@ sleep 1
 show_holders
 sleep 1.5
 show_holders
-sleep 0.5
+sleep 1.5
 
 heading "SIGTERM to the workers: forwarded to the running items; each worker waits, releases its lock, exits 0"
 show kill -TERM "${bg_pids[@]}"
@@ -95,6 +95,16 @@ echo "worker 1's log:"
 sed 's/^/  /' "$tmp/worker1.log"
 for n in 1 2 3; do
 	echo "worker $n ran $(grep -c 'item finished' "$tmp/worker$n.log") items"
+done
+# Every item comes round: each ran at least once while the workers ran,
+# report:beta too, once the other host's lock had expired.
+for item in "${items[@]}"; do
+	n="$(cat "$tmp"/worker?.log | grep 'item finished' | grep -c "item=$item " || true)"
+	echo "$item ran $n times"
+	if [ "$n" -eq 0 ]; then
+		echo "demo: $item never ran: every item must come round" >&2
+		status=1
+	fi
 done
 
 heading "After the workers stopped"

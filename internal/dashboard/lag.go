@@ -16,8 +16,11 @@ type Lag struct {
 	// colocated (Redis Cluster without a hash tag), and workers pass over
 	// the list instead.
 	Known bool `json:"known"`
-	// Due is how many items are due and not taken.
+	// Due is how many items are due and not taken, NeverTried among them.
 	Due int64 `json:"due"`
+	// NeverTried is how many items no worker has tried yet (see
+	// status.Lag).
+	NeverTried int64 `json:"never_tried"`
 	// OldestMs is how long the item due longest has waited, in
 	// milliseconds; null when none is due, or when each due one was made
 	// due "now" (run-now, resume), which the index keeps without a time.
@@ -34,7 +37,7 @@ func readLag(ctx context.Context, client status.Client, keys schema.Keys, now ti
 	if err != nil {
 		return Lag{}, err
 	}
-	l := Lag{Known: true, Due: lag.Overdue}
+	l := Lag{Known: true, Due: lag.Overdue, NeverTried: lag.NeverTried}
 	if lag.MostOverdue != nil {
 		l.OldestMs = &lag.MostOverdueMs
 	}

@@ -195,7 +195,7 @@ func TestSearchIgnoresCase(t *testing.T) {
 // TestLagFromTheDueIndex: the lag counts the entries due by now, and
 // ages the oldest that has a time; one made due "now" (score 0) counts
 // without an age, and those due later, or held by their keys, do not
-// count.
+// count; the items that no worker has tried yet count, without an age.
 func TestLagFromTheDueIndex(t *testing.T) {
 	rdb := redistest.Start(t).Client
 	keys := schema.Keys{Prefix: "lag:", Colocated: true}
@@ -208,7 +208,7 @@ func TestLagFromTheDueIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Known != want.Known || got.Due != want.Due || (got.OldestMs == nil) != (want.OldestMs == nil) || got.OldestMs != nil && *got.OldestMs != *want.OldestMs {
+		if got.Known != want.Known || got.Due != want.Due || got.NeverTried != want.NeverTried || (got.OldestMs == nil) != (want.OldestMs == nil) || got.OldestMs != nil && *got.OldestMs != *want.OldestMs {
 			t.Errorf("%s: lag = %+v (oldest %v), want %+v (oldest %v)", name, got, deref(got.OldestMs), want, deref(want.OldestMs))
 		}
 	}
@@ -229,6 +229,9 @@ func TestLagFromTheDueIndex(t *testing.T) {
 		rdb.ZAdd(ctx, keys.Due(), redis.Z{Member: item, Score: at(-time.Hour)})
 	}
 	check("held items", keys, Lag{Known: true, Due: 3, OldestMs: &oldest})
+	// Two items that no worker has tried yet (no marks) are behind too.
+	rdb.RPush(ctx, keys.List(), "x", "y")
+	check("items never tried", keys, Lag{Known: true, Due: 5, NeverTried: 2, OldestMs: &oldest})
 	check("not colocated", schema.Keys{Prefix: "lag:"}, Lag{})
 }
 

@@ -21,6 +21,7 @@ type lagCollector struct {
 	reader  *status.Reader
 	now     func() time.Time
 	overdue *prometheus.Desc
+	never   *prometheus.Desc
 	lag     *prometheus.Desc
 	up      *prometheus.Desc
 	// inUse and fleetMax are the places of --fleet-max-running, reported
@@ -34,7 +35,9 @@ func newLagCollector(reader *status.Reader, now func() time.Time) *lagCollector 
 		reader: reader,
 		now:    now,
 		overdue: prometheus.NewDesc("w8y_overdue_items",
-			"Items whose cooldown, backoff or schedule lets them run that no worker has taken yet, from the due index (the same on every worker of the list).", nil, labels),
+			"Items whose cooldown, backoff or schedule lets them run that no worker has taken yet, from the due index, and the items no worker has tried yet (the same on every worker of the list).", nil, labels),
+		never: prometheus.NewDesc("w8y_never_tried_items",
+			"Items that no worker has tried yet, among w8y_overdue_items: a list loaded at once, items appended since the fleet last looked.", nil, labels),
 		lag: prometheus.NewDesc("w8y_lag_seconds",
 			"How long ago the most overdue item came due: how far behind the fleet is on the list (0 when none is overdue).", nil, labels),
 		up: prometheus.NewDesc("w8y_redis_up",
@@ -48,6 +51,7 @@ func newLagCollector(reader *status.Reader, now func() time.Time) *lagCollector 
 
 func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.overdue
+	ch <- c.never
 	ch <- c.lag
 	ch <- c.up
 	ch <- c.inUse
@@ -68,6 +72,7 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
 	ch <- prometheus.MustNewConstMetric(c.overdue, prometheus.GaugeValue, float64(lag.Overdue))
+	ch <- prometheus.MustNewConstMetric(c.never, prometheus.GaugeValue, float64(lag.NeverTried))
 	ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(lag.MostOverdueMs)/1000)
 	if places, err := c.reader.Places(ctx); err == nil && places != nil {
 		ch <- prometheus.MustNewConstMetric(c.inUse, prometheus.GaugeValue, float64(places.InUse))

@@ -19,8 +19,11 @@ import (
 // gone, w8y_redis_up is 0 and the lag is left out, not made 0.
 func TestLagGauges(t *testing.T) {
 	srv := redistest.Start(t)
-	keys := schema.Keys{Prefix: "m:"}
+	keys := schema.Keys{Prefix: "m:", Colocated: true}
 	now := time.UnixMilli(1_800_000_000_000)
+	// Three items, one appended since the fleet tried the first two.
+	srv.Client.RPush(context.Background(), keys.List(), "a", "b", "new")
+	srv.Client.MSet(context.Background(), keys.Seen(), 2, keys.Untried(), 0)
 	srv.Client.ZAdd(context.Background(), keys.Due(),
 		redis.Z{Score: float64(now.Add(-42 * time.Second).UnixMilli()), Member: "a"},
 		redis.Z{Score: float64(now.Add(-time.Second).UnixMilli()), Member: "b"},
@@ -32,9 +35,12 @@ func TestLagGauges(t *testing.T) {
 	want := `# HELP w8y_lag_seconds How long ago the most overdue item came due: how far behind the fleet is on the list (0 when none is overdue).
 # TYPE w8y_lag_seconds gauge
 w8y_lag_seconds{list="m:list"} 42
-# HELP w8y_overdue_items Items whose cooldown, backoff or schedule lets them run that no worker has taken yet, from the due index (the same on every worker of the list).
+# HELP w8y_never_tried_items Items that no worker has tried yet, among w8y_overdue_items: a list loaded at once, items appended since the fleet last looked.
+# TYPE w8y_never_tried_items gauge
+w8y_never_tried_items{list="m:list"} 1
+# HELP w8y_overdue_items Items whose cooldown, backoff or schedule lets them run that no worker has taken yet, from the due index, and the items no worker has tried yet (the same on every worker of the list).
 # TYPE w8y_overdue_items gauge
-w8y_overdue_items{list="m:list"} 2
+w8y_overdue_items{list="m:list"} 3
 # HELP w8y_redis_up 1 when this scrape's read of the due index reached Redis, 0 when it failed.
 # TYPE w8y_redis_up gauge
 w8y_redis_up{list="m:list"} 1

@@ -33,7 +33,7 @@ func FuzzKeys(f *testing.F) {
 			}
 		}
 		// The item's keys never name one of the prefix's own keys.
-		for _, own := range []string{k.List(), k.Events(), k.Due(), k.Fence(), k.Sweep()} {
+		for _, own := range []string{k.List(), k.Events(), k.Due(), k.Fence(), k.Sweep(), k.Swept()} {
 			if own == k.Lock(item) || own == k.State(item) {
 				t.Errorf("item %q's key is the prefix's %q", item, own)
 			}

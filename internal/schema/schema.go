@@ -73,10 +73,17 @@ func (k Keys) Due() string { return k.Prefix + "due" }
 // one.
 func (k Keys) Fence() string { return k.Prefix + "fence" }
 
-// Sweep is the key that an idle worker sets, with an expiry, when it
-// passes over the whole list for the fleet: while it exists, no other idle
-// worker does.
+// Sweep is the key whose expiry says when the fleet's next sweep of the
+// whole list is due (see internal/take's index.lua): while it exists, no
+// look makes a step of one. The step that ends a sweep sets it, for the
+// sweep's interval (take.SweepEvery); its value is when, in Unix
+// milliseconds.
 func (k Keys) Sweep() string { return k.Prefix + "sweep" }
+
+// Swept is how far the sweep under way has come, from the list's tail:
+// "COVERED LENGTH", the items read and the list's length then. It expires
+// after twice the longest interval between sweeps.
+func (k Keys) Swept() string { return k.Prefix + "swept" }
 
 // Seen is how much of the list, from its head, workers have already tried
 // (an integer, without expiry): the items from there to the tail are the

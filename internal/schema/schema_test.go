@@ -16,6 +16,7 @@ func TestKeyNames(t *testing.T) {
 		k.Events():        "work:events",
 		k.Due():           "work:due",
 		k.Sweep():         "work:sweep",
+		k.Swept():         "work:swept",
 		k.Seen():          "work:seen",
 		k.Untried():       "work:untried",
 		k.Fence():         "work:fence",

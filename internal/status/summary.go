@@ -67,16 +67,27 @@ func (s *Summary) add(st Item) {
 }
 
 // Lag is how far behind the fleet is on a list: the items whose cooldown,
-// backoff or schedule says they may run, that no worker has taken yet.
-// While no worker is live, only the items that came due by a schedule of
-// their own (a cooldown, a backoff or a slot that ran out) are behind: one
-// that is due since its last run ended has nothing to be late against
-// until a worker starts.
-// It is read from the due index, never from the list, so it costs the same
-// on a list of 100,000 items as on one of ten.
+// backoff or schedule says they may run, that no worker has taken yet, and
+// the items that no worker has tried yet (a list loaded at once, items
+// appended since the fleet last looked). While no worker is live, an entry
+// of the due index counts only if its item came due by a schedule of its
+// own (a cooldown, a backoff or a slot that ran out): one that is due since
+// its last run ended has nothing to be late against until a worker starts.
+// It is read from the due index and the fleet's marks, never from the
+// list, so it costs the same on a list of 100,000 items as on one of ten.
+// An item that only the fleet's sweep can find (its keys deleted by hand,
+// its entry lost) counts from the sweep that finds it, which is at most
+// take.SweepEvery away.
 type Lag struct {
-	// Overdue is how many items are due and not taken.
+	// Overdue is how many items are due and not taken, NeverTried among
+	// them.
 	Overdue int64 `json:"overdue"`
+	// NeverTried is how many items no worker has tried yet: those at the
+	// list's head that w8y has not yet passed over since it first saw the
+	// list (all of them, before any worker has), and those appended since
+	// the fleet's last look. Only where the workers look (one server, or a
+	// hash-tagged prefix), which is where the marks are kept.
+	NeverTried int64 `json:"never_tried"`
 	// MostOverdueMs is how long ago the most overdue item came due, in
 	// milliseconds; 0 when none is.
 	MostOverdueMs int64 `json:"most_overdue_ms"`
@@ -107,11 +118,23 @@ func (s *Reader) Lag(ctx context.Context, now time.Time) (Lag, error) {
 	pipe := s.Client.Pipeline()
 	count := pipe.ZCount(ctx, due, "-inf", upTo)
 	oldest := pipe.ZRangeByScoreWithScores(ctx, due, &redis.ZRangeBy{Min: "-inf", Max: upTo, Count: lagSample})
-	if _, err := pipe.Exec(ctx); err != nil {
+	var length *redis.IntCmd
+	var seen, untried *redis.StringCmd
+	if s.Keys.Colocated {
+		// GETs, not one MGET: the operators' ACL rule (docs/recipes.md)
+		// has GET.
+		length = pipe.LLen(ctx, s.Keys.List())
+		seen, untried = pipe.Get(ctx, s.Keys.Seen()), pipe.Get(ctx, s.Keys.Untried())
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return Lag{}, redisconn.Wrap("read "+strconv.Quote(due), err)
 	}
 	entries := oldest.Val()
 	lag := Lag{Overdue: count.Val()}
+	if length != nil {
+		lag.NeverTried = neverTried(length.Val(), seen.Val(), untried.Val())
+		lag.Overdue += lag.NeverTried
+	}
 	if len(entries) == 0 {
 		return lag, nil
 	}
@@ -161,6 +184,25 @@ func scheduled(state *redis.SliceCmd, score float64) bool {
 	}
 	start, end := Number(values[0]), Number(values[1])
 	return end != nil && (start == nil || *start <= *end) && score > float64(*end)
+}
+
+// neverTried is how many of a list of length items no worker has tried,
+// from the fleet's marks (seen and untried, as internal/take's due.lua
+// keeps them): the untried items at the head, and those after seen; the
+// whole list when no worker has tried it yet (neither mark: a whole pass,
+// such as --until-idle's, sets seen alone).
+func neverTried(length int64, seenMark, untriedMark string) int64 {
+	seen, seenErr := strconv.ParseInt(seenMark, 10, 64)
+	untried, err := strconv.ParseInt(untriedMark, 10, 64)
+	switch {
+	case err != nil && seenErr != nil:
+		return length
+	case err != nil:
+		untried = 0
+	case seenErr != nil:
+		seen = length
+	}
+	return min(max(untried, 0)+max(length-seen, 0), length)
 }
 
 // LiveWorkers is how many workers are alive on the list's prefix, as the

@@ -85,6 +85,47 @@ func TestLagWithoutALiveWorker(t *testing.T) {
 	}
 }
 
+// TestLagCountsItemsNeverTried: where workers look (colocated keys), the
+// lag counts as overdue the items that no worker has tried yet, from the
+// fleet's marks and without reading the list: a list no worker has seen
+// (no marks) whole, then the untried items at its head and those appended
+// after the seen mark, besides the due index's overdue entries.
+func TestLagCountsItemsNeverTried(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	keys := schema.Keys{Prefix: "never:", Colocated: true}
+	r := &Reader{Client: rdb, Keys: keys}
+	now := time.UnixMilli(1_800_000_000_000)
+	check := func(name string, overdue, never int64) {
+		t.Helper()
+		lag, err := r.Lag(ctx, now)
+		if err != nil || lag.Overdue != overdue || lag.NeverTried != never {
+			t.Errorf("%s: lag %+v (%v), want %d overdue, %d of them never tried", name, lag, err, overdue, never)
+		}
+	}
+	check("no list", 0, 0)
+	rdb.RPush(ctx, keys.List(), "a", "b", "c", "d", "e")
+	check("a list no worker has seen", 5, 5)
+	rdb.Set(ctx, keys.Seen(), 5, 0)
+	check("a list that a whole pass went round (seen alone)", 0, 0)
+	rdb.Set(ctx, keys.Untried(), 2, 0)
+	rdb.Set(ctx, keys.Seen(), 5, 0)
+	check("two untried at the head", 2, 2)
+	rdb.RPush(ctx, keys.List(), "f")
+	check("and one appended", 3, 3)
+	rdb.Set(ctx, keys.Untried(), 0, 0)
+	rdb.Set(ctx, keys.Seen(), 6, 0)
+	rdb.ZAdd(ctx, keys.Due(), z(float64(now.Add(-time.Minute).UnixMilli()), "a"))
+	// A live worker, which the due entry is late for (see
+	// TestLagWithoutALiveWorker); the items never tried count without one.
+	rdb.ZAdd(ctx, keys.Workers(), z(float64(now.Add(time.Minute).UnixMilli()), "h:1:x"))
+	check("all tried, one due", 1, 0)
+	// Where the workers do not look, there are no marks to read.
+	if lag, err := (&Reader{Client: rdb, Keys: schema.Keys{Prefix: "never:"}}).Lag(ctx, now); err != nil || lag.NeverTried != 0 || lag.Overdue != 1 {
+		t.Errorf("not colocated: lag %+v (%v), want the due index's 1 alone", lag, err)
+	}
+}
+
 // TestSummaryCountsTheWholeListAndFilterChoosesRows: the summary counts
 // every item in chunks, whatever rows --state, --match and --limit choose;
 // it counts the list's entries as LLEN does, and says how many are

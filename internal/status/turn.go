@@ -98,7 +98,7 @@ func (t turn) write(w io.Writer, f Filter, now time.Time, width int) {
 //
 //	work:list: 100000 items, 2 of them duplicates (w8yctl check)
 //	running 3  paused 1  cooling 120  backoff 2  idle 99874  failing 5
-//	live workers 4  overdue 12, the most by 3m2s (report-42)
+//	live workers 4  overdue 12 (2 never tried), the most by 3m2s (report-42)
 //
 // with "2 of 3 in use (--fleet-max-running)" after the live workers under
 // a cap,
@@ -126,6 +126,9 @@ func writeSummary(w io.Writer, t turn, width int) {
 	behind := fmt.Sprintf("live workers %d  overdue %d", t.LiveWorkers, t.Lag.Overdue)
 	if p := t.FleetMax; p != nil {
 		behind = fmt.Sprintf("live workers %d  %d of %d in use (--fleet-max-running)  overdue %d", t.LiveWorkers, p.InUse, p.Limit, t.Lag.Overdue)
+	}
+	if t.Lag.NeverTried > 0 {
+		behind += fmt.Sprintf(" (%d never tried)", t.Lag.NeverTried)
 	}
 	if t.Lag.MostOverdue != nil {
 		behind += fmt.Sprintf(", the most by %s (%s)", short(time.Duration(t.Lag.MostOverdueMs)*time.Millisecond), cell(*t.Lag.MostOverdue))

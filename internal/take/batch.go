@@ -49,11 +49,11 @@ var batchSource string
 //	ARGV[3] -> the lock's TTL in milliseconds
 //	ARGV[4] -> candidates left in this pass, or -1 to start a pass
 //	ARGV[5] -> the longest item the child can be given
-//	ARGV[6] -> options: "batch=N now=MS [state_ttl=MS events=N] [sweep=MS] [swept=1] [start=N] [cap=N]"
+//	ARGV[6] -> options: "batch=N now=MS [state_ttl=MS events=N] [start=N] [cap=N]"
 //
 // Returns {left, item or false, length or -1, fence, head1, size-or-type1,
 // ...}, which decodeBatchReply reads.
-var batchScript = withPlaces(batchSource)
+var batchScript = indexed(batchSource)
 
 // batchCall is one call of batchScript.
 type batchCall struct {
@@ -64,14 +64,9 @@ type batchCall struct {
 	Left       int64
 	MaxItemLen int
 	Batch      int
-	// Now is when the call is sent.
+	// Now is when the call is sent; the candidates passed over get due
+	// entries from it (see index.lua).
 	Now time.Time
-	// Sweep, if set, is how long the fleet's next sweep may wait when this
-	// call ends the pass without a take (see look.go).
-	Sweep time.Duration
-	// Swept is set in the sweep that a look elected this worker for: a take
-	// gives the sweep key back (see take.lua).
-	Swept bool
 	// Start is the list's length when the pass started, once known (-1
 	// before): a pass that ends without a take marks that many items tried.
 	Start int64
@@ -108,7 +103,7 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 	if most <= 0 {
 		most = maxBatch
 	}
-	call := batchCall{Prefix: t.Keys.Prefix, Token: t.Token, TTL: t.TTL, MaxItemLen: t.MaxItemLen, Batch: min(max(firstBatch, t.Memory.batch), most), Swept: p.swept, Start: p.length, Cap: t.capWord()}
+	call := batchCall{Prefix: t.Keys.Prefix, Token: t.Token, TTL: t.TTL, MaxItemLen: t.MaxItemLen, Batch: min(max(firstBatch, t.Memory.batch), most), Start: p.length, Cap: t.capWord()}
 	// looked is how many candidates this take has looked at, which the
 	// next take's first batch starts from: on a list where one item in a
 	// hundred is free, a take then costs one call or two, not the five
@@ -116,7 +111,6 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 	// free, the next take is back to firstBatch.
 	var looked int64
 	defer func() { t.Memory.batch = nextBatch(looked) }()
-	look := &t.Memory.look
 	// -1 asks the first call to start the pass from the list's length.
 	for p.left != 0 {
 		if stopped(stop) {
@@ -124,16 +118,6 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 		}
 		sent := time.Now()
 		call.Left, call.Now, call.Record = p.left, sent, t.Record.TakeWords()
-		if t.Looks() && !p.head {
-			// Should this call end the pass without a take, the pass swept
-			// the list (a pass over the untried head alone did not), and the fleet's next sweep may wait (see look.go):
-			// the pass's time so far, or the last one's, stands for its cost.
-			elapsed := look.passTime
-			if p.left >= 0 {
-				elapsed = max(elapsed, time.Since(p.started))
-			}
-			call.Sweep = sweepEvery(elapsed, t.IdleWait)
-		}
 		reply, err := call.run(ctx, t.Client, t.ReplicaAcks, list)
 		if err != nil && !errors.Is(err, redisconn.ErrNotReplicated) {
 			return Taken{}, redisconn.Wrap("take a batch from "+quote(list), err)
@@ -144,7 +128,6 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 			looked += reply.Length - reply.Left
 		}
 		if p.left < 0 {
-			p.started = sent
 			p.length = reply.Length
 			call.Start = reply.Length
 		}
@@ -153,9 +136,6 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 			return Taken{}, ErrFull
 		}
 		call.Batch = min(2*call.Batch, most)
-		if p.left == 0 && !reply.Taken {
-			look.passTime = time.Since(p.started)
-		}
 		for _, s := range reply.Skipped {
 			t.warnSkipped(s)
 		}
@@ -192,12 +172,6 @@ func (b batchCall) run(ctx context.Context, client redisconn.ScriptClient, acks 
 	// before AUTH, and a server that wants a password we lack must say
 	// NOAUTH, not "Protocol error". New settings go into the options word.
 	options := "batch=" + strconv.Itoa(b.Batch) + " now=" + strconv.FormatInt(b.Now.UnixMilli(), 10) + b.Record + b.Cap
-	if b.Sweep > 0 {
-		options += " sweep=" + strconv.FormatInt(b.Sweep.Milliseconds(), 10)
-	}
-	if b.Swept {
-		options += " swept=1"
-	}
 	if b.Start >= 0 {
 		options += " start=" + strconv.FormatInt(b.Start, 10)
 	}

@@ -13,7 +13,7 @@
 --   fleet, each once. A rotation (take.lua) and a move to the tail here
 --   move it back by the items they moved while appended items wait, so
 --   that it never passes one; an outside LREM before it can make it pass
---   one, which the sweep then finds;
+--   one, which the fleet's sweep then finds;
 -- - the items at the head that no worker has tried since w8y first saw the
 --   list (ARGV[1] .. "untried"; a list that w8y has never run is all
 --   untried): the look leaves them to the caller, which passes over that
@@ -27,21 +27,20 @@
 -- A due entry that turns out ineligible (locked, cooling down, backing off
 -- or paused) is moved to when its blocker expires, or dropped when the
 -- blocker has no expiry or the item is no longer in the list. An appended
--- item that is not eligible is only passed: the sweep finds it. A due item
+-- item that is not eligible is passed, and given an entry for when its
+-- blocker expires if it has none (index.lua's indexPassed). A due item
 -- taken is moved to the tail of the list (RPUSH, then LREM of its first
 -- occurrence: the list keeps exactly its items), as a rotation would have,
 -- so that the items that come due next stay near the head and LPOS finds
 -- them early; but not while appended items wait (see below).
 --
--- When nothing is taken and every item has been tried (or none: the first
--- pass over a list never run is the sweep), it also decides whether this
--- worker passes over the whole list for the fleet now:
--- it does when it sets the sweep key (ARGV[1] .. "sweep"), which then keeps
--- the other workers from it for sweep=MS, until the sweep ends (take.lua
--- then sets it for as long as the fleet waits for the next one) or takes an
--- item (take.lua deletes it: there may be more that only a sweep finds).
--- The sweep notices what neither the index nor the appended items show:
--- keys deleted by hand, items appended behind an outside LREM.
+-- Before it reads the due index, a look makes the next step of the fleet's
+-- sweep while one is due (index.lua's sweepStep), which gives an entry to
+-- what neither the index nor the appended items show (keys deleted by
+-- hand, a due entry lost, items appended behind an outside LREM): what it
+-- finds is a candidate of this very look. A list seen for the first time
+-- waits a whole sweep's interval for its first sweep: its items are all
+-- untried, and tried as such.
 --
 -- KEYS[1] the list
 -- ARGV[1] key prefix, ARGV[2] our token, ARGV[3] lock TTL in milliseconds
@@ -50,8 +49,13 @@
 --           now=MS       the time of the look, Unix milliseconds
 --           most=N       most due entries to try
 --           new=N        most appended items to try
---           sweep=MS     how long a sweep keeps others from sweeping (absent
---                        or 0: this worker does not sweep)
+--           sweep=N      how many items a step of the fleet's sweep reads
+--                        (absent or 0: this look makes no step)
+--           every_ms=MS, sweep_min=MS, sweep_max=MS
+--                        the wait between two sweeps, by the list's length
+--                        (see index.lua's sweepEvery)
+--           sweep_lease=MS  how long the caller that made the last step
+--                        keeps the sweep's steps its own (see sweepStep)
 --           head=0       look on while items at the head are untried, rather
 --                        than reply at once for the caller to pass over them
 --           state_ttl=MS, events=N   record a take as take.lua does
@@ -60,14 +64,17 @@
 --                        the events stream's expiry was set earlier in the
 --                        same call (next.lua's finish): not set again
 --
--- Returns {unseen, taken, sweep, fence, untried, head1, size1, ...}: how
--- many appended items are still to be tried after this look (a caller that
--- took nothing looks again at once while there are), the item whose lock is
--- now ours or false, 1 when this worker must sweep now (else 0), the take's
+-- Returns {unseen, taken, swept, fence, untried, sweeping, head1, size1,
+-- ...}: how many appended items are still to be tried after this look (a
+-- caller that took nothing looks again at once while there are), the item
+-- whose lock is now ours or false, how many items the sweep's step gave an
+-- entry in the due index (or an earlier one), the take's
 -- fencing token as take.lua returns it (0 without a take, -1 when cap=N
 -- found every place in use and the look tried nothing), how many items
 -- at the list's head no worker has tried yet (a caller that took nothing
--- passes over them with take.lua, as a pass of that many), and for each
+-- passes over them with take.lua, as a pass of that many), 1 when this
+-- caller drives the fleet's sweep and its next step may come at once (a
+-- caller that took nothing looks again at once), and for each
 -- item skipped because the child cannot be given it, or because its lock
 -- key holds another type, its head and size or type name, as take.lua
 -- reports them.
@@ -105,6 +112,9 @@ elseif not untried then
   untried = length
   redis.pcall("SET", untriedKey, length)
   redis.pcall("SET", seenKey, length)
+  if tonumber(opt.sweep or 0) > 0 then
+    redis.pcall("SET", keyPrefix .. "sweep", now, "NX", "PX", sweepEvery(length, opt))
+  end
 end
 -- A capped look whose places are all in use tries nothing, and elects no
 -- sweep: the caller waits as an idle worker does, and looks again.
@@ -112,25 +122,21 @@ local cap, full, err = placesFull(keyPrefix, opt)
 if err then
   return err
 elseif full then
-  return {0, false, 0, -1, 0}
+  return {0, false, 0, -1, 0, 0}
 end
 -- A pass tries the head first: while items there are untried, the caller
 -- (unless it asks for the rest, head=0) passes over them before anything
 -- else, as a take always has.
 if untried > 0 and opt.head ~= "0" then
-  local early = {0, false, 0, 0, untried}
-  -- A list that no worker has tried at all: its pass is the fleet's sweep.
-  if untried >= length and tonumber(opt.sweep or 0) > 0 and redis.call("SET", keyPrefix .. "sweep", token, "NX", "PX", opt.sweep) then
-    early[3] = 1
-  end
-  return early
+  return {0, false, 0, 0, untried, 0}
 end
 -- last is where the appended items start; seen where the next look's will.
 local stored = tonumber(redis.pcall("GET", seenKey))
 local last = math.min(stored or length, length)
 local seen = last
 
-local reply = {0, false, 0, 0, untried}
+local swept, sweeping = sweepStep(list, length, keyPrefix, now, maxLen, token, opt)
+local reply = {0, false, swept, 0, untried, sweeping}
 local function skip(item, why)
   reply[#reply + 1] = sub(item, 1, clipLen)
   reply[#reply + 1] = why
@@ -138,8 +144,9 @@ end
 
 -- The candidates: new items first, the oldest first, then due ones, each
 -- at most once. newAt[i] is the list's length up to and including the new
--- candidate i.
-local candidates, fromIndex, tried, newAt, held = {}, {}, {}, {}, {}
+-- candidate i. passed are the appended items found held, which the index
+-- must know of (indexPassed, below).
+local candidates, fromIndex, tried, newAt, held, passed = {}, {}, {}, {}, {}, {}
 local function blockersOf(item)
   return {keyPrefix .. "lock:" .. item, keyPrefix .. "cooldown:" .. item, keyPrefix .. "backoff:" .. item, keyPrefix .. "pause:" .. item}
 end
@@ -169,6 +176,7 @@ while from < length and from - last < newMost do
         break
       else
         held[item] = true
+        passed[#passed + 1] = item
       end
     end
   end
@@ -177,6 +185,8 @@ while from < length and from - last < newMost do
   end
   from, chunk = from + #read, chunk * 2
 end
+-- Their entries, read before anything below is written (see indexPassed).
+local passedScores = scoresOf(due, passed)
 for _, item in ipairs(redis.call("ZRANGEBYSCORE", due, "-inf", now, "LIMIT", 0, most)) do
   if tried[item] then
     fromIndex[item] = true
@@ -239,26 +249,20 @@ for c, item in ipairs(candidates) do
   elseif fromIndex[item] then
     -- Held: look again when the last blocker expires, or leave it to the
     -- sweep when one never does (an operator's pause without --for, a
-    -- cooldown or a lock set by hand).
-    local at = now
-    for _, key in ipairs(blockers) do
-      local left = redis.call("PTTL", key)
-      if left == -1 then
-        at = nil
-        if key == lock and redis.call("TYPE", lock).ok ~= "string" then
-          skip(item, redis.call("TYPE", lock).ok)
-        end
-        break
-      end
-      at = math.max(at, now + left)
-    end
+    -- cooldown or a lock set by hand), which finds it once that is gone.
+    local at = blockedUntil(keyPrefix, item, now)
     if at then
       redis.call("ZADD", due, at, item)
     else
       redis.call("ZREM", due, item)
+      local kind = redis.call("TYPE", lock).ok
+      if kind ~= "string" and kind ~= "none" and redis.call("PTTL", lock) == -1 then
+        skip(item, kind)
+      end
     end
   end
 end
+indexPassed(keyPrefix, passed, passedScores, now)
 
 if taken then
   reply[2] = taken
@@ -280,8 +284,6 @@ if taken then
       redis.pcall("PEXPIRE", events, opt.state_ttl)
     end
   end
-elseif seen >= length and untried == 0 and tonumber(opt.sweep or 0) > 0 and redis.call("SET", keyPrefix .. "sweep", token, "NX", "PX", opt.sweep) then
-  reply[3] = 1
 end
 if length > 0 and seen ~= stored then
   redis.pcall("SET", seenKey, seen)

@@ -71,7 +71,7 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (Taken, error
 			t.Log.Warn().Str("item", items.Clip(item)).Msg("skipping item: " + reason)
 			continue
 		}
-		if waits, err := t.waits(ctx, item); err != nil || waits {
+		if waits, err := t.waits(ctx, item, false); err != nil || waits {
 			if err != nil {
 				return Taken{}, err
 			}
@@ -97,16 +97,18 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (Taken, error
 }
 
 // own completes a lock that the pass per candidate took (see takeEach):
-// it checks the item's blockers again and, if none came, records the start
-// (done, with the take or an error); if one came, it releases the lock, and
-// the pass goes on (not done) unless Redis failed. The lock is ours by then,
+// it checks the item's blockers again, and that the list still holds it,
+// and if no blocker came and no one removed it (w8yctl remove deletes the
+// pause of an item it removes, which the first check may have seen),
+// records the start (done, with the take or an error); otherwise it
+// releases the lock, and the pass goes on (not done) unless Redis failed. The lock is ours by then,
 // so a stop signal, which ends ctx, must not cut this short: the lock would
 // be left to expire, and the item to wait for it. Only Redis' own failure,
 // or the TTL, bounds it.
 func (t *Taker) own(ctx context.Context, try lockTry) (taken Taken, done bool, err error) {
 	ctx, cancel := t.held(ctx)
 	defer cancel()
-	waits, err := t.waits(ctx, try.Item)
+	waits, err := t.waits(ctx, try.Item, true)
 	if err == nil && !waits {
 		taken, err = t.started(ctx, try)
 		return taken, true, err
@@ -191,16 +193,40 @@ func (t *Taker) rotate(ctx context.Context, list string) (string, error) {
 
 // waits reports whether item has a cooldown, a backoff or a pause key, with
 // one EXISTS per key in one pipeline, since they may live on different
-// servers.
-func (t *Taker) waits(ctx context.Context, item string) (bool, error) {
+// servers; with listed, also whether the list no longer holds it (LPOS, in
+// the same pipeline; a Redis before 6.0.6, which has no LPOS, is not asked
+// again).
+func (t *Taker) waits(ctx context.Context, item string, listed bool) (bool, error) {
 	pipe := t.Client.Pipeline()
-	cooling := pipe.Exists(ctx, t.Keys.Cooldown(item))
-	backing := pipe.Exists(ctx, t.Keys.Backoff(item))
-	paused := pipe.Exists(ctx, t.Keys.Pause(item))
-	if _, err := pipe.Exec(ctx); err != nil {
-		return false, redisconn.Wrap("check the cooldown, backoff and pause of "+quote(items.Clip(item)), err)
+	blockers := []*redis.IntCmd{
+		pipe.Exists(ctx, t.Keys.Cooldown(item)),
+		pipe.Exists(ctx, t.Keys.Backoff(item)),
+		pipe.Exists(ctx, t.Keys.Pause(item)),
 	}
-	return cooling.Val()+backing.Val()+paused.Val() > 0, nil
+	var at *redis.IntCmd
+	if listed && !t.Memory.noLPos {
+		at = pipe.LPos(ctx, t.Keys.List(), item, redis.LPosArgs{})
+	}
+	_, _ = pipe.Exec(ctx)
+	var held int64
+	for _, cmd := range blockers {
+		if err := cmd.Err(); err != nil {
+			return false, redisconn.Wrap("check the cooldown, backoff and pause of "+quote(items.Clip(item)), err)
+		}
+		held += cmd.Val()
+	}
+	removed := false
+	if at != nil {
+		switch err := at.Err(); {
+		case errors.Is(err, redis.Nil):
+			removed = true
+		case redisconn.UnknownCommand(err, "lpos"):
+			t.Memory.noLPos = true
+		case err != nil:
+			return false, redisconn.Wrap("look for "+quote(items.Clip(item))+" in "+quote(t.Keys.List()), err)
+		}
+	}
+	return removed || held > 0, nil
 }
 
 // takeFence increments the list's fencing token for a take of item, as

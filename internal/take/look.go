@@ -13,12 +13,12 @@ import (
 	"github.com/w8y/w8y/internal/redisconn"
 )
 
-// The look and the sweep. Every take where one script reaches an item's
-// keys (see Taker.Looks) starts with a look (dueScript) at what may be
-// eligible: the items appended since the fleet last looked, and the due
-// index. It costs Redis the same for ten items as for a million. The whole
-// list is left to a sweep that one worker of the fleet makes now and then,
-// when a look elects it.
+// The look. Every take where one script reaches an item's keys (see
+// Taker.Looks) starts with a look (dueScript) at what may be eligible: the
+// items appended since the fleet last looked, and the due index. It costs
+// Redis the same for ten items as for a million, but for the step of the
+// fleet's sweep that it makes while one is due (see index.go), which is
+// bounded too.
 const (
 	// LookEvery is the longest pause between an idle worker's looks,
 	// however long --idle-wait is, before jitter (±25%): a worker alone
@@ -36,31 +36,15 @@ const (
 	// the take looks again while more are left, each tried once for the
 	// whole fleet.
 	lookNew = maxBatch
-	// sweepCost is how many times longer than a pass over the whole list
-	// takes the fleet waits between two sweeps: two thousand keeps the
-	// sweeps to at most half a millisecond of Redis CPU a second, for the
-	// whole fleet (a pass's time is mostly Redis' time).
-	sweepCost = 2000
-	// sweepMax bounds the wait between sweeps, whatever the list's size: it
-	// is the longest that a change only a sweep notices (a cooldown or lock
-	// deleted by hand) waits.
-	sweepMax = time.Hour
-	// sweepLease is the least time a sweep keeps the others from sweeping
-	// while it runs: a worker that has not swept yet does not know how long
-	// a pass takes, and a second sweep while the first still runs doubles
-	// the cost. The sweep's end replaces it with the wait for the next
-	// (sweepEvery), and a sweep's take deletes it; only a sweeper that dies
-	// leaves it to expire.
-	sweepLease = time.Minute
 )
 
 //go:embed due.lua
 var dueSource string
 
-// dueScript is a look at the list: it tries the items appended since the
-// fleet's last look and those whose due entry has passed, moves a due item
-// it takes to the list's tail, and says when to pass over the whole list
-// for the fleet (due.lua says how, at its top).
+// dueScript is a look at the list: it makes the step of the fleet's sweep
+// that is due, if one is, then tries the items appended since the fleet's
+// last look and those whose due entry has passed, and moves a due item it
+// takes to the list's tail (due.lua says how, at its top).
 //
 //	KEYS[1] -> the list
 //	ARGV[1] -> the key prefix (the due index, the sweep and seen keys and
@@ -68,17 +52,17 @@ var dueSource string
 //	ARGV[2] -> our token
 //	ARGV[3] -> the lock's TTL in milliseconds
 //	ARGV[4] -> the longest item the child can be given
-//	ARGV[5] -> options: "now=MS most=N new=N sweep=MS [state_ttl=MS events=N] [cap=N]"
+//	ARGV[5] -> options: "now=MS most=N new=N sweep=N every_ms=MS sweep_min=MS
+//	           sweep_max=MS sweep_lease=MS [head=0] [state_ttl=MS events=N]
+//	           [cap=N]"
 //
-// Returns {unseen, item or false, sweep (1 or 0), fence, untried, head1,
+// Returns {unseen, item or false, swept, fence, untried, sweeping, head1,
 // size-or-type1, ...}, which look reads.
-var dueScript = withPlaces(dueSource)
+var dueScript = indexed(dueSource)
 
 // looking is what a Taker learns from its passes and looks for the next
 // look.
 type looking struct {
-	// passTime is how long the last whole pass took, or 0 before one.
-	passTime time.Duration
 	// off is set once the server turned out to lack a command that
 	// dueScript needs (LPOS: Redis older than 6.0.6); takes then pass over
 	// the whole list, as before.
@@ -91,17 +75,6 @@ type looking struct {
 	places []string
 }
 
-// sweepEvery is how long the fleet waits between sweeps of a list whose
-// whole pass took passTime: sweepCost times that, at least --idle-wait
-// (a short list is swept as often as it was passed over before there were
-// looks) and at most sweepMax.
-func sweepEvery(passTime, idleWait time.Duration) time.Duration {
-	if passTime > sweepMax/sweepCost {
-		return sweepMax
-	}
-	return min(max(passTime*sweepCost, idleWait), sweepMax)
-}
-
 // Looks reports whether a take of this Taker starts with a look instead of
 // a pass over the list: only where one script may touch all of an item's
 // keys (see schema.Keys.Colocated).
@@ -111,10 +84,16 @@ func (t *Taker) Looks() bool {
 
 // lookReply is what one look did: the item it took (ok), whether appended
 // items are still to be tried (more), how many items at the list's head no
-// worker has tried yet (untried), or whether this worker sweeps now.
+// worker has tried yet (untried).
 type lookReply struct {
-	taken           Taken
-	ok, more, sweep bool
+	taken    Taken
+	ok, more bool
+	// pass is set when this server cannot look (it lacks LPOS): the take
+	// passes over the whole list instead.
+	pass bool
+	// sweeping is set when this caller drives the fleet's sweep, whose next
+	// step may come at once (see index.lua's sweepStep).
+	sweeping bool
 	// full is set when every place of --fleet-max-running was in use: the
 	// look tried nothing.
 	full    bool
@@ -127,33 +106,31 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 	look := &t.Memory.look
 	list := t.Keys.List()
 	sent := time.Now()
-	// The sweep key is set, if it is free, for at least sweepLease: the
-	// sweep's end sets it for as long as the fleet then waits.
-	sweep := max(sweepEvery(look.passTime, t.IdleWait), sweepLease)
 	head := ""
 	if p.looked {
-		// The pass took by a look already: neither a sweep nor a pass over
-		// the head, which could take that item again.
-		sweep, head = 0, " head=0"
+		// The pass took by a look already: no pass over the head, which
+		// could take that item again.
+		head = " head=0"
 	}
-	got, err := redisconn.RunConfirmed(ctx, t.Client, dueScript, t.ReplicaAcks, t.TTL, []string{list}, t.lookArgs(sent, sweep, head)...)
+	got, err := redisconn.RunConfirmed(ctx, t.Client, dueScript, t.ReplicaAcks, t.TTL, []string{list}, t.lookArgs(sent, head)...)
 	reply, isList := got.([]any)
 	if !isList {
 		if err != nil && redisconn.UnknownCommand(err, "lpos") {
 			look.off = true
 			t.Log.Warn().Msg("this Redis has no LPOS (it is older than 6.0.6): every take passes over the whole list instead of looking at what came due")
-			return lookReply{sweep: true}, nil
+			return lookReply{pass: true}, nil
 		}
 		if err == nil {
 			err = fmt.Errorf("unexpected reply from due.lua: %T", got)
 		}
 		return lookReply{}, redisconn.Wrap("look at "+quote(list), err)
 	}
-	if len(reply) < 5 || len(reply)%2 != 1 {
+	if len(reply) < 6 || len(reply)%2 != 0 {
 		return lookReply{}, redisconn.Wrap("look at "+quote(list), fmt.Errorf("unexpected reply from due.lua: %d values", len(reply)))
 	}
 	unseen, _ := reply[0].(int64)
 	untried, _ := reply[4].(int64)
+	t.logSwept(reply[2])
 	if taken, isTaken := t.readTaken(reply, sent); isTaken {
 		if errors.Is(err, redisconn.ErrNotReplicated) {
 			return lookReply{}, unconfirmed(taken, err)
@@ -171,20 +148,27 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 		look.quiet = true
 		return lookReply{full: true}, nil
 	}
-	s, _ := reply[2].(int64)
-	out := lookReply{more: unseen > 0, sweep: s == 1, untried: untried}
-	look.quiet = !out.more && !out.sweep && untried == 0
+	sweeping, _ := reply[5].(int64)
+	out := lookReply{more: unseen > 0, untried: untried, sweeping: sweeping == 1}
+	look.quiet = !out.more && untried == 0 && !out.sweeping
 	return out, nil
 }
 
-// lookArgs are dueScript's arguments for a look sent at sent, which elects
-// this worker to sweep for sweep (0: it does not), with head " head=0" to
-// look on past untried items at the list's head, or "".
-func (t *Taker) lookArgs(sent time.Time, sweep time.Duration, head string) []any {
+// logSwept tells of the items that the step of the sweep in a look's reply
+// gave an entry in the due index, or an earlier one: items that no take
+// would have found until then.
+func (t *Taker) logSwept(swept any) {
+	if n, _ := swept.(int64); n > 0 {
+		t.Log.Info().Int64("items", n).Msg("the fleet's sweep found items that no take would have found (a key deleted by hand, an entry of the due index lost, an item appended behind an outside LREM): they are due now, or when what holds them expires")
+	}
+}
+
+// lookArgs are dueScript's arguments for a look sent at sent, with head
+// " head=0" to look on past untried items at the list's head, or "".
+func (t *Taker) lookArgs(sent time.Time, head string) []any {
 	words := "now=" + strconv.FormatInt(sent.UnixMilli(), 10) +
 		" most=" + strconv.Itoa(lookMost) +
-		" new=" + strconv.Itoa(lookNew) +
-		" sweep=" + strconv.FormatInt(sweep.Milliseconds(), 10) + head +
+		" new=" + strconv.Itoa(lookNew) + sweepWords() + head +
 		t.Record.TakeWords() + t.capWord()
 	return []any{t.Keys.Prefix, t.Token, t.TTL.Milliseconds(), t.MaxItemLen, words}
 }
@@ -192,7 +176,7 @@ func (t *Taker) lookArgs(sent time.Time, sweep time.Duration, head string) []any
 // readTaken reads the item that dueScript's reply, to a look sent at sent,
 // says it took, if any, and warns of the items it skipped for good.
 func (t *Taker) readTaken(reply []any, sent time.Time) (Taken, bool) {
-	for _, s := range decodeSkipped(reply[5:]) {
+	for _, s := range decodeSkipped(reply[6:]) {
 		t.warnSkipped(s)
 	}
 	item, isTaken := reply[1].(string)
@@ -211,7 +195,7 @@ func (t *Taker) readTaken(reply []any, sent time.Time) (Taken, bool) {
 // and reports whether a look could find anything. A look can only when the
 // list's length is not the fleet's "seen" mark (items were appended, or
 // removed), items at the head are untried, an entry of the due index has
-// passed, or the sweep key is free (the look may elect a sweep). Otherwise
+// passed, or the sweep key is gone (a step of the fleet's sweep is due). Otherwise
 // dueScript would try no candidate and write nothing, so the probe's "no"
 // is the look's own answer, and the worker takes nothing. With
 // --fleet-max-running, full says that the answer is no because every place

@@ -20,16 +20,16 @@ var nextSource string
 
 // nextScript is next.lua after finish.lua and due.lua, each made a
 // function of its own keys and arguments.
-var nextScript = withPlaces(
+var nextScript = indexed(
 	"local function finishRun(KEYS, ARGV)\n" + lua.FinishSource() + "\nend\n" +
 		"local function lookDue(KEYS, ARGV)\n" + dueSource + "\nend\n" +
 		nextSource)
 
 // FinishThenLook finishes the run that end says, which held lockKey with
 // token, as f.Finish does, and in the same call looks for the next item
-// as a worker's take does first (see LookFirst), but elects no sweep and
-// passes over no untried items: a look that takes nothing leaves those to
-// the worker's next take, which looks again. It reports the item taken, if
+// as a worker's take does first (see LookFirst), with the step of the
+// fleet's sweep that is due, but passes over no untried items: a look that
+// takes nothing leaves those to the worker's next take, which looks again. It reports the item taken, if
 // any (ok).
 //
 // Where one call cannot do both (the keys are not colocated, the server
@@ -44,7 +44,7 @@ func (t *Taker) FinishThenLook(ctx context.Context, f *runs.Finisher, lockKey, t
 		return done, Taken{}, false, err
 	}
 	sent := time.Now()
-	lookArgs := t.lookArgs(sent, 0, "")
+	lookArgs := t.lookArgs(sent, "")
 	keys := append(finishKeys, t.Keys.List())
 	args := append([]any{len(finishKeys), len(finishArgs)}, finishArgs...)
 	args = append(args, lookArgs...)
@@ -60,9 +60,10 @@ func (t *Taker) FinishThenLook(ctx context.Context, f *runs.Finisher, lockKey, t
 		return runs.Reply{}, Taken{}, false, err
 	}
 	look, _ := reply[1].([]any)
-	if len(look) < 5 {
+	if len(look) < 6 {
 		return done, Taken{}, false, nil
 	}
+	t.logSwept(look[2])
 	next, ok = t.readTaken(look, sent)
 	return done, next, ok, nil
 }

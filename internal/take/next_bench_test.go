@@ -56,6 +56,9 @@ func BenchmarkFinishThenLook(b *testing.B) {
 		}
 	}
 	rdb.MSet(ctx, keys.Untried(), 0, keys.Seen(), items)
+	// The fleet's sweep is not due: it costs what BenchmarkSweepStep
+	// measures, once every SweepEvery.
+	rdb.Set(ctx, keys.Sweep(), "0", time.Hour)
 
 	taker := testTaker(rdb, keys.Prefix, true, 0, nil)
 	taker.Log = zerolog.New(io.Discard)
@@ -68,12 +71,7 @@ func BenchmarkFinishThenLook(b *testing.B) {
 	}
 	end := runs.End{Result: schema.ResultSuccess, Exited: true}
 
-	cpu := func() float64 {
-		info := redistest.Info(b, rdb, "cpu")
-		user, _ := strconv.ParseFloat(info["used_cpu_user"], 64)
-		sys, _ := strconv.ParseFloat(info["used_cpu_sys"], 64)
-		return (user + sys) * 1e6
-	}
+	cpu := func() float64 { return redisCPU(b, rdb) }
 	b.ResetTimer()
 	before := cpu()
 	for range b.N {
@@ -89,4 +87,78 @@ func BenchmarkFinishThenLook(b *testing.B) {
 	if n := rdb.Get(ctx, keys.Fence()).Val(); n != fmt.Sprint(b.N+1) {
 		b.Fatalf("fence %s after %d takes", n, b.N+1)
 	}
+}
+
+// redisCPU is the CPU time that Redis has used, in microseconds, from
+// INFO cpu.
+func redisCPU(b *testing.B, rdb *redis.Client) float64 {
+	info := redistest.Info(b, rdb, "cpu")
+	user, _ := strconv.ParseFloat(info["used_cpu_user"], 64)
+	sys, _ := strconv.ParseFloat(info["used_cpu_sys"], 64)
+	return (user + sys) * 1e6
+}
+
+// BenchmarkSweepStep measures what the fleet's sweep costs Redis an item:
+// looks that each make one step of SweepStep items over a list of 100,000
+// items, each with its due entry an hour away, and take nothing: items that
+// cool down (a fleet's usual list between runs) and items whose lock
+// another holder has (a list whose runs are long). It reports the Redis
+// CPU of a look, and of an item read, from INFO cpu; SweepPerItem is chosen
+// from it (see index.go and docs/benchmarks.md).
+//
+//	go test -run '^$' -bench SweepStep -benchtime 400x ./internal/take/
+func BenchmarkSweepStep(b *testing.B) {
+	for _, held := range []string{"cooling", "locked"} {
+		b.Run(held, func(b *testing.B) { benchmarkSweepStep(b, held) })
+	}
+}
+
+func benchmarkSweepStep(b *testing.B, held string) {
+	const items = 100_000
+	rdb := redistest.Start(b).Client
+	ctx := context.Background()
+	keys := schema.Keys{Prefix: "s:", Colocated: true}
+	later := float64(time.Now().Add(time.Hour).UnixMilli())
+	const chunk = 10_000
+	for from := 0; from < items; from += chunk {
+		pipe := rdb.Pipeline()
+		names := make([]any, 0, chunk)
+		members := make([]redis.Z, 0, chunk)
+		for i := from; i < from+chunk; i++ {
+			item := "i" + strconv.Itoa(i)
+			names = append(names, item)
+			key := keys.Cooldown(item)
+			if held == "locked" {
+				key = keys.Lock(item)
+			}
+			pipe.Set(ctx, key, "other", time.Hour)
+			members = append(members, redis.Z{Score: later, Member: item})
+		}
+		pipe.RPush(ctx, keys.List(), names...)
+		pipe.ZAdd(ctx, keys.Due(), members...)
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatalf("loading the list: %v", err)
+		}
+	}
+	rdb.MSet(ctx, keys.Untried(), 0, keys.Seen(), items)
+	taker := testTaker(rdb, keys.Prefix, true, 0, nil)
+	taker.Log = zerolog.New(io.Discard)
+	b.ResetTimer()
+	before := redisCPU(b, rdb)
+	for range b.N {
+		if rdb.Exists(ctx, keys.Sweep()).Val() == 1 {
+			// A new sweep: not counted (the DEL is a command of its own).
+			b.StopTimer()
+			rdb.Del(ctx, keys.Sweep())
+			b.StartTimer()
+		}
+		args := taker.lookArgs(time.Now(), "")
+		if got, err := dueScript.Run(ctx, rdb, []string{keys.List()}, args...).Slice(); err != nil || got[1] != nil {
+			b.Fatalf("a look over held items: %v, %v", got, err)
+		}
+	}
+	used := redisCPU(b, rdb) - before
+	b.StopTimer()
+	b.ReportMetric(used/float64(b.N), "redis-µs/op")
+	b.ReportMetric(used/float64(b.N)/SweepStep, "redis-µs/item")
 }

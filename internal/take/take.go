@@ -63,9 +63,6 @@ type Taker struct {
 	// takes one (see place.go); 0 means no cap. It needs Keys.Colocated
 	// (see CheckPlaces).
 	FleetMax int
-	// IdleWait is --idle-wait, the least time between two sweeps of the
-	// list by idle workers (see sweepEvery).
-	IdleWait time.Duration
 	Log      zerolog.Logger
 	// Memory is what earlier passes learned; nil until the first pass
 	// makes it.
@@ -74,9 +71,11 @@ type Taker struct {
 
 // Memory is what a Taker's passes and looks learn for the next ones.
 type Memory struct {
-	// noLMove is set once the server turned out to lack LMOVE (Redis
-	// older than 6.2), so that rotate asks only once.
-	noLMove bool
+	// noLMove is set once the server turned out to lack LMOVE (Redis older
+	// than 6.2), so that rotate asks only once; noLPos, LPOS (older than
+	// 6.0.6), so that the pass per candidate stops asking whether an item
+	// it took is still in the list.
+	noLMove, noLPos bool
 	// look is what idle workers' looks go on from (see look.go).
 	look looking
 	// batch is how many candidates the next pass in batches looks at
@@ -132,20 +131,16 @@ type Pass struct {
 	// length is the list's length when the pass read it, or -1 before.
 	length int64
 	// looks is set while the pass's takes are looks (see Taker.LookFirst),
-	// until a look finds nothing or elects this worker to sweep.
+	// until a look finds nothing.
 	looks bool
-	// swept is set once the look has turned into a sweep.
-	swept bool
 	// head is set while the pass goes over the items at the list's head
 	// that no worker has tried (see due.lua's "untried").
 	head bool
 	// looked is set once a look of the pass took an item. Its later looks
-	// no longer elect a sweep: a sweep is a pass of its own, which could
-	// take that item again once its run has ended, where a pass looks at
-	// each candidate at most once (--parallel).
+	// no longer pass over the untried items at the head, which could take
+	// that item again once its run has ended, where a pass looks at each
+	// candidate at most once (--parallel).
 	looked bool
-	// started is when the pass's first call was sent.
-	started time.Time
 }
 
 // Pass starts a whole pass over the list: every candidate is looked at
@@ -160,26 +155,25 @@ func (t *Taker) Pass() *Pass {
 
 // LookFirst starts the way a worker takes: each Take is a look at the
 // appended items and the due index, whose cost does not grow with the
-// list, and turns into a pass over the whole list only when the look
-// elects this worker to sweep for the fleet. Where the Taker does not look
-// (see Looks), it is Pass.
+// list, and turns into a pass only over the items at the list's head that
+// no worker has tried yet. Where the Taker does not look (see Looks), it
+// is Pass.
 func (t *Taker) LookFirst() *Pass {
 	p := t.Pass()
 	p.looks = t.Looks()
 	return p
 }
 
-// Take takes an item: with a pass that looks first, by a look, or by the
-// sweep a look elected; otherwise (or in the sweep) it rotates the list and
-// tries each eligible candidate's lock, looking at no more candidates than
-// the list held at the start of the pass, and going on from where the
-// pass's last Take stopped. A candidate is eligible when it has no
-// cooldown, backoff or pause key. The first lock taken wins. It returns
-// ErrNoWork once the pass has looked at every candidate, or a look found
-// nothing and did not elect this worker to sweep, and ErrStopped if stop is
-// closed between candidates (or, where the keys are colocated, between
-// batches of them or looks). Both ways of a pass leave Redis in the same
-// state.
+// Take takes an item: with a pass that looks first, by a look (or a pass
+// over the untried items at the list's head that a look hands it);
+// otherwise it rotates the list and tries each eligible candidate's lock,
+// looking at no more candidates than the list held at the start of the
+// pass, and going on from where the pass's last Take stopped. A candidate
+// is eligible when it has no cooldown, backoff or pause key. The first lock
+// taken wins. It returns ErrNoWork once the pass has looked at every
+// candidate, or a look found nothing, and ErrStopped if stop is closed
+// between candidates (or, where the keys are colocated, between batches of
+// them or looks). Both ways of a pass leave Redis in the same state.
 func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
 	for {
 		if p.left == 0 {
@@ -213,12 +207,16 @@ func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
 				// Appended items are still to be tried: a bounded batch each
 				// look, each tried once by the fleet.
 				continue
-			case look.sweep:
-				p.looks, p.swept = false, true
+			case look.sweeping:
+				// This worker drives the fleet's sweep: its next step at
+				// once, a bounded one each look, until it is over.
+				continue
+			case look.pass:
+				p.looks = false
 			case look.untried > 0 && !p.looked:
 				// Items at the head that no worker has tried: a pass over
 				// them, which rotates them as a one-shot run always has.
-				p.looks, p.head, p.left, p.started = false, true, look.untried, time.Now()
+				p.looks, p.head, p.left = false, true, look.untried
 			default:
 				p.left = 0
 				return Taken{}, ErrNoWork
@@ -260,10 +258,6 @@ func (t *Taker) listRefused(ctx context.Context, err error) error {
 		return redisconn.Refusal(t.Keys.NotAList(k))
 	}
 }
-
-// Swept reports whether this pass was the sweep of the whole list that a
-// look elected this worker for.
-func (p *Pass) Swept() bool { return p.swept }
 
 // stopped reports whether stop is closed.
 func stopped(stop <-chan struct{}) bool {

@@ -23,18 +23,9 @@
 --                        then expires after MS (absent: record nothing)
 --           events=N     add a start event to the events stream, capped
 --                        at about N entries (absent or 0: no event)
---           sweep=MS     when this call ends the pass without a take, the
---                        pass was a sweep of the whole list for the fleet:
---                        set the sweep key (see due.lua) for MS, which is
---                        how long the fleet waits for the next sweep
 --           start=N      the list's length when the pass started: a
 --                        call that ends the pass without a take marks
 --                        that many items tried (see due.lua's "seen")
---           swept=1      this pass is the sweep that due.lua elected this
---                        worker for: a take ends it, and deletes the sweep
---                        key if it is still ours, so that the next look of
---                        any worker may sweep on for what else only a sweep
---                        finds
 --           cap=N        --fleet-max-running: take only while fewer than N
 --                        runs of the fleet hold a place (see place.lua),
 --                        and take a place with the lock
@@ -84,6 +75,13 @@ if left < 0 then
     return left
   end
   length = left
+  -- A list that no worker has tried yet: this pass is the first to, and
+  -- the fleet's marks start here, as a look starts them (see due.lua's
+  -- "untried"), so that status counts what the pass has yet to reach.
+  if length > 0 and not redis.pcall("GET", keyPrefix .. "untried") then
+    redis.pcall("SET", keyPrefix .. "untried", length)
+    redis.pcall("SET", seenKey, length)
+  end
 end
 local want = math.min(left, tonumber(opt.batch))
 if want <= 0 then
@@ -114,7 +112,7 @@ end
 
 -- Items that the child cannot be given (empty, too long, holding a NUL byte)
 -- are skipped, but rotated like any other candidate.
-local keys, at, bad, cools = {}, {}, {}, {}
+local keys, at, bad, cools, good = {}, {}, {}, {}, {}
 local nkeys, nbad = 0, 0
 for i = 1, n do
   local item = items[i]
@@ -126,8 +124,12 @@ for i = 1, n do
     nkeys = nkeys + 1
     cools[nkeys] = coolPrefix .. item
     at[nkeys] = i
+    good[nkeys] = item
   end
 end
+-- The candidates' entries in the due index, for those passed over below,
+-- read before anything is written (see index.lua's indexPassed).
+local scores = scoresOf(keyPrefix .. "due", good)
 
 -- looked is how many candidates this call rotated: up to the one taken, or
 -- all it wanted. When the list is shorter than that (someone removed items
@@ -244,12 +246,18 @@ if not took and left - looked <= 0 and opt.start then
     redis.pcall("SET", seenKey, start)
   end
 end
-local sweepKey = keyPrefix .. "sweep"
-if not took and left - looked <= 0 and tonumber(opt.sweep or 0) > 0 then
-  redis.call("SET", sweepKey, token, "PX", opt.sweep)
-elseif took and opt.swept and redis.call("GET", sweepKey) == token then
-  redis.call("DEL", sweepKey)
+-- Every candidate passed over was held (the first free one is taken): each
+-- gets an entry in the due index for when its blockers expire, where it has
+-- none, so that the fleet finds it again then (see index.lua).
+local passed, passedScores = {}, {}
+for j = 1, nkeys do
+  local i = at[j]
+  if i <= looked and not (took and i == looked) then
+    passed[#passed + 1] = good[j]
+    passedScores[#passed] = scores[j]
+  end
 end
+indexPassed(keyPrefix, passed, passedScores, tonumber(opt.now))
 
 -- Due: the item may run again when its lock expires, if its holder dies
 -- and stops refreshing it; an idle worker that looks then finds it still

@@ -412,6 +412,9 @@ func TestBatchedTakeIdlePassWritesNothing(t *testing.T) {
 	rdb, ctx := redistest.Client(t)
 	keys := schema.Keys{Prefix: "idle:"}
 	takeSetup{items: redistest.Items(5), locked: redistest.Items(5)}.seed(t, rdb, keys)
+	// The fleet has seen the list: a first pass starts the marks.
+	rdb.Set(ctx, keys.Untried(), 0, 0)
+	rdb.Set(ctx, keys.Seen(), 5, 0)
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -699,5 +702,40 @@ func TestTakeNamedCompletesALockAfterAStop(t *testing.T) {
 	taken, err := r.TakeNamed(ctx, "a", false)
 	if err != nil || taken.Fence != 1 || rdb.HGet(context.Background(), keys.State("a"), schema.FieldLastHolder).Val() != testToken {
 		t.Errorf("a stop after the named lock: TakeNamed = %+v, %v; want a with fence 1, its start recorded", taken, err)
+	}
+}
+
+// removingClient stands for an operator's w8yctl remove of the candidate a
+// between takeEach's first check and its lock attempt, on a Cluster without
+// a hash tag: remove takes a out of the list and deletes its pause, which
+// the first check saw.
+type removingClient struct {
+	Client
+	list string
+}
+
+func (c *removingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	if sha == tryLockScript.Hash() && keys[0] == "gone:lock:a" {
+		c.Client.(*redis.Client).LRem(ctx, c.list, 0, "a")
+	}
+	return c.Client.EvalSha(ctx, sha, keys, args...)
+}
+
+// TestTakeEachPassesAnItemRemovedMeanwhile: on the per-candidate path, an
+// item removed from the list between its check and its lock is seen to be
+// gone by the check after the lock, which lets the lock go and passes on:
+// a removed item never runs again.
+func TestTakeEachPassesAnItemRemovedMeanwhile(t *testing.T) {
+	rdb, ctx := clientLoaded(t, tryLockScript)
+	keys := schema.Keys{Prefix: "gone:"}
+	takeSetup{items: []string{"a", "b"}}.seed(t, rdb, keys)
+	var logs bytes.Buffer
+	r := testTaker(&removingClient{Client: rdb, list: keys.List()}, keys.Prefix, false, 0, &logs)
+	taken, err := r.Pass().Take(ctx, nil)
+	if err != nil || taken.Item != "b" {
+		t.Fatalf("Take = %q, %v; want b, a having been removed meanwhile", taken.Item, err)
+	}
+	if n := rdb.Exists(ctx, keys.Lock("a")).Val(); n != 0 {
+		t.Errorf("the lock of a, removed, was kept")
 	}
 }

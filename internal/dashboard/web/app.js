@@ -108,7 +108,8 @@ function showSummary(sum) {
   if (!lag.known) l.textContent = "lag: unknown (the due index is kept only where an item's keys are colocated)";
   else if (lag.due === 0) l.textContent = "lag: none, every item due has been taken";
   else {
-    l.textContent = "lag: " + lag.due + " due and not taken" + (lag.oldest_ms !== null ? ", the oldest waiting " + duration(lag.oldest_ms) : "");
+    l.textContent = "lag: " + lag.due + " due and not taken" + (lag.never_tried ? " (" + lag.never_tried + " never tried)" : "") +
+      (lag.oldest_ms !== null ? ", the oldest waiting " + duration(lag.oldest_ms) : "");
     l.className = "behind";
   }
   l.dataset.due = lag.due;

@@ -1,0 +1,79 @@
+package take
+
+import (
+	_ "embed"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The due index's upkeep (index.lua): every item a take passes over gets
+// an entry for when its blockers expire, and the fleet's sweep reads the
+// whole list, a step per look, so that an item that neither the index nor
+// the appended items show (a key deleted by hand, an entry lost, an item
+// appended behind an outside LREM) waits for the next sweep, and no longer.
+
+//go:embed index.lua
+var indexSource string
+
+// indexed is the script of a take that passes over items or sweeps
+// (take.lua, due.lua and next.lua): place.lua's functions and index.lua's,
+// then source.
+func indexed(source string) *redis.Script {
+	return withPlaces(indexSource + "\n" + source)
+}
+
+const (
+	// SweepStep is how many items of the list one look's step of the sweep
+	// reads: under a millisecond of Redis' time (about 3µs an item, see
+	// BenchmarkSweepStep and docs/benchmarks.md), less than a batch of
+	// take.lua, so that a step never holds Redis up for long; a list of up
+	// to this many items is swept in one look.
+	SweepStep = 256
+	// SweepPerItem is how long the fleet waits between two sweeps for each
+	// item of the list: a sweep reads every item once, at 3 to 5µs of
+	// Redis' time an item (BenchmarkSweepStep and scripts/bench-fleet.sh, on
+	// a loaded 2-core VM), so waiting 6ms an item keeps the sweeps to under
+	// a tenth of a percent of one core (about half a millisecond a second,
+	// what the sweeps cost before there were steps) whatever the list's
+	// length.
+	SweepPerItem = 6 * time.Millisecond
+	// SweepMin is the least wait between two sweeps: a short list's sweep
+	// costs Redis next to nothing, and what an item waits for it should be
+	// short, but an idle worker should not run a script for it more than
+	// now and then.
+	SweepMin = 5 * time.Second
+	// SweepMax is the most the fleet waits between two sweeps, however long
+	// the list: beyond 600,000 items, the sweeps' share of Redis' time
+	// grows with the list instead.
+	SweepMax = time.Hour
+	// sweepLease is how long the caller that made a sweep's last step keeps
+	// the next ones its own: an idle worker drives the sweep step after
+	// step, the others' looks leave it to it, and a driver that stops (it
+	// took an item, or died) hands it to the next look a second later.
+	sweepLease = time.Second
+)
+
+// SweepEvery is how long the fleet waits between two sweeps of a list of
+// length items (index.lua's sweepEvery): the longest that an item can wait
+// for what only the sweep finds, besides the sweep's own steps.
+func SweepEvery(length int64) time.Duration {
+	if length <= 0 {
+		return SweepMin
+	}
+	if length >= int64(SweepMax/SweepPerItem) {
+		return SweepMax
+	}
+	return min(max(time.Duration(length)*SweepPerItem, SweepMin), SweepMax)
+}
+
+// sweepWords are the options of due.lua that make a look take its step of
+// the sweep when one is due.
+func sweepWords() string {
+	return " sweep=" + strconv.Itoa(SweepStep) +
+		" every_ms=" + strconv.FormatFloat(float64(SweepPerItem)/float64(time.Millisecond), 'f', -1, 64) +
+		" sweep_min=" + strconv.FormatInt(SweepMin.Milliseconds(), 10) +
+		" sweep_max=" + strconv.FormatInt(SweepMax.Milliseconds(), 10) +
+		" sweep_lease=" + strconv.FormatInt(sweepLease.Milliseconds(), 10)
+}
