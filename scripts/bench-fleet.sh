@@ -282,9 +282,10 @@ rcli DEL p:cooldown:i7 >/dev/null
 rcli ZADD p:due 0 i7 >/dev/null
 s=$(started_at i7)
 pickup "run it now (DEL cooldown, ZADD due 0)" 1 "$t" "$s" "from the ZADD to the child's start"
-# A lock released by a one-shot worker that finishes.
+# A lock released by a one-shot worker that finishes: it runs i8 by name
+# (--item), and its finish makes i8 due as it releases the lock.
 rcli DEL p:cooldown:i8 >/dev/null
-"$w8y" -q -u "$url" -k p bash -c 'sleep 1; echo "$EPOCHREALTIME" >"$0"' "$tmp/released" &
+"$w8y" -q -u "$url" -k p --item i8 bash -c 'sleep 1; echo "$EPOCHREALTIME" >"$0"' "$tmp/released" &
 oneshot=$!
 wait "$oneshot" || broken "the one-shot worker exited $?"
 t=$(cat "$tmp/released")

@@ -33,29 +33,13 @@ func BenchmarkFinishThenLook(b *testing.B) {
 	keys := schema.Keys{Prefix: "r:", Colocated: true}
 	due := min(max(b.N+1, items/100), items)
 	later := float64(time.Now().Add(time.Hour).UnixMilli())
-	const chunk = 10_000
-	for from := 0; from < items; from += chunk {
-		pipe := rdb.Pipeline()
-		names := make([]any, 0, chunk)
-		members := make([]redis.Z, 0, chunk)
-		for i := from; i < from+chunk; i++ {
-			item := "i" + strconv.Itoa(i)
-			names = append(names, item)
-			score := later
-			if i < due {
-				score = float64(i + 1)
-			} else {
-				pipe.Set(ctx, keys.Cooldown(item), "other", time.Hour)
-			}
-			members = append(members, redis.Z{Score: score, Member: item})
+	loadTried(b, rdb, keys, items, func(pipe redis.Pipeliner, i int, item string) float64 {
+		if i < due {
+			return float64(i + 1)
 		}
-		pipe.RPush(ctx, keys.List(), names...)
-		pipe.ZAdd(ctx, keys.Due(), members...)
-		if _, err := pipe.Exec(ctx); err != nil {
-			b.Fatalf("loading the list: %v", err)
-		}
-	}
-	rdb.MSet(ctx, keys.Untried(), 0, keys.Seen(), items)
+		pipe.Set(ctx, keys.Cooldown(item), "other", time.Hour)
+		return later
+	})
 	// The fleet's sweep is not due: it costs what BenchmarkSweepStep
 	// measures, once every SweepEvery.
 	rdb.Set(ctx, keys.Sweep(), "0", time.Hour)
@@ -119,28 +103,14 @@ func benchmarkSweepStep(b *testing.B, held string) {
 	ctx := context.Background()
 	keys := schema.Keys{Prefix: "s:", Colocated: true}
 	later := float64(time.Now().Add(time.Hour).UnixMilli())
-	const chunk = 10_000
-	for from := 0; from < items; from += chunk {
-		pipe := rdb.Pipeline()
-		names := make([]any, 0, chunk)
-		members := make([]redis.Z, 0, chunk)
-		for i := from; i < from+chunk; i++ {
-			item := "i" + strconv.Itoa(i)
-			names = append(names, item)
-			key := keys.Cooldown(item)
-			if held == "locked" {
-				key = keys.Lock(item)
-			}
-			pipe.Set(ctx, key, "other", time.Hour)
-			members = append(members, redis.Z{Score: later, Member: item})
+	loadTried(b, rdb, keys, items, func(pipe redis.Pipeliner, i int, item string) float64 {
+		key := keys.Cooldown(item)
+		if held == "locked" {
+			key = keys.Lock(item)
 		}
-		pipe.RPush(ctx, keys.List(), names...)
-		pipe.ZAdd(ctx, keys.Due(), members...)
-		if _, err := pipe.Exec(ctx); err != nil {
-			b.Fatalf("loading the list: %v", err)
-		}
-	}
-	rdb.MSet(ctx, keys.Untried(), 0, keys.Seen(), items)
+		pipe.Set(ctx, key, "other", time.Hour)
+		return later
+	})
 	taker := testTaker(rdb, keys.Prefix, true, 0, nil)
 	taker.Log = zerolog.New(io.Discard)
 	b.ResetTimer()
@@ -161,4 +131,29 @@ func benchmarkSweepStep(b *testing.B, held string) {
 	b.StopTimer()
 	b.ReportMetric(used/float64(b.N), "redis-µs/op")
 	b.ReportMetric(used/float64(b.N)/SweepStep, "redis-µs/item")
+}
+
+// loadTried fills keys' list with n items i0, i1, ... as a fleet leaves it
+// after its first pass: every item tried (the marks), each with an entry
+// in the due index scored by each, which may also hold the item (it is
+// given the pipeline that loads the item).
+func loadTried(b *testing.B, rdb *redis.Client, keys schema.Keys, n int, each func(pipe redis.Pipeliner, i int, item string) float64) {
+	ctx := context.Background()
+	const chunk = 10_000
+	for from := 0; from < n; from += chunk {
+		pipe := rdb.Pipeline()
+		names := make([]any, 0, chunk)
+		members := make([]redis.Z, 0, chunk)
+		for i := from; i < min(from+chunk, n); i++ {
+			item := "i" + strconv.Itoa(i)
+			names = append(names, item)
+			members = append(members, redis.Z{Score: each(pipe, i, item), Member: item})
+		}
+		pipe.RPush(ctx, keys.List(), names...)
+		pipe.ZAdd(ctx, keys.Due(), members...)
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatalf("loading the list: %v", err)
+		}
+	}
+	rdb.MSet(ctx, keys.Untried(), 0, keys.Seen(), n)
 }

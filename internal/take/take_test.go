@@ -484,38 +484,57 @@ func TestPassTakesSeveral(t *testing.T) {
 	}
 }
 
-// finishingClient stands for a run of the candidate that finishes on
-// another host between takeEach's check of the candidate's cooldown and its
-// lock attempt: as finishEach does, it writes the cooldown before the lock
-// is free, which here it always is.
-type finishingClient struct {
+// meddlingClient stands for another client that changes Redis between
+// takeEach's check of a candidate and its lock attempt: meddle runs just
+// before trylock.lua is sent for lock.
+type meddlingClient struct {
 	Client
-	cooldown string
+	lock   string
+	meddle func(ctx context.Context, rdb *redis.Client)
 }
 
-func (c *finishingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	if sha == tryLockScript.Hash() && keys[0] == "race:lock:a" {
-		c.Client.(*redis.Client).Set(ctx, c.cooldown, "other-host", time.Hour)
+func (c *meddlingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	if sha == tryLockScript.Hash() && keys[0] == c.lock {
+		c.meddle(ctx, c.Client.(*redis.Client))
 	}
 	return c.Client.EvalSha(ctx, sha, keys, args...)
 }
 
 // TestTakeEachChecksAgainAfterTheLock: on the per-candidate path, where the
-// cooldown check and the lock attempt are two round trips, a cooldown that
-// lands between them is seen by the check after the lock, which lets the
-// lock go and passes the item by.
+// check of a candidate and the lock attempt are two round trips, what
+// another client does between them is seen by the check after the lock,
+// which lets the lock go and passes the item by: a cooldown that lands (a
+// run of a that finishes on another host writes it before its lock is
+// free, as finishEach does), or an operator's w8yctl remove of a (on a
+// Cluster without a hash tag, it takes a out of the list and deletes its
+// pause, which the first check may have seen): a removed item never runs
+// again.
 func TestTakeEachChecksAgainAfterTheLock(t *testing.T) {
 	rdb, ctx := clientLoaded(t, tryLockScript)
-	keys := schema.Keys{Prefix: "race:"}
-	takeSetup{items: []string{"a", "b"}}.seed(t, rdb, keys)
-	var logs bytes.Buffer
-	r := testTaker(&finishingClient{Client: rdb, cooldown: keys.Cooldown("a")}, keys.Prefix, false, 0, &logs)
-	taken, err := r.Pass().Take(ctx, nil)
-	if err != nil || taken.Item != "b" {
-		t.Fatalf("Take = %q, %v; want b, a having cooled down meanwhile", taken.Item, err)
-	}
-	if n := rdb.Exists(ctx, keys.Lock("a")).Val(); n != 0 {
-		t.Errorf("the lock of a, which cools down, was kept")
+	for _, tt := range []struct {
+		name   string
+		meddle func(keys schema.Keys) func(ctx context.Context, rdb *redis.Client)
+	}{
+		{"a cools down", func(keys schema.Keys) func(ctx context.Context, rdb *redis.Client) {
+			return func(ctx context.Context, rdb *redis.Client) {
+				rdb.Set(ctx, keys.Cooldown("a"), "other-host", time.Hour)
+			}
+		}},
+		{"a is removed", func(keys schema.Keys) func(ctx context.Context, rdb *redis.Client) {
+			return func(ctx context.Context, rdb *redis.Client) { rdb.LRem(ctx, keys.List(), 0, "a") }
+		}},
+	} {
+		keys := schema.Keys{Prefix: "race:" + tt.name + ":"}
+		takeSetup{items: []string{"a", "b"}}.seed(t, rdb, keys)
+		var logs bytes.Buffer
+		r := testTaker(&meddlingClient{Client: rdb, lock: keys.Lock("a"), meddle: tt.meddle(keys)}, keys.Prefix, false, 0, &logs)
+		taken, err := r.Pass().Take(ctx, nil)
+		if err != nil || taken.Item != "b" {
+			t.Fatalf("%s meanwhile: Take = %q, %v; want b", tt.name, taken.Item, err)
+		}
+		if n := rdb.Exists(ctx, keys.Lock("a")).Val(); n != 0 {
+			t.Errorf("%s meanwhile: the lock of a was kept", tt.name)
+		}
 	}
 }
 
@@ -702,40 +721,5 @@ func TestTakeNamedCompletesALockAfterAStop(t *testing.T) {
 	taken, err := r.TakeNamed(ctx, "a", false)
 	if err != nil || taken.Fence != 1 || rdb.HGet(context.Background(), keys.State("a"), schema.FieldLastHolder).Val() != testToken {
 		t.Errorf("a stop after the named lock: TakeNamed = %+v, %v; want a with fence 1, its start recorded", taken, err)
-	}
-}
-
-// removingClient stands for an operator's w8yctl remove of the candidate a
-// between takeEach's first check and its lock attempt, on a Cluster without
-// a hash tag: remove takes a out of the list and deletes its pause, which
-// the first check saw.
-type removingClient struct {
-	Client
-	list string
-}
-
-func (c *removingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	if sha == tryLockScript.Hash() && keys[0] == "gone:lock:a" {
-		c.Client.(*redis.Client).LRem(ctx, c.list, 0, "a")
-	}
-	return c.Client.EvalSha(ctx, sha, keys, args...)
-}
-
-// TestTakeEachPassesAnItemRemovedMeanwhile: on the per-candidate path, an
-// item removed from the list between its check and its lock is seen to be
-// gone by the check after the lock, which lets the lock go and passes on:
-// a removed item never runs again.
-func TestTakeEachPassesAnItemRemovedMeanwhile(t *testing.T) {
-	rdb, ctx := clientLoaded(t, tryLockScript)
-	keys := schema.Keys{Prefix: "gone:"}
-	takeSetup{items: []string{"a", "b"}}.seed(t, rdb, keys)
-	var logs bytes.Buffer
-	r := testTaker(&removingClient{Client: rdb, list: keys.List()}, keys.Prefix, false, 0, &logs)
-	taken, err := r.Pass().Take(ctx, nil)
-	if err != nil || taken.Item != "b" {
-		t.Fatalf("Take = %q, %v; want b, a having been removed meanwhile", taken.Item, err)
-	}
-	if n := rdb.Exists(ctx, keys.Lock("a")).Val(); n != 0 {
-		t.Errorf("the lock of a, removed, was kept")
 	}
 }
