@@ -157,12 +157,17 @@ func TestLoop(t *testing.T) {
 			[]runs.End{exited(0)}, "ok", 3, "--until-idle: nothing is left to run"},
 		{"--until-idle retries an item that backs off", []string{"-c", "--until-idle", "--cooldown", "1h", "--failure-backoff", "10ms", "--idle-wait", "10ms"},
 			[]string{"a", "b"}, []runs.End{exited(0), exited(1), exited(0)}, "ok", 3, "--until-idle: nothing is left to run"},
-		{"--until-idle on a missing list ends at once", []string{"-c", "--until-idle"}, nil,
-			[]runs.End{exited(0)}, "ok", 0, "does not exist"},
+		{"--until-idle on a missing list ends at once, as a mistake", []string{"-c", "--until-idle"}, nil,
+			[]runs.End{exited(0)}, noList, 0, "--until-idle: nothing is left to run"},
+		{"--until-idle that took nothing ends as no work", []string{"-c", "--until-idle"}, []string{strings.Repeat("x", 101)},
+			[]runs.End{exited(0)}, "code 0", 0, "--until-idle: nothing is left to run"},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.check(t, (*worker).loop) })
 	}
 }
+
+// noList is how a run over the missing list "loop:list" ends.
+const noList = `the list "loop:list" does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right?`
 
 // describeEnd names how the loop ended, for TestLoop.
 func describeEnd(err error) string {
@@ -275,7 +280,8 @@ func TestOnce(t *testing.T) {
 	for _, tt := range []workerCase{
 		{"one item", nil, []string{"a", "b"}, []runs.End{exited(0)}, "ok", 1, ""},
 		{"the child's code", nil, []string{"a"}, []runs.End{exited(7)}, "code 7", 1, ""},
-		{"no item", nil, nil, []runs.End{exited(0)}, "code 0", 0, "no item could be taken"},
+		{"no item to take", nil, []string{strings.Repeat("x", 101)}, []runs.End{exited(0)}, "code 0", 0, "no item could be taken"},
+		{"no list", nil, nil, []runs.End{exited(0)}, noList, 0, "no item could be taken"},
 		{"--parallel takes several", []string{"--parallel", "3"}, []string{"a", "b"}, []runs.End{exited(0)}, "ok", 2, ""},
 		{"--parallel ends as a failing child", []string{"--parallel", "2"}, []string{"a", "b"}, []runs.End{exited(0), exited(4)}, "code 4", 2, ""},
 	} {

@@ -14,12 +14,18 @@ import (
 	"github.com/w8y/w8y/internal/logging"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/take"
 )
 
 // Exit codes of w8y's own making. Otherwise w8y exits with the child's code.
 const (
 	exitOK = 0
+	// exitNoList is a list that does not exist (see schema.ErrNoList),
+	// just below exitHeld: a mistyped --key-prefix must not end 0, and
+	// a script or a Job must be able to tell it from the child's own codes
+	// and from w8y's other failures.
+	exitNoList = 120
 	// exitHeld is w8y --item's code when the item's lock stayed held for all of
 	// --wait. flock -w uses 1, which w8y cannot: a child's own 1 must stay
 	// apart from "never ran". 121 is just below w8y's other codes, and as
@@ -45,7 +51,8 @@ const (
 var exitStatuses = []cli.ExitStatus[string]{
 	{Code: "N", Meaning: "the child's exit code (with --parallel, the first child to end with a code other than 0)"},
 	{Code: "128+N", Meaning: "the child was killed by signal N; in one-shot mode also: w8y got stop signal N before any child started"},
-	{Code: strconv.Itoa(exitOK), Meaning: "no item could be taken (see --no-work-exit-code), --continuous drained after a stop signal or ended after --max-items/--max-runtime/--until-idle, or every --parallel child exited 0"},
+	{Code: strconv.Itoa(exitOK), Meaning: "no item could be taken (see --no-work-exit-code; also after --until-idle that took none), --continuous drained after a stop signal or ended after --max-items/--max-runtime/--until-idle, or every --parallel child exited 0"},
+	{Code: strconv.Itoa(exitNoList), Meaning: "the list does not exist (or is empty: Redis keeps no empty list), in a one-shot run, a --continuous --until-idle one that took no item, or --status; --continuous waits for it"},
 	{Code: strconv.Itoa(exitHeld), Meaning: "with --item, the lock stayed held (or no --fleet-max-running place free) for all of --wait; the command did not run"},
 	{Code: strconv.Itoa(exitLockLost), Meaning: "the lock was lost while the child ran; the child was stopped"},
 	{Code: strconv.Itoa(exitCancelled), Meaning: "a cancel request (w8yctl cancel) stopped the child (one-shot mode)"},
@@ -56,7 +63,7 @@ var exitStatuses = []cli.ExitStatus[string]{
 }
 
 // statusExitNote follows the table: --status has codes of its own.
-const statusExitNote = "With --status: 0, or 125 when the list cannot be read."
+const statusExitNote = "With --status: 0, 120 when the list does not exist (but not with --watch), or 125 when it cannot be read."
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -144,6 +151,8 @@ func exitCode(err error, noWork int) (code int, explain bool) {
 		return 128 + int(stop.Signal), false
 	case errors.Is(err, ErrNoWork):
 		return noWork, false
+	case errors.Is(err, schema.ErrNoList):
+		return exitNoList, true
 	// A run that timed out, lost its lock or was cancelled was told of
 	// when it ended (see reportedFailure), as every failed run is.
 	case errors.Is(err, take.ErrHeld):

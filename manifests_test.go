@@ -111,6 +111,9 @@ func TestKubernetesManifests(t *testing.T) {
 					t.Errorf("w8y %q: command %q, prefix %q", c.Args, o.Command, o.KeyPrefix)
 				}
 				checkProbes(t, c, env["W8Y_METRICS_ADDR"])
+				if why := spins(o); why != "" {
+					t.Errorf("w8y %q: %s", c.Args, why)
+				}
 				// A drain must end before the kubelet's SIGKILL, with room
 				// left for the child to stop once signalled.
 				if drain := o.drain(); drain > 0 {

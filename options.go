@@ -10,7 +10,9 @@ import (
 	"time"
 
 	flags "github.com/jessevdk/go-flags"
+	"github.com/w8y/w8y/internal/childcmd"
 	"github.com/w8y/w8y/internal/duration"
+	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/logging"
 	"github.com/w8y/w8y/internal/output"
 	"github.com/w8y/w8y/internal/redisconn"
@@ -46,10 +48,10 @@ type RedisOptions struct {
 }
 
 type ItemOptions struct {
-	KeyPrefix      string        `short:"k" long:"key-prefix" env:"W8Y_KEY_PREFIX" value-name:"PREFIX" description:"Prefix of all keys: <prefix>list, <prefix>lock:<item>" details:"Prefix of all keys, forced to end in ':'. The list is <prefix>list, the locks <prefix>lock:<item>. Without it the keys are list and lock:<item> at the top of the database, and w8y warns."`
+	KeyPrefix      string        `short:"k" long:"key-prefix" env:"W8Y_KEY_PREFIX" value-name:"PREFIX" description:"Prefix of all keys: <prefix>list, <prefix>lock:<item>" details:"Prefix of all keys, forced to end in ':'. The list is <prefix>list, the locks <prefix>lock:<item>. Without it, or with a blank one, the keys are list and lock:<item> at the top of the database (or nearly), and w8y warns once at start, naming them."`
 	KeyExpiry      duration.Flag `short:"x" long:"key-expiry" env:"W8Y_KEY_EXPIRY" default:"5s" value-name:"DURATION" description:"Lock expiry, refreshed each third of it" details:"How long a lock lives unless refreshed; at least 100ms. The lock is refreshed about every third of it while the child runs (so a cancel request is noticed within a third of it), and expires by itself this long after w8y dies."`
 	Parallel       int           `long:"parallel" env:"W8Y_PARALLEL" default:"1" value-name:"N" description:"Run up to N children at once" details:"Run up to N children at once, each on its own item under its own lock. In one-shot mode, take up to N items from one pass over the list."`
-	NoWorkExitCode int           `long:"no-work-exit-code" env:"W8Y_NO_WORK_EXIT_CODE" default:"0" value-name:"CODE" description:"Exit code when no item could be taken"`
+	NoWorkExitCode int           `long:"no-work-exit-code" env:"W8Y_NO_WORK_EXIT_CODE" default:"0" value-name:"CODE" description:"Exit code when no item could be taken" details:"Exit code when no item could be taken: in one-shot mode, and with --continuous --until-idle when the worker took none. A list that does not exist is not \"no work\" but a mistake (a mistyped --key-prefix): w8y exits 120 then, with one line on stderr."`
 	OneItemOptions
 }
 
@@ -95,8 +97,11 @@ type ChildOptions struct {
 	EnvVar     string        `short:"e" long:"env-var" env:"W8Y_ENV_VAR" value-name:"NAME" description:"Also set the variable NAME to the item" details:"Also set the environment variable NAME to the item in the child's environment, besides W8Y_ITEM."`
 	Timeout    duration.Flag `long:"timeout" env:"W8Y_TIMEOUT" value-name:"DURATION" description:"Stop a child still running after DURATION; exit 124" details:"Stop a child still running after DURATION: SIGTERM to its process group, SIGKILL after --kill-after. w8y releases the lock and exits 124, as timeout(1) does. 0 means never."`
 	KillAfter  killAfterFlag `long:"kill-after" env:"W8Y_KILL_AFTER" value-name:"DURATION" default-mask:"10s, or a third of --key-expiry if less" description:"Grace between SIGTERM and SIGKILL" details:"Grace between SIGTERM and SIGKILL when w8y stops a child's process group itself (a timeout, a lost lock, processes left behind). At most a third of --key-expiry, so that a group whose lock is being lost is gone before the lock could expire; a larger value is refused. A forwarded stop signal is not limited by it."`
-	KeepOutput int           `long:"keep-output" env:"W8Y_KEEP_OUTPUT" default:"0" value-name:"BYTES" description:"Keep the last BYTES of the child's output (it then writes to pipes)" details:"Pass the child's stdout and stderr on to w8y's own, byte for byte and unbuffered, and keep the last BYTES of each in the item's state hash (last_stdout, last_stderr) at the end of the run; at most 1048576 (1 MiB). The child then writes to pipes, not to w8y's own stdout and stderr: a child that asks whether its output is a terminal is told it is not. 0 (the default) leaves them untouched."`
-	Subreaper  bool          `long:"subreaper" env:"W8Y_SUBREAPER" description:"Reap the processes that children orphan" details:"Make w8y a child subreaper: processes that a child orphans are re-parented to w8y, which reaps them. Always on when w8y is PID 1, as in a container."`
+	KeepOutput *int          `long:"keep-output" env:"W8Y_KEEP_OUTPUT" value-name:"BYTES" default-mask:"4096 if failed" description:"Keep the last BYTES of the child's output (it then writes to pipes)" details:"Pass the child's stdout and stderr on to w8y's own, byte for byte and unbuffered, and keep the last BYTES of each in the item's state hash (last_stdout, last_stderr) at the end of every run, and the last 512 of each in the end event of a run that did not succeed; at most 1048576 (1 MiB). The child then writes to pipes, not to w8y's own stdout and stderr: a child that asks whether its output is a terminal is told it is not. Without it, w8y keeps the last 4096 bytes of a run that did not succeed (and nothing of a success), unless its stdout or stderr is a terminal, where the child keeps them; 0 leaves them untouched."`
+	// UnsafeItemInScript lets {} stand inside a shell's -c script (see
+	// validateItemInScript).
+	UnsafeItemInScript bool `long:"unsafe-item-in-script" env:"W8Y_UNSAFE_ITEM_IN_SCRIPT" description:"Allow {} in a shell's -c script (items run as code)" details:"Allow {} inside the script of a shell's -c (sh -c 'echo {}'), where the item is read as shell code: whoever may add an item to the list can then run any command on this host, and an item with a space or a quote breaks the script. Without it, w8y refuses such a command (exit 125); pass the item as an argument instead (sh -c '... \"$1\" ...' sh {}) or read it from W8Y_ITEM."`
+	Subreaper          bool `long:"subreaper" env:"W8Y_SUBREAPER" description:"Reap the processes that children orphan" details:"Make w8y a child subreaper: processes that a child orphans are re-parented to w8y, which reaps them. Always on when w8y is PID 1, as in a container."`
 	StopOptions
 }
 
@@ -105,7 +110,7 @@ type ContinuousOptions struct {
 	ExitCodes     codeList      `short:"i" long:"exit-codes" env:"W8Y_EXIT_CODES" env-delim:"," default:"0" value-name:"CODE" description:"Child exit codes that count as success" details:"Child exit codes that count as a success, which lets --continuous go on to the next item. Repeat the flag (-i 0 -i 3) or give a list apart by commas (-i 0,3, W8Y_EXIT_CODES=0,3)."`
 	IdleWait      duration.Flag `long:"idle-wait" env:"W8Y_IDLE_WAIT" default:"1s" value-name:"DURATION" description:"Pause after a pass that found nothing" details:"The pause after a pass that found nothing to take, give or take a quarter (jitter); at least 10ms. An idle worker then looks at what came due at least every 125ms, or, in a fleet of more than two workers that look, their number times 50ms, so that the whole fleet looks about every 50ms."`
 	StopOnFailure bool          `long:"stop-on-failure" env:"W8Y_STOP_ON_FAILURE" description:"Exit after a failed run (default without --failure-backoff)" details:"Exit after a failed run, with its code. This is the default without --failure-backoff, so that a failing item is not retried in a tight loop."`
-	UntilIdle     bool          `long:"until-idle" env:"W8Y_UNTIL_IDLE" description:"Exit 0 once nothing is left to run" details:"Exit 0 once a pass finds nothing to take and nothing is left to run: every item cools down or can never run, and none is locked or backs off after a failure. With --cooldown longer than the batch, a fleet of such workers runs every item once (a Kubernetes Job)."`
+	UntilIdle     bool          `long:"until-idle" env:"W8Y_UNTIL_IDLE" description:"Exit 0 once nothing is left to run" details:"Exit 0 once a pass finds nothing to take and nothing is left to run: every item cools down or can never run, and none is locked or backs off after a failure; if the worker took no item at all, exit --no-work-exit-code instead, or 120 if the list does not exist. With --cooldown longer than the batch, a fleet of such workers runs every item once (a Kubernetes Job)."`
 	MaxItems      int           `long:"max-items" env:"W8Y_MAX_ITEMS" value-name:"N" description:"Take no new item after N, then exit 0" details:"Take no new item after N, let the running children finish and exit 0. 0 means no limit."`
 	MaxRuntime    duration.Flag `long:"max-runtime" env:"W8Y_MAX_RUNTIME" value-name:"DURATION" description:"Take no new item after DURATION, then exit 0" details:"Take no new item after DURATION from the start, let the running children finish (they keep their locks) and exit 0. 0 means no limit."`
 }
@@ -284,7 +289,7 @@ func (o *Options) validate() error {
 	if o.Status {
 		return o.validateStatus()
 	}
-	for _, check := range []func() error{o.validateCommand, o.validateStop, o.validateOneItem, o.validateLock, o.validateSchedule, o.validateContinuous, o.validateRedis} {
+	for _, check := range []func() error{o.validateCommand, o.validateItemInScript, o.validateStop, o.validateOneItem, o.validateLock, o.validateSchedule, o.validateContinuous, o.validateRedis} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -327,13 +332,32 @@ func (o *Options) validateCommand() error {
 	if o.Timeout < 0 {
 		return usageError("--timeout must not be negative, got %s", o.Timeout)
 	}
-	if o.KeepOutput < 0 || o.KeepOutput > output.Max {
-		return usageError("--keep-output must be from 0 to %d bytes (1 MiB), got %d", output.Max, o.KeepOutput)
+	if k := o.KeepOutput; k != nil && (*k < 0 || *k > output.Max) {
+		return usageError("--keep-output must be from 0 to %d bytes (1 MiB), got %d", output.Max, *k)
 	}
 	if o.EnvVar != "" && (strings.ContainsAny(o.EnvVar, "=\x00") || o.EnvVar != strings.TrimSpace(o.EnvVar)) {
 		return usageError("--env-var %q is not a valid environment variable name", o.EnvVar)
 	}
 	return nil
+}
+
+// validateItemInScript refuses a command that pastes the item into a
+// shell's script (sh -c 'echo {}'), unless --unsafe-item-in-script: an item
+// is data that anyone who may write the list wrote, and must not run as
+// code on the worker's host. The line shows the safe form.
+func (o *Options) validateItemInScript() error {
+	found := childcmd.ItemInScript(o.Command)
+	if found == nil || o.UnsafeItemInScript {
+		return nil
+	}
+	return usageError("{} is inside the script of %s -c %s, where an item runs as shell code: pass it as an argument, as in %s -c '... \"$1\" ...' %s {}, or use \"$W8Y_ITEM\" in the script (--unsafe-item-in-script allows it)",
+		found.Shell, quoteArg(found.Script), found.Shell, found.Shell)
+}
+
+// quoteArg is arg as a shell would need it quoted: between single quotes,
+// clipped.
+func quoteArg(arg string) string {
+	return "'" + strings.ReplaceAll(items.Clip(arg), "'", `'\''`) + "'"
 }
 
 // validateLock checks the lock's expiry and the --kill-after that must fit

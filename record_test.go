@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,10 @@ func TestRecordBothPaths(t *testing.T) {
 		{Result: schema.ResultInterrupted},
 		{Result: schema.ResultCancelled, Exit: proc.Exit{Code: 143, Duration: time.Second}, Exited: true,
 			Cancel: &schema.CancelRequest{Holder: testToken, Reason: "the disk is full", By: "ops@desk"}},
+		// A failure's end event carries the last words of its output,
+		// cut at a character.
+		{Result: schema.ResultFailure, Exit: proc.Exit{Code: 7, Duration: time.Millisecond}, Exited: true,
+			Output: &runs.Output{Stdout: []byte("step 1\n"), Stderr: []byte(strings.Repeat("é", 300) + "ERROR: db timeout!\n")}},
 		{Result: schema.ResultSuccess, Exit: proc.Exit{Code: 0, Duration: 5 * time.Millisecond}, Exited: true,
 			Output: &runs.Output{Stdout: []byte("out\x00\xff"), Stderr: []byte{}}},
 	}
@@ -87,11 +92,11 @@ func TestRecordBothPaths(t *testing.T) {
 	scan, each := run("scan:", true), run("each:", false)
 
 	want := map[string]string{
-		"last_holder": testToken, "last_end": "8000", "last_result": "success", "last_exit_code": "0",
-		"last_duration_ms": "5", "runs": "8", "failures": "3", "consecutive_failures": "0",
+		"last_holder": testToken, "last_end": "9000", "last_result": "success", "last_exit_code": "0",
+		"last_duration_ms": "5", "runs": "9", "failures": "4", "consecutive_failures": "0",
 		"last_stdout": "out\x00\xff", "last_stderr": "",
-		// Each take increments the fence: the eighth's is 8.
-		"last_fence": "8",
+		// Each take increments the fence: the ninth's is 9.
+		"last_fence": "9",
 	}
 	for name, got := range map[string]outcome{"scan": scan, "each": each} {
 		if !maps.Equal(got.state, want) {
@@ -115,6 +120,11 @@ func TestRecordBothPaths(t *testing.T) {
 			}
 			if end.Cancel != nil {
 				wantEnd["reason"], wantEnd["cancelled_by"] = end.Cancel.Reason, end.Cancel.By
+			}
+			if end.Output != nil && end.Result != schema.ResultSuccess {
+				// 512 bytes would start inside an é: the event's start
+				// one byte later.
+				wantEnd["stdout"], wantEnd["stderr"] = "step 1\n", strings.Repeat("é", 246)+"ERROR: db timeout!\n"
 			}
 			if !maps.Equal(fin, wantEnd) {
 				t.Errorf("%s: end event %d: %v, want %v", name, i, fin, wantEnd)

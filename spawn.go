@@ -52,10 +52,12 @@ type childRunner struct {
 	// timeoutSignal is --timeout-signal: what the child's group gets first
 	// when --timeout passes.
 	timeoutSignal syscall.Signal
-	// keepOutput is --keep-output: how many of the last bytes of the
-	// child's stdout and stderr to keep, 0 to leave them untouched.
-	keepOutput int
-	metrics    observer
+	// keepOutput is how many of the last bytes of the child's stdout and
+	// stderr to keep, 0 to leave them untouched, and keepSuccess whether a
+	// success keeps them too (see keptOutput).
+	keepOutput  int
+	keepSuccess bool
+	metrics     observer
 	// health is nil unless --metrics-addr is given.
 	health *health.Heartbeat
 	log    zerolog.Logger
@@ -66,7 +68,9 @@ type childRunner struct {
 func (c *childRunner) run(ctx context.Context, item string, lock *Lock) runs.End {
 	exit, stopped, kept, err := c.runChild(ctx, item, lock)
 	end := newRunEnd(item, exit, err, stopped, c.exitCodes)
-	end.Output = kept
+	if end.Result != schema.ResultSuccess || c.keepSuccess {
+		end.Output = kept
+	}
 	return end
 }
 

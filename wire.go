@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/childcmd"
@@ -41,8 +42,8 @@ func runWorker(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zer
 	if err != nil {
 		return err
 	}
-	if opts.KeyPrefix == "" {
-		log.Warn().Msg("no --key-prefix: using the keys 'list' and 'lock:<item>' at the top of the database")
+	if blank := (schema.Keys{Prefix: opts.KeyPrefix}).BlankPrefix(); blank != "" {
+		log.Warn().Msg(blank)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -108,6 +109,7 @@ func connect(opts *Options, log zerolog.Logger) (redis.UniversalClient, error) {
 // newWorker builds the worker over client: its rotator, finisher and
 // children, and, for --until-idle, a reader of the list.
 func newWorker(opts *Options, command childcmd.Command, client redis.UniversalClient, keys schema.Keys, token string, p *jobctl.Process, counts observer, beat *health.Heartbeat, log zerolog.Logger) *worker {
+	keep := keptOutput(opts.KeepOutput, command.Stdout, command.Stderr)
 	record := &runs.Recorder{Keys: keys, StateTTL: time.Duration(opts.StateTTL)}
 	if !opts.NoEvents {
 		record.EventsMaxLen = opts.EventsMaxLen
@@ -126,7 +128,7 @@ func newWorker(opts *Options, command childcmd.Command, client redis.UniversalCl
 		children: &childRunner{
 			command: command, spawn: p.Spawner, stops: p.Router, exitCodes: opts.ExitCodes,
 			killAfter: time.Duration(opts.KillAfter.Flag), timeout: time.Duration(opts.Timeout),
-			timeoutSignal: syscall.Signal(opts.TimeoutSignal), keepOutput: opts.KeepOutput,
+			timeoutSignal: syscall.Signal(opts.TimeoutSignal), keepOutput: keep, keepSuccess: opts.KeepOutput != nil,
 			metrics: counts, health: beat, log: log,
 		},
 		stops: router{p.Router},
@@ -141,6 +143,29 @@ func newWorker(opts *Options, command childcmd.Command, client redis.UniversalCl
 		w.items = &status.Reader{Client: client, Keys: keys}
 	}
 	return w
+}
+
+// defaultKeepOutput is how many of the last bytes of each of a failed
+// run's stdout and stderr w8y keeps without --keep-output: some fifty lines,
+// room for the error and the stack trace that say why, in the state hash
+// that w8yctl status ITEM and the dashboard read.
+const defaultKeepOutput = 4096
+
+// keptOutput is how many bytes of the child's stdout and stderr w8y keeps
+// (see output.Capture): --keep-output's if given, else defaultKeepOutput,
+// but none where w8y's stdout or stderr is a terminal, whose person sees
+// the output, and whose child must keep it: a pipe would make it buffer
+// its output and drop its colours.
+func keptOutput(flag *int, stdout, stderr io.Writer) int {
+	if flag != nil {
+		return *flag
+	}
+	for _, w := range []io.Writer{stdout, stderr} {
+		if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+			return 0
+		}
+	}
+	return defaultKeepOutput
 }
 
 // showStatus is w8y --status: it reads the list under --key-prefix once, or

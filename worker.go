@@ -168,9 +168,8 @@ func (w *worker) once(ctx context.Context) error {
 	switch {
 	case running == 0 && errors.Is(takeErr, ErrNoWork):
 		w.metrics.IdlePass()
-		w.warnIfListMissing(ctx)
 		w.log.Info().Msg("no item could be taken")
-		return ErrNoWork
+		return w.noWork(ctx)
 	case running == 0 && errors.Is(takeErr, errStopped):
 		return w.stops.stopErr()
 	case takeErr != nil && !errors.Is(takeErr, ErrNoWork) && !errors.Is(takeErr, errStopped):
@@ -382,7 +381,7 @@ func (l *continuous) start(ctx context.Context, lock *Lock) {
 func (l *continuous) foundNothing(ctx context.Context) {
 	w := l.w
 	w.metrics.IdlePass()
-	if l.listChecked.IsZero() || time.Since(l.listChecked) >= listCheckEvery {
+	if !w.opts.UntilIdle && (l.listChecked.IsZero() || time.Since(l.listChecked) >= listCheckEvery) {
 		w.warnIfListMissing(ctx)
 		l.listChecked = time.Now()
 	}
@@ -393,7 +392,7 @@ func (l *continuous) foundNothing(ctx context.Context) {
 			return
 		}
 		if done {
-			l.close("--until-idle: nothing is left to run (every item cools down or cannot run): no new items will be taken")
+			l.untilIdleDone(ctx)
 			return
 		}
 	}
@@ -402,6 +401,17 @@ func (l *continuous) foundNothing(ctx context.Context) {
 		wait = w.lookPause(wait)
 	}
 	l.pause(duration.Jitter(wait))
+}
+
+// untilIdleDone ends a --until-idle worker that found nothing left to run:
+// well if it took an item, and otherwise as a one-shot run that took none
+// ends (see worker.noWork), so that a Job whose worker found no work, or
+// no list, does not pass for one that did it.
+func (l *continuous) untilIdleDone(ctx context.Context) {
+	l.close("--until-idle: nothing is left to run (every item cools down or cannot run): no new items will be taken")
+	if l.taken == 0 {
+		l.end(l.w.noWork(ctx))
+	}
 }
 
 // retryOrEnd retries after err, a Redis error, if a retry may mend it, and
@@ -544,6 +554,20 @@ func (l *continuous) result() error {
 // again now and then while it stays missing, so that a worker with a
 // mistyped --key-prefix is not silent forever, nor noisy.
 const listCheckEvery = 10 * time.Minute
+
+// noWork is how a run that took no item ends: ErrNoWork (exit
+// --no-work-exit-code), or, when the list does not exist, its
+// schema.NoListError, a failure of its own that w8y explains even under -q:
+// a mistyped --key-prefix must not pass for a list whose items are all
+// taken. A failed read of the list says nothing: the next take meets the
+// same failure and reports it.
+func (w *worker) noWork(ctx context.Context) error {
+	n, err := w.rotator.Client.LLen(ctx, w.rotator.Keys.List()).Result()
+	if err == nil && n == 0 {
+		return w.rotator.Keys.NoList()
+	}
+	return ErrNoWork
+}
 
 // warnIfListMissing warns when the list does not exist, after a pass that
 // found nothing to take: a mistyped --key-prefix otherwise looks just like

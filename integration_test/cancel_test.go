@@ -308,7 +308,7 @@ func TestCtlCancel(t *testing.T) {
 	// A mistyped prefix is refused, not taken for an item nobody runs.
 	before := s.snapshot(t)
 	r := runCtl(t, nil, "-u", s.URL, "-k", "ccc", "cancel", "a")
-	r.wantExit(t, 125)
+	r.wantExit(t, 120)
 	oneLineOf(t, "w8yctl", r.Stderr, `the list "ccc:list" does not exist`)
 
 	r = s.ctl("cancel", "b")

@@ -116,21 +116,21 @@ func TestNothingEligible(t *testing.T) {
 
 	t.Run("missing list", func(t *testing.T) {
 		// A mistyped prefix must not look like a list whose items are all
-		// taken.
-		r := runW8y(t, nil, append([]string{"-u", s.URL, "-k", "none", "-t"}, child...)...)
-		r.wantExit(t, 0)
-		r.wantStderr(t, `WRN the list "none:list" does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right?`)
+		// taken (see TestAMissingListIsAMistake).
+		r := runW8y(t, nil, append([]string{"-u", s.URL, "-k", "none", "-t", "--no-work-exit-code", "3"}, child...)...)
+		r.wantExit(t, 120)
+		r.wantStderr(t, `w8y: the list "none:list" does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right?`)
 	})
+	items := []string{"p", "q", "r", "s"}
+	s.seed(t, "busy:list", items...)
+	for _, item := range items {
+		s.Client.Set(ctx(t), "busy:lock:"+item, "someone-else", time.Hour)
+	}
 	t.Run("no-work exit code", func(t *testing.T) {
-		r := runW8y(t, nil, append([]string{"-u", s.URL, "-k", "none", "--no-work-exit-code", "3"}, child...)...)
+		r := runW8y(t, nil, append([]string{"-u", s.URL, "-k", "busy", "--no-work-exit-code", "3"}, child...)...)
 		r.wantExit(t, 3)
 	})
 	t.Run("all locked", func(t *testing.T) {
-		items := []string{"p", "q", "r", "s"}
-		s.seed(t, "busy:list", items...)
-		for _, item := range items {
-			s.Client.Set(ctx(t), "busy:lock:"+item, "someone-else", time.Hour)
-		}
 		r := runW8y(t, nil, append([]string{"-u", s.URL, "-k", "busy"}, child...)...)
 		r.wantExit(t, 0)
 		// One full pass rotates every item once: the order is as before.

@@ -78,8 +78,8 @@ func TestCtlAdd(t *testing.T) {
 
 	// A mistyped prefix starts no list; --create does.
 	r = runCtl(t, nil, "-u", s.URL, "-k", "adx", "add", "a")
-	r.wantExit(t, 125)
-	oneLineOf(t, "w8yctl", r.Stderr, `the list "adx:list" does not exist: is --key-prefix (W8Y_KEY_PREFIX) right? Give --create`)
+	r.wantExit(t, 120)
+	oneLineOf(t, "w8yctl", r.Stderr, `the list "adx:list" does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right? Give --create`)
 	r = runCtl(t, nil, "-u", s.URL, "-k", "adx", "add", "--create", "--json", "a")
 	r.mustExit(t, 0)
 	var results []map[string]any
@@ -335,7 +335,7 @@ func TestCtlRunNow(t *testing.T) {
 	asked := time.Now()
 	r := s.ctl("run-now", "cool", "busy")
 	r.mustExit(t, 0)
-	r.wantStdout(t, "\"cool\" is due now: an idle worker takes it within a second\n\"busy\" is running now (holder "+holder+"): it is not started twice\n")
+	r.wantStdout(t, "\"cool\" is due now: an idle worker takes it within a second (1 worker live)\n\"busy\" is running now (holder "+holder+"): it is not started twice\n")
 	ran := s.popRun(t)
 	if ran.item != "cool" || ran.cooling {
 		t.Fatalf("ran %+v, want cool without its cooldown", ran)
@@ -450,7 +450,6 @@ func TestCtlBadInput(t *testing.T) {
 		{"--for that does not parse", nil, append(at, "pause", "a", "--for", "a while"), `--for "a while"`},
 		{"--for negative", nil, append(at, "pause", "a", "--for=-1h"), "a pause cannot last a negative time"},
 		{"option of another verb", nil, append(at, "resume", "a", "--reason", "x"), "--reason goes with pause or cancel, not resume"},
-		{"missing list", nil, []string{"-u", s.URL, "-k", "typo", "pause", "a"}, `the list "typo:list" does not exist`},
 		{"list of another type", nil, []string{"-u", s.URL, "-k", "hash", "remove", "a"}, `"hash:list" holds a hash, not a list`},
 		{"item not in the list", nil, append(at, "pause", "a", "zz"), `"zz" is not in the list "bad:list"`},
 		{"unreachable Redis", nil, []string{"-u", fmt.Sprintf("redis://127.0.0.1:%d", redistest.FreePort(t)), "-k", "bad", "pause", "a"}, "connect to Redis"},
@@ -458,14 +457,15 @@ func TestCtlBadInput(t *testing.T) {
 		{"no password", nil, []string{"-u", secured.URL, "-k", "bad", "pause", "a"}, "NOAUTH"},
 		{"status of an item given twice", nil, append(at, "status", "a", "a"), `item "a" is given twice`},
 		{"status --watch of items", nil, append(at, "status", "--watch", "a"), "--watch shows the table of every item: give it without ITEMs"},
-		{"status of items on a missing list", nil, []string{"-u", s.URL, "-k", "typo", "status", "a"}, `the list "typo:list" does not exist`},
-		{"check on a missing list", nil, []string{"-u", s.URL, "-k", "typo", "check", "--fix"}, `the list "typo:list" does not exist`},
 		{"check on a list of another type", nil, []string{"-u", s.URL, "-k", "hash", "check", "--fix"}, `"hash:list" holds a hash, not a list`},
 		{"unknown option", nil, append(at, "check", "--frobnicate"), "--frobnicate: no such option (see w8yctl --help)"},
 		{"check given an item", nil, append(at, "check", "a"), "check takes no items"},
 		{"--fix with another verb", nil, append(at, "resume", "a", "--fix"), "--fix goes with check, not resume"},
 		{"check on an unreachable Redis", nil, []string{"-u", fmt.Sprintf("redis://127.0.0.1:%d", redistest.FreePort(t)), "-k", "bad", "check"}, "connect to Redis"},
 		{"bad variable", []string{"W8Y_REDIS_CLUSTER=perhaps"}, append(at, "pause", "a"), `W8Y_REDIS_CLUSTER="perhaps": not true or false`},
+		{"status of an item nothing is known of", nil, append(at, "status", "a", "zz"), `"zz" is not in the list "bad:list", and nothing of it is kept (no key, no event)`},
+		{"cancel of an item neither listed nor running", nil, append(at, "cancel", "zz"), `"zz" is not in the list "bad:list", and no run holds it (nothing was changed)`},
+		{"events of an item nothing is known of", nil, append(at, "events", "--item", "zz"), `"zz" is not in the list "bad:list", and the events stream holds none of its events`},
 	}
 	before, securedBefore := s.snapshot(t), secured.snapshot(t)
 	for _, tt := range tests {
@@ -637,8 +637,8 @@ func TestCtlCluster(t *testing.T) {
 // and runs, how often the list holds each, the lock's holder, the backoff
 // and the pause with its reason, the last run with its fence, the counts,
 // the latest events (the pause among them, with who paused) and the kept
-// output, bounded and escaped; and an item that the list does not hold, as
-// such.
+// output, bounded and escaped; and an item that the list no longer holds,
+// as such, with what is kept of it.
 func TestCtlStatusItems(t *testing.T) {
 	t.Parallel()
 	s := setup(t, "st")
@@ -657,6 +657,9 @@ func TestCtlStatusItems(t *testing.T) {
 	c.HSet(ctx(t), "st:state:a", "last_stdout", stdout, "last_stderr", "\x1b[31mred\x1b[0m\n")
 	fence := c.HGet(ctx(t), "st:state:a", "last_fence").Val()
 
+	// zz was in the list once: its events are kept.
+	s.ctl("add", "zz").mustExit(t, 0)
+	s.ctl("remove", "zz").mustExit(t, 0)
 	r := s.ctl("status", "a", "b", "zz")
 	r.mustExit(t, 0)
 	for _, want := range []string{
@@ -670,7 +673,7 @@ func TestCtlStatusItems(t *testing.T) {
 		`(?m)^  last stdout \(3000 bytes, the last 2048 shown\):\n    \| x+\n    \| the end\n`,
 		`(?m)^  last stderr \(13 bytes\):\n    \| \\x1b\[31mred\\x1b\[0m\n`,
 		`(?m)^"b": in the list "st:list" once, locked\n  lock: holder=` + regexp.QuoteMeta(holder) + `, \d.*s left$`,
-		`(?m)^"zz": not in the list "st:list", idle\n  lock: free\n  cooldown: none\n  backoff: none\n  pause: none\n  last run: never\n  runs=0 failures=0 consecutive_failures=0\n\z`,
+		`(?m)^"zz": not in the list "st:list", idle\n  lock: free\n  cooldown: none\n  backoff: none\n  pause: none\n  last run: never\n  runs=0 failures=0 consecutive_failures=0\n  latest events:\n    \S+ add "zz" by=\S+\n    \S+ remove "zz" by=\S+\n\z`,
 	} {
 		if !regexp.MustCompile(want).MatchString(r.Stdout) {
 			t.Errorf("status a b zz does not match %s:\n%s", want, r.Stdout)

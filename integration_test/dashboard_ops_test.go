@@ -113,9 +113,14 @@ func TestDashboardOnAHundredThousandItems(t *testing.T) {
 	b.Client.Set(ctx(t), b.key("backoff:i77777"), "1", time.Hour)
 	b.Client.Set(ctx(t), b.key("lock:i99999"), "vm:1:tok", time.Hour)
 	// Two items due and not taken, the older a minute late, besides the 10
-	// appended.
+	// appended: their cooldowns, of an hour after runs that ended an hour
+	// ago, ran out. (No worker is live: an item due since its run ended
+	// would not be late.)
 	late := float64(time.Now().Add(-time.Minute).UnixMilli())
 	b.Client.ZAdd(ctx(t), b.key("due"), redis.Z{Member: "i5", Score: late}, redis.Z{Member: "i6", Score: late + 1000})
+	for _, item := range []string{"i5", "i6"} {
+		b.Client.HSet(ctx(t), b.key("state:"+item), "last_start", int64(late)-3_600_000, "last_end", int64(late)-3_600_000)
+	}
 	url := serveDashboard(t, b)
 	tab := browser(t)
 	dir := screenshots(t)
@@ -171,4 +176,27 @@ func TestDashboardShowsTheNextSlot(t *testing.T) {
 	shows(t, tab, "nightly's next slot in its view",
 		`(() => { const f = document.querySelector('#detail-state dd[data-field="next_slot"]'); return f && f.textContent === "`+slot+`"; })()`)
 	screenshot(t, tab, screenshots(t), "next-slot")
+}
+
+// TestDashboardSearchIgnoresCase: in a real Chromium, typing a name in any
+// case finds it, as an operator types it: "backup" finds Backup-DB (and
+// backup-files), "BACKUP-db" Backup-DB alone, and "σίσυφος" the Greek
+// ΣΊΣΥΦΟΣ, whose final sigma lower-casing alone does not match.
+func TestDashboardSearchIgnoresCase(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "case")
+	b.items("Backup-DB", "backup-files", "ΣΊΣΥΦΟΣ", "Reports")
+	url := serveDashboard(t, b)
+	tab := browser(t)
+	act(t, tab, "open the dashboard", chromedp.Navigate(url), chromedp.WaitVisible(`#items tbody tr`))
+	for _, tt := range []struct{ query, want, says string }{
+		{"backup", "Backup-DB,backup-files", `2 items hold "backup"`},
+		{"BACKUP-db", "Backup-DB", `1 item holds "BACKUP-db"`},
+		{"σίσυφος", "ΣΊΣΥΦΟΣ", `1 item holds "σίσυφος"`},
+	} {
+		eval[bool](t, tab, `(() => { document.getElementById("filter").value = ""; return true; })()`)
+		act(t, tab, "type "+tt.query, chromedp.SendKeys(`#filter`, tt.query))
+		shows(t, tab, tt.want+" for "+tt.query, fmt.Sprintf(`(%s).join() === %q && document.getElementById("range").textContent === %q`,
+			itemNames, tt.want, tt.says))
+	}
 }

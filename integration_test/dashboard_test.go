@@ -165,11 +165,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	s.seed(t, "work:list", items...)
 	// broken fails, the others take a moment, so that the page has runs,
 	// failures and holders to show. The cap of 3 holds none of the three
-	// back; it is there for the page to show its places.
-	child := `echo "out of $W8Y_ITEM"; case "$W8Y_ITEM" in broken) exit 3;; esac; sleep 0.3`
+	// back; it is there for the page to show its places. Without
+	// --keep-output, a failed run's output is kept all the same.
+	child := `echo "out of $W8Y_ITEM"; case "$W8Y_ITEM" in broken) echo "ERROR: db timeout" >&2; exit 3;; esac; sleep 0.3`
 	for range 3 {
 		startW8y(t, portEnv(s), "-u", s.URL, "-k", "work", "-c", "-q", "--cooldown", "1s", "--failure-backoff", "1s",
-			"--idle-wait", "50ms", "--keep-output", "1000", "--fleet-max-running", "3", "sh", "-c", child)
+			"--idle-wait", "50ms", "--fleet-max-running", "3", "sh", "-c", child)
 	}
 
 	// The recipe, as written, but on a free port.
@@ -272,7 +273,8 @@ func TestDashboardInBrowser(t *testing.T) {
 		    evs.length > 0 && evs.every(e => e.textContent === "broken"); })()`)
 	shows(t, tab, "broken's kept output and exit code in its view",
 		`(() => { const f = (n) => document.querySelector('#detail-state dd[data-field="' + n + '"]');
-		  return f("last_stdout") && f("last_stdout").textContent === "out of broken\n" && f("last_exit_code").textContent === "3"; })()`)
+		  return f("last_stdout") && f("last_stdout").textContent === "out of broken\n" && f("last_stderr").textContent === "ERROR: db timeout\n" &&
+		    f("last_exit_code").textContent === "3"; })()`)
 	// Its recent runs, from the events stream: each failed with code 3,
 	// ended, and names its holder.
 	shows(t, tab, "broken's recent runs",

@@ -338,21 +338,23 @@ func TestStatus(t *testing.T) {
 func TestStatusOfWhatCannotRun(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
-	r := runW8y(t, nil, "--status", "-u", s.URL, "-k", "wrok")
-	r.wantExit(t, 0)
-	r.wantStdout(t, `the list "wrok:list" does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right?`+"\n")
-	r = runW8y(t, nil, "--status", "--json", "-t", "-u", s.URL, "-k", "wrok")
-	r.wantExit(t, 0)
-	if !strings.HasSuffix(r.Stdout, `,"items":[`+"\n]}\n") || !strings.Contains(r.Stdout, `"items":0`) {
-		t.Errorf("--json of a missing list: %s", r)
+	const missing = `the list "wrok:list" does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right?`
+	for _, args := range [][]string{{"--status"}, {"--status", "--json"}} {
+		r := runW8y(t, nil, append(args, "-t", "-u", s.URL, "-k", "wrok")...)
+		r.wantExit(t, 120)
+		oneLine(t, r.Stderr, missing)
+		if r.Stdout != "" {
+			t.Errorf("%q of a missing list printed on stdout: %s", args, r)
+		}
 	}
-	if !strings.Contains(r.Stderr, `WRN the list "wrok:list" does not exist`) {
-		t.Errorf("--json says nothing of the missing list: %s", r)
-	}
+	// A watch says so, and waits for the list.
+	watch := startW8y(t, nil, "--status", "--watch=100ms", "-u", s.URL, "-k", "wrok")
+	redistest.WaitFor(t, "the watch to say the list is missing", func() bool { return strings.Contains(watch.stdoutSoFar(), missing) })
+	watch.stop(t)
 
 	s.seed(t, "odd:list", "hashed", "", "fine")
 	s.Client.HSet(ctx(t), "odd:lock:hashed", "field", "value")
-	r = runW8y(t, nil, "--status", "-u", s.URL, "-k", "odd")
+	r := runW8y(t, nil, "--status", "-u", s.URL, "-k", "odd")
 	r.wantExit(t, 0)
 	rows := parseTable(t, r.Stdout)
 	for item, state := range map[string]string{"hashed": "blocked", `""`: "invalid", "fine": "idle"} {

@@ -70,13 +70,51 @@ func TestKeepOutputUnbuffered(t *testing.T) {
 	}
 }
 
-// TestKeepOutputOff: by default the child's stdout is w8y's own (a file
-// here), untouched, and the state keeps none of it; with --keep-output it
-// is a pipe.
-func TestKeepOutputOff(t *testing.T) {
+// TestKeepOutputByDefault: a failure's last words are kept by default, as
+// the issue's user ran it (w8y -q sh -c 'echo "ERROR: db timeout" >&2;
+// exit 7'), bounded, and shown by w8yctl status ITEM and by the run's end
+// event; a success keeps nothing, and clears what a failure kept, unless
+// --keep-output asks; --keep-output 0 leaves the child w8y's own streams
+// (a file here) and keeps nothing. (At a terminal the child keeps it by
+// default: TestTerminalReadsReachTheChild.)
+func TestKeepOutputByDefault(t *testing.T) {
 	t.Parallel()
 	s := setup(t, "kf")
-	s.items("a")
+	s.items("bad")
+	state := func() map[string]string { return s.Client.HGetAll(ctx(t), s.key("state:bad")).Val() }
+	// Longer than the default keeps: 5,000 bytes of stdout, then the error.
+	fail := `head -c 5000 /dev/zero | tr '\0' x; echo; echo "ERROR: db timeout" >&2; exit 7`
+	r := s.run("-q", "sh", "-c", fail)
+	r.wantExit(t, 7)
+	if got := state(); len(got["last_stdout"]) != 4096 || got["last_stderr"] != "ERROR: db timeout\n" {
+		t.Errorf("a failure kept %d bytes of stdout and %q of stderr, want 4096 and the error", len(got["last_stdout"]), got["last_stderr"])
+	}
+	if !strings.HasPrefix(r.Stdout, strings.Repeat("x", 5000)+"\n") {
+		t.Errorf("the child's stdout did not pass on whole: %d bytes", len(r.Stdout))
+	}
+	st := s.ctl("status", "bad")
+	st.mustExit(t, 0)
+	if !strings.Contains(st.Stdout, "  last stderr (18 bytes):\n    | ERROR: db timeout\n") {
+		t.Errorf("w8yctl status does not show the failure's words:\n%s", st.Stdout)
+	}
+	ev := s.ctl("events", "-n", "1", "--json")
+	ev.mustExit(t, 0)
+	var end map[string]any
+	if err := json.Unmarshal([]byte(ev.Stdout), &end); err != nil || end["stderr"] != "ERROR: db timeout\n" ||
+		len(fmt.Sprint(end["stdout"])) != 512 {
+		t.Errorf("the end event does not carry the failure's last words (%v): %s", err, ev.Stdout)
+	}
+
+	// A success keeps nothing, and drops the failure's words.
+	s.run("-q", "sh", "-c", "echo fine").mustExit(t, 0)
+	if got := state(); got["last_stdout"] != "" || got["last_stderr"] != "" || got["last_result"] != "success" {
+		t.Errorf("a success kept output: %q", got)
+	}
+	s.run("-q", "--keep-output", "100", "sh", "-c", "echo fine").mustExit(t, 0)
+	if got := state()["last_stdout"]; got != "fine\n" {
+		t.Errorf("with --keep-output, a success kept %q", got)
+	}
+
 	for _, tt := range []struct {
 		args []string
 		// want is how the child's stdout shows in /proc: the file itself,
@@ -84,7 +122,8 @@ func TestKeepOutputOff(t *testing.T) {
 		want string
 		kept bool
 	}{
-		{nil, "file", false},
+		{nil, "pipe:", true},
+		{[]string{"--keep-output", "0"}, "file", false},
 		{[]string{"--keep-output", "100"}, "pipe:", true},
 	} {
 		out, err := os.Create(filepath.Join(t.TempDir(), "stdout"))
@@ -92,8 +131,8 @@ func TestKeepOutputOff(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer out.Close()
-		args := s.at(append(append([]string{"-q"}, tt.args...), "sh", "-c", `readlink /proc/$$/fd/1`)...)
-		startWith(t, []*os.File{out}, nil, binary, args...).wait(t).mustExit(t, 0)
+		args := s.at(append(append([]string{"-q"}, tt.args...), "sh", "-c", `readlink /proc/$$/fd/1; exit 1`)...)
+		startWith(t, []*os.File{out}, nil, binary, args...).wait(t).mustExit(t, 1)
 		data, err := os.ReadFile(out.Name())
 		if err != nil {
 			t.Fatal(err)
@@ -102,8 +141,8 @@ func TestKeepOutputOff(t *testing.T) {
 		if want := map[string]string{"file": out.Name(), "pipe:": "pipe:"}[tt.want]; !strings.HasPrefix(got, want) {
 			t.Errorf("with %q the child's stdout is %q, want %q", tt.args, got, want)
 		}
-		if _, ok := s.Client.HGetAll(ctx(t), s.key("state:a")).Val()["last_stdout"]; ok != tt.kept {
-			t.Errorf("with %q last_stdout is kept: %v", tt.args, ok)
+		if _, ok := state()["last_stdout"]; ok != tt.kept {
+			t.Errorf("with %q a failure's last_stdout is kept: %v", tt.args, ok)
 		}
 	}
 }
@@ -197,6 +236,49 @@ func TestPasswords(t *testing.T) {
 	}
 	if got := s.list(); len(got) != 1 {
 		t.Errorf("list %q", got)
+	}
+}
+
+// TestUnneededPasswordIsSaid: a password given to a server that asks for
+// none (which Redis takes without a word) is said once, in one warning line,
+// by w8y and w8yctl alike, whether the URL or the variable gives it; a
+// password that the server asks for, or none at all, is not.
+func TestUnneededPasswordIsSaid(t *testing.T) {
+	t.Parallel()
+	open := setup(t, "np")
+	open.items("a", "b", "c")
+	secured := setup(t, "np", redistest.Password("right-horse-battery"))
+	secured.items("a")
+	const warning = "asks for no password, yet "
+	for _, tt := range []struct {
+		env  []string
+		url  string
+		from string
+	}{
+		{nil, "redis://:stray-staple@127.0.0.1:" + itoa(open.Port), "--redis-url"},
+		{[]string{"W8Y_REDIS_PASSWORD=stray-staple"}, open.URL, "W8Y_REDIS_PASSWORD"},
+		{nil, "redis://default:stray-staple@127.0.0.1:" + itoa(open.Port), "--redis-url"},
+	} {
+		r := runW8y(t, tt.env, "-u", tt.url, "-k", "np", "-t", "true")
+		r.wantExit(t, 0)
+		if n := strings.Count(r.Stderr, warning); n != 1 || !strings.Contains(r.Stderr, "WRN the server at redis://") ||
+			!strings.Contains(r.Stderr, warning+tt.from+" gives one: is it the Redis you meant?") || strings.Contains(r.Stderr, "staple") {
+			t.Errorf("%q %s: want the one warning naming %s, without the password: %s", tt.env, tt.url, tt.from, r)
+		}
+		c := runCtl(t, tt.env, "-u", tt.url, "-k", "np", "status", "a")
+		c.wantExit(t, 0)
+		if strings.Count(c.Stderr, warning) != 1 {
+			t.Errorf("w8yctl: want the one warning: %s", c)
+		}
+	}
+	for _, r := range []result{
+		runW8y(t, nil, "-u", "redis://:right-horse-battery@127.0.0.1:"+itoa(secured.Port), "-k", "np", "-t", "true"),
+		runW8y(t, nil, "-u", open.URL, "-k", "np", "-t", "true"),
+	} {
+		r.wantExit(t, 0)
+		if strings.Contains(r.Stderr, warning) {
+			t.Errorf("a needed password, or none, is warned of: %s", r)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -353,6 +354,33 @@ func closedPipe(t *testing.T) *os.File {
 	r.Close()
 	t.Cleanup(func() { w.Close() })
 	return w
+}
+
+// TestSIGPIPEWhenTheReaderGoes: w8y ... | head -1, with the child's output
+// passing through w8y's pipes (to keep a failure's last words): once the
+// reader has gone, the child's next write fails as it would in a plain
+// pipeline, so that a child that writes forever (yes) dies of SIGPIPE and
+// the run ends, instead of writing into w8y's pipe for ever.
+func TestSIGPIPEWhenTheReaderGoes(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "head")
+	s.items("a")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startWith(t, []*os.File{w, nil}, s.env, binary, s.at("sh", "-c", `[ -t 1 ] || yes`)...)
+	w.Close()
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil || line != "y\n" {
+		t.Fatalf("read %q, %v", line, err)
+	}
+	r.Close()
+	p.wait(t).wantExit(t, 141)
+	if got := s.stateOf(t, "head", "a")["last_result"]; got != "failure" {
+		t.Errorf("last_result %q, want failure", got)
+	}
+	s.noLocks()
 }
 
 // TestSIGPIPE: w8y never dies of a write to its own output. With stdout or

@@ -58,17 +58,23 @@ func runInTerminal(t *testing.T, s *server, child string, typeKeys func(keyboard
 }
 
 // TestTerminalReadsReachTheChild: a child that reads the terminal gets what
-// is typed, instead of being stopped for reading from a background group.
+// is typed, instead of being stopped for reading from a background group,
+// and writes to the terminal itself.
 func TestTerminalReadsReachTheChild(t *testing.T) {
 	t.Parallel()
 	s := setup(t, "tty")
 	s.items("a")
-	r := runInTerminal(t, s.server, started+`; read line; echo "got $line for $W8Y_ITEM"`, func(keyboard io.Writer) {
+	r := runInTerminal(t, s.server, started+`; read line; echo "got $line for $W8Y_ITEM"; [ -t 1 ] && [ -t 2 ] && echo "writes to the terminal"`, func(keyboard io.Writer) {
 		io.WriteString(keyboard, "hello\n")
 	})
 	r.wantExit(t, 0)
 	if !strings.Contains(r.Stdout, "got hello for a") {
 		t.Errorf("the child did not read what was typed: %s", r)
+	}
+	// At a terminal, w8y keeps no output by default: the child's is the
+	// terminal, not a pipe.
+	if !strings.Contains(r.Stdout, "writes to the terminal") {
+		t.Errorf("the child's stdout and stderr are not the terminal: %s", r)
 	}
 	s.noLocks()
 }

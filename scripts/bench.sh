@@ -82,6 +82,26 @@ done
 w=$(median "${w8y_times[@]}") p=$(median "${ping_times[@]}")
 verdict "one-shot overhead" "$(ratio "$w" "$p")" le 1.25 "w8y ${w} us per run, redis-cli ping ${p} us (medians of $rounds x $oneshots)"
 
+# 1b. Kept output: by default a one-shot run's child writes to pipes that w8y
+# reads, to keep a failure's last words; against --keep-output 0, which
+# leaves it w8y's own stdout and stderr. The child writes a line to each.
+# Rounds alternate.
+kept_times=() bare_times=()
+for _ in $(seq "$rounds"); do
+	start=$(now_us)
+	for _ in $(seq "$oneshots"); do
+		"$w8y" -q -u "$url" -k one sh -c 'echo out; echo err >&2' >/dev/null 2>&1 || broken "one-shot run failed"
+	done
+	kept_times+=($((($(now_us) - start) / oneshots)))
+	start=$(now_us)
+	for _ in $(seq "$oneshots"); do
+		"$w8y" -q --keep-output 0 -u "$url" -k one sh -c 'echo out; echo err >&2' >/dev/null 2>&1 || broken "one-shot run failed"
+	done
+	bare_times+=($((($(now_us) - start) / oneshots)))
+done
+k=$(median "${kept_times[@]}") b=$(median "${bare_times[@]}")
+verdict "kept output" "$(ratio "$k" "$b")" le 1.10 "default ${k} us per run, --keep-output 0 ${b} us (medians of $rounds x $oneshots)"
+
 # 2. Scan: every item but the last locked, so a run looks at all of them. A
 # whole pass leaves the list as it was and the run releases the last lock,
 # so every round starts from the same state. The reference sends the same

@@ -16,6 +16,16 @@ func runEvents(ctx context.Context, c *command, fleet *control.Fleet, out *print
 	if err != nil {
 		return err
 	}
+	if c.opts.Item != "" && len(latest) == 0 {
+		// An item that nothing is known of is a mistake; --follow says so
+		// once and waits, since the item may yet be added.
+		if err := fleet.NoEventsOf(ctx, c.opts.Item); err != nil {
+			if !c.opts.Follow {
+				return err
+			}
+			out.log.Warn().Msg(err.Error())
+		}
+	}
 	for _, e := range latest {
 		if err := out.event(e); err != nil {
 			return err

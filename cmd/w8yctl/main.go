@@ -26,6 +26,8 @@ const (
 	// exitFound is check's when it finds problems, as fsck(8) and diff(1)
 	// say "found" with a code of their own below the failures.
 	exitFound = 1
+	// exitNoList is w8y's code for a list that does not exist.
+	exitNoList = 120
 	// exitFailure is what env(1), timeout(1) and w8y use for their own
 	// failures.
 	exitFailure = 125
@@ -36,7 +38,8 @@ const (
 var exitStatuses = []cli.ExitStatus[int]{
 	{Code: exitOK, Meaning: "done, as the lines printed say (an item already in the list, one that was not paused, or one that runs now and is not started twice is no failure)"},
 	{Code: exitFound, Meaning: "check found problems, each printed on a line (with --fix: problems that it left for an operator; 0 if it repaired all it found)"},
-	{Code: exitFailure, Meaning: "w8yctl itself failed and changed nothing: bad verb, option or item, an item given twice, a list that is missing or of another type, an item that the list lacks, Redis unreachable or refusing (a wrong password, say); check --fix keeps what it repaired before it failed, and can be run again"},
+	{Code: exitNoList, Meaning: "the list does not exist (or is empty: Redis keeps no empty list), as with w8y; nothing was changed (add --create starts one; workers and serve only warn)"},
+	{Code: exitFailure, Meaning: "w8yctl itself failed and changed nothing: bad verb, option or item, an item given twice, a list of another type, an item that the list lacks (status, events and cancel still show or stop what is left of one), Redis unreachable or refusing (a wrong password, say); check --fix keeps what it repaired before it failed, and can be run again"},
 }
 
 func main() {
@@ -56,6 +59,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	switch {
 	case errors.Is(err, errFound):
 		return exitFound
+	case errors.Is(err, schema.ErrNoList):
+		cli.PrintLine(stderr, "w8yctl", err)
+		return exitNoList
 	case err != nil:
 		cli.PrintLine(stderr, "w8yctl", err)
 		return exitFailure
@@ -88,6 +94,9 @@ func (c *command) run(stdout, stderr io.Writer) error {
 		return redisconn.Wrap("connect to Redis", err)
 	}
 	keys := schema.Keys{Prefix: c.opts.KeyPrefix, Colocated: redisconn.Colocated(client, c.opts.KeyPrefix)}
+	if blank := keys.BlankPrefix(); blank != "" {
+		log.Warn().Msg(blank)
+	}
 	fleet := &control.Fleet{Client: client, Keys: keys, By: c.by, Remedies: remedies(&c.opts.ConnectionOptions)}
 	out := &printer{w: stdout, json: c.opts.JSON, list: keys.List(), log: log}
 	return c.verb.run(ctx, c, fleet, out)

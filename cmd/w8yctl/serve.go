@@ -55,6 +55,7 @@ func runServe(ctx context.Context, c *command, fleet *control.Fleet, out *printe
 	if err != nil {
 		return fmt.Errorf("cannot listen on --addr %s: %w", c.opts.Addr, err)
 	}
+	warnIfNoList(ctx, fleet, out)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The page's actions record who started the dashboard, as from it.

@@ -25,10 +25,14 @@ func runStatus(ctx context.Context, c *command, fleet *control.Fleet, out *print
 }
 
 // showDetails is w8yctl status ITEM...: a block of lines for each item, or
-// with --json one array of objects.
+// with --json one array of objects. An item that nothing is known of (see
+// control.Fleet.Unknown) is refused, with nothing shown.
 func showDetails(ctx context.Context, c *command, fleet *control.Fleet, out *printer) error {
 	details, err := fleet.Detail(ctx, c.items)
 	if err != nil {
+		return err
+	}
+	if err := fleet.Unknown(details); err != nil {
 		return err
 	}
 	if out.json {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -18,6 +19,7 @@ func runWorkers(ctx context.Context, c *command, fleet *control.Fleet, out *prin
 	if err != nil {
 		return err
 	}
+	warnIfNoList(ctx, fleet, out)
 	if out.json {
 		return out.document(entries)
 	}
@@ -53,4 +55,14 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// warnIfNoList warns, for the verbs that show the fleet rather than change
+// the list (workers, serve), when the list is missing or of another type:
+// a mistyped prefix would otherwise show an empty fleet without a word. A
+// failed read says nothing; the verb's own reads report it.
+func warnIfNoList(ctx context.Context, fleet *control.Fleet, out *printer) {
+	if err := fleet.CheckList(ctx); errors.Is(err, control.ErrRefused) {
+		out.log.Warn().Msg(err.Error())
+	}
 }

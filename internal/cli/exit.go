@@ -23,8 +23,11 @@ func WriteExitCodes[C Code](w io.Writer, table []ExitStatus[C], list List, note 
 	for _, st := range table {
 		list.Write(w, fmt.Sprint(st.Code), st.Meaning)
 	}
-	if note != "" {
-		fmt.Fprintf(w, "  %s\n", note)
+	if note == "" {
+		return
+	}
+	for _, line := range Wrap(note, Width-2) {
+		fmt.Fprintf(w, "  %s\n", line)
 	}
 }
 

@@ -77,9 +77,10 @@ func CancelBy(ctx context.Context, client redis.Scripter, keys schema.Keys, item
 }
 
 // CancelRuns is w8yctl cancel: Cancel for each of items, once the list
-// has been found to exist and to be a list, so that a mistyped prefix is
-// refused rather than reported as "not running". Items that the list no
-// longer holds are not refused: a removed item may still run. Each
+// has been found to exist and to be a list, and each item to be in it or
+// running, so that a mistyped prefix or item is refused rather than
+// reported as "not running". An item that the list no longer holds is not
+// refused while a run holds its lock: a removed item may still run. Each
 // Result's Holder is the run asked to stop, or nil where none held the
 // item's lock and nothing was changed; Changed is 1 where a request was
 // written.
@@ -88,6 +89,9 @@ func (f *Fleet) CancelRuns(ctx context.Context, items []string, reason string, a
 		return nil, ErrReasonTooLong
 	}
 	if err := f.checkList(ctx, nil); err != nil {
+		return nil, err
+	}
+	if err := f.checkRunsOrListed(ctx, items); err != nil {
 		return nil, err
 	}
 	var out []Result
@@ -103,4 +107,25 @@ func (f *Fleet) CancelRuns(ctx context.Context, items []string, reason string, a
 		}
 	}
 	return out, nil
+}
+
+// checkRunsOrListed refuses, before any request is written, an item that
+// the list does not hold and whose lock no run holds.
+func (f *Fleet) checkRunsOrListed(ctx context.Context, items []string) error {
+	pipe := f.Client.Pipeline()
+	at := make([]*redis.IntCmd, len(items))
+	held := make([]*redis.IntCmd, len(items))
+	for i, item := range items {
+		at[i] = pipe.LPos(ctx, f.Keys.List(), item, redis.LPosArgs{})
+		held[i] = pipe.Exists(ctx, f.Keys.Lock(item))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return redisconn.Wrap("read "+strconv.Quote(f.Keys.List()), err)
+	}
+	for i, item := range items {
+		if errors.Is(at[i].Err(), redis.Nil) && held[i].Val() == 0 {
+			return refusal{msg: fmt.Sprintf("%s is not in the list %q, and no run holds it (nothing was changed)", quote(item), f.Keys.List())}
+		}
+	}
+	return nil
 }

@@ -43,6 +43,7 @@ type Client interface {
 	ZScan(ctx context.Context, key string, cursor uint64, match string, count int64) *redis.ScanCmd
 	LLen(ctx context.Context, key string) *redis.IntCmd
 	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
+	LPos(ctx context.Context, key string, value string, args redis.LPosArgs) *redis.IntCmd
 	LPosCount(ctx context.Context, key string, value string, count int64, args redis.LPosArgs) *redis.IntSliceCmd
 	Get(ctx context.Context, key string) *redis.StringCmd
 	Del(ctx context.Context, keys ...string) *redis.IntCmd
@@ -77,11 +78,17 @@ type Remedies struct {
 // missing or of another type, or an item is not in it. Nothing was changed.
 var ErrRefused = errors.New("refused")
 
-// refusal is an ErrRefused with its reason.
-type refusal struct{ msg string }
+// refusal is an ErrRefused with its reason, and what else it is, if
+// anything (schema.ErrNoList).
+type refusal struct {
+	msg  string
+	also error
+}
 
-func (e refusal) Error() string        { return e.msg }
-func (e refusal) Is(target error) bool { return target == ErrRefused }
+func (e refusal) Error() string { return e.msg }
+func (e refusal) Is(target error) bool {
+	return target == ErrRefused || e.also != nil && target == e.also
+}
 
 // Result is what a command did to one item.
 type Result struct {
@@ -309,6 +316,10 @@ func (f *Fleet) addEvent(ctx context.Context, pipe redis.Pipeliner, verb, item s
 	return pipe.XAdd(ctx, &redis.XAddArgs{Stream: f.Keys.Events(), NoMkStream: true, Values: values})
 }
 
+// CheckList refuses a list that is missing (schema.ErrNoList too) or of
+// another type: what workers and serve warn of.
+func (f *Fleet) CheckList(ctx context.Context) error { return f.checkList(ctx, nil) }
+
 // checkList refuses, before anything is changed, a list that is missing or
 // of another type, or one that lacks an item of list.
 func (f *Fleet) checkList(ctx context.Context, list []string) error {
@@ -339,20 +350,22 @@ func (f *Fleet) checkList(ctx context.Context, list []string) error {
 	return nil
 }
 
+// noList refuses a command on a list that does not exist, in the words of
+// schema.NoListError, which it also is.
 func (f *Fleet) noList(adding bool) error {
-	msg := fmt.Sprintf("the list %q does not exist: is --key-prefix (W8Y_KEY_PREFIX) right?", f.Keys.List())
+	msg := f.Keys.NoList().Error()
 	if adding {
 		msg += " Give --create to start a new list"
 	}
-	return refusal{msg}
+	return refusal{msg: msg, also: schema.ErrNoList}
 }
 
 func (f *Fleet) wrongType(kind string) error {
-	return refusal{f.Keys.NotAList(kind)}
+	return refusal{msg: f.Keys.NotAList(kind)}
 }
 
 func (f *Fleet) notInList(item string) error {
-	return refusal{fmt.Sprintf("%q is not in the list %q (nothing was changed)", items.Clip(item), f.Keys.List())}
+	return refusal{msg: fmt.Sprintf("%q is not in the list %q (nothing was changed)", items.Clip(item), f.Keys.List())}
 }
 
 // millis is t as Unix milliseconds, as w8y's keys store times.

@@ -3,6 +3,8 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redisconn"
@@ -91,4 +93,32 @@ func (f *Fleet) Detail(ctx context.Context, list []string) ([]Detail, error) {
 		out[i] = d
 	}
 	return out, nil
+}
+
+// unknown reports whether nothing is known of d's item: the list does not
+// hold it, no key of it (lock, cooldown, backoff, pause, state) is kept, and
+// none of its latest events is. A removed item whose keys or events are
+// kept is known: its detail shows what is left of it.
+func (d Detail) unknown() bool {
+	return d.Occurrences == 0 && d.State == status.StateIdle && d.LastStart == nil && d.LastEnd == nil &&
+		d.Runs == 0 && len(d.Recent) == 0
+}
+
+// Unknown refuses the items of details that nothing is known of (see
+// Detail.unknown), most likely mistyped names, with one line that names
+// them; nil when every item is known.
+func (f *Fleet) Unknown(details []Detail) error {
+	var names []string
+	for _, d := range details {
+		if d.unknown() {
+			names = append(names, quote(d.Item.Item))
+		}
+	}
+	switch len(names) {
+	case 0:
+		return nil
+	case 1:
+		return refusal{msg: fmt.Sprintf("%s is not in the list %q, and nothing of it is kept (no key, no event)", names[0], f.Keys.List())}
+	}
+	return refusal{msg: fmt.Sprintf("%s are not in the list %q, and nothing of them is kept (no key, no event)", strings.Join(names, ", "), f.Keys.List())}
 }

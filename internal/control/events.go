@@ -132,6 +132,21 @@ func (filter EventFilter) keeps(e Event) bool {
 	return !filter.Runs || schema.RunEvent(e.Get("type"))
 }
 
+// NoEventsOf refuses an item that the list does not hold and of which
+// events found none (its latest events, as events --item read them): a
+// mistyped name, most likely, which would otherwise show nothing. A
+// removed item with events kept is no mistake: they show.
+func (f *Fleet) NoEventsOf(ctx context.Context, item string) error {
+	err := f.Client.LPos(ctx, f.Keys.List(), item, redis.LPosArgs{}).Err()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return refusal{msg: fmt.Sprintf("%s is not in the list %q, and the events stream holds none of its events", quote(item), f.Keys.List())}
+	case err != nil:
+		return redisconn.Wrap("read "+strconv.Quote(f.Keys.List()), err)
+	}
+	return nil
+}
+
 // eventsPage is how many entries one XREVRANGE reads while Events looks
 // back for events of one item.
 const eventsPage = 500
@@ -152,7 +167,7 @@ func (f *Fleet) Events(ctx context.Context, filter EventFilter) ([]Event, string
 			if err != nil {
 				return nil, "", redisconn.Wrap("read "+strconv.Quote(f.Keys.List()), err)
 			}
-			return nil, "", refusal{fmt.Sprintf("neither the list %q nor the events stream %q exists: is --key-prefix (W8Y_KEY_PREFIX) right?", f.Keys.List(), stream)}
+			return nil, "", refusal{msg: fmt.Sprintf("neither the list %q nor the events stream %q exists: is --key-prefix (W8Y_KEY_PREFIX) right?", f.Keys.List(), stream), also: schema.ErrNoList}
 		}
 	}
 	if filter.Since != "" {

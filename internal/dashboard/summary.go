@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/w8y/w8y/internal/status"
 )
@@ -53,10 +54,13 @@ type Counts struct {
 // Summary is the whole list, counted at one read, with how far behind the
 // fleet is.
 type Summary struct {
-	// Items is how many distinct items the list holds.
-	Items  int64  `json:"items"`
-	Counts Counts `json:"counts"`
-	Lag    Lag    `json:"lag"`
+	// Items is how many entries the list holds, and Duplicates how many
+	// of them repeat an earlier one, as w8y --status counts them (see
+	// status.Summary); the counts count each item once.
+	Items      int64  `json:"items"`
+	Duplicates int64  `json:"duplicates"`
+	Counts     Counts `json:"counts"`
+	Lag        Lag    `json:"lag"`
 	// FleetMax is the places of --fleet-max-running in use and the cap,
 	// or null without a cap (see status.Reader.Places).
 	FleetMax *status.Places `json:"fleet_max_running"`
@@ -66,10 +70,12 @@ type Summary struct {
 	TookMs int64 `json:"took_ms"`
 
 	// names and kinds are every item and its kind, which a search looks
-	// through without reading Redis.
-	names []string
-	kinds []string
-	fails []bool
+	// through without reading Redis; folded is each name case-folded (see
+	// fold), which the search matches.
+	names  []string
+	folded []string
+	kinds  []string
+	fails  []bool
 }
 
 // kind is what st is counted as.
@@ -104,7 +110,7 @@ func failing(st status.Item) bool {
 func (s *Server) readSummary(ctx context.Context) (*Summary, error) {
 	start := s.Now()
 	sum := &Summary{}
-	err := s.Status.Read(ctx, func(batch []status.Item) error {
+	entries, err := s.Status.ReadCounting(ctx, func(batch []status.Item) error {
 		for _, st := range batch {
 			k := kind(st)
 			c := &sum.Counts
@@ -132,6 +138,7 @@ func (s *Server) readSummary(ctx context.Context) (*Summary, error) {
 				c.Failing++
 			}
 			sum.names = append(sum.names, st.Item)
+			sum.folded = append(sum.folded, fold(st.Item))
 			sum.kinds = append(sum.kinds, k)
 			sum.fails = append(sum.fails, f)
 		}
@@ -140,7 +147,7 @@ func (s *Server) readSummary(ctx context.Context) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum.Items = int64(len(sum.names))
+	sum.Items, sum.Duplicates = entries, entries-int64(len(sum.names))
 	end := s.Now()
 	if sum.Lag, err = readLag(ctx, s.Fleet.Client, s.Fleet.Keys, end); err != nil {
 		return nil, err
@@ -197,14 +204,14 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	needle := strings.ToLower(q)
+	needle := fold(q)
 	var hits []string
 	var matches int64
 	for i, name := range sum.names {
 		if want == kindFailing && !sum.fails[i] || want != "" && want != kindFailing && sum.kinds[i] != want {
 			continue
 		}
-		if needle != "" && !strings.Contains(strings.ToLower(name), needle) {
+		if needle != "" && !strings.Contains(sum.folded[i], needle) {
 			continue
 		}
 		matches++
@@ -221,4 +228,23 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		items = []status.Item{}
 	}
 	writeJSON(w, http.StatusOK, searchReply{Query: q, State: want, Matches: matches, Now: s.Now().UnixMilli(), At: sum.At, Items: items})
+}
+
+// fold is s with each character replaced by the smallest of those that
+// Unicode's simple case folding makes equal to it, so that two strings
+// that differ only in case fold to the same: "Backup-DB" and "backup-db",
+// and, where lower-casing alone falls short, "ΣΊΣΥΦΟΣ" and "σίσυφος"
+// (Σ, σ and the final ς) or "K" and the Kelvin sign. A search matches the
+// folded query in the folded names.
+func fold(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
 }

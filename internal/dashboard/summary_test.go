@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,9 +33,10 @@ func getJSON(t *testing.T, url string, v any) {
 
 // TestSummaryCountsEachItemOnce: the summary counts the whole list, each
 // item as one kind, a paused item that still runs as paused (and again
-// in paused_running), never as running.
+// in paused_running), never as running; it counts the list's entries as
+// w8y --status does, and the duplicates among them.
 func TestSummaryCountsEachItemOnce(t *testing.T) {
-	items := []string{"run", "paused-run", "paused", "cool", "back", "idle", "fails"}
+	items := []string{"run", "paused-run", "paused", "cool", "back", "idle", "fails", "idle"}
 	srv, rdb, keys := start(t, "", items...)
 	ctx := context.Background()
 	rdb.Set(ctx, keys.Lock("run"), "h:1:a", time.Minute)
@@ -48,11 +50,11 @@ func TestSummaryCountsEachItemOnce(t *testing.T) {
 	var sum Summary
 	getJSON(t, srv.URL+"/api/summary", &sum)
 	want := Counts{Running: 1, Paused: 2, PausedRunning: 1, Backoff: 1, Cooling: 1, Idle: 2, Failing: 2}
-	if sum.Items != 7 || sum.Counts != want {
-		t.Errorf("summary = %d items, %+v; want 7, %+v", sum.Items, sum.Counts, want)
+	if sum.Items != 8 || sum.Duplicates != 1 || sum.Counts != want {
+		t.Errorf("summary = %d items, %d duplicates, %+v; want 8, 1, %+v", sum.Items, sum.Duplicates, sum.Counts, want)
 	}
 	c := sum.Counts
-	if total := c.Running + c.Paused + c.Backoff + c.Cooling + c.Idle + c.Blocked + c.Invalid; total != sum.Items {
+	if total := c.Running + c.Paused + c.Backoff + c.Cooling + c.Idle + c.Blocked + c.Invalid; total != sum.Items-sum.Duplicates {
 		t.Errorf("the kinds add up to %d, not the %d items", total, sum.Items)
 	}
 }
@@ -163,6 +165,33 @@ func TestSearchCoversTheWholeList(t *testing.T) {
 	}
 }
 
+// TestSearchIgnoresCase: a search matches names whatever the case of
+// either, as Unicode folds case: upper-case names found by a lower-case
+// query and the reverse, and the Greek final sigma, which lower-casing
+// alone does not match.
+func TestSearchIgnoresCase(t *testing.T) {
+	srv, _, _ := start(t, "", "Backup-DB", "backup-files", "ΣΊΣΥΦΟΣ", "Reports")
+	for query, want := range map[string]string{
+		"backup":    "Backup-DB,backup-files",
+		"BACKUP-db": "Backup-DB",
+		"-DB":       "Backup-DB",
+		"σίσυφος":   "ΣΊΣΥΦΟΣ",
+		"ΣΊΣΥΦΟΣ":   "ΣΊΣΥΦΟΣ",
+		"reports":   "Reports",
+		"restore":   "",
+	} {
+		var r searchReply
+		getJSON(t, srv.URL+"/api/search?q="+url.QueryEscape(query), &r)
+		var names []string
+		for _, st := range r.Items {
+			names = append(names, st.Item)
+		}
+		if got := strings.Join(names, ","); got != want || r.Matches != int64(len(names)) {
+			t.Errorf("search %q = %d matches %q, want %q", query, r.Matches, got, want)
+		}
+	}
+}
+
 // TestLagFromTheDueIndex: the lag counts the entries due by now, and
 // ages the oldest that has a time; one made due "now" (score 0) counts
 // without an age, and those due later, or held by their keys, do not
@@ -184,6 +213,8 @@ func TestLagFromTheDueIndex(t *testing.T) {
 		}
 	}
 	check("no index", keys, Lag{Known: true})
+	// A live worker, which the items are late for.
+	rdb.ZAdd(ctx, keys.Workers(), redis.Z{Member: "h:1:x", Score: at(time.Minute)})
 	rdb.ZAdd(ctx, keys.Due(), redis.Z{Member: "now", Score: 0}, redis.Z{Member: "later", Score: at(time.Minute)})
 	check("due now only", keys, Lag{Known: true, Due: 1})
 	rdb.ZAdd(ctx, keys.Due(), redis.Z{Member: "late", Score: at(-90 * time.Second)}, redis.Z{Member: "just", Score: at(-time.Second)})

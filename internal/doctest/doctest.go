@@ -199,3 +199,59 @@ func Links(root string) ([]string, error) {
 	slices.Sort(problems)
 	return problems, nil
 }
+
+// Words splits a shell command line as sh would split it into arguments,
+// for the tests that read the command lines a page shows: words apart by
+// blanks, '...' taken as it is, "..." and unquoted text with their
+// backslash escapes, a backslash before a newline joining two lines, and a
+// # at the start of a word making the rest a comment. It knows no
+// expansion, redirection or operator: those stay words.
+func Words(line string) []string {
+	var words []string
+	var word strings.Builder
+	inWord := false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == '\\' && i+1 < len(line):
+			i++
+			if line[i] != '\n' {
+				word.WriteByte(line[i])
+				inWord = true
+			}
+		case c == '\'':
+			end := strings.IndexByte(line[i+1:], '\'')
+			if end < 0 {
+				end = len(line) - i - 1
+			}
+			word.WriteString(line[i+1 : i+1+end])
+			i += end + 1
+			inWord = true
+		case c == '"':
+			for i++; i < len(line) && line[i] != '"'; i++ {
+				if line[i] == '\\' && i+1 < len(line) && strings.IndexByte("$`\"\\\n", line[i+1]) >= 0 {
+					i++
+				}
+				word.WriteByte(line[i])
+			}
+			inWord = true
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, word.String())
+				word.Reset()
+				inWord = false
+			}
+		case c == '#' && !inWord:
+			for i < len(line) && line[i] != '\n' {
+				i++
+			}
+		default:
+			word.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, word.String())
+	}
+	return words
+}

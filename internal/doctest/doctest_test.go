@@ -77,3 +77,22 @@ func TestBlocksAndSection(t *testing.T) {
 		t.Errorf("Block: %q, want %q", got, want)
 	}
 }
+
+func TestWords(t *testing.T) {
+	tests := []struct {
+		line string
+		want []string
+	}{
+		{`w8y -k work sh -c 'echo "$1"' sh {}`, []string{"w8y", "-k", "work", "sh", "-c", `echo "$1"`, "sh", "{}"}},
+		{`a "b \"c\" $d" e\ f # a comment`, []string{"a", `b "c" $d`, "e f"}},
+		{"one \\\ntwo", []string{"one", "two"}},
+		{`x'y'"z"`, []string{"xyz"}},
+		{`''`, []string{""}},
+		{"a#b", []string{"a#b"}},
+	}
+	for _, tt := range tests {
+		if got := Words(tt.line); !slices.Equal(got, tt.want) {
+			t.Errorf("Words(%q) = %q, want %q", tt.line, got, tt.want)
+		}
+	}
+}

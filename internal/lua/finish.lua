@@ -35,6 +35,9 @@
 --           reason=1        the run was cancelled: ARGV[4] and ARGV[5] say why
 --           output=1        the child's output was kept (--keep-output):
 --                           ARGV[6] and ARGV[7] hold its tails
+--           event_output=N  with output=1, the end event of a run that did
+--                           not succeed carries the last N bytes of each
+--                           tail that is not empty (stdout, stderr)
 -- ARGV[4] the reason that a cancelled run's request gave, and ARGV[5] who
 --         asked: free text, so not among the words
 -- ARGV[6] the last bytes of the child's stdout, and ARGV[7] of its stderr
@@ -114,6 +117,24 @@ local function pause(key, ms)
 end
 
 -- push appends a field and its value to fields, and another pair if given.
+-- lastWords is the last n bytes of s, from the start of a UTF-8
+-- character: the end of a kept output that an event carries (see
+-- runs.LastWords, which the per-key finish uses).
+local function lastWords(s, n)
+  if n <= 0 or s == nil then
+    return ""
+  end
+  if #s > n then
+    s = string.sub(s, -n)
+    local i = 1
+    while i <= #s and i <= 4 and s:byte(i) >= 0x80 and s:byte(i) < 0xC0 do
+      i = i + 1
+    end
+    s = string.sub(s, i)
+  end
+  return s
+end
+
 local function push(fields, name, value, name2, value2)
   fields[#fields + 1] = name
   fields[#fields + 1] = value
@@ -230,6 +251,15 @@ if KEYS[8] then
   end
   if reason then
     push(fields, "reason", reason, "cancelled_by", by)
+  end
+  if opt.output == "1" and opt.result ~= "success" then
+    local n = tonumber(opt.event_output or 0)
+    for i, name in ipairs({"stdout", "stderr"}) do
+      local tail = lastWords(ARGV[5 + i], n)
+      if tail ~= "" then
+        push(fields, name, tail)
+      end
+    end
   end
   redis.pcall("XADD", KEYS[8], "MAXLEN", "~", opt.events, "*", unpack(fields))
   redis.pcall("PEXPIRE", KEYS[8], opt.state_ttl)

@@ -28,6 +28,8 @@ func TestLagGauges(t *testing.T) {
 		redis.Z{Score: float64(now.Add(-42 * time.Second).UnixMilli()), Member: "a"},
 		redis.Z{Score: float64(now.Add(-time.Second).UnixMilli()), Member: "b"},
 		redis.Z{Score: float64(now.Add(time.Minute).UnixMilli()), Member: "c"})
+	// The worker that serves the metrics is live, as w8y-metrics always is.
+	srv.Client.ZAdd(context.Background(), keys.Workers(), redis.Z{Score: float64(now.Add(time.Minute).UnixMilli()), Member: "h:1:x"})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newLagCollector(&status.Reader{Client: srv.Client, Keys: keys}, func() time.Time { return now }))
 	want := `# HELP w8y_lag_seconds How long ago the most overdue item came due: how far behind the fleet is on the list (0 when none is overdue).

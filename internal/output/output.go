@@ -12,7 +12,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Max bounds how many bytes of each stream are kept: the tails travel in
@@ -67,7 +70,9 @@ func (t *Tail) Bytes() []byte {
 // Capture is a child's stdout and stderr while it runs: give the child
 // Stdout and Stderr, call Started once it runs, and Finish once it ended.
 type Capture struct {
-	// Stdout and Stderr are the pipes' write ends, for the child.
+	// Stdout and Stderr are the pipes' write ends, for the child; or, for
+	// a stream whose reader has gone already (see readerGone), w8y's own,
+	// which the child then gets as it is.
 	Stdout, Stderr *os.File
 	streams        [2]*stream
 }
@@ -80,14 +85,28 @@ type stream struct {
 }
 
 // Start makes the pipes and starts copying each to stdout and stderr,
-// keeping the last keep bytes of each. A write to stdout or stderr that
-// fails (its reader has gone) stops the passing on but not the copying, so
-// that the child never blocks on a full pipe, and its tail is still kept.
+// keeping the last keep bytes of each. The pipes are as transparent as
+// they can be to a child that writes where nobody reads: a stream whose
+// reader has gone before the child starts (w8y ... | true) is not piped at
+// all, so that the child's first write there fails as it would without
+// w8y (SIGPIPE, or EPIPE); and once a write to stdout or stderr finds its
+// reader gone (w8y ... | head -1), the pipe's read end is closed, so that
+// the child's next write there fails. Any other failed write stops the
+// passing on but not the copying, so that the child never blocks on a full
+// pipe, and its tail is still kept.
 func Start(stdout, stderr io.Writer, keep int) (*Capture, error) {
 	c := &Capture{}
 	for i, w := range []io.Writer{stdout, stderr} {
 		if w == nil {
 			w = io.Discard
+		}
+		if f, ok := w.(*os.File); ok && readerGone(f) {
+			if i == 0 {
+				c.Stdout = f
+			} else {
+				c.Stderr = f
+			}
+			continue
 		}
 		r, pw, err := os.Pipe()
 		if err != nil {
@@ -107,6 +126,8 @@ func Start(stdout, stderr io.Writer, keep int) (*Capture, error) {
 }
 
 // copy reads until EOF or Finish's deadline, passing each read on at once.
+// A reader of w gone (EPIPE) closes the pipe, so that the child's next
+// write fails as it would without w8y.
 func (s *stream) copy(w io.Writer) {
 	defer close(s.done)
 	buf := make([]byte, 32*1024)
@@ -114,12 +135,15 @@ func (s *stream) copy(w io.Writer) {
 	for {
 		n, err := s.r.Read(buf)
 		if n > 0 {
+			_, _ = s.tail.Write(buf[:n])
 			if passing {
-				if _, werr := w.Write(buf[:n]); werr != nil {
+				if _, werr := w.Write(buf[:n]); errors.Is(werr, syscall.EPIPE) {
+					_ = s.r.Close()
+					return
+				} else if werr != nil {
 					passing = false
 				}
 			}
-			_, _ = s.tail.Write(buf[:n])
 		}
 		if err != nil {
 			return
@@ -127,12 +151,29 @@ func (s *stream) copy(w io.Writer) {
 	}
 }
 
+// readerGone reports whether f is a pipe, or a socket, whose reader has
+// gone: poll says so (POLLERR) without writing a byte.
+func readerGone(f *os.File) bool {
+	conn, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	gone := false
+	_ = conn.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+		if n, err := unix.Poll(fds, 0); err == nil && n > 0 {
+			gone = fds[0].Revents&unix.POLLERR != 0
+		}
+	})
+	return gone
+}
+
 // Started closes w8y's copies of the write ends, once the child has its
 // own: the pipes then end when the child and whatever it started with them
-// have closed them.
+// have closed them. A stream that the child got as w8y's own stays open.
 func (c *Capture) Started() {
-	for _, f := range []*os.File{c.Stdout, c.Stderr} {
-		if f != nil {
+	for i, f := range []*os.File{c.Stdout, c.Stderr} {
+		if f != nil && c.streams[i] != nil {
 			_ = f.Close()
 		}
 	}
@@ -145,16 +186,25 @@ func (c *Capture) Started() {
 func (c *Capture) Finish(deadline time.Time) (stdout, stderr []byte) {
 	c.Started()
 	for _, s := range c.streams {
+		if s == nil {
+			continue
+		}
 		if err := s.r.SetReadDeadline(deadline); err != nil && !errors.Is(err, os.ErrClosed) {
 			// Not pollable: closing ends the read instead.
 			_ = s.r.Close()
 		}
 	}
-	for _, s := range c.streams {
+	var tails [2][]byte
+	for i, s := range c.streams {
+		if s == nil {
+			tails[i] = []byte{}
+			continue
+		}
 		<-s.done
 		_ = s.r.Close()
+		tails[i] = s.tail.Bytes()
 	}
-	return c.streams[0].tail.Bytes(), c.streams[1].tail.Bytes()
+	return tails[0], tails[1]
 }
 
 // close releases what Start made before it failed.

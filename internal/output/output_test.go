@@ -3,10 +3,12 @@ package output
 import (
 	"bytes"
 	crand "crypto/rand"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -116,4 +118,64 @@ func poll(cond func() bool) bool {
 		}
 	}
 	return false
+}
+
+// TestCaptureReaderGone: the pipes pass a reader's going on to the child,
+// as a shell's pipeline would: a stream whose reader has gone before the
+// start is the child's as it is, so that its first write fails; and once
+// a write finds the reader gone, the child's next write fails too. What
+// came before is kept.
+func TestCaptureReaderGone(t *testing.T) {
+	gone := func() *os.File {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		t.Cleanup(func() { w.Close() })
+		return w
+	}
+	before := gone()
+	c, err := Start(before, io.Discard, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Stdout != before {
+		t.Errorf("a stdout whose reader has gone is piped")
+	}
+	if _, err := c.Stdout.Write([]byte("x")); !errors.Is(err, syscall.EPIPE) {
+		t.Errorf("the child's write to a stdout without a reader: %v, want EPIPE", err)
+	}
+	if out, _ := c.Finish(time.Now()); len(out) != 0 {
+		t.Errorf("kept %q of a stream never piped", out)
+	}
+	if _, err := before.Write([]byte("x")); !errors.Is(err, syscall.EPIPE) {
+		t.Errorf("Finish closed w8y's own stdout: %v", err)
+	}
+
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c, err = Start(w, io.Discard, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := c.Stdout
+	if _, err := child.Write([]byte("read ")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(r, buf); err != nil || string(buf) != "read " {
+		t.Fatalf("passed on %q, %v", buf, err)
+	}
+	r.Close()
+	var werr error
+	if !poll(func() bool { _, werr = child.Write([]byte("more ")); return werr != nil }) || !errors.Is(werr, syscall.EPIPE) {
+		t.Errorf("the child's writes once the reader went: %v, want EPIPE", werr)
+	}
+	if out, _ := c.Finish(time.Now()); !bytes.HasPrefix(out, []byte("read more ")) {
+		t.Errorf("kept %q, want what came before the reader went", out)
+	}
 }

@@ -45,6 +45,7 @@ func Connect(opts *Options, conns int, log zerolog.Logger) (redis.UniversalClien
 	if insecureTLS(client) {
 		log.Warn().Msg("TLS CERTIFICATE VERIFICATION IS OFF: the connection to Redis is encrypted, but anyone on the network path can pose as the server and read the password and every item")
 	}
+	warnIfPasswordUnneeded(client, opts, log)
 	return client, nil
 }
 

@@ -3,8 +3,11 @@ package redisconn
 import (
 	"fmt"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/w8y/w8y/internal/items"
 )
 
 // schemes are the forms of --redis-url that w8y takes.
@@ -23,15 +26,10 @@ func checkURL(rawURL string) error {
 	}
 	scheme, _, found := strings.Cut(rawURL, "://")
 	if !found {
-		// redis:host:port and redis:/host lack only the slashes.
-		bare := rawURL
-		for _, s := range []string{"redis:", "rediss:", "unix:"} {
-			bare = strings.TrimLeft(strings.TrimPrefix(bare, s), "/")
-		}
-		// RedactURL (in shownURL) finds a password only after a scheme.
-		written := strings.TrimPrefix(shownURL("redis://"+rawURL), "redis://")
-		meant := strings.TrimPrefix(shownURL("redis://"+bare), "redis://")
-		return fmt.Errorf("invalid --redis-url %s: it has no scheme: give %s, such as redis://%s", written, schemes, meant)
+		// The password, if any, is found in the URL meant: RedactURL finds
+		// one only after a scheme.
+		meant := meantURL(rawURL)
+		return fmt.Errorf("invalid --redis-url %s: it has no scheme: give %s, such as %s", items.OneLine(redact(rawURL, meant)), schemes, shownURL(meant))
 	}
 	switch strings.ToLower(scheme) {
 	case "redis", "rediss", "unix":
@@ -54,4 +52,28 @@ func checkURL(rawURL string) error {
 		}
 	}
 	return nil
+}
+
+// mistypedScheme is a scheme written with its "://" mistyped: redis:host,
+// redis:/host, redis//host, rediss:host, unix:/path.
+var mistypedScheme = regexp.MustCompile(`(?i)^(rediss?|unix)([:/]+)(.*)$`)
+
+// hostPort is what follows "redis:" in redis:6379, a host named redis (a
+// container's, say) and its port, not a scheme.
+var hostPort = regexp.MustCompile(`^[0-9]+(/.*)?$`)
+
+// meantURL is the URL that rawURL, which lacks "://", most likely means:
+// its scheme with the separator mended (redis//host:port is
+// redis://host:port, unix:/run/redis.sock is unix:///run/redis.sock), or
+// redis:// before the whole of it (localhost:6379, redis:6379).
+func meantURL(rawURL string) string {
+	m := mistypedScheme.FindStringSubmatch(rawURL)
+	if m == nil || m[2] == ":" && hostPort.MatchString(m[3]) {
+		return "redis://" + rawURL
+	}
+	scheme, rest := strings.ToLower(m[1]), strings.TrimLeft(m[3], "/")
+	if scheme == "unix" {
+		return "unix:///" + rest
+	}
+	return scheme + "://" + rest
 }

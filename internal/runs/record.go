@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/schema"
@@ -91,7 +92,7 @@ func (rec *Recorder) finishWords(end End) string {
 		b.WriteString(" reason=1")
 	}
 	if end.Output != nil {
-		b.WriteString(" output=1")
+		b.WriteString(" output=1 event_output=" + strconv.Itoa(EventOutput))
 	}
 	b.WriteString(" event=" + end.Result.Event())
 	b.WriteString(" state_ttl=" + strconv.FormatInt(rec.StateTTL.Milliseconds(), 10))
@@ -128,6 +129,16 @@ func (rec *Recorder) queueFinish(ctx context.Context, pipe redis.Pipeliner, item
 	}
 	if end.Output != nil {
 		pipe.HSet(ctx, state, schema.FieldLastStdout, end.Output.Stdout, schema.FieldLastStderr, end.Output.Stderr)
+		if end.Result != schema.ResultSuccess {
+			for _, tail := range []struct {
+				name string
+				text []byte
+			}{{"stdout", end.Output.Stdout}, {"stderr", end.Output.Stderr}} {
+				if words := LastWords(tail.text, EventOutput); len(words) > 0 {
+					event = append(event, tail.name, words)
+				}
+			}
+		}
 	} else {
 		drop = append(drop, schema.FieldLastStdout, schema.FieldLastStderr)
 	}
@@ -138,4 +149,27 @@ func (rec *Recorder) queueFinish(ctx context.Context, pipe redis.Pipeliner, item
 	}
 	pipe.PExpire(ctx, state, rec.StateTTL)
 	rec.addEvent(ctx, pipe, event)
+}
+
+// EventOutput is how many of the last bytes of each kept output (stdout,
+// stderr) the end event of a run that did not succeed carries: the few
+// lines that say why, for w8yctl events and the dashboard, while the state
+// hash keeps the whole tail. The stream holds about --events-max-len
+// entries, so this bounds what kept output adds to it: at most 1 KiB an
+// event, some 10 MB for the default 10,000 if every one were a failure
+// with both.
+const EventOutput = 512
+
+// LastWords is the last n bytes of b, from the start of a UTF-8 character:
+// what an end event carries of a kept output (see EventOutput), as
+// finish.lua's lastWords cuts it.
+func LastWords(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	b = b[len(b)-n:]
+	for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
+		b = b[1:]
+	}
+	return b
 }

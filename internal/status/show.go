@@ -42,7 +42,9 @@ const summaryEvery = 15 * time.Second
 // view.Filter chooses, in list order, as a table or as JSON, written to
 // stdout once, or every view.Watch interval (when not 0) until ctx is done.
 // A watch that fails to read goes on to the next turn unless Redis refuses
-// (ErrRefused), logging the error. On a terminal, each turn clears the
+// (ErrRefused), logging the error. A list that does not exist ends a
+// single turn with schema.ErrNoList; a watch shows that it does not, and
+// goes on until it does. On a terminal, each turn clears the
 // screen first and the table is clipped to the terminal's width; elsewhere
 // (a pipe, a file) every byte is shown, and each turn of the table starts
 // with a line that says when it was read, after a blank line, so that the
@@ -82,12 +84,16 @@ func Show(ctx context.Context, reader *Reader, view View, stdout io.Writer, log 
 		} else {
 			t.Summary, t.SummaryAgeMs = summary, now.Sub(summaryAt).Milliseconds()
 		}
-		missing := fmt.Sprintf("the list %q does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right?", reader.Keys.List())
+		missing := reader.Keys.NoList()
 		empty := t.Summary != nil && t.Summary.Items == 0
 		switch {
+		case empty && watch == 0:
+			// A mistake (a mistyped prefix) ends non-zero, with
+			// nothing on stdout to be taken for an empty list.
+			return missing
 		case view.JSON:
 			if empty {
-				log.Warn().Msg(missing)
+				log.Warn().Msg(missing.Error())
 			}
 			err = writeJSON(&buf, t)
 		case empty:
@@ -211,7 +217,7 @@ func writeTable(w io.Writer, items []Item, now time.Time, width int) {
 	for _, st := range items {
 		rows = append(rows, st.row(now))
 		if st.Problem != nil {
-			notes = append(notes, fmt.Sprintf("%s is %s: %s", cell(st.Item), st.State, *st.Problem))
+			notes = append(notes, fmt.Sprintf("%s is %s: %s", clipCell(cell(st.Item), maxCell), st.State, *st.Problem))
 		}
 		if st.State == StatePaused {
 			notes = append(notes, st.pauseNote())
@@ -234,8 +240,11 @@ func writeTable(w io.Writer, items []Item, now time.Time, width int) {
 	for _, row := range rows {
 		var line strings.Builder
 		for i, c := range row {
-			if width > 0 {
+			switch {
+			case width > 0:
 				c = clipCell(c, widths[i])
+			case i == itemColumn || i == holderColumn:
+				c = clipCell(c, maxCell)
 			}
 			line.WriteString(c)
 			if i < len(row)-1 {
@@ -270,9 +279,15 @@ func fit(widths []int, width int) {
 }
 
 // maxPadded is the widest that the ITEM and HOLDER columns are padded to
-// in a pipe or a file, where cells are never clipped: wide enough for the
-// items of most lists, and a 5 KB item does not pad every line to 5 KB.
+// in a pipe or a file: wide enough for the items of most lists, and a long
+// item does not pad every line.
 const maxPadded = 40
+
+// maxCell is the widest that an ITEM or HOLDER cell, and an item in the
+// notes under the table, is shown in a pipe or a file, cut with "…" past
+// it: a row of a table is a line to read, and a 5 KB item made one 5 KB
+// long. --json, and w8yctl status ITEM, give items whole.
+const maxCell = 100
 
 // clipCell shortens c to width terminal columns, marking the cut with "…".
 // Widths are display widths: a CJK character or an emoji takes two
@@ -314,7 +329,7 @@ func (st Item) row(now time.Time) []string {
 
 // pauseNote is the line under the table that tells of st's pause.
 func (st Item) pauseNote() string {
-	note := cell(st.Item) + " is paused"
+	note := clipCell(cell(st.Item), maxCell) + " is paused"
 	if st.PausedBy != nil {
 		note += " by " + *st.PausedBy
 	}

@@ -96,6 +96,14 @@ type Reader struct {
 // Read calls each with the status of every item, a batch at a time, in list
 // order. An item that the list holds more than once shows once.
 func (s *Reader) Read(ctx context.Context, each func([]Item) error) error {
+	_, err := s.ReadCounting(ctx, each)
+	return err
+}
+
+// ReadCounting is Read, which also says how many entries of the list it
+// read, duplicates and all: the list's length, as LLEN counts it, where
+// each counts the distinct items.
+func (s *Reader) ReadCounting(ctx context.Context, each func([]Item) error) (entries int64, err error) {
 	list := s.Keys.List()
 	batchSize := s.Batch
 	if batchSize <= 0 {
@@ -105,18 +113,19 @@ func (s *Reader) Read(ctx context.Context, each func([]Item) error) error {
 	var anchor string
 	var at int64
 	started := false
-	for read, length := 0, 1; read < length; {
+	read, length := 0, 1
+	for read < length {
 		args := []any{"0", "", 0, batchSize}
 		if started {
 			args = []any{"1", anchor, at, min(batchSize, length-read)}
 		}
 		reply, err := readScript.Run(ctx, s.Client, []string{list}, args...).Slice()
 		if err != nil {
-			return s.readError(ctx, err)
+			return int64(read), s.readError(ctx, err)
 		}
 		n, _ := reply[0].(int64)
 		if n == 0 || len(reply) < 3 {
-			return nil
+			return int64(read), nil
 		}
 		from, _ := reply[1].(int64)
 		length = int(n)
@@ -135,13 +144,13 @@ func (s *Reader) Read(ctx context.Context, each func([]Item) error) error {
 		started = true
 		statuses, err := s.Items(ctx, batch)
 		if err != nil {
-			return err
+			return int64(read), err
 		}
 		if err := each(statuses); err != nil {
-			return err
+			return int64(read), err
 		}
 	}
-	return nil
+	return int64(read), nil
 }
 
 // Items reads the lock, cooldown, backoff, pause and state of items in one

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/registry"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 // Summary counts the whole list's items by what they are doing: the lines
@@ -21,8 +22,12 @@ import (
 // paused item that still runs is both running and paused, and a failing
 // one is also cooling, backing off or idle.
 type Summary struct {
-	// Items is how many distinct items the list holds.
+	// Items is how many entries the list holds, as LLEN counts them, and
+	// Duplicates how many of them repeat an item that an earlier one holds
+	// (each runs as often again: w8yctl check finds them). The other
+	// counts count each item once.
 	Items      int64 `json:"items"`
+	Duplicates int64 `json:"duplicates"`
 	Running    int64 `json:"running"`
 	Paused     int64 `json:"paused"`
 	Cooling    int64 `json:"cooling"`
@@ -35,7 +40,8 @@ type Summary struct {
 	Invalid int64 `json:"invalid"`
 }
 
-// add counts st.
+// add counts st, an item, once: Items counts items until the read that
+// counted them says how many entries the list holds (see Reader.turn).
 func (s *Summary) add(st Item) {
 	s.Items++
 	if st.Pause != nil {
@@ -63,11 +69,15 @@ func (s *Summary) add(st Item) {
 // Lag is how far behind the fleet is on a list: the items whose cooldown,
 // backoff or schedule says they may run, that no worker has taken yet, and
 // the items that no worker has tried yet (a list loaded at once, items
-// appended since the fleet last looked). It is read from the due index and
-// the fleet's marks, never from the list, so it costs the same on a list
-// of 100,000 items as on one of ten. An item that only the fleet's sweep
-// can find (its keys deleted by hand, its entry lost) counts from the
-// sweep that finds it, which is at most take.SweepEvery away.
+// appended since the fleet last looked). While no worker is live, an entry
+// of the due index counts only if its item came due by a schedule of its
+// own (a cooldown, a backoff or a slot that ran out): one that is due since
+// its last run ended has nothing to be late against until a worker starts.
+// It is read from the due index and the fleet's marks, never from the
+// list, so it costs the same on a list of 100,000 items as on one of ten.
+// An item that only the fleet's sweep can find (its keys deleted by hand,
+// its entry lost) counts from the sweep that finds it, which is at most
+// take.SweepEvery away.
 type Lag struct {
 	// Overdue is how many items are due and not taken, NeverTried among
 	// them.
@@ -128,17 +138,26 @@ func (s *Reader) Lag(ctx context.Context, now time.Time) (Lag, error) {
 	if len(entries) == 0 {
 		return lag, nil
 	}
+	live, err := s.LiveWorkers(ctx, now)
+	if err != nil {
+		return Lag{}, err
+	}
 	pipe = s.Client.Pipeline()
 	held := make([]*redis.IntCmd, len(entries))
+	runs := make([]*redis.SliceCmd, len(entries))
 	for i, e := range entries {
 		item, _ := e.Member.(string)
 		held[i] = pipe.Exists(ctx, s.Keys.Lock(item), s.Keys.Pause(item), s.Keys.Cooldown(item), s.Keys.Backoff(item))
+		if live == 0 {
+			runs[i] = pipe.HMGet(ctx, s.Keys.State(item), schema.FieldLastStart, schema.FieldLastEnd)
+		}
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	// A state hash of another type spoils only its own entry's check.
+	if _, err := pipe.Exec(ctx); err != nil && !redisconn.IsReply(err) {
 		return Lag{}, redisconn.Wrap("read the keys of "+strconv.Quote(due)+"'s oldest entries", err)
 	}
 	for i, e := range entries {
-		if held[i].Val() > 0 {
+		if held[i].Val() > 0 || live == 0 && !scheduled(runs[i], e.Score) {
 			lag.Overdue--
 			continue
 		}
@@ -150,6 +169,21 @@ func (s *Reader) Lag(ctx context.Context, now time.Time) (Lag, error) {
 		lag.MostOverdueMs = max(0, now.UnixMilli()-int64(e.Score))
 	}
 	return lag, nil
+}
+
+// scheduled reports whether an item whose due entry has score came due by
+// a schedule of its own: its last run ended (state, the HMGET of its
+// last_start and last_end), and set a cooldown, a backoff or a slot that
+// ran out after that end. An item due since its run ended, one never run,
+// and one whose run never ended (its worker died, and its lock ran out)
+// are due only to a worker: with none live, none of them is overdue.
+func scheduled(state *redis.SliceCmd, score float64) bool {
+	values, err := state.Result()
+	if err != nil || len(values) != 2 {
+		return false
+	}
+	start, end := Number(values[0]), Number(values[1])
+	return end != nil && (start == nil || *start <= *end) && score > float64(*end)
 }
 
 // neverTried is how many of a list of length items no worker has tried,

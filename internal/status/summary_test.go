@@ -31,6 +31,9 @@ func TestLagReadsTheDueIndex(t *testing.T) {
 	if err != nil || lag.Overdue != 0 || lag.MostOverdue != nil || lag.MostOverdueMs != 0 {
 		t.Fatalf("no index: %+v, %v", lag, err)
 	}
+	// A live worker, which the items are late for (see
+	// TestLagWithoutALiveWorker).
+	rdb.ZAdd(ctx, keys.Workers(), z(ms(time.Minute), "h:2:y"))
 	rdb.ZAdd(ctx, keys.Due(),
 		z(ms(-90*time.Second), "late"), z(ms(-3*time.Minute), "running"), z(ms(-4*time.Minute), "paused"),
 		z(ms(-time.Second), "just"), z(0, "run-now"), z(ms(time.Minute), "later"))
@@ -42,6 +45,43 @@ func TestLagReadsTheDueIndex(t *testing.T) {
 	}
 	if lag.Overdue != 3 || lag.MostOverdue == nil || *lag.MostOverdue != "late" || lag.MostOverdueMs != 90_000 {
 		t.Errorf("lag %+v (most %v), want 3 overdue (late, just, run-now), late the most by 90s", lag, deref(lag.MostOverdue))
+	}
+}
+
+// TestLagWithoutALiveWorker: with no worker live, only the items that
+// came due by a schedule of their own (a cooldown, a backoff or a slot that
+// ran out after their last run ended) are overdue, not those due since
+// their run ended (no cooldown), never run, or whose run never ended (its
+// worker died): nothing was to run them. A worker that starts makes them
+// all late.
+func TestLagWithoutALiveWorker(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	keys := schema.Keys{Prefix: "idle:"}
+	r := &Reader{Client: rdb, Keys: keys}
+	now := time.UnixMilli(1_800_000_000_000)
+	ms := func(d time.Duration) float64 { return float64(now.Add(d).UnixMilli()) }
+	ended := func(item string, start, end time.Duration) {
+		rdb.HSet(ctx, keys.State(item), schema.FieldLastStart, int64(ms(start)), schema.FieldLastEnd, int64(ms(end)))
+	}
+	ended("just-ran", -3*time.Minute, -2*time.Minute)
+	ended("cooled", -time.Hour, -time.Hour)
+	ended("backed-off", -10*time.Minute, -10*time.Minute)
+	ended("died", -time.Minute, -time.Hour)
+	rdb.ZAdd(ctx, keys.Due(),
+		z(ms(-2*time.Minute), "just-ran"), // due at its end: no cooldown
+		z(ms(-5*time.Minute), "cooled"),   // an hour's run's cooldown of 55m ran out
+		z(ms(-time.Minute), "backed-off"), // a backoff of 9m ran out
+		z(ms(-30*time.Second), "died"),    // its lock ran out, its run never ended
+		z(ms(-4*time.Minute), "never-ran"))
+	lag, err := r.Lag(ctx, now)
+	if err != nil || lag.Overdue != 2 || lag.MostOverdue == nil || *lag.MostOverdue != "cooled" || lag.MostOverdueMs != 300_000 {
+		t.Errorf("no worker live: lag %+v (most %v), %v; want cooled and backed-off, cooled by 5m", lag, deref(lag.MostOverdue), err)
+	}
+	rdb.ZAdd(ctx, keys.Workers(), z(ms(time.Minute), "h:1:x"))
+	lag, err = r.Lag(ctx, now)
+	if err != nil || lag.Overdue != 5 || lag.MostOverdue == nil || *lag.MostOverdue != "cooled" {
+		t.Errorf("a worker live: lag %+v (most %v), %v; want all 5, cooled the most", lag, deref(lag.MostOverdue), err)
 	}
 }
 
@@ -76,6 +116,9 @@ func TestLagCountsItemsNeverTried(t *testing.T) {
 	rdb.Set(ctx, keys.Untried(), 0, 0)
 	rdb.Set(ctx, keys.Seen(), 6, 0)
 	rdb.ZAdd(ctx, keys.Due(), z(float64(now.Add(-time.Minute).UnixMilli()), "a"))
+	// A live worker, which the due entry is late for (see
+	// TestLagWithoutALiveWorker); the items never tried count without one.
+	rdb.ZAdd(ctx, keys.Workers(), z(float64(now.Add(time.Minute).UnixMilli()), "h:1:x"))
 	check("all tried, one due", 1, 0)
 	// Where the workers do not look, there are no marks to read.
 	if lag, err := (&Reader{Client: rdb, Keys: schema.Keys{Prefix: "never:"}}).Lag(ctx, now); err != nil || lag.NeverTried != 0 || lag.Overdue != 1 {
@@ -84,13 +127,16 @@ func TestLagCountsItemsNeverTried(t *testing.T) {
 }
 
 // TestSummaryCountsTheWholeListAndFilterChoosesRows: the summary counts
-// every item in chunks, whatever rows --state, --match and --limit choose.
+// every item in chunks, whatever rows --state, --match and --limit choose;
+// it counts the list's entries as LLEN does, and says how many are
+// duplicates, while the states count each item once.
 func TestSummaryCountsTheWholeListAndFilterChoosesRows(t *testing.T) {
 	rdb := redistest.Start(t).Client
 	ctx := context.Background()
 	keys := schema.Keys{Prefix: "sum:"}
 	items := redistest.Items(1200)
 	rdb.RPush(ctx, keys.List(), redistest.Values(items)...)
+	rdb.RPush(ctx, keys.List(), items[3], items[900])
 	for _, i := range []int{5, 700, 1100} {
 		rdb.HSet(ctx, keys.State(items[i]), schema.FieldConsecutiveFailures, "2")
 	}
@@ -122,9 +168,14 @@ func TestSummaryCountsTheWholeListAndFilterChoosesRows(t *testing.T) {
 		if strings.Join(rows, " ") != strings.Join(tt.rows, " ") {
 			t.Errorf("%s: rows %q, want %q", tt.name, rows, tt.rows)
 		}
-		want := Summary{Items: 1200, Running: 1, Paused: 1, Cooling: 1, Idle: 1198, Failing: 3}
+		want := Summary{Items: 1202, Duplicates: 2, Running: 1, Paused: 1, Cooling: 1, Idle: 1198, Failing: 3}
 		if got.Summary == nil || *got.Summary != want {
 			t.Errorf("%s: summary %+v, want %+v", tt.name, got.Summary, want)
+		}
+		var out bytes.Buffer
+		writeSummary(&out, got, 0)
+		if head, _, _ := strings.Cut(out.String(), "\n"); head != "sum:list: 1202 items, 2 of them duplicates (w8yctl check)" {
+			t.Errorf("%s: the summary's first line is %q", tt.name, head)
 		}
 		if got.LiveWorkers != 1 {
 			t.Errorf("%s: %d live workers, want 1", tt.name, got.LiveWorkers)
@@ -271,16 +322,19 @@ func TestColumnsByDisplayWidth(t *testing.T) {
 		at = col
 	}
 
+	// A 5 KB item is cut in its row, even in a pipe, and in the note
+	// under the table: --json gives it whole.
 	long := strings.Repeat("x", 5000)
 	out.Reset()
-	writeTable(&out, append(items, Item{Item: long, State: StateIdle}), now, 0)
+	writeTable(&out, append(items, Item{Item: long, State: StateBlocked, Problem: ptr("its lock key holds something other than a lock")}), now, 0)
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		if !strings.HasPrefix(line, long) && len(line) > 200 {
-			t.Errorf("a short row padded to %d bytes", len(line))
+		if runewidth.StringWidth(line) > 200 {
+			t.Errorf("a %d-column line in a pipe: %.80q...", runewidth.StringWidth(line), line)
 		}
 	}
-	if !strings.Contains(out.String(), long+"  idle") {
-		t.Error("a pipe does not get the long item whole")
+	cut := strings.Repeat("x", maxCell-1) + "…"
+	if !strings.Contains(out.String(), "\n"+cut+"  blocked") || !strings.Contains(out.String(), "\n"+cut+" is blocked: its lock key") {
+		t.Errorf("a pipe does not get the long item cut at %d columns:\n%s", maxCell, out.String())
 	}
 
 	out.Reset()

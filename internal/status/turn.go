@@ -35,7 +35,7 @@ func (s *Reader) turn(ctx context.Context, f Filter, whole bool, now time.Time) 
 	t := turn{List: s.Keys.List(), Items: []Item{}}
 	var sum Summary
 	var matching int64
-	err := s.Read(ctx, func(batch []Item) error {
+	entries, err := s.ReadCounting(ctx, func(batch []Item) error {
 		for _, st := range batch {
 			sum.add(st)
 			if !f.matches(st) {
@@ -56,6 +56,7 @@ func (s *Reader) turn(ctx context.Context, f Filter, whole bool, now time.Time) 
 	case err != nil:
 		return turn{}, err
 	default:
+		sum.Items, sum.Duplicates = entries, entries-sum.Items
 		t.Summary, t.Matching = &sum, &matching
 	}
 	if t.Lag, err = s.Lag(ctx, now); err != nil {
@@ -95,7 +96,7 @@ func (t turn) write(w io.Writer, f Filter, now time.Time, width int) {
 
 // writeSummary writes the summary's three lines, such as
 //
-//	work:list: 100000 items
+//	work:list: 100000 items, 2 of them duplicates (w8yctl check)
 //	running 3  paused 1  cooling 120  backoff 2  idle 99874  failing 5
 //	live workers 4  overdue 12 (2 never tried), the most by 3m2s (report-42)
 //
@@ -105,6 +106,12 @@ func (t turn) write(w io.Writer, f Filter, now time.Time, width int) {
 func writeSummary(w io.Writer, t turn, width int) {
 	s := t.Summary
 	head := fmt.Sprintf("%s: %d items", t.List, s.Items)
+	switch {
+	case s.Duplicates == 1:
+		head += ", 1 of them a duplicate (w8yctl check)"
+	case s.Duplicates > 1:
+		head += fmt.Sprintf(", %d of them duplicates (w8yctl check)", s.Duplicates)
+	}
 	if t.SummaryAgeMs > 0 {
 		head += fmt.Sprintf(" (counted %s ago)", short(time.Duration(t.SummaryAgeMs)*time.Millisecond))
 	}

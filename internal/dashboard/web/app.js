@@ -98,6 +98,7 @@ function showSummary(sum) {
     p.replaceChildren(part("items", sum.items, "items"), part("running", c.running, "running"),
       part("cooling", c.cooling, "cooling"), part("backoff", c.backoff, "backing off"), paused,
       part("failing", c.failing, "failing"));
+    if (sum.duplicates) p.append(part("duplicates", sum.duplicates, sum.duplicates === 1 ? "a duplicate (w8yctl check)" : "duplicates (w8yctl check)"));
     if (c.blocked) p.append(part("blocked", c.blocked, "blocked"));
     if (c.invalid) p.append(part("invalid", c.invalid, "invalid"));
     p.title = "counted " + new Date(sum.at).toLocaleTimeString() + " in " + duration(sum.took_ms);
