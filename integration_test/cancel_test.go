@@ -182,7 +182,9 @@ func TestCancelNothingRuns(t *testing.T) {
 	if after := s.dump(t, s.key("*")); after != before {
 		t.Errorf("a cancel of nothing changed Redis from\n%s\nto\n%s", before, after)
 	}
-	s.run("-x", "0.3", "sh", "-c", "sleep 0.3").wantExit(t, 0)
+	// A run that refreshes its lock, and so reads the cancel request, a few
+	// times (every 500ms), under a lease long enough for a loaded machine.
+	s.run("-x", "1.5", "sh", "-c", "sleep 1.2").wantExit(t, 0)
 	if got := s.Client.HGet(ctx(t), s.key("state:a"), "last_result").Val(); got != "success" {
 		t.Errorf("the next run ended %q", got)
 	}

@@ -283,6 +283,11 @@ func TestFleetMaxRunningExample(t *testing.T) {
 		hosts = append(hosts, startW8y(t, b.env, append([]string{"-u", b.URL, "--drain-timeout", "20s"}, line...)...))
 	}
 	redistest.WaitFor(t, "two exports at once", func() bool { return mostAtOnce(spans(t, dir), 0, time.Now().UnixNano()) == 2 })
+	// The three hosts registered as live workers (each does as it starts,
+	// which a loaded machine may not have got to yet).
+	redistest.WaitFor(t, "three live workers", func() bool {
+		return b.Client.ZCard(ctx(t), b.key("workers")).Val() == 3
+	})
 	r := runCtl(t, nil, append([]string{"-u", b.URL}, statusLine...)...)
 	r.mustExit(t, 0)
 	if !regexp.MustCompile(`live workers 3  [0-2] of 2 in use \(--fleet-max-running\)`).MatchString(r.Stdout) {
