@@ -60,6 +60,57 @@ func TestSentinelFailover(t *testing.T) {
 	replica.noLocks(t, "fo")
 }
 
+// awaitReplica waits until master has one replica that acknowledges its
+// writes.
+func awaitReplica(t *testing.T, master *server) {
+	t.Helper()
+	redistest.WaitFor(t, "the replica to sync", func() bool {
+		info := redistest.Info(t, master.Client, "replication")
+		return info["connected_slaves"] == "1" && strings.Contains(info["slave0"], "state=online")
+	})
+	// Online is not yet acknowledging (Valkey says online before its
+	// first ACK): wait until a write of the test's own is confirmed,
+	// as w8y's WAIT will ask.
+	redistest.WaitFor(t, "the replica to acknowledge a write", func() bool {
+		pipe := master.Client.Pipeline()
+		pipe.Set(ctx(t), "replica-probe", "1", 0)
+		acked := pipe.Do(ctx(t), "WAIT", 1, 200)
+		_, _ = pipe.Exec(ctx(t))
+		n, err := acked.Int()
+		return err == nil && n == 1
+	})
+}
+
+// TestReplicaAcksContinuous: a busy continuous worker finishes a run and
+// takes the next item in one call (take.FinishThenLook), which cannot WAIT
+// between the two; under --replica-acks each take must still be confirmed
+// before its child runs, so that path must not be used: every start has a
+// WAIT of its own. (A change that let the fused path skip its WAIT gave 18
+// starts for 8 WAITs here.)
+func TestReplicaAcksContinuous(t *testing.T) {
+	t.Parallel()
+	master := startRedis(t)
+	startRedis(t, redistest.Args("--replicaof", "127.0.0.1", itoa(master.Port)))
+	awaitReplica(t, master)
+	// Three items with no cooldown: each is due again when it ends, so the
+	// worker is never idle and every take after the first could be fused
+	// with a finish.
+	master.seed(t, "ackc:list", "a", "b", "c")
+	const starts = 18
+	before := redistest.CommandStats(t, master.Client)["wait"]
+	p := startW8y(t, portEnv(master), "-u", master.URL, "-k", "ackc", "--replica-acks", "1", "-c", "-q", "sh", "-c", started)
+	redistest.WaitFor(t, fmt.Sprintf("%d starts", starts), func() bool {
+		return master.Client.LLen(ctx(t), "started").Val() >= starts
+	})
+	p.stop(t)
+	waits := redistest.CommandStats(t, master.Client)["wait"] - before
+	got := int(master.Client.LLen(ctx(t), "started").Val())
+	if waits < got {
+		t.Errorf("%d starts for %d WAITs: a take ran its child unconfirmed", got, waits)
+	}
+	master.noLocks(t, "ackc")
+}
+
 // TestReplicaAcks: with --replica-acks, a lock that no replica confirms is
 // given back before any child runs (exit 125), and a child whose lock
 // refreshes stop being confirmed is stopped as on a lost lock (exit 122)
@@ -74,21 +125,7 @@ func TestReplicaAcks(t *testing.T) {
 		if err := replica.Client.Do(ctx(t), "REPLICAOF", "127.0.0.1", master.Port).Err(); err != nil {
 			t.Fatal(err)
 		}
-		redistest.WaitFor(t, "the replica to sync", func() bool {
-			info := redistest.Info(t, master.Client, "replication")
-			return info["connected_slaves"] == "1" && strings.Contains(info["slave0"], "state=online")
-		})
-		// Online is not yet acknowledging (Valkey says online before its
-		// first ACK): wait until a write of the test's own is confirmed,
-		// as w8y's WAIT will ask.
-		redistest.WaitFor(t, "the replica to acknowledge a write", func() bool {
-			pipe := master.Client.Pipeline()
-			pipe.Set(ctx(t), "replica-probe", "1", 0)
-			acked := pipe.Do(ctx(t), "WAIT", 1, 200)
-			_, _ = pipe.Exec(ctx(t))
-			n, err := acked.Int()
-			return err == nil && n == 1
-		})
+		awaitReplica(t, master)
 	}
 	detach := func() {
 		t.Helper()
