@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/childcmd"
+	"github.com/w8y/w8y/internal/clock"
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/jobctl"
 	"github.com/w8y/w8y/internal/logging"
@@ -114,15 +115,16 @@ func newWorker(opts *Options, command childcmd.Command, client redis.UniversalCl
 	if !opts.NoEvents {
 		record.EventsMaxLen = opts.EventsMaxLen
 	}
+	clk := clock.New()
 	w := &worker{
 		opts: opts,
 		rotator: &Rotator{take.Taker{
 			Client: client, Keys: keys, Token: token, TTL: time.Duration(opts.KeyExpiry),
 			MaxItemLen: command.MaxItemLen(keys.Lock(""), proc.ArgMax()), Log: log,
-			Record: record, ReplicaAcks: opts.ReplicaAcks, FleetMax: int(opts.FleetMaxRunning),
+			Record: record, ReplicaAcks: opts.ReplicaAcks, FleetMax: int(opts.FleetMaxRunning), Clock: clk,
 		}},
 		finisher: &runs.Finisher{
-			Client: client, Record: record, Jitter: runs.JitterFactor,
+			Client: client, Record: record, Jitter: runs.JitterFactor, Clock: clk,
 			Schedule: runs.Schedule{Cooldown: time.Duration(opts.Cooldown), Cron: opts.cron, Backoff: opts.FailureBackoff},
 		},
 		children: &childRunner{
@@ -192,11 +194,17 @@ func announce(ctx context.Context, w *worker, client redis.UniversalClient, keys
 	}
 	v, _ := buildVersion()
 	opts := w.opts
+	// The skew of Redis' clock, before the first finish needs it; each
+	// beat then measures it again. Unmeasured, the host's clock stands.
+	clk := w.rotator.Clock
+	if err := clk.Measure(ctx, client); err != nil {
+		log.Debug().Err(err).Msg("could not read Redis' clock (TIME); the host's clock stands in for it until a beat reads it")
+	}
 	w.presence = registry.NewPresence(client, keys, registry.Self{
 		Holder: token, Host: host, PID: os.Getpid(), Version: v, Started: time.Now(),
 		Continuous: opts.Continuous, Slots: opts.Parallel,
 		Looks: opts.Continuous && !opts.UntilIdle && w.rotator.Looks(),
-	}, log)
+	}, clk, log)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

@@ -51,7 +51,9 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	binary = filepath.Join(dir, "w8y")
-	build := exec.Command("go", "build", "-race", "-o", binary, ".")
+	// The tag w8y_testclock lets a test give a worker a wrong clock
+	// (W8Y_TEST_CLOCK_OFFSET, see internal/clock); release builds lack it.
+	build := exec.Command("go", "build", "-race", "-tags", "w8y_testclock", "-o", binary, ".")
 	build.Dir = ".."
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

@@ -286,7 +286,7 @@ func TestDocsWorkersExample(t *testing.T) {
 	s.popStarted(t)
 	s.start("-c", "true")
 	redistest.WaitFor(t, "two workers, one busy", func() bool {
-		entries, err := registry.Read(ctx(t), s.Client, schema.Keys{Prefix: "work:"}, time.Now())
+		entries, err := registry.Read(ctx(t), s.Client, schema.Keys{Prefix: "work:"})
 		return err == nil && len(entries) == 2 && entries[0].State == schema.WorkerBusy
 	})
 	example := doctest.Block(t, "docs/operating.md", "sh", "w8yctl -k work workers")

@@ -16,7 +16,7 @@ func runRunNow(ctx context.Context, c *command, fleet *control.Fleet, out *print
 	if err != nil {
 		return err
 	}
-	live, err := registry.Live(ctx, fleet.Client, fleet.Keys, c.now)
+	live, err := registry.Live(ctx, fleet.Client, fleet.Keys)
 	if err != nil {
 		return err
 	}

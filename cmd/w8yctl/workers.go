@@ -15,7 +15,7 @@ import (
 // runWorkers is w8yctl workers: the live workers of the registry, as a
 // table or with --json as one array.
 func runWorkers(ctx context.Context, c *command, fleet *control.Fleet, out *printer) error {
-	entries, err := registry.Read(ctx, fleet.Client, fleet.Keys, c.now)
+	entries, err := registry.Read(ctx, fleet.Client, fleet.Keys)
 	if err != nil {
 		return err
 	}

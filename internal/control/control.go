@@ -115,9 +115,9 @@ type Pause struct {
 // refused unless create is set, so that a mistyped prefix does not start a
 // list that no worker reads.
 func (f *Fleet) Add(ctx context.Context, add []string, create bool, now time.Time) ([]Result, error) {
-	words := "now=" + millis(now)
+	words := ""
 	if create {
-		words += " create=1"
+		words = "create=1"
 	}
 	// The list alone is touched, so the script runs on a Cluster without a
 	// hash tag too; there, the events stream may live on another server,
@@ -143,7 +143,7 @@ func (f *Fleet) Add(ctx context.Context, add []string, create bool, now time.Tim
 // lock is left to finish.
 func (f *Fleet) Remove(ctx context.Context, remove []string, now time.Time) ([]Result, error) {
 	if f.Keys.Colocated {
-		return f.control(ctx, schema.EventRemove, remove, "now="+millis(now), "")
+		return f.control(ctx, schema.EventRemove, remove, "", "")
 	}
 	return f.eachKey(ctx, schema.EventRemove, remove, nil, func(pipe redis.Pipeliner, item string) []*redis.IntCmd {
 		count := pipe.LRem(ctx, f.Keys.List(), 0, item)
@@ -158,9 +158,9 @@ func (f *Fleet) Remove(ctx context.Context, remove []string, now time.Time) ([]R
 // PauseItems pauses the items: no worker takes them until they are resumed
 // or the pause expires. A run that holds an item's lock finishes its run.
 func (f *Fleet) PauseItems(ctx context.Context, pause []string, p Pause, now time.Time) ([]Result, error) {
-	words := "now=" + millis(now)
+	words := ""
 	if p.For > 0 {
-		words += " for=" + strconv.FormatInt(p.For.Milliseconds(), 10)
+		words = "for=" + strconv.FormatInt(p.For.Milliseconds(), 10)
 	}
 	if f.Keys.Colocated {
 		return f.control(ctx, schema.EventPause, pause, words, p.Reason)
@@ -189,7 +189,7 @@ func (f *Fleet) PauseItems(ctx context.Context, pause []string, p Pause, now tim
 // second, unless a cooldown, a backoff or a run holds them.
 func (f *Fleet) Resume(ctx context.Context, resume []string, now time.Time) ([]Result, error) {
 	if f.Keys.Colocated {
-		return f.control(ctx, schema.EventResume, resume, "now="+millis(now), "")
+		return f.control(ctx, schema.EventResume, resume, "", "")
 	}
 	return f.eachKey(ctx, schema.EventResume, resume, nil, func(pipe redis.Pipeliner, item string) []*redis.IntCmd {
 		return []*redis.IntCmd{pipe.Del(ctx, f.Keys.Pause(item))}
@@ -202,7 +202,7 @@ func (f *Fleet) Resume(ctx context.Context, resume []string, now time.Time) ([]R
 // the keys that end writes allow.
 func (f *Fleet) RunNow(ctx context.Context, run []string, now time.Time) ([]Result, error) {
 	if f.Keys.Colocated {
-		return f.control(ctx, schema.EventRunNow, run, "now="+millis(now), "")
+		return f.control(ctx, schema.EventRunNow, run, "", "")
 	}
 	// Where the keys are not colocated, idle workers pass over the whole
 	// list every --idle-wait, and find the item free.

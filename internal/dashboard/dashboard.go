@@ -173,7 +173,7 @@ type workersPage struct {
 // w8yctl workers --json lists them.
 func (s *Server) workers(w http.ResponseWriter, r *http.Request) {
 	now := s.Now()
-	entries, err := registry.Read(r.Context(), s.Fleet.Client, s.Fleet.Keys, now)
+	entries, err := registry.Read(r.Context(), s.Fleet.Client, s.Fleet.Keys)
 	if err != nil {
 		s.fail(w, err)
 		return

@@ -9,7 +9,6 @@
 --         the type of the event that records the change (schema.EventAdd...)
 -- ARGV[2] key prefix: an item's keys are ARGV[2] .. "lock:" .. item and so on
 -- ARGV[3] options, words of the form name=value as in take.lua:
---           now=MS     the time of the command, Unix milliseconds
 --           create=1   add: start the list when it does not exist
 --           for=MS     pause: the pause's expiry (absent: none)
 -- ARGV[4] pause: the reason
@@ -45,7 +44,13 @@ local opt = {}
 for name, value in string.gmatch(ARGV[3] or "", "([%w_]+)=(%S*)") do
   opt[name] = value
 end
-local now = tonumber(opt.now or 0)
+-- now is Redis' clock, the fleet's one clock (docs/how-it-works.md, "One
+-- clock: Redis'"): a host whose clock is wrong changes nothing here. A
+-- Redis older than 5 replicates a script by its body, whose TIME a replica
+-- would read again: it must replicate the script's effects instead.
+if redis.replicate_commands then redis.replicate_commands() end
+local clock = redis.call("TIME")
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
 local kind = redis.call("TYPE", list).ok
 if kind == "none" and not (verb == "add" and opt.create == "1") then

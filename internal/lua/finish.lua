@@ -13,7 +13,6 @@
 -- ARGV[2] the item
 -- ARGV[3] options: words of the form name=value, separated by spaces, as in
 --         take.lua; a name the script does not know is ignored. Known:
---           now=MS          the end of the run, Unix milliseconds
 --           result=NAME     success, failure, timeout, lock_lost,
 --                           interrupted or cancelled (see internal/schema)
 --           failed=1        the result counts as a failure (runs.End.Failed
@@ -52,6 +51,14 @@
 -- without a hash tag in the prefix), w8y's finish.go sends per-key commands
 -- instead (count.lua, pause.lua, this script with KEYS[1] alone and the
 -- record's plain commands), which must leave the same result.
+
+-- now is Redis' clock, the fleet's one clock (docs/how-it-works.md, "One
+-- clock: Redis'"): a host whose clock is wrong changes nothing here. A
+-- Redis older than 5 replicates a script by its body, whose TIME a replica
+-- would read again: it must replicate the script's effects instead.
+if redis.replicate_commands then redis.replicate_commands() end
+local clock = redis.call("TIME")
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
 -- Release: the lock is deleted only while it still holds our token.
 -- pcall: a key of another type is not our lock, not an error.
@@ -146,7 +153,7 @@ end
 
 -- The record's fields (see below); a success resets the count of
 -- consecutive failures in the same write.
-local record = {"last_end", opt.now, "last_result", opt.result}
+local record = {"last_end", now, "last_result", opt.result}
 if released == 1 then
   left[1] = -2
 end
@@ -179,7 +186,7 @@ end
 -- of them expires. A key without an expiry (an operator's pause, a lock
 -- set by hand) leaves the item out of the index: the fleet's sweep over the
 -- whole list notices when it goes.
-local dueAt = tonumber(opt.now)
+local dueAt = now
 for i = 1, 4 do
   if i ~= 2 then
     local ttl = left[i] or redis.call("PTTL", KEYS[i])
@@ -188,7 +195,7 @@ for i = 1, 4 do
       break
     end
     if ttl > 0 then
-      dueAt = math.max(dueAt, tonumber(opt.now) + ttl)
+      dueAt = math.max(dueAt, now + ttl)
     end
   end
 end

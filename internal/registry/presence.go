@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/clock"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -63,6 +64,9 @@ type Presence struct {
 	keys   schema.Keys
 	self   Self
 	log    zerolog.Logger
+	// clock puts the entry's expiry on Redis' clock, whose skew each beat
+	// measures again (see internal/clock).
+	clock *clock.Clock
 
 	mu      sync.Mutex
 	running []Run
@@ -85,10 +89,10 @@ func beatInterval(live int64) time.Duration {
 	return max(beatEvery, time.Duration(live)*time.Second/fleetBeats)
 }
 
-// NewPresence makes the Presence of the worker self under keys; Run
-// announces it.
-func NewPresence(client Client, keys schema.Keys, self Self, log zerolog.Logger) *Presence {
-	return &Presence{client: client, keys: keys, self: self, log: log, since: self.Started, changed: make(chan struct{}, 1), interval: beatEvery}
+// NewPresence makes the Presence of the worker self under keys, whose
+// expiries clk puts on Redis' clock; Run announces it.
+func NewPresence(client Client, keys schema.Keys, self Self, clk *clock.Clock, log zerolog.Logger) *Presence {
+	return &Presence{client: client, keys: keys, self: self, clock: clk, log: log, since: self.Started, changed: make(chan struct{}, 1), interval: beatEvery}
 }
 
 // Started tells the registry that the worker runs item from now on. A nil
@@ -170,7 +174,7 @@ func (p *Presence) Run(ctx context.Context) {
 	beat := func() {
 		bctx, cancel := context.WithTimeout(ctx, beatTimeout)
 		defer cancel()
-		err := p.announce(bctx, time.Now())
+		err := p.announce(bctx, p.clock.Now())
 		if ctx.Err() != nil {
 			return
 		}
@@ -228,6 +232,10 @@ func (p *Presence) announce(ctx context.Context, now time.Time) error {
 	hash, expires := p.keys.Worker(e.Holder), float64(e.Expires.UnixMilli())
 	dead := "(" + strconv.FormatInt(now.UnixMilli(), 10)
 	pipe := p.client.Pipeline()
+	// Each beat measures the skew of Redis' clock again, for the next
+	// beat and the worker's other times (see internal/clock).
+	redisNow := pipe.Time(ctx)
+	sent := p.clock.Host()
 	pipe.HSet(ctx, hash, e.values()...)
 	pipe.PExpire(ctx, hash, ttl)
 	pipe.ZAdd(ctx, p.keys.Workers(), redisZ(expires, e.Holder))
@@ -243,6 +251,7 @@ func (p *Presence) announce(ctx context.Context, now time.Time) error {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return redisconn.Wrap("announce the worker in "+strconv.Quote(p.keys.Workers()), err)
 	}
+	p.clock.Set(redisNow.Val(), sent, p.clock.Host())
 	p.lookers.Store(lookers.Val())
 	p.interval = beatInterval(live.Val())
 	return nil

@@ -117,16 +117,24 @@ func entryOf(vals []any, expires time.Time) (Entry, bool) {
 // after is a ZRANGEBYSCORE/ZCOUNT bound: strictly after now.
 func after(now time.Time) string { return "(" + strconv.FormatInt(now.UnixMilli(), 10) }
 
-// Read returns the live workers under keys, as of now, the oldest first:
-// the members of the registry whose entry has not expired. It reads in two
-// round trips, whatever the number of workers.
-func Read(ctx context.Context, client Client, keys schema.Keys, now time.Time) ([]Entry, error) {
+// Read returns the live workers under keys, the oldest first: the members
+// of the registry whose entry has not expired on Redis' clock (the fleet's
+// one clock, see internal/clock), which the first round trip reads with
+// them. It reads in two round trips, whatever the number of workers.
+func Read(ctx context.Context, client Client, keys schema.Keys) ([]Entry, error) {
 	pipe := client.Pipeline()
-	members := pipe.ZRangeByScoreWithScores(ctx, keys.Workers(), &redis.ZRangeBy{Min: after(now), Max: "+inf"})
+	now := pipe.Time(ctx)
+	members := pipe.ZRangeByScoreWithScores(ctx, keys.Workers(), &redis.ZRangeBy{Min: "-inf", Max: "+inf"})
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, redisconn.Wrap("read the workers "+strconv.Quote(keys.Workers()), err)
 	}
-	live := members.Val()
+	var live []redis.Z
+	for _, m := range members.Val() {
+		// Entries that expired but that no beat has pruned yet are dead.
+		if int64(m.Score) > now.Val().UnixMilli() {
+			live = append(live, m)
+		}
+	}
 	if len(live) == 0 {
 		return []Entry{}, nil
 	}
@@ -151,14 +159,22 @@ func Read(ctx context.Context, client Client, keys schema.Keys, now time.Time) (
 	return entries, nil
 }
 
-// Live counts the live workers under keys as of now, in one command.
-func Live(ctx context.Context, client Client, keys schema.Keys, now time.Time) (int64, error) {
+// Live counts the live workers under keys, whose entries have not expired
+// on Redis' clock, in one round trip.
+func Live(ctx context.Context, client Client, keys schema.Keys) (int64, error) {
 	pipe := client.Pipeline()
-	n := pipe.ZCount(ctx, keys.Workers(), after(now), "+inf")
+	now := pipe.Time(ctx)
+	members := pipe.ZRangeByScoreWithScores(ctx, keys.Workers(), &redis.ZRangeBy{Min: "-inf", Max: "+inf"})
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, redisconn.Wrap("count the workers "+strconv.Quote(keys.Workers()), err)
 	}
-	return n.Val(), nil
+	var n int64
+	for _, m := range members.Val() {
+		if int64(m.Score) > now.Val().UnixMilli() {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // redisZ is the sorted-set member holder scored score.

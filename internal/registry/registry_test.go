@@ -40,7 +40,7 @@ func self(holder string, continuous bool) Self {
 // readOne returns the one live entry, or fails.
 func readOne(t *testing.T, s *redistest.Server, keys schema.Keys) Entry {
 	t.Helper()
-	entries, err := Read(testCtx(t), s.Client, keys, time.Now())
+	entries, err := Read(testCtx(t), s.Client, keys)
 	if err != nil || len(entries) != 1 {
 		t.Fatalf("Read = %+v, %v; want one entry", entries, err)
 	}
@@ -53,7 +53,7 @@ func readOne(t *testing.T, s *redistest.Server, keys schema.Keys) Entry {
 func TestPresenceLifecycle(t *testing.T) {
 	s := redistest.Start(t)
 	keys := schema.Keys{Prefix: "r:", Colocated: true}
-	p := NewPresence(s.Client, keys, self("h:42:abc", true), zerolog.Nop())
+	p := NewPresence(s.Client, keys, self("h:42:abc", true), nil, zerolog.Nop())
 	stop := present(t, p)
 	redistest.WaitFor(t, "the entry", func() bool { return s.Client.Exists(testCtx(t), "r:worker:h:42:abc").Val() == 1 })
 	e := readOne(t, s, keys)
@@ -103,13 +103,13 @@ func TestReadSkipsTheDead(t *testing.T) {
 	future := float64(time.Now().Add(time.Minute).UnixMilli())
 	s.Client.ZAdd(ctx, "d:workers", redis.Z{Score: past, Member: "dead:1:a"}, redis.Z{Score: future, Member: "gone:2:b"})
 	s.Client.HSet(ctx, "d:worker:dead:1:a", "holder", "dead:1:a")
-	if entries, err := Read(ctx, s.Client, keys, time.Now()); err != nil || len(entries) != 0 {
+	if entries, err := Read(ctx, s.Client, keys); err != nil || len(entries) != 0 {
 		t.Errorf("Read = %+v, %v; want none", entries, err)
 	}
-	if n, err := Live(ctx, s.Client, keys, time.Now()); err != nil || n != 1 {
+	if n, err := Live(ctx, s.Client, keys); err != nil || n != 1 {
 		t.Errorf("Live = %d, %v; want 1 (the member whose score has not passed)", n, err)
 	}
-	p := NewPresence(s.Client, keys, self("live:3:c", false), zerolog.Nop())
+	p := NewPresence(s.Client, keys, self("live:3:c", false), nil, zerolog.Nop())
 	if err := p.announce(ctx, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestLookersCountsTheFleet(t *testing.T) {
 	keys := schema.Keys{Prefix: "l:", Colocated: true}
 	var ps []*Presence
 	for _, h := range []string{"a:1:x", "b:2:y", "c:3:z"} {
-		p := NewPresence(s.Client, keys, self(h, true), zerolog.Nop())
+		p := NewPresence(s.Client, keys, self(h, true), nil, zerolog.Nop())
 		ps = append(ps, p)
 		if err := p.announce(testCtx(t), time.Now()); err != nil {
 			t.Fatal(err)
@@ -143,7 +143,7 @@ func TestLookersCountsTheFleet(t *testing.T) {
 	if got := []int{ps[0].Lookers(), ps[2].Lookers()}; !slices.Equal(got, []int{1, 3}) {
 		t.Errorf("Lookers of the first and last = %v, want [1 3]: each counts those announced before it", got)
 	}
-	n, err := Live(testCtx(t), s.Client, keys, time.Now())
+	n, err := Live(testCtx(t), s.Client, keys)
 	if err != nil || n != 3 {
 		t.Errorf("Live = %d, %v; want 3", n, err)
 	}

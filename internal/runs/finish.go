@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/clock"
 	"github.com/w8y/w8y/internal/lua"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
@@ -37,6 +38,10 @@ type Finisher struct {
 	// Jitter returns backoff jitter factors: JitterFactor, or a test's; nil
 	// means none.
 	Jitter func() string
+	// Clock puts a run's times on Redis' clock, the fleet's one clock (see
+	// internal/clock), before a schedule's slot is found from them or they
+	// are recorded; nil takes the host's clock to be right.
+	Clock *clock.Clock
 }
 
 // Reply is what finishing a run did, as the finish script reports it.
@@ -71,6 +76,7 @@ func Resend(err error) bool {
 // it all, or nothing, where the item's keys are colocated; elsewhere a
 // failed finish may have been applied in part (ErrInPart).
 func (f *Finisher) Finish(ctx context.Context, lockKey, token string, end End) (Reply, error) {
+	end = f.onRedisClock(end)
 	factor := f.jitter()
 	if !f.Record.Keys.Colocated {
 		return f.finishEach(ctx, lockKey, token, end, factor)
@@ -100,8 +106,16 @@ func (f *Finisher) Call(lockKey, token string, end End) (keys []string, args []a
 	if !f.Record.Keys.Colocated {
 		return nil, nil, false
 	}
-	keys, args = f.call(lockKey, token, end, f.jitter())
+	keys, args = f.call(lockKey, token, f.onRedisClock(end), f.jitter())
 	return keys, args, true
+}
+
+// onRedisClock is end with its times, read on this host's clock, on Redis'
+// clock: a schedule's slot is the same whichever host finds it, and a
+// record's times compare with those that the scripts write.
+func (f *Finisher) onRedisClock(end End) End {
+	end.At, end.Started = f.Clock.OnRedis(end.At), f.Clock.OnRedis(end.Started)
+	return end
 }
 
 // jitter is the factor of a failure delay for one finish: Jitter's, or 1.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +45,24 @@ type finishCase struct {
 
 // dumpKeys describes every key under keys' prefix: its type, its value and
 // its remaining time to live, rounded to seconds, or "no expiry".
+// endedAt rewrites in keys, as dumpKeys reads them, a state hash's
+// last_end that Redis' clock set (at most 10s after start, Redis' time
+// before the finish) as at, the time that the per-key path records, and
+// fails the test on a last_end that is neither.
+func endedAt(t *testing.T, keys map[string]string, start, at int64) {
+	t.Helper()
+	lastEnd := regexp.MustCompile(`last_end=(\d+)`)
+	for k, v := range keys {
+		keys[k] = lastEnd.ReplaceAllStringFunc(v, func(field string) string {
+			n, _ := strconv.ParseInt(lastEnd.FindStringSubmatch(field)[1], 10, 64)
+			if n < start || n > start+10000 {
+				t.Errorf("%s: last_end %d is not Redis' time of the finish (%d or up to 10s after)", k, n, start)
+			}
+			return "last_end=" + strconv.FormatInt(at, 10)
+		})
+	}
+}
+
 func dumpKeys(t *testing.T, rdb *redis.Client, keys schema.Keys) map[string]string {
 	t.Helper()
 	ctx := context.Background()
@@ -238,6 +258,9 @@ func TestFinishBothWaysAlike(t *testing.T) {
 				if tt.schedule != nil {
 					f.Schedule = *tt.schedule
 				}
+				// The script reads Redis' clock for the end's time and the
+				// due index; the per-key path records End.At.
+				start := rdb.Time(ctx).Val().UnixMilli()
 				for _, step := range tt.steps {
 					lockKey := keys.Lock("x")
 					value := testToken
@@ -258,13 +281,16 @@ func TestFinishBothWaysAlike(t *testing.T) {
 				if colocated {
 					due := ""
 					if score, err := rdb.ZScore(ctx, keys.Due(), "x").Result(); err == nil {
-						due = (time.Duration(score-1000) * time.Millisecond).Round(time.Second).String()
+						due = (time.Duration(score-float64(start)) * time.Millisecond).Round(time.Second).String()
 					}
 					if due != tt.due {
 						t.Errorf("the due index says %q after the end, want %q", due, tt.due)
 					}
 				}
 				left[i] = dumpKeys(t, rdb, keys)
+				if colocated {
+					endedAt(t, left[i], start, 1000)
+				}
 				delete(left[i], "due")
 			}
 			if !slices.Equal(reports[0], tt.want) {

@@ -79,8 +79,7 @@ func (rec *Recorder) addEvent(ctx context.Context, pipe redis.Pipeliner, fields 
 // for the schedule's).
 func (rec *Recorder) finishWords(end End) string {
 	var b strings.Builder
-	b.WriteString("now=" + millis(end.At))
-	b.WriteString(" result=" + string(end.Result))
+	b.WriteString("result=" + string(end.Result))
 	if end.Failed() {
 		b.WriteString(" failed=1")
 	}

@@ -138,7 +138,7 @@ func (s *Reader) Lag(ctx context.Context, now time.Time) (Lag, error) {
 	if len(entries) == 0 {
 		return lag, nil
 	}
-	live, err := s.LiveWorkers(ctx, now)
+	live, err := s.LiveWorkers(ctx)
 	if err != nil {
 		return Lag{}, err
 	}
@@ -207,8 +207,8 @@ func neverTried(length int64, seenMark, untriedMark string) int64 {
 
 // LiveWorkers is how many workers are alive on the list's prefix, as the
 // registry of live workers counts them (see registry.Live).
-func (s *Reader) LiveWorkers(ctx context.Context, now time.Time) (int64, error) {
-	return registry.Live(ctx, s.Client, s.Keys, now)
+func (s *Reader) LiveWorkers(ctx context.Context) (int64, error) {
+	return registry.Live(ctx, s.Client, s.Keys)
 }
 
 // Filter chooses the rows that --status shows; the summary counts every

@@ -62,7 +62,7 @@ func (s *Reader) turn(ctx context.Context, f Filter, whole bool, now time.Time) 
 	if t.Lag, err = s.Lag(ctx, now); err != nil {
 		return turn{}, err
 	}
-	if t.LiveWorkers, err = s.LiveWorkers(ctx, now); err != nil {
+	if t.LiveWorkers, err = s.LiveWorkers(ctx); err != nil {
 		return turn{}, err
 	}
 	if t.FleetMax, err = s.Places(ctx); err != nil {

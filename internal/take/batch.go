@@ -49,7 +49,7 @@ var batchSource string
 //	ARGV[3] -> the lock's TTL in milliseconds
 //	ARGV[4] -> candidates left in this pass, or -1 to start a pass
 //	ARGV[5] -> the longest item the child can be given
-//	ARGV[6] -> options: "batch=N now=MS [state_ttl=MS events=N] [start=N] [cap=N]"
+//	ARGV[6] -> options: "batch=N [state_ttl=MS events=N] [start=N] [cap=N]"
 //
 // Returns {left, item or false, length or -1, fence, head1, size-or-type1,
 // ...}, which decodeBatchReply reads.
@@ -64,9 +64,6 @@ type batchCall struct {
 	Left       int64
 	MaxItemLen int
 	Batch      int
-	// Now is when the call is sent; the candidates passed over get due
-	// entries from it (see index.lua).
-	Now time.Time
 	// Start is the list's length when the pass started, once known (-1
 	// before): a pass that ends without a take marks that many items tried.
 	Start int64
@@ -117,7 +114,7 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 			return Taken{}, ErrStopped
 		}
 		sent := time.Now()
-		call.Left, call.Now, call.Record = p.left, sent, t.Record.TakeWords()
+		call.Left, call.Record = p.left, t.Record.TakeWords()
 		reply, err := call.run(ctx, t.Client, t.ReplicaAcks, list)
 		if err != nil && !errors.Is(err, redisconn.ErrNotReplicated) {
 			return Taken{}, redisconn.Wrap("take a batch from "+quote(list), err)
@@ -171,7 +168,7 @@ func (b batchCall) run(ctx context.Context, client redisconn.ScriptClient, acks 
 	// No more arguments: Redis refuses commands of more than 10 parts
 	// before AUTH, and a server that wants a password we lack must say
 	// NOAUTH, not "Protocol error". New settings go into the options word.
-	options := "batch=" + strconv.Itoa(b.Batch) + " now=" + strconv.FormatInt(b.Now.UnixMilli(), 10) + b.Record + b.Cap
+	options := "batch=" + strconv.Itoa(b.Batch) + b.Record + b.Cap
 	if b.Start >= 0 {
 		options += " start=" + strconv.FormatInt(b.Start, 10)
 	}

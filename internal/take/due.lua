@@ -46,7 +46,6 @@
 -- ARGV[1] key prefix, ARGV[2] our token, ARGV[3] lock TTL in milliseconds
 -- ARGV[4] longest item the child can be given
 -- ARGV[5] options, words of the form name=value as in take.lua:
---           now=MS       the time of the look, Unix milliseconds
 --           most=N       most due entries to try
 --           new=N        most appended items to try
 --           sweep=N      how many items a step of the fleet's sweep reads
@@ -90,7 +89,14 @@ local opt = {}
 for name, value in string.gmatch(ARGV[5] or "", "([%w_]+)=(%S*)") do
   opt[name] = value
 end
-local now, most, newMost = tonumber(opt.now), tonumber(opt.most or 10), tonumber(opt.new or 10)
+-- now is Redis' clock, the fleet's one clock (docs/how-it-works.md, "One
+-- clock: Redis'"): a host whose clock is wrong changes nothing here. A
+-- Redis older than 5 replicates a script by its body, whose TIME a replica
+-- would read again: it must replicate the script's effects instead.
+if redis.replicate_commands then redis.replicate_commands() end
+local clock = redis.call("TIME")
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local most, newMost = tonumber(opt.most or 10), tonumber(opt.new or 10)
 local clipLen = 64
 
 local length = redis.pcall("LLEN", list)
@@ -274,7 +280,7 @@ if taken then
   takePlace(keyPrefix .. "running", keyPrefix .. "fleet-max-running", keyPrefix .. "lock:" .. taken, cap)
   if opt.state_ttl then
     local state = keyPrefix .. "state:" .. taken
-    redis.pcall("HSET", state, "last_start", opt.now, "last_holder", token, "last_fence", reply[4])
+    redis.pcall("HSET", state, "last_start", now, "last_holder", token, "last_fence", reply[4])
     redis.pcall("PEXPIRE", state, opt.state_ttl)
   end
   if tonumber(opt.events or 0) > 0 then

@@ -52,7 +52,7 @@ var dueSource string
 //	ARGV[2] -> our token
 //	ARGV[3] -> the lock's TTL in milliseconds
 //	ARGV[4] -> the longest item the child can be given
-//	ARGV[5] -> options: "now=MS most=N new=N sweep=N every_ms=MS sweep_min=MS
+//	ARGV[5] -> options: "most=N new=N sweep=N every_ms=MS sweep_min=MS
 //	           sweep_max=MS sweep_lease=MS [head=0] [state_ttl=MS events=N]
 //	           [cap=N]"
 //
@@ -112,7 +112,7 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 		// could take that item again.
 		head = " head=0"
 	}
-	got, err := redisconn.RunConfirmed(ctx, t.Client, dueScript, t.ReplicaAcks, t.TTL, []string{list}, t.lookArgs(sent, head)...)
+	got, err := redisconn.RunConfirmed(ctx, t.Client, dueScript, t.ReplicaAcks, t.TTL, []string{list}, t.lookArgs(head)...)
 	reply, isList := got.([]any)
 	if !isList {
 		if err != nil && redisconn.UnknownCommand(err, "lpos") {
@@ -163,11 +163,10 @@ func (t *Taker) logSwept(swept any) {
 	}
 }
 
-// lookArgs are dueScript's arguments for a look sent at sent, with head
+// lookArgs are dueScript's arguments for a look, with head
 // " head=0" to look on past untried items at the list's head, or "".
-func (t *Taker) lookArgs(sent time.Time, head string) []any {
-	words := "now=" + strconv.FormatInt(sent.UnixMilli(), 10) +
-		" most=" + strconv.Itoa(lookMost) +
+func (t *Taker) lookArgs(head string) []any {
+	words := "most=" + strconv.Itoa(lookMost) +
 		" new=" + strconv.Itoa(lookNew) + sweepWords() + head +
 		t.Record.TakeWords() + t.capWord()
 	return []any{t.Keys.Prefix, t.Token, t.TTL.Milliseconds(), t.MaxItemLen, words}
@@ -206,7 +205,7 @@ func (p *Pass) probe(ctx context.Context) (worth, full bool) {
 	pipe := t.Client.Pipeline()
 	length := pipe.LLen(ctx, k.List())
 	marks := pipe.MGet(ctx, k.Seen(), k.Untried())
-	due := pipe.ZRangeByScore(ctx, k.Due(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(time.Now().UnixMilli(), 10), Count: 1})
+	due := pipe.ZRangeByScore(ctx, k.Due(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(t.Clock.Now().UnixMilli(), 10), Count: 1})
 	sweep := pipe.Exists(ctx, k.Sweep())
 	var places *redis.StringSliceCmd
 	var live *redis.IntCmd

@@ -44,7 +44,7 @@ func (t *Taker) FinishThenLook(ctx context.Context, f *runs.Finisher, lockKey, t
 		return done, Taken{}, false, err
 	}
 	sent := time.Now()
-	lookArgs := t.lookArgs(sent, "")
+	lookArgs := t.lookArgs("")
 	keys := append(finishKeys, t.Keys.List())
 	args := append([]any{len(finishKeys), len(finishArgs)}, finishArgs...)
 	args = append(args, lookArgs...)

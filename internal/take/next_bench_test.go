@@ -122,7 +122,7 @@ func benchmarkSweepStep(b *testing.B, held string) {
 			rdb.Del(ctx, keys.Sweep())
 			b.StartTimer()
 		}
-		args := taker.lookArgs(time.Now(), "")
+		args := taker.lookArgs("")
 		if got, err := dueScript.Run(ctx, rdb, []string{keys.List()}, args...).Slice(); err != nil || got[1] != nil {
 			b.Fatalf("a look over held items: %v, %v", got, err)
 		}

@@ -102,7 +102,7 @@ func TestFinishThenLookAsTwoCalls(t *testing.T) {
 					if _, err := finisher.Finish(ctx, first.Key, first.Token, end); err != nil {
 						t.Fatalf("Finish: %v", err)
 					}
-					got, err := dueScript.Run(ctx, rdb, []string{keys.List()}, taker.lookArgs(time.Now(), "")...).Slice()
+					got, err := dueScript.Run(ctx, rdb, []string{keys.List()}, taker.lookArgs("")...).Slice()
 					if err == nil {
 						if next, ok := taker.readTaken(got, time.Now()); ok {
 							took[i] = next.Item

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/clock"
 	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/runs"
@@ -63,7 +64,10 @@ type Taker struct {
 	// takes one (see place.go); 0 means no cap. It needs Keys.Colocated
 	// (see CheckPlaces).
 	FleetMax int
-	Log      zerolog.Logger
+	// Clock puts the probe's "now" on Redis' clock, which the scripts read
+	// themselves (see internal/clock); nil takes the host's to be right.
+	Clock *clock.Clock
+	Log   zerolog.Logger
 	// Memory is what earlier passes learned; nil until the first pass
 	// makes it.
 	Memory *Memory

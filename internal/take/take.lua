@@ -18,7 +18,6 @@
 --         parts before AUTH (see clipLen), and EVALSHA with one key and six
 --         arguments is exactly 10. Known options:
 --           batch=N      most candidates to look at in this call
---           now=MS       the time of the take, Unix milliseconds
 --           state_ttl=MS record a take in the item's state hash, which
 --                        then expires after MS (absent: record nothing)
 --           events=N     add a start event to the events stream, capped
@@ -56,6 +55,13 @@ local opt = {}
 for name, value in string.gmatch(ARGV[6] or "", "([%w_]+)=(%S*)") do
   opt[name] = value
 end
+-- now is Redis' clock, the fleet's one clock (docs/how-it-works.md, "One
+-- clock: Redis'"): a host whose clock is wrong changes nothing here. A
+-- Redis older than 5 replicates a script by its body, whose TIME a replica
+-- would read again: it must replicate the script's effects instead.
+if redis.replicate_commands then redis.replicate_commands() end
+local clock = redis.call("TIME")
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local left = tonumber(ARGV[4])
 local maxLen = tonumber(ARGV[5])
 -- clipLen is w8y's clipLen, how much of a skipped item a warning shows. It
@@ -257,14 +263,14 @@ for j = 1, nkeys do
     passedScores[#passed] = scores[j]
   end
 end
-indexPassed(keyPrefix, passed, passedScores, tonumber(opt.now))
+indexPassed(keyPrefix, passed, passedScores, now)
 
 -- Due: the item may run again when its lock expires, if its holder dies
 -- and stops refreshing it; an idle worker that looks then finds it still
 -- locked while it runs, and looks again when the lock would next expire
 -- (see due.lua). pcall: a key of another type must not fail the take.
 if took then
-  redis.pcall("ZADD", keyPrefix .. "due", tonumber(opt.now) + tonumber(ttl), items[looked])
+  redis.pcall("ZADD", keyPrefix .. "due", now + tonumber(ttl), items[looked])
 end
 
 -- Record: a take is recorded in the item's state hash and
@@ -273,7 +279,7 @@ end
 -- must never depend on its record.
 if took and opt.state_ttl then
   local state = keyPrefix .. "state:" .. items[looked]
-  redis.pcall("HSET", state, "last_start", opt.now, "last_holder", token, "last_fence", reply[4])
+  redis.pcall("HSET", state, "last_start", now, "last_holder", token, "last_fence", reply[4])
   redis.pcall("PEXPIRE", state, opt.state_ttl)
 end
 if took and tonumber(opt.events or 0) > 0 then
