@@ -69,7 +69,8 @@ func TestContinuousIdleIsQuiet(t *testing.T) {
 	// the marks, the sweep's keys, LRANGE, ZMSCORE, MGET of the cooldowns,
 	// an EXISTS an item, ZRANGEBYSCORE, the sweep key's SET). A probe at
 	// least every 93ms, four commands each. And one beat of the worker's
-	// entry in the registry (every 5s), nine commands at most, twice.
+	// entry in the registry (every 5s), ten commands at most (one is the TIME
+	// that measures the skew of Redis' clock), twice.
 	most := int(window/(5*time.Second)) + 1
 	if calls < 1 || calls > most {
 		t.Errorf("%d script calls in %s while idle; want between 1 and %d", calls, window, most)
@@ -78,8 +79,8 @@ func TestContinuousIdleIsQuiet(t *testing.T) {
 	if probes < 1 || probes > mostProbes {
 		t.Errorf("%d probes in %s while idle; want between 1 and %d", probes, window, mostProbes)
 	}
-	if sent > 20*calls+4*probes+18 {
-		t.Errorf("%d commands for %d script calls and %d probes while idle; want at most 20 a call, 4 a probe and 9 for each beat", sent, calls, probes)
+	if sent > 20*calls+4*probes+20 {
+		t.Errorf("%d commands for %d script calls and %d probes while idle; want at most 20 a call, 4 a probe and 10 for each beat", sent, calls, probes)
 	}
 	t.Logf("idle: %d script calls, %d probes and %d commands in %s (%.1f/s)", calls, probes, sent, window, float64(sent)/window.Seconds())
 
