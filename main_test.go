@@ -13,6 +13,7 @@ import (
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/runs"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 func TestExitCode(t *testing.T) {
@@ -34,6 +35,7 @@ func TestExitCode(t *testing.T) {
 		{usageError("bad"), exitFailure, true},
 		{redisconn.Wrap("read", errors.New("dial tcp: refused")), exitFailure, true},
 		{redisconn.Wrap("read", errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")), exitFailure, true},
+		{&schema.SchemaError{Keys: schema.Keys{Prefix: "w:"}, Found: "2"}, exitFailure, true},
 		{errors.New("anything else"), exitFailure, true},
 	}
 	for _, tt := range tests {

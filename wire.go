@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/signal"
@@ -58,6 +59,14 @@ func runWorker(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zer
 	}
 	defer p.Close()
 	keys := schema.Keys{Prefix: opts.KeyPrefix, Colocated: redisconn.Colocated(client, opts.KeyPrefix)}
+	// A worker refuses a list that a newer w8y keeps in a layout it does
+	// not know, before it takes anything. Redis' other errors are the
+	// take's to report, or to ride out (a Redis not up yet).
+	if err := schema.ClaimVersion(ctx, client, keys); errors.Is(err, schema.ErrNewerSchema) {
+		return err
+	} else if err != nil {
+		log.Debug().Err(err).Msg("could not read or record the version of the layout of the list's keys")
+	}
 	var counts observer = noMetrics{}
 	var beat *health.Heartbeat
 	if opts.MetricsAddr != "" {

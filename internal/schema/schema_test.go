@@ -26,6 +26,7 @@ func TestKeyNames(t *testing.T) {
 		k.Looking():       "work:looking",
 		k.Running():       "work:running",
 		k.FleetMax():      "work:fleet-max-running",
+		k.Schema():        "work:schema",
 	} {
 		if got != want {
 			t.Errorf("got %q, want %q", got, want)

@@ -1,0 +1,87 @@
+package schema
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Version is the version of this layout of w8y's keys. Workers record it
+// under Keys.Schema once the list exists, and refuse to run beside a fleet
+// that recorded a later one: a change that older workers would misread
+// (a key of another type, a field that means something else) raises it, and
+// a change that they may ignore (a new key, a new field) does not. Versions
+// of w8y that record none (before it was kept) read this layout.
+const Version = 1
+
+// Schema is the version of the layout that the fleet on the list keeps
+// (Version when it was written), a number without expiry. A worker sets it
+// only where it is missing (SET NX), and refuses to run where it holds a
+// later version than its own, or something other than a number.
+func (k Keys) Schema() string { return k.Prefix + "schema" }
+
+// ErrNewerSchema is a list that a newer w8y keeps in a layout of its keys
+// that this one does not know, or whose version key holds something that
+// is not a version.
+var ErrNewerSchema = errors.New("the list's keys are kept in a layout that this w8y does not know")
+
+// SchemaError is ErrNewerSchema for one list, in the words a user acts on.
+type SchemaError struct {
+	Keys  Keys
+	Found string
+}
+
+func (e *SchemaError) Error() string {
+	if _, err := strconv.Atoi(e.Found); err != nil {
+		return fmt.Sprintf("%q holds %q, not a version of the layout of w8y's keys: delete it if no w8y wrote it (w8y writes %d)", e.Keys.Schema(), e.Found, Version)
+	}
+	return fmt.Sprintf("the list %q is kept in version %s of the layout of w8y's keys, by a newer w8y; this one knows version %d: upgrade w8y", e.Keys.List(), e.Found, Version)
+}
+
+func (e *SchemaError) Is(target error) bool { return target == ErrNewerSchema }
+
+// VersionClient is the part of a Redis client that ClaimVersion needs.
+type VersionClient interface {
+	Pipeline() redis.Pipeliner
+	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
+}
+
+// ClaimVersion records Version under keys.Schema where the list exists and
+// no version is recorded yet, and returns a *SchemaError where a later
+// version than Version is, or something that is not a version. Any other
+// error is Redis', which the caller's next command meets too.
+func ClaimVersion(ctx context.Context, client VersionClient, keys Keys) error {
+	pipe := client.Pipeline()
+	found := pipe.Get(ctx, keys.Schema())
+	list := pipe.Exists(ctx, keys.List())
+	_, err := pipe.Exec(ctx)
+	if err != nil && !errors.Is(err, redis.Nil) {
+		if redis.HasErrorPrefix(found.Err(), "WRONGTYPE") {
+			return &SchemaError{Keys: keys, Found: "a key of another type"}
+		}
+		return err
+	}
+	if v, err := found.Result(); err == nil {
+		return checkVersion(keys, v)
+	}
+	if list.Val() == 0 {
+		return nil
+	}
+	if err := client.SetNX(ctx, keys.Schema(), Version, 0).Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// checkVersion refuses found, the recorded version, unless this w8y knows
+// it.
+func checkVersion(keys Keys, found string) error {
+	if n, err := strconv.Atoi(found); err != nil || n > Version {
+		return &SchemaError{Keys: keys, Found: found}
+	}
+	return nil
+}
