@@ -1,0 +1,141 @@
+package integration_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/registry"
+	"github.com/w8y/w8y/internal/schema"
+)
+
+// baseCommit is the release that a rollout runs beside this build in
+// TestMixedVersions: the last commit before the scripts read Redis' clock
+// and workers recorded the schema version.
+const baseCommit = "c629c5d"
+
+// buildBase builds w8y at baseCommit into a directory of the test's own,
+// from the repository this test runs in, and returns the binary's path.
+func buildBase(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", "..", baseCommit, dir)
+	if out, err := archive.CombinedOutput(); err != nil {
+		t.Fatalf("git archive %s (the base release of the mixed fleet): %v\n%s", baseCommit, err, out)
+	}
+	base := filepath.Join(dir, "w8y-base")
+	build := exec.Command("go", "build", "-o", base, ".")
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build w8y at %s: %v\n%s", baseCommit, err, out)
+	}
+	return base
+}
+
+// TestMixedVersions: a rollout runs the previous release and this build on
+// one list for minutes. A fleet of both, each worker killed or stopped and
+// replaced by one of its own version now and then, runs no item twice at
+// once, starves none, and w8yctl workers and w8y --status count the
+// workers of both versions.
+func TestMixedVersions(t *testing.T) {
+	t.Parallel()
+	base := buildBase(t)
+	s := startRedis(t)
+	dir := t.TempDir()
+	var items []string
+	for i := range 8 {
+		items = append(items, "i"+itoa(i))
+	}
+	s.seed(t, "mix:list", items...)
+	ttl := time.Second
+	env := []string{"CHAOS_DIR=" + dir}
+	start := func(i int) *proc {
+		args := []string{"-u", s.URL, "-k", "mix", "-c", "-x", ttl.String(), "--idle-wait", "50ms", "--log-level", "warn"}
+		if i%2 == 1 {
+			args = append(args, "--cooldown", "300ms")
+		}
+		args = append(args, "sh", "-c", chaosChild)
+		if i < 2 {
+			return startCommand(t, env, base, args...)
+		}
+		return startW8y(t, env, args...)
+	}
+	// announced waits until w announces itself in the registry: by then
+	// it has set up its signals, and a SIGTERM drains it.
+	announced := func(w *proc) {
+		t.Helper()
+		pid := w.cmd.Process.Pid
+		redistest.WaitFor(t, fmt.Sprintf("worker %d to announce itself", pid), func() bool {
+			entries, err := registry.Read(ctx(t), s.Client, schema.Keys{Prefix: "mix:"})
+			return err == nil && slices.ContainsFunc(entries, func(e registry.Entry) bool { return e.PID == pid })
+		})
+	}
+	workers := make([]*proc, 4)
+	for i := range workers {
+		workers[i] = start(i)
+	}
+
+	// Both versions announce themselves in one registry, which both read.
+	var pids []int
+	for _, w := range workers {
+		pids = append(pids, w.cmd.Process.Pid)
+	}
+	slices.Sort(pids)
+	redistest.WaitFor(t, "w8yctl workers to list the four workers of both versions", func() bool {
+		r := runCtl(t, nil, "-u", s.URL, "-k", "mix", "workers", "--json")
+		var entries []struct {
+			PID int `json:"pid"`
+		}
+		if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &entries) != nil {
+			return false
+		}
+		var got []int
+		for _, e := range entries {
+			got = append(got, e.PID)
+		}
+		slices.Sort(got)
+		return slices.Equal(got, pids)
+	})
+	if out := statusOutput(t, nil, "-u", s.URL, "-k", "mix"); !strings.Contains(out, "live workers 4") {
+		t.Errorf("w8y --status does not count the four workers of both versions:\n%s", out)
+	}
+
+	// Faults: a worker killed, or stopped, and replaced by one of its
+	// version, twice a second for ten seconds.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		time.Sleep(500 * time.Millisecond) // the pace of the faults, not a synchronisation
+		i := rand.N(len(workers))
+		if rand.N(2) == 0 {
+			workers[i].signal(t, syscall.SIGKILL)
+			workers[i].wait(t)
+		} else {
+			workers[i].stop(t)
+		}
+		workers[i] = start(i)
+		announced(workers[i])
+	}
+	drain(t, workers)
+
+	noOverlaps(t, dir)
+	ran := map[string]bool{}
+	for _, item := range lines(t, dir+"/runs") {
+		ran[item] = true
+	}
+	for _, item := range items {
+		if !ran[item] {
+			t.Errorf("%s never ran in the mixed fleet (runs: %v)", item, ran)
+		}
+	}
+	if got := slices.Sorted(slices.Values(s.list(t, "mix:list"))); !slices.Equal(got, items) {
+		t.Errorf("the list holds %q, want %q", got, items)
+	}
+}
