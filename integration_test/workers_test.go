@@ -244,7 +244,7 @@ func TestRunNowPickupInAFleet(t *testing.T) {
 			last = got[0].ID
 		}
 		asked := time.Now()
-		if _, err := fleet.RunNow(ctx(t), []string{item}, asked); err != nil {
+		if _, err := fleet.RunNow(ctx(t), []string{item}); err != nil {
 			t.Fatal(err)
 		}
 		// The run-now records itself first (with who asked): the start

@@ -16,7 +16,7 @@ func runAdd(ctx context.Context, c *command, fleet *control.Fleet, out *printer)
 	if err := checkItems(c.items, items.MaxLen(fleet.Keys.Lock(""), proc.ArgMax())); err != nil {
 		return err
 	}
-	results, err := fleet.Add(ctx, c.items, c.opts.Create, c.now)
+	results, err := fleet.Add(ctx, c.items, c.opts.Create)
 	if err != nil {
 		return err
 	}

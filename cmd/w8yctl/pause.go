@@ -28,7 +28,7 @@ func runPause(ctx context.Context, c *command, fleet *control.Fleet, out *printe
 
 // runResume is w8yctl resume.
 func runResume(ctx context.Context, c *command, fleet *control.Fleet, out *printer) error {
-	results, err := fleet.Resume(ctx, c.items, c.now)
+	results, err := fleet.Resume(ctx, c.items)
 	if err != nil {
 		return err
 	}

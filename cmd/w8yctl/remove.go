@@ -10,7 +10,7 @@ import (
 
 // runRemove is w8yctl remove.
 func runRemove(ctx context.Context, c *command, fleet *control.Fleet, out *printer) error {
-	results, err := fleet.Remove(ctx, c.items, c.now)
+	results, err := fleet.Remove(ctx, c.items)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 // depends on whether a worker lives to take the items: the registry of live
 // workers says.
 func runRunNow(ctx context.Context, c *command, fleet *control.Fleet, out *printer) error {
-	results, err := fleet.RunNow(ctx, c.items, c.now)
+	results, err := fleet.RunNow(ctx, c.items)
 	if err != nil {
 		return err
 	}

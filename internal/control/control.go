@@ -114,7 +114,7 @@ type Pause struct {
 // Add appends the items that the list does not hold yet. A missing list is
 // refused unless create is set, so that a mistyped prefix does not start a
 // list that no worker reads.
-func (f *Fleet) Add(ctx context.Context, add []string, create bool, now time.Time) ([]Result, error) {
+func (f *Fleet) Add(ctx context.Context, add []string, create bool) ([]Result, error) {
 	words := ""
 	if create {
 		words = "create=1"
@@ -141,7 +141,7 @@ func (f *Fleet) Add(ctx context.Context, add []string, create bool, now time.Tim
 // Remove removes every occurrence of the items from the list and deletes
 // their cooldown, backoff, pause and state keys. A run that holds an item's
 // lock is left to finish.
-func (f *Fleet) Remove(ctx context.Context, remove []string, now time.Time) ([]Result, error) {
+func (f *Fleet) Remove(ctx context.Context, remove []string) ([]Result, error) {
 	if f.Keys.Colocated {
 		return f.control(ctx, schema.EventRemove, remove, "", "")
 	}
@@ -187,7 +187,7 @@ func (f *Fleet) PauseItems(ctx context.Context, pause []string, p Pause, now tim
 
 // Resume deletes the items' pauses. An idle worker takes them within a
 // second, unless a cooldown, a backoff or a run holds them.
-func (f *Fleet) Resume(ctx context.Context, resume []string, now time.Time) ([]Result, error) {
+func (f *Fleet) Resume(ctx context.Context, resume []string) ([]Result, error) {
 	if f.Keys.Colocated {
 		return f.control(ctx, schema.EventResume, resume, "", "")
 	}
@@ -200,7 +200,7 @@ func (f *Fleet) Resume(ctx context.Context, resume []string, now time.Time) ([]R
 // due now, so that an idle worker takes each within a second. An item whose
 // lock a run holds is not started twice: it is taken once the run ends and
 // the keys that end writes allow.
-func (f *Fleet) RunNow(ctx context.Context, run []string, now time.Time) ([]Result, error) {
+func (f *Fleet) RunNow(ctx context.Context, run []string) ([]Result, error) {
 	if f.Keys.Colocated {
 		return f.control(ctx, schema.EventRunNow, run, "", "")
 	}

@@ -71,12 +71,12 @@ func TestVerbsBothWaysAlike(t *testing.T) {
 		do   func(*Fleet) ([]Result, error)
 		want string // the results, or the error's text
 	}{
-		{"add", func(f *Fleet) ([]Result, error) { return f.Add(ctx, []string{"c", "d"}, false, now) }, "c:0 d:1"},
-		{"remove", func(f *Fleet) ([]Result, error) { return f.Remove(ctx, []string{"a", "b"}, now) }, "a:2 b:1(h)"},
+		{"add", func(f *Fleet) ([]Result, error) { return f.Add(ctx, []string{"c", "d"}, false) }, "c:0 d:1"},
+		{"remove", func(f *Fleet) ([]Result, error) { return f.Remove(ctx, []string{"a", "b"}) }, "a:2 b:1(h)"},
 		{"pause", func(f *Fleet) ([]Result, error) { return f.PauseItems(ctx, []string{"d"}, pause, now) }, "d:1"},
-		{"resume", func(f *Fleet) ([]Result, error) { return f.Resume(ctx, []string{"c", "d"}, now) }, "c:1 d:1"},
-		{"resume again", func(f *Fleet) ([]Result, error) { return f.Resume(ctx, []string{"c"}, now) }, "c:0"},
-		{"run now", func(f *Fleet) ([]Result, error) { return f.RunNow(ctx, []string{"c"}, now) }, "c:0"},
+		{"resume", func(f *Fleet) ([]Result, error) { return f.Resume(ctx, []string{"c", "d"}) }, "c:1 d:1"},
+		{"resume again", func(f *Fleet) ([]Result, error) { return f.Resume(ctx, []string{"c"}) }, "c:0"},
+		{"run now", func(f *Fleet) ([]Result, error) { return f.RunNow(ctx, []string{"c"}) }, "c:0"},
 		{"not in the list", func(f *Fleet) ([]Result, error) { return f.PauseItems(ctx, []string{"c", "zz"}, pause, now) }, `"zz" is not in the list`},
 	}
 	var dumps [2][]string
@@ -107,7 +107,7 @@ func TestPauseRecordsWhoWhyAndWhen(t *testing.T) {
 	rdb, ctx := redistest.Client(t)
 	for _, colocated := range []bool{false, true} {
 		// The script reads Redis' clock; the per-key path records now.
-		now := rdb.Time(ctx).Val().Round(time.Millisecond)
+		now := rdb.Time(ctx).Val().Truncate(time.Millisecond)
 		keys := schema.Keys{Prefix: fmt.Sprintf("p%v:", colocated), Colocated: colocated}
 		seedFleet(t, rdb, keys)
 		f := &Fleet{Client: rdb, Keys: keys, By: "me@here"}
@@ -142,14 +142,14 @@ func TestEveryChangeIsRecorded(t *testing.T) {
 	rdb, ctx := redistest.Client(t)
 	now := time.UnixMilli(1_700_000_000_000)
 	steps := []func(*Fleet) ([]Result, error){
-		func(f *Fleet) ([]Result, error) { return f.Add(ctx, []string{"c", "d"}, false, now) },
-		func(f *Fleet) ([]Result, error) { return f.Remove(ctx, []string{"a"}, now) },
+		func(f *Fleet) ([]Result, error) { return f.Add(ctx, []string{"c", "d"}, false) },
+		func(f *Fleet) ([]Result, error) { return f.Remove(ctx, []string{"a"}) },
 		func(f *Fleet) ([]Result, error) {
 			return f.PauseItems(ctx, []string{"d"}, Pause{Reason: "broken disk", For: time.Hour}, now)
 		},
 		func(f *Fleet) ([]Result, error) { return f.PauseItems(ctx, []string{"b"}, Pause{}, now) },
-		func(f *Fleet) ([]Result, error) { return f.Resume(ctx, []string{"c", "d"}, now) },
-		func(f *Fleet) ([]Result, error) { return f.RunNow(ctx, []string{"b"}, now) },
+		func(f *Fleet) ([]Result, error) { return f.Resume(ctx, []string{"c", "d"}) },
+		func(f *Fleet) ([]Result, error) { return f.RunNow(ctx, []string{"b"}) },
 		func(f *Fleet) ([]Result, error) { return f.PauseItems(ctx, []string{"c", "zz"}, Pause{}, now) },
 	}
 	want := []string{
@@ -217,17 +217,16 @@ func streamFields(t *testing.T, rdb *redis.Client, stream string) []string {
 // it was.
 func TestRefusedChangesNothing(t *testing.T) {
 	rdb, ctx := redistest.Client(t)
-	now := time.Now()
 	rdb.HSet(ctx, "hash:list", "f", "v")
 	tests := []struct {
 		prefix string
 		do     func(*Fleet) ([]Result, error)
 		want   string
 	}{
-		{"missing:", func(f *Fleet) ([]Result, error) { return f.Add(ctx, []string{"a"}, false, now) }, "Give --create"},
-		{"missing:", func(f *Fleet) ([]Result, error) { return f.RunNow(ctx, []string{"a"}, now) }, `"missing:list" does not exist`},
-		{"hash:", func(f *Fleet) ([]Result, error) { return f.Add(ctx, []string{"a"}, true, now) }, "holds a hash, not a list"},
-		{"hash:", func(f *Fleet) ([]Result, error) { return f.Remove(ctx, []string{"a"}, now) }, "holds a hash, not a list"},
+		{"missing:", func(f *Fleet) ([]Result, error) { return f.Add(ctx, []string{"a"}, false) }, "Give --create"},
+		{"missing:", func(f *Fleet) ([]Result, error) { return f.RunNow(ctx, []string{"a"}) }, `"missing:list" does not exist`},
+		{"hash:", func(f *Fleet) ([]Result, error) { return f.Add(ctx, []string{"a"}, true) }, "holds a hash, not a list"},
+		{"hash:", func(f *Fleet) ([]Result, error) { return f.Remove(ctx, []string{"a"}) }, "holds a hash, not a list"},
 	}
 	for _, tt := range tests {
 		for _, colocated := range []bool{false, true} {
@@ -242,7 +241,7 @@ func TestRefusedChangesNothing(t *testing.T) {
 		}
 	}
 	// add --create starts the list.
-	got, err := (&Fleet{Client: rdb, Keys: schema.Keys{Prefix: "new:", Colocated: true}}).Add(ctx, []string{"a", "b"}, true, now)
+	got, err := (&Fleet{Client: rdb, Keys: schema.Keys{Prefix: "new:", Colocated: true}}).Add(ctx, []string{"a", "b"}, true)
 	if describe(got, err) != "a:1 b:1" || !slices.Equal(rdb.LRange(ctx, "new:list", 0, -1).Val(), []string{"a", "b"}) {
 		t.Errorf("add --create: %s, list %q", describe(got, err), rdb.LRange(ctx, "new:list", 0, -1).Val())
 	}
@@ -284,7 +283,7 @@ func TestRunNowClearsEverythingThatHoldsAnItem(t *testing.T) {
 					set++
 				}
 			}
-			got, err := (&Fleet{Client: rdb, Keys: keys}).RunNow(ctx, []string{"x"}, now)
+			got, err := (&Fleet{Client: rdb, Keys: keys}).RunNow(ctx, []string{"x"})
 			if want := fmt.Sprintf("x:%d", set); describe(got, err) != want {
 				t.Errorf("%s, colocated=%v: run-now said %s, want %s", held, colocated, describe(got, err), want)
 			}

@@ -24,13 +24,13 @@ func isRefused(err error) bool { return errors.Is(err, control.ErrRefused) }
 // missing list is refused, as w8yctl add refuses it without --create: the
 // page shows an existing list.
 func (s *Server) add(ctx context.Context, a action) ([]control.Result, error) {
-	return s.Fleet.Add(ctx, []string{a.Item}, false, s.Now())
+	return s.Fleet.Add(ctx, []string{a.Item}, false)
 }
 
 // remove removes the item from the list, with its cooldown, backoff, pause
 // and state, as w8yctl remove does; a run under way is left to finish.
 func (s *Server) remove(ctx context.Context, a action) ([]control.Result, error) {
-	return s.Fleet.Remove(ctx, []string{a.Item}, s.Now())
+	return s.Fleet.Remove(ctx, []string{a.Item})
 }
 
 // cancel asks the run that holds the item's lock to stop, with the reason

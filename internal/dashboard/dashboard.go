@@ -423,11 +423,11 @@ func (s *Server) pause(ctx context.Context, a action) ([]control.Result, error) 
 }
 
 func (s *Server) resume(ctx context.Context, a action) ([]control.Result, error) {
-	return s.Fleet.Resume(ctx, []string{a.Item}, s.Now())
+	return s.Fleet.Resume(ctx, []string{a.Item})
 }
 
 func (s *Server) runNow(ctx context.Context, a action) ([]control.Result, error) {
-	return s.Fleet.RunNow(ctx, []string{a.Item}, s.Now())
+	return s.Fleet.RunNow(ctx, []string{a.Item})
 }
 
 // number reads the query parameter name as a whole number from min to

@@ -166,6 +166,9 @@ func (s *Reader) Items(ctx context.Context, items []string) ([]Item, error) {
 		state, paused                     *redis.SliceCmd
 	}
 	pipe := s.Client.Pipeline()
+	// Redis' clock, the one that the slots were found on (see
+	// internal/clock), read with the keys.
+	redisNow := pipe.Time(ctx)
 	all := make([]reads, len(items))
 	for i, item := range items {
 		lock := s.Keys.Lock(item)
@@ -187,6 +190,9 @@ func (s *Reader) Items(ctx context.Context, items []string) ([]Item, error) {
 	}
 	out := make([]Item, len(items))
 	now := time.Now().UnixMilli()
+	if at, err := redisNow.Result(); err == nil {
+		now = at.UnixMilli()
+	}
 	for i, item := range items {
 		r := all[i]
 		st := Item{Item: item}
