@@ -57,7 +57,7 @@ var exitStatuses = []cli.ExitStatus[string]{
 	{Code: strconv.Itoa(exitLockLost), Meaning: "the lock was lost while the child ran; the child was stopped"},
 	{Code: strconv.Itoa(exitCancelled), Meaning: "a cancel request (w8yctl cancel) stopped the child (one-shot mode)"},
 	{Code: strconv.Itoa(exitTimeout), Meaning: "the child ran past --timeout; it was stopped"},
-	{Code: strconv.Itoa(exitFailure), Meaning: "w8y itself failed: bad option, bad URL, Redis unreachable or erroring, wrong password or certificate, lock not confirmed by --replica-acks replicas, wrong key type, a list kept by a newer w8y (a later <prefix>schema)"},
+	{Code: strconv.Itoa(exitFailure), Meaning: "w8y itself failed: bad option, bad URL, Redis unreachable or erroring, wrong password or certificate, lock not confirmed by --replica-acks replicas, wrong key type, a newer w8y's schema"},
 	{Code: strconv.Itoa(exitNotExecutable), Meaning: "the executable was found but cannot be run (nor can its #! interpreter)"},
 	{Code: strconv.Itoa(exitNotFound), Meaning: "the executable was not found (or its #! interpreter was not)"},
 }
