@@ -62,7 +62,11 @@ func runWorker(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zer
 	// A worker refuses a list that a newer w8y keeps in a layout it does
 	// not know, before it takes anything. Redis' other errors are the
 	// take's to report, or to ride out (a Redis not up yet).
-	if err := schema.ClaimVersion(ctx, client, keys); errors.Is(err, schema.ErrNewerSchema) {
+	// Bounded: a server that never answers is the take's to name.
+	claimCtx, cancelClaim := context.WithTimeout(ctx, 2*time.Second)
+	err = schema.ClaimVersion(claimCtx, client, keys)
+	cancelClaim()
+	if errors.Is(err, schema.ErrNewerSchema) {
 		return err
 	} else if err != nil {
 		log.Debug().Err(err).Msg("could not read or record the version of the layout of the list's keys")

@@ -46,7 +46,8 @@ func (e *SchemaError) Is(target error) bool { return target == ErrNewerSchema }
 
 // VersionClient is the part of a Redis client that ClaimVersion needs.
 type VersionClient interface {
-	Pipeline() redis.Pipeliner
+	Get(ctx context.Context, key string) *redis.StringCmd
+	Exists(ctx context.Context, keys ...string) *redis.IntCmd
 	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
 }
 
@@ -55,26 +56,21 @@ type VersionClient interface {
 // version than Version is, or something that is not a version. Any other
 // error is Redis', which the caller's next command meets too.
 func ClaimVersion(ctx context.Context, client VersionClient, keys Keys) error {
-	pipe := client.Pipeline()
-	found := pipe.Get(ctx, keys.Schema())
-	list := pipe.Exists(ctx, keys.List())
-	_, err := pipe.Exec(ctx)
-	if err != nil && !errors.Is(err, redis.Nil) {
-		if redis.HasErrorPrefix(found.Err(), "WRONGTYPE") {
-			return &SchemaError{Keys: keys, Found: "a key of another type"}
-		}
+	// The version is read alone: once a fleet has recorded it, a start
+	// costs one GET, and reads nothing of the list.
+	found, err := client.Get(ctx, keys.Schema()).Result()
+	switch {
+	case err == nil:
+		return checkVersion(keys, found)
+	case redis.HasErrorPrefix(err, "WRONGTYPE"):
+		return &SchemaError{Keys: keys, Found: "a key of another type"}
+	case !errors.Is(err, redis.Nil):
 		return err
 	}
-	if v, err := found.Result(); err == nil {
-		return checkVersion(keys, v)
-	}
-	if list.Val() == 0 {
-		return nil
-	}
-	if err := client.SetNX(ctx, keys.Schema(), Version, 0).Err(); err != nil {
+	if n, err := client.Exists(ctx, keys.List()).Result(); err != nil || n == 0 {
 		return err
 	}
-	return nil
+	return client.SetNX(ctx, keys.Schema(), Version, 0).Err()
 }
 
 // checkVersion refuses found, the recorded version, unless this w8y knows
