@@ -44,7 +44,8 @@ type Options struct {
 
 type RedisOptions struct {
 	redisconn.Options
-	ReplicaAcks int `long:"replica-acks" env:"W8Y_REPLICA_ACKS" default:"0" value-name:"N" description:"Run only on locks that N replicas have (WAIT)" details:"Run a child only once N replicas have confirmed its lock (WAIT), and count a refresh only once N confirm it, so that a failover cannot lose a lock. Not with --redis-cluster."`
+	AllowEviction bool `long:"allow-eviction" env:"W8Y_ALLOW_EVICTION" description:"Run on a Redis that may evict keys (risky)" details:"Run even where Redis may evict keys when it is full (a maxmemory with a maxmemory-policy other than noeviction), which w8y otherwise refuses: an evicted lock lets a second worker run the same item at once, and the list itself may be evicted. w8y logs each rise of Redis' evicted_keys while it runs."`
+	ReplicaAcks   int  `long:"replica-acks" env:"W8Y_REPLICA_ACKS" default:"0" value-name:"N" description:"Run only on locks that N replicas have (WAIT)" details:"Run a child only once N replicas have confirmed its lock (WAIT), and count a refresh only once N confirm it, so that a failover cannot lose a lock. Not with --redis-cluster."`
 }
 
 type ItemOptions struct {

@@ -498,8 +498,8 @@ func TestHelpAndVersion(t *testing.T) {
 	// --timeout-signal, --drain-timeout, --item, --wait and --ignore-pause
 	// (two lines each, and the exit code 121); 141 since
 	// --fleet-max-running; 143 since --unsafe-item-in-script; 147 since
-	// the exit code 120.
-	if len(lines) > 147 {
+	// the exit code 120; 148 since --allow-eviction.
+	if len(lines) > 148 {
 		t.Errorf("--help is %d lines long", len(lines))
 	}
 }

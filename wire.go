@@ -59,6 +59,13 @@ func runWorker(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zer
 	}
 	defer p.Close()
 	keys := schema.Keys{Prefix: opts.KeyPrefix, Colocated: redisconn.Colocated(client, opts.KeyPrefix)}
+	// A Redis that may evict w8y's keys, or a replica, is refused before
+	// anything is taken (see needs.go).
+	needs := &needs{client: client, allow: opts.AllowEviction, log: log}
+	if err := needs.check(ctx); err != nil {
+		return err
+	}
+	go needs.watch(ctx)
 	// A worker refuses a list that a newer w8y keeps in a layout it does
 	// not know, before it takes anything. Redis' other errors are the
 	// take's to report, or to ride out (a Redis not up yet).
@@ -82,13 +89,14 @@ func runWorker(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zer
 		defer stop()
 	}
 	w := newWorker(opts, command, client, keys, token, p, counts, beat, log)
+	w.needs = needs
 	if err := w.rotator.CheckPlaces(); err != nil {
 		return err
 	}
 	w.reports = logging.FailureReports(opts.logging(), stderr)
 	defer announce(ctx, w, client, keys, token, log)()
 	log.Debug().Str("list", keys.List()).Str("holder", token).Bool("continuous", opts.Continuous).Msg("w8y starting")
-	return w.run(ctx)
+	return needs.full(ctx, w.run(ctx))
 }
 
 // childCommand resolves the executable of opts, so that one that cannot run

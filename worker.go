@@ -67,6 +67,10 @@ type worker struct {
 	// of one, get a line of their own when the log does not reach stderr
 	// (see logging.FailureReports); nil when it does.
 	reports io.Writer
+	// needs checks the server again when it is reachable after an outage,
+	// and says how full it is when it refuses a write (see needs.go); nil
+	// in tests without one.
+	needs *needs
 	// presence is the worker's entry in the registry of live workers (see
 	// announce); nil in tests without one.
 	presence *registry.Presence
@@ -490,6 +494,9 @@ func (l *continuous) retry(err error) {
 		wait = min(backoff, duration.Jitter(probeEvery))
 	}
 	if now := time.Now(); !now.Before(l.quiet) {
+		if l.w.needs != nil {
+			err = l.w.needs.full(context.Background(), err)
+		}
 		l.w.log.Error().Err(err).Float64("retry_in_s", wait.Seconds()).Msgf("retrying in %s", wait.Round(time.Millisecond))
 		l.quiet = now.Add(backoff)
 	}
@@ -506,6 +513,15 @@ func (l *continuous) reachable() {
 	down := time.Since(l.unreachable)
 	l.w.log.Info().Float64("down_s", down.Seconds()).Msgf("Redis is reachable again, after %s", down.Round(time.Millisecond))
 	l.unreachable = time.Time{}
+	// A restart or a failover may bring a server that evicts, or a
+	// replica: the worker stops taking items, as it would not have
+	// started.
+	if l.w.needs != nil {
+		if err := l.w.needs.check(context.Background()); err != nil {
+			l.w.log.Error().Msg(err.Error())
+			l.end(err)
+		}
+	}
 }
 
 // close stops taking items, saying why (and how many it took) unless why

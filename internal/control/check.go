@@ -44,6 +44,13 @@ const (
 	// take finds it before the fleet's next sweep does (its keys deleted by
 	// hand, its entry lost, an item appended behind an outside LREM).
 	FindingNotDue = "not_due"
+	// FindingMayEvict: a server that may evict keys when it is full (a
+	// maxmemory with a policy other than noeviction): a lock evicted lets
+	// a second worker run its item, and the list itself may go.
+	FindingMayEvict = "may_evict"
+	// FindingReplica: a server that is a replica, which refuses every
+	// write: no worker pointed at it can take an item.
+	FindingReplica = "replica"
 )
 
 // Finding is one thing that Check found wrong.
@@ -127,6 +134,7 @@ func (f *Fleet) Check(ctx context.Context, maxLen int, fix bool) ([]Finding, err
 		return nil, err
 	}
 	out = append(out, found...)
+	out = append(out, f.checkServer(ctx)...)
 	slices.SortFunc(out, func(a, b Finding) int {
 		return strings.Compare(a.Kind+"\x00"+a.Key+"\x00"+a.Item, b.Kind+"\x00"+b.Key+"\x00"+b.Item)
 	})
@@ -575,4 +583,29 @@ func (f *Fleet) redisCLI() string {
 		return f.Remedies.RedisCLI
 	}
 	return "redis-cli"
+}
+
+// checkServer finds what the server itself breaks of w8y's promises: an
+// eviction policy that may delete locks and the list, or a replica that
+// refuses writes. A server that hides INFO is left unchecked: w8yctl
+// check cannot tell, and says nothing it does not know.
+func (f *Fleet) checkServer(ctx context.Context) []Finding {
+	client, ok := f.Client.(redisconn.Infoer)
+	if !ok {
+		return nil
+	}
+	s, err := redisconn.ReadServer(ctx, client)
+	if err != nil {
+		return nil
+	}
+	var out []Finding
+	if s.MayEvict() {
+		out = append(out, Finding{Kind: FindingMayEvict, Key: f.Keys.List(),
+			Problem: fmt.Sprintf("Redis may evict keys when it is full (maxmemory %s, maxmemory-policy %s): a lock evicted lets a second worker run its item, and the list itself may go; set maxmemory-policy noeviction, or give w8y a Redis of its own", redisconn.Bytes(s.MaxMemory), s.Policy)})
+	}
+	if s.Replica() {
+		out = append(out, Finding{Kind: FindingReplica, Key: f.Keys.List(),
+			Problem: redisconn.ReplicaRefusal(s).Error()})
+	}
+	return out
 }

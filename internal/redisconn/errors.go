@@ -89,6 +89,7 @@ func Wrap(what string, err error) error {
 	if err == nil {
 		return nil
 	}
+	err = Plain(err)
 	msg := err.Error()
 	switch code := Code(err); {
 	case code == "":
@@ -168,7 +169,7 @@ func NotApplied(err error) bool {
 // unappliedCodes are the replies that refuse a command without running it,
 // in a state that a restart or failover passes through: a primary demoted
 // to a replica (READONLY) or one that has too few replicas to take writes
-// (NOREPLICAS), a server loading its data (LOADING), a replica cut off
+// (NOREPLICAS), a full server (OOM), a server loading its data (LOADING), a replica cut off
 // from its primary (MASTERDOWN), one busy with a script (BUSY), a Cluster
 // without a quorum or a slot on the move (CLUSTERDOWN, TRYAGAIN). A script
 // whose first write is refused (READONLY, NOREPLICAS) ends there, having
@@ -176,4 +177,8 @@ func NotApplied(err error) bool {
 var unappliedCodes = map[string]bool{
 	"READONLY": true, "NOREPLICAS": true, "LOADING": true, "MASTERDOWN": true,
 	"BUSY": true, "CLUSTERDOWN": true, "TRYAGAIN": true,
+	// A full server refuses a script's first write, and a script may
+	// write nothing before its first (Redis lets one that has written go
+	// on): a refused take or finish wrote nothing.
+	"OOM": true,
 }

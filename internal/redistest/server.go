@@ -352,3 +352,14 @@ func Client(tb testing.TB, opts ...Option) (*redis.Client, context.Context) {
 	}
 	return rdb, ctx
 }
+
+// RestartWith restarts the server as Restart does, with opts added to the
+// options it was started with: a restart that brings another
+// configuration, as an operator's or a managed service's may.
+func (s *Server) RestartWith(tb testing.TB, opts ...Option) {
+	tb.Helper()
+	for _, opt := range opts {
+		opt(&s.cfg)
+	}
+	s.Restart(tb)
+}
