@@ -223,6 +223,16 @@ func TestDashboardInBrowser(t *testing.T) {
 	// The places of --fleet-max-running, under the lag.
 	shows(t, tab, "the places in use", `(() => { const f = document.getElementById("places");
 	  return !f.hidden && /^[0-3] of 3 in use \(--fleet-max-running\)$/.test(f.textContent); })()`)
+	// A server that may evict w8y's keys is said under the lag; none is
+	// said while it does not.
+	if !eval[bool](t, tab, `document.getElementById("redis").hidden`) {
+		t.Error("the page warns of a Redis that neither evicts nor is a replica")
+	}
+	s.Client.ConfigSet(ctx(t), "maxmemory", "512mb")
+	s.Client.ConfigSet(ctx(t), "maxmemory-policy", "allkeys-lru")
+	shows(t, tab, "the eviction warning", `(() => { const r = document.getElementById("redis");
+	  return !r.hidden && r.textContent.includes("maxmemory-policy allkeys-lru"); })()`)
+	s.Client.ConfigSet(ctx(t), "maxmemory", "0")
 	if got := eval[string](t, tab, `document.getElementById("list").textContent`); got != "work:list" {
 		t.Errorf("the page names the list %q", got)
 	}

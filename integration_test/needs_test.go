@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -215,10 +216,15 @@ func TestEvictionsLogged(t *testing.T) {
 	b := setup(t, "evlog")
 	b.items("a")
 	b.policy(t, "8mb", "volatile-lru")
-	p := b.start("--allow-eviction", "-c", "--cooldown", "1h", "true")
+	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
+	p := b.start("--allow-eviction", "-c", "--cooldown", "1h", "--metrics-addr", addr, "true")
 	redistest.WaitFor(t, "the worker to run a", func() bool {
 		return b.Client.HGet(ctx(t), b.key("state:a"), "runs").Val() == "1"
 	})
+	// The metrics say so, for the alert W8yRedisMayEvict.
+	if got, ok := scrape(t, "http://"+addr+"/metrics")["w8y_redis_may_evict"]; !ok || got != 1 {
+		t.Errorf("w8y_redis_may_evict = %v (exported: %v), want 1", got, ok)
+	}
 	// An application's cache keys beyond maxmemory, each with an expiry:
 	// Redis evicts among the keys with one to make room.
 	value := strings.Repeat("x", 16<<10)

@@ -186,7 +186,7 @@ func TestACL(t *testing.T) {
 	s := startRedis(t)
 	const password = "Horse-Battery-93f1"
 	s.setACLUser(t, "worker", password, "~acl:*", strings.Fields(aclCommands)...)
-	s.setACLUser(t, "other", password, "~other:*", "+evalsha", "+eval", "+llen")
+	s.setACLUser(t, "other", password, "~other:*", "+evalsha", "+eval", "+llen", "+info")
 	items := []string{"a", "b", "c", "d"}
 	s.seed(t, "acl:list", items...)
 	url := "redis://worker@127.0.0.1:" + itoa(s.Port)

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/status"
 )
 
@@ -64,6 +65,9 @@ type Summary struct {
 	// FleetMax is the places of --fleet-max-running in use and the cap,
 	// or null without a cap (see status.Reader.Places).
 	FleetMax *status.Places `json:"fleet_max_running"`
+	// Redis is what w8y needs of the server (see docs/operating.md, "The
+	// Redis w8y needs"), or null where INFO cannot be read.
+	Redis *RedisNeeds `json:"redis"`
 	// At is when the read ended, in Unix milliseconds; Took how long it
 	// took.
 	At     int64 `json:"at"`
@@ -155,8 +159,32 @@ func (s *Server) readSummary(ctx context.Context) (*Summary, error) {
 	if sum.FleetMax, err = s.Status.Places(ctx); err != nil {
 		return nil, err
 	}
+	sum.Redis = readNeeds(ctx, s.Fleet.Client)
 	sum.At, sum.TookMs = end.UnixMilli(), end.Sub(start).Milliseconds()
 	return sum, nil
+}
+
+// RedisNeeds is what the summary says of the server: whether it may evict
+// w8y's keys (with its maxmemory and policy) and whether it is a replica,
+// each of which breaks w8y's promises.
+type RedisNeeds struct {
+	MayEvict  bool   `json:"may_evict"`
+	MaxMemory int64  `json:"maxmemory"`
+	Policy    string `json:"maxmemory_policy"`
+	Replica   bool   `json:"replica"`
+}
+
+// readNeeds reads RedisNeeds from INFO, or nil where it cannot.
+func readNeeds(ctx context.Context, client any) *RedisNeeds {
+	c, ok := client.(redisconn.Infoer)
+	if !ok {
+		return nil
+	}
+	srv, err := redisconn.ReadServer(ctx, c)
+	if err != nil {
+		return nil
+	}
+	return &RedisNeeds{MayEvict: srv.MayEvict(), MaxMemory: srv.MaxMemory, Policy: srv.Policy, Replica: srv.Replica()}
 }
 
 // summary is GET /api/summary: the whole list counted, at most

@@ -53,6 +53,16 @@ func TestSummaryCountsEachItemOnce(t *testing.T) {
 	if sum.Items != 8 || sum.Duplicates != 1 || sum.Counts != want {
 		t.Errorf("summary = %d items, %d duplicates, %+v; want 8, 1, %+v", sum.Items, sum.Duplicates, sum.Counts, want)
 	}
+	if sum.Redis == nil || sum.Redis.MayEvict || sum.Redis.Replica {
+		t.Errorf("summary's redis = %+v, want a server that neither evicts nor is a replica", sum.Redis)
+	}
+	rdb.ConfigSet(ctx, "maxmemory", "64mb")
+	rdb.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru")
+	defer rdb.ConfigSet(ctx, "maxmemory", "0")
+	fresh := readNeeds(ctx, rdb)
+	if fresh == nil || !fresh.MayEvict || fresh.Policy != "allkeys-lru" || fresh.MaxMemory != 64<<20 {
+		t.Errorf("readNeeds on an evicting server = %+v, want may_evict with its policy", fresh)
+	}
 	c := sum.Counts
 	if total := c.Running + c.Paused + c.Backoff + c.Cooling + c.Idle + c.Blocked + c.Invalid; total != sum.Items-sum.Duplicates {
 		t.Errorf("the kinds add up to %d, not the %d items", total, sum.Items)

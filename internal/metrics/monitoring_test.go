@@ -25,7 +25,8 @@ const monitoring = "../../examples/monitoring/"
 // themselves in make test.
 func TestMonitoringNamesExportedMetrics(t *testing.T) {
 	m := New("v", "c")
-	m.registry.MustRegister(newLagCollector(&status.Reader{Client: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}), Keys: schema.Keys{Prefix: "x:"}}, time.Now))
+	nowhere := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	m.registry.MustRegister(newLagCollector(&status.Reader{Client: nowhere, Keys: schema.Keys{Prefix: "x:"}}, time.Now), mayEvict(nowhere))
 	exported := map[string]bool{}
 	ch := make(chan *prometheus.Desc, 100)
 	go func() {

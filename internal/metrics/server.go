@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -120,7 +121,7 @@ func probeHandler(check func(context.Context) error) http.Handler {
 // down and waits for it.
 func Start(addr string, client redis.UniversalClient, keys schema.Keys, version, commit string, log zerolog.Logger) (m *Metrics, beat *health.Heartbeat, stop func(), err error) {
 	m = New(version, commit)
-	m.registry.MustRegister(newLagCollector(&status.Reader{Client: client, Keys: keys}, time.Now))
+	m.registry.MustRegister(newLagCollector(&status.Reader{Client: client, Keys: keys}, time.Now), mayEvict(client))
 	hook := redisHook{m: m}
 	client.AddHook(hook)
 	beat = health.NewHeartbeat(time.Now)
@@ -161,3 +162,33 @@ func redisPing(client redis.UniversalClient, keys schema.Keys, hook redisHook) f
 		return err
 	}
 }
+
+// mayEvict is w8y_redis_may_evict, read from Redis' INFO at each scrape:
+// 1 where Redis may evict w8y's keys when it is full (a worker runs there
+// only with --allow-eviction), 0 where it will not, and no value where
+// INFO cannot be read (an ACL without +info).
+func mayEvict(client redisconn.Infoer) prometheus.Collector {
+	desc := prometheus.NewDesc("w8y_redis_may_evict", "1 where Redis may evict w8y's keys when it is full (maxmemory with a maxmemory-policy other than noeviction), else 0.", nil, nil)
+	return collectorFunc{desc: desc, collect: func(ch chan<- prometheus.Metric) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		s, err := redisconn.ReadServer(ctx, client)
+		if err != nil {
+			return
+		}
+		v := 0.0
+		if s.MayEvict() {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v)
+	}}
+}
+
+// collectorFunc is a collector of one metric, read at each scrape.
+type collectorFunc struct {
+	desc    *prometheus.Desc
+	collect func(chan<- prometheus.Metric)
+}
+
+func (c collectorFunc) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c collectorFunc) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }

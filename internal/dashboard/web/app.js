@@ -120,6 +120,14 @@ function showSummary(sum) {
     f.dataset.inUse = places.in_use;
     f.dataset.limit = places.limit;
   }
+  // What the server breaks of w8y's promises (docs/operating.md, "The
+  // Redis w8y needs"); nothing where all is well or INFO is hidden.
+  const r = sum.redis, rp = $("redis");
+  const says = [];
+  if (r && r.may_evict) says.push("Redis may evict w8y's keys when it is full (maxmemory-policy " + r.maxmemory_policy + "): a lock evicted lets two workers run one item; set maxmemory-policy noeviction");
+  if (r && r.replica) says.push("Redis is a replica, which refuses every write: point w8y at the primary");
+  rp.hidden = says.length === 0;
+  rp.textContent = says.join(". ");
 }
 
 async function refreshSummary() {
