@@ -88,7 +88,7 @@ func (k Keys) Swept() string { return k.Prefix + "swept" }
 // Seen is how much of the list, from its head, workers have already tried
 // (an integer, without expiry): the items from there to the tail are the
 // ones appended since, which every take tries before the due index (see
-// internal/take's due.lua). A rotation moves it back by the items it moved
+// internal/take's look.lua). A rotation moves it back by the items it moved
 // to the tail while appended items wait after it.
 func (k Keys) Seen() string { return k.Prefix + "seen" }
 

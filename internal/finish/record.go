@@ -1,4 +1,4 @@
-package runs
+package finish
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // state hash, <prefix>state:<item>, which w8y --status shows, and an entry
 // per start and end in the capped stream <prefix>events, which anyone can
 // follow with XREAD BLOCK. Both are written in the round trips w8y makes
-// anyway: the start inside the take (internal/take's take.lua and due.lua),
+// anyway: the start inside the take (internal/take's batch.lua and look.lua),
 // the end inside the finish script (lua.Finish, see finish.go). Times are Unix milliseconds from the
 // clock of the host that ran the item.
 //
@@ -38,7 +38,7 @@ type Recorder struct {
 // millis is t as Unix milliseconds, as the record stores times.
 func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
-// TakeWords are the settings that take.lua and due.lua need to record a
+// TakeWords are the settings that batch.lua and look.lua need to record a
 // take, as words for their options argument (the take sends the time
 // itself).
 func (rec *Recorder) TakeWords() string {
@@ -49,7 +49,7 @@ func (rec *Recorder) TakeWords() string {
 		" events=" + strconv.FormatInt(rec.EventsMaxLen, 10)
 }
 
-// RecordStart writes what take.lua writes after a take, for the path that
+// RecordStart writes what batch.lua writes after a take, for the path that
 // takes each candidate with its own commands: the start in the state hash
 // and a start event, pipelined.
 func (rec *Recorder) RecordStart(ctx context.Context, client Client, item, token string, fence int64, now time.Time) error {

@@ -1,4 +1,4 @@
-package runs
+package finish
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
@@ -352,7 +353,7 @@ func TestFinishOnADemotedPrimary(t *testing.T) {
 		keys := schema.Keys{Prefix: fmt.Sprintf("d%v:", colocated), Colocated: colocated}
 		primary.Client.Set(ctx, keys.Lock("ours"), testToken, time.Hour)
 		primary.Client.Set(ctx, keys.Lock("lost"), "someone-else", time.Hour)
-		redistest.WaitFor(t, "the replica to hold the locks", func() bool {
+		poll.WaitFor(t, "the replica to hold the locks", func() bool {
 			return replica.Client.Exists(ctx, keys.Lock("ours"), keys.Lock("lost")).Val() == 2
 		})
 		f := &Finisher{Client: replica.Client, Record: &Recorder{Keys: keys, StateTTL: time.Hour, EventsMaxLen: 10}}
