@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/w8y/w8y/internal/items"
+	"github.com/w8y/w8y/internal/childcmd"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/take"
@@ -21,7 +21,7 @@ import (
 func BenchmarkBadItem(b *testing.B) {
 	item := "customer:" + strings.Repeat("4", 32)
 	for b.Loop() {
-		if items.Problem(item, 1<<17) != "" {
+		if childcmd.ItemProblem(item, 1<<17) != "" {
 			b.Fatal("a good item was bad")
 		}
 	}

@@ -13,13 +13,20 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
-	"github.com/w8y/w8y/internal/items"
+	"github.com/w8y/w8y/internal/clip"
+	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/lease"
-	"github.com/w8y/w8y/internal/lua"
 	"github.com/w8y/w8y/internal/redisconn"
-	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 )
+
+// refreshScript extends a lock while it holds our token, and reports a
+// cancel request aimed at that token (refresh.lua).
+//
+//go:embed refresh.lua
+var refreshSource string
+
+var refreshScript = redis.NewScript(refreshSource)
 
 // ErrLockLost is reported when a held lock no longer carries our token, or
 // could not be refreshed before its lease was about to run out.
@@ -65,7 +72,7 @@ type lockClient interface {
 
 // quoteKey quotes a key for messages, so odd bytes in items stay visible,
 // clipped as items are.
-func quoteKey(key string) string { return fmt.Sprintf("%q", items.Clip(key)) }
+func quoteKey(key string) string { return fmt.Sprintf("%q", clip.Item(key)) }
 
 // newToken returns a lock value unique to this run that tells an operator who
 // holds a lock: "host:pid:random".
@@ -91,7 +98,7 @@ func (l *Lock) Refresh(ctx context.Context) (*schema.CancelRequest, error) {
 	if l.CancelKey != "" {
 		keys = append(keys, l.CancelKey)
 	}
-	reply, err := redisconn.RunConfirmed(ctx, l.client, lua.Refresh, l.acks, l.TTL, keys, l.Token, l.TTL.Milliseconds())
+	reply, err := redisconn.RunConfirmed(ctx, l.client, refreshScript, l.acks, l.TTL, keys, l.Token, l.TTL.Milliseconds())
 	if reply == int64(0) {
 		return nil, fmt.Errorf("%w: %s no longer holds our token", ErrLockLost, quoteKey(l.Key))
 	}
@@ -111,7 +118,7 @@ func (l *Lock) Refresh(ctx context.Context) (*schema.CancelRequest, error) {
 	return cancel, nil
 }
 
-// cancelRequest reads the request that lua.Refresh reports: reason, by,
+// cancelRequest reads the request that refreshScript reports: reason, by,
 // at and as_failure, as schema.Keys.Cancel's hash holds them.
 func (l *Lock) cancelRequest(fields []any) *schema.CancelRequest {
 	text := func(i int) string { s, _ := fields[i].(string); return s }
@@ -124,10 +131,10 @@ func (l *Lock) cancelRequest(fields []any) *schema.CancelRequest {
 
 // Release deletes the lock if it still holds our token, and reports whether
 // it did. A lock that someone else holds now is left alone. It records
-// nothing: a run ends with runs.Finisher.Finish, which releases the lock in the
+// nothing: a run ends with finish.Finisher.Finish, which releases the lock in the
 // same round trip as it records the end.
 func (l *Lock) Release(ctx context.Context) (bool, error) {
-	return runs.Release(ctx, l.client, l.Key, l.Token, l.Item)
+	return finish.Release(ctx, l.client, l.Key, l.Token, l.Item)
 }
 
 // Expiry is the lock's TTL and the earliest moment the server may expire it

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/control"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
@@ -69,5 +70,28 @@ func TestRefreshFindsCancel(t *testing.T) {
 	s.Client.HSet(ctx, keys.Cancel("a"), schema.CancelHolder, "a previous holder")
 	if req, err := lock.Refresh(ctx); req != nil || err != nil {
 		t.Errorf("a request aimed at another token: Refresh = %v, %v", req, err)
+	}
+}
+
+// TestRefreshOnlyOurs: refresh.lua keeps to compare-and-expire, and loads
+// in a real Redis under the hash that EVALSHA finds it by.
+func TestRefreshOnlyOurs(t *testing.T) {
+	redistest.ScriptsLoad(t, map[string]*redis.Script{"refresh": refreshScript})
+	rdb, ctx := redistest.Client(t)
+	if err := rdb.Set(ctx, "w:lock:x", "me", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range []struct {
+		token string
+		want  any
+	}{{"me", int64(1)}, {"other", int64(0)}} {
+		got, err := refreshScript.Run(ctx, rdb, []string{"w:lock:x"}, st.token, 60000).Result()
+		if err != nil || got != st.want {
+			t.Errorf("step %d: %v, %v; want %v", i, got, err, st.want)
+		}
+	}
+	rdb.Del(ctx, "w:lock:x")
+	if got, err := refreshScript.Run(ctx, rdb, []string{"w:lock:x"}, "me", 60000).Result(); err != nil || got != int64(0) {
+		t.Errorf("no lock: %v, %v; want 0", got, err)
 	}
 }

@@ -14,10 +14,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/jobctl"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redistest"
-	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/status"
 	"github.com/w8y/w8y/internal/take"
@@ -28,13 +29,13 @@ import (
 // hold when hold is set. It records the items it ran.
 type scriptedChildren struct {
 	mu    sync.Mutex
-	ends  []runs.End
+	ends  []finish.End
 	ran   []string
 	hold  chan struct{}
 	began chan string
 }
 
-func (c *scriptedChildren) run(ctx context.Context, item string, lock *Lock) runs.End {
+func (c *scriptedChildren) run(ctx context.Context, item string, lock *Lock) finish.End {
 	c.mu.Lock()
 	end := c.ends[min(len(c.ran), len(c.ends)-1)]
 	c.ran = append(c.ran, item)
@@ -56,7 +57,7 @@ func (c *scriptedChildren) items() []string {
 }
 
 // exited is the end of a child that exited with code.
-func exited(code int, exitCodes ...int) runs.End {
+func exited(code int, exitCodes ...int) finish.End {
 	return newRunEnd("", proc.Exit{Code: code}, nil, false, append([]int{0}, exitCodes...))
 }
 
@@ -75,14 +76,14 @@ func testWorker(t *testing.T, children *scriptedChildren, items []string, args .
 	}
 	var logs bytes.Buffer
 	log := zerolog.New(&logs)
-	record := &runs.Recorder{Keys: keys, StateTTL: time.Hour}
+	record := &finish.Recorder{Keys: keys, StateTTL: time.Hour}
 	w := &worker{
 		opts: opts,
 		rotator: &Rotator{take.Taker{
 			Client: rdb, Keys: keys, Token: testToken, TTL: time.Duration(opts.KeyExpiry),
 			MaxItemLen: 100, Record: record, Log: log,
 		}},
-		finisher: &runs.Finisher{Client: rdb, Record: record, Schedule: runs.Schedule{
+		finisher: &finish.Finisher{Client: rdb, Record: record, Schedule: finish.Schedule{
 			Cooldown: time.Duration(opts.Cooldown), Backoff: opts.FailureBackoff,
 		}},
 		children: children,
@@ -102,7 +103,7 @@ type workerCase struct {
 	name  string
 	args  []string
 	items []string
-	ends  []runs.End
+	ends  []finish.End
 	// want is how the run ends (see describeEnd): "ok", "code N" or the
 	// error's text.
 	want string
@@ -134,33 +135,33 @@ func (tt workerCase) check(t *testing.T, mode func(*worker, context.Context) err
 func TestLoop(t *testing.T) {
 	for _, tt := range []workerCase{
 		{"stops on the first failure without --failure-backoff", []string{"-c"}, []string{"a", "b"},
-			[]runs.End{exited(0), exited(3)}, "code 3", 2, `stopping: item \"b\" failed (exit code 3), and without --failure-backoff a --continuous worker stops on a failed run; --failure-backoff MIN[,MAX] (W8Y_FAILURE_BACKOFF) would back the item off and go on`},
+			[]finish.End{exited(0), exited(3)}, "code 3", 2, `stopping: item \"b\" failed (exit code 3), and without --failure-backoff a --continuous worker stops on a failed run; --failure-backoff MIN[,MAX] (W8Y_FAILURE_BACKOFF) would back the item off and go on`},
 		{"an exit code listed in --exit-codes goes on", []string{"-c", "-i", "0", "-i", "3", "--max-items", "4"}, []string{"a", "b"},
-			[]runs.End{exited(3, 3)}, "ok", 4, "--max-items reached"},
+			[]finish.End{exited(3, 3)}, "ok", 4, "--max-items reached"},
 		{"goes on through failures with --failure-backoff", []string{"-c", "--failure-backoff", "1h", "--max-items", "3"}, []string{"a", "b", "c"},
-			[]runs.End{exited(2)}, "ok", 3, "going on: the item backs off"},
+			[]finish.End{exited(2)}, "ok", 3, "going on: the item backs off"},
 		{"--stop-on-failure with --failure-backoff stops", []string{"-c", "--failure-backoff", "1h", "--stop-on-failure"}, []string{"a", "b"},
-			[]runs.End{exited(2)}, "code 2", 1, "--stop-on-failure stops the worker on a failed run"},
+			[]finish.End{exited(2)}, "code 2", 1, "--stop-on-failure stops the worker on a failed run"},
 		{"a child that cannot be started ends the loop", []string{"-c", "--failure-backoff", "1h"}, []string{"a"},
-			[]runs.End{newRunEnd("", proc.Exit{}, fmt.Errorf("%w: x", proc.ErrNotFound), false, []int{0})}, "executable not found: x", 1, ""},
+			[]finish.End{newRunEnd("", proc.Exit{}, fmt.Errorf("%w: x", proc.ErrNotFound), false, []int{0})}, "executable not found: x", 1, ""},
 		{"a timeout ends the loop", []string{"-c"}, []string{"a"},
-			[]runs.End{newRunEnd("", proc.Exit{Code: 143}, fmt.Errorf("%w: x", ErrTimeout), false, []int{0})}, "code 124", 1, "listing 124 in --exit-codes would count a timeout as a success"},
+			[]finish.End{newRunEnd("", proc.Exit{Code: 143}, fmt.Errorf("%w: x", ErrTimeout), false, []int{0})}, "code 124", 1, "listing 124 in --exit-codes would count a timeout as a success"},
 		{"a timeout goes on when --exit-codes lists 124", []string{"-c", "-i", "0", "-i", "124", "--max-items", "2"}, []string{"a"},
-			[]runs.End{newRunEnd("", proc.Exit{Code: 143}, fmt.Errorf("%w: x", ErrTimeout), false, []int{0, 124})}, "ok", 2, "going on: --exit-codes lists 124"},
+			[]finish.End{newRunEnd("", proc.Exit{Code: 143}, fmt.Errorf("%w: x", ErrTimeout), false, []int{0, 124})}, "ok", 2, "going on: --exit-codes lists 124"},
 		{"a lost lock is retried after a pause", []string{"-c", "--max-items", "2"}, []string{"a"},
-			[]runs.End{newRunEnd("", proc.Exit{Code: 143}, fmt.Errorf("x: %w", ErrLockLost), false, []int{0})}, "ok", 2, "retrying in "},
+			[]finish.End{newRunEnd("", proc.Exit{Code: 143}, fmt.Errorf("x: %w", ErrLockLost), false, []int{0})}, "ok", 2, "retrying in "},
 		{"--max-runtime ends an idle loop", []string{"-c", "--max-runtime", "300ms", "--idle-wait", "50ms"}, nil,
-			[]runs.End{exited(0)}, "ok", 0, "--max-runtime reached"},
+			[]finish.End{exited(0)}, "ok", 0, "--max-runtime reached"},
 		{"--parallel fills every slot", []string{"-c", "--parallel", "3", "--max-items", "6"}, []string{"a", "b", "c", "d"},
-			[]runs.End{exited(0)}, "ok", 6, "done; exiting"},
+			[]finish.End{exited(0)}, "ok", 6, "done; exiting"},
 		{"--until-idle ends once every item cools down", []string{"-c", "--until-idle", "--cooldown", "1h"}, []string{"a", "b", "c"},
-			[]runs.End{exited(0)}, "ok", 3, "--until-idle: nothing is left to run"},
+			[]finish.End{exited(0)}, "ok", 3, "--until-idle: nothing is left to run"},
 		{"--until-idle retries an item that backs off", []string{"-c", "--until-idle", "--cooldown", "1h", "--failure-backoff", "10ms", "--idle-wait", "10ms"},
-			[]string{"a", "b"}, []runs.End{exited(0), exited(1), exited(0)}, "ok", 3, "--until-idle: nothing is left to run"},
+			[]string{"a", "b"}, []finish.End{exited(0), exited(1), exited(0)}, "ok", 3, "--until-idle: nothing is left to run"},
 		{"--until-idle on a missing list ends at once, as a mistake", []string{"-c", "--until-idle"}, nil,
-			[]runs.End{exited(0)}, noList, 0, "--until-idle: nothing is left to run"},
+			[]finish.End{exited(0)}, noList, 0, "--until-idle: nothing is left to run"},
 		{"--until-idle that took nothing ends as no work", []string{"-c", "--until-idle"}, []string{strings.Repeat("x", 101)},
-			[]runs.End{exited(0)}, "code 0", 0, "--until-idle: nothing is left to run"},
+			[]finish.End{exited(0)}, "code 0", 0, "--until-idle: nothing is left to run"},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.check(t, (*worker).loop) })
 	}
@@ -184,7 +185,7 @@ func describeEnd(err error) string {
 // TestLoopDrains: a stop signal while children run lets them finish, takes
 // no more items, and ends well whatever the children's codes.
 func TestLoopDrains(t *testing.T) {
-	children := &scriptedChildren{ends: []runs.End{exited(1)}, hold: make(chan struct{}), began: make(chan string, 2)}
+	children := &scriptedChildren{ends: []finish.End{exited(1)}, hold: make(chan struct{}), began: make(chan string, 2)}
 	w, logs := testWorker(t, children, []string{"a", "b", "c"}, "-c", "--parallel", "2")
 	done := make(chan error, 1)
 	go func() { done <- w.loop(context.Background()) }()
@@ -241,7 +242,7 @@ func TestStopCutsATakeShort(t *testing.T) {
 				}
 			})
 			hung := redis.NewClient(&redis.Options{Addr: silent.Addr().String(), ContextTimeoutEnabled: true, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
-			w, logs := testWorker(t, &scriptedChildren{ends: []runs.End{exited(0)}}, []string{"a"}, mode.args...)
+			w, logs := testWorker(t, &scriptedChildren{ends: []finish.End{exited(0)}}, []string{"a"}, mode.args...)
 			w.rotator.Client = hung
 			w.hangUp = func() { _ = hung.Close() }
 			done := make(chan error, 1)
@@ -250,7 +251,7 @@ func TestStopCutsATakeShort(t *testing.T) {
 			select {
 			case conn := <-accepted:
 				accepted <- conn // for the cleanup to close
-			case <-time.After(redistest.Timeout):
+			case <-time.After(poll.Timeout):
 				t.Fatal("the take never connected")
 			}
 			began := time.Now()
@@ -278,12 +279,12 @@ func TestStopCutsATakeShort(t *testing.T) {
 // --no-work-exit-code.
 func TestOnce(t *testing.T) {
 	for _, tt := range []workerCase{
-		{"one item", nil, []string{"a", "b"}, []runs.End{exited(0)}, "ok", 1, ""},
-		{"the child's code", nil, []string{"a"}, []runs.End{exited(7)}, "code 7", 1, ""},
-		{"no item to take", nil, []string{strings.Repeat("x", 101)}, []runs.End{exited(0)}, "code 0", 0, "no item could be taken"},
-		{"no list", nil, nil, []runs.End{exited(0)}, noList, 0, "no item could be taken"},
-		{"--parallel takes several", []string{"--parallel", "3"}, []string{"a", "b"}, []runs.End{exited(0)}, "ok", 2, ""},
-		{"--parallel ends as a failing child", []string{"--parallel", "2"}, []string{"a", "b"}, []runs.End{exited(0), exited(4)}, "code 4", 2, ""},
+		{"one item", nil, []string{"a", "b"}, []finish.End{exited(0)}, "ok", 1, ""},
+		{"the child's code", nil, []string{"a"}, []finish.End{exited(7)}, "code 7", 1, ""},
+		{"no item to take", nil, []string{strings.Repeat("x", 101)}, []finish.End{exited(0)}, "code 0", 0, "no item could be taken"},
+		{"no list", nil, nil, []finish.End{exited(0)}, noList, 0, "no item could be taken"},
+		{"--parallel takes several", []string{"--parallel", "3"}, []string{"a", "b"}, []finish.End{exited(0)}, "ok", 2, ""},
+		{"--parallel ends as a failing child", []string{"--parallel", "2"}, []string{"a", "b"}, []finish.End{exited(0), exited(4)}, "code 4", 2, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.check(t, (*worker).once) })
 	}

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/w8y/w8y/internal/doctest"
+	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redisconn"
-	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -24,8 +24,8 @@ func TestExitCode(t *testing.T) {
 		explain bool
 	}{
 		{nil, exitOK, false},
-		{&childExitError{end: runs.End{Item: "a", Exit: proc.Exit{Code: 7}}}, 7, false},
-		{fmt.Errorf("wrapped: %w", &childExitError{end: runs.End{Exit: proc.Exit{Code: 143, Signal: syscall.SIGTERM}}}), 143, false},
+		{&childExitError{end: finish.End{Item: "a", Exit: proc.Exit{Code: 7}}}, 7, false},
+		{fmt.Errorf("wrapped: %w", &childExitError{end: finish.End{Exit: proc.Exit{Code: 143, Signal: syscall.SIGTERM}}}), 143, false},
 		{stopError{Signal: syscall.SIGINT}, 130, false},
 		{ErrNoWork, noWork, false},
 		{fmt.Errorf("wrap: %w", ErrLockLost), exitLockLost, false},

@@ -11,12 +11,12 @@ import (
 
 	flags "github.com/jessevdk/go-flags"
 	"github.com/w8y/w8y/internal/childcmd"
+	"github.com/w8y/w8y/internal/clip"
 	"github.com/w8y/w8y/internal/duration"
-	"github.com/w8y/w8y/internal/items"
+	"github.com/w8y/w8y/internal/finish"
+	"github.com/w8y/w8y/internal/keepoutput"
 	"github.com/w8y/w8y/internal/logging"
-	"github.com/w8y/w8y/internal/output"
 	"github.com/w8y/w8y/internal/redisconn"
-	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/status"
 	"github.com/w8y/w8y/internal/take"
@@ -123,9 +123,9 @@ type ScheduleOptions struct {
 	Schedule         string        `long:"schedule" env:"W8Y_SCHEDULE" value-name:"CRON" description:"Run each item once per slot of CRON, fleet-wide" details:"Run each item at most once per slot of the cron expression CRON, anywhere in the fleet: an item is eligible once its last successful start was before the latest slot. Five fields (minute hour day-of-month month day-of-week) or six with seconds first, or @hourly, @daily and the like. After a success the item's cooldown key lasts until its next slot; a failed run is retried under --failure-backoff within the slot; slots missed while the fleet was down make one run, not one per slot. The alternative to --cooldown."`
 	ScheduleTimezone string        `long:"schedule-timezone" env:"W8Y_SCHEDULE_TIMEZONE" default:"UTC" value-name:"ZONE" description:"Read --schedule in this IANA time zone" details:"Read --schedule's fields in this time zone, an IANA name such as Europe/Paris or America/New_York."`
 	Jitter           duration.Flag `long:"jitter" env:"W8Y_JITTER" value-name:"DURATION" description:"Spread each item's --schedule slot over DURATION" details:"Start each item up to DURATION after each --schedule slot, by an amount fixed per item (a hash of it), so that the items of a list do not all start at once. 0 means none."`
-	cron             runs.Cron
-	FleetMaxRunning  take.Places  `long:"fleet-max-running" env:"W8Y_FLEET_MAX_RUNNING" value-name:"N" description:"At most N children of the list at once, fleet-wide" details:"Run at most N children of the list at once across every worker and host, whatever their --parallel: a take checks the places in use (<prefix>running) and takes one in the same atomic step as the lock, and a worker that finds them all in use waits as an idle one does. A place is freed with its run's lock: when the run ends, or, if its worker dies, when the lock expires. Give every worker of the list the same N. Needs the list's keys on one server: on Redis Cluster, a hash tag in --key-prefix (else exit 125)."`
-	FailureBackoff   runs.Backoff `long:"failure-backoff" env:"W8Y_FAILURE_BACKOFF" value-name:"MIN[,MAX]" description:"After a failure, wait MIN, doubling up to MAX" details:"After a failed run (an exit code not in --exit-codes, a timeout, a lost lock), the item waits MIN, doubling with each consecutive failure up to MAX (by default 10 x MIN), less up to a quarter of jitter (the key <prefix>backoff:<item>). MIN is at least 10ms. A --continuous worker then goes on to the next item."`
+	cron             finish.Cron
+	FleetMaxRunning  take.Places    `long:"fleet-max-running" env:"W8Y_FLEET_MAX_RUNNING" value-name:"N" description:"At most N children of the list at once, fleet-wide" details:"Run at most N children of the list at once across every worker and host, whatever their --parallel: a take checks the places in use (<prefix>running) and takes one in the same atomic step as the lock, and a worker that finds them all in use waits as an idle one does. A place is freed with its run's lock: when the run ends, or, if its worker dies, when the lock expires. Give every worker of the list the same N. Needs the list's keys on one server: on Redis Cluster, a hash tag in --key-prefix (else exit 125)."`
+	FailureBackoff   finish.Backoff `long:"failure-backoff" env:"W8Y_FAILURE_BACKOFF" value-name:"MIN[,MAX]" description:"After a failure, wait MIN, doubling up to MAX" details:"After a failed run (an exit code not in --exit-codes, a timeout, a lost lock), the item waits MIN, doubling with each consecutive failure up to MAX (by default 10 x MIN), less up to a quarter of jitter (the key <prefix>backoff:<item>). MIN is at least 10ms. A --continuous worker then goes on to the next item."`
 }
 
 type RecordOptions struct {
@@ -333,8 +333,8 @@ func (o *Options) validateCommand() error {
 	if o.Timeout < 0 {
 		return usageError("--timeout must not be negative, got %s", o.Timeout)
 	}
-	if k := o.KeepOutput; k != nil && (*k < 0 || *k > output.Max) {
-		return usageError("--keep-output must be from 0 to %d bytes (1 MiB), got %d", output.Max, *k)
+	if k := o.KeepOutput; k != nil && (*k < 0 || *k > keepoutput.Max) {
+		return usageError("--keep-output must be from 0 to %d bytes (1 MiB), got %d", keepoutput.Max, *k)
 	}
 	if o.EnvVar != "" && (strings.ContainsAny(o.EnvVar, "=\x00") || o.EnvVar != strings.TrimSpace(o.EnvVar)) {
 		return usageError("--env-var %q is not a valid environment variable name", o.EnvVar)
@@ -358,7 +358,7 @@ func (o *Options) validateItemInScript() error {
 // quoteArg is arg as a shell would need it quoted: between single quotes,
 // clipped.
 func quoteArg(arg string) string {
-	return "'" + strings.ReplaceAll(items.Clip(arg), "'", `'\''`) + "'"
+	return "'" + strings.ReplaceAll(clip.Item(arg), "'", `'\''`) + "'"
 }
 
 // validateLock checks the lock's expiry and the --kill-after that must fit
@@ -403,7 +403,7 @@ func (o *Options) validateCron() error {
 	if o.Cooldown != 0 {
 		return usageError("--schedule and --cooldown are alternatives: give one")
 	}
-	c, err := runs.ParseCron(o.Schedule, o.ScheduleTimezone, time.Duration(o.Jitter))
+	c, err := finish.ParseCron(o.Schedule, o.ScheduleTimezone, time.Duration(o.Jitter))
 	if err != nil {
 		return usageError("%s", err)
 	}
@@ -423,7 +423,7 @@ func (o *Options) validateSchedule() error {
 	if o.Cooldown > 0 && time.Duration(o.Cooldown) < time.Millisecond {
 		return usageError("--cooldown must be 0 or at least 1ms, got %s: Redis keeps expiries in milliseconds", o.Cooldown)
 	}
-	if b := o.FailureBackoff; b != (runs.Backoff{}) {
+	if b := o.FailureBackoff; b != (finish.Backoff{}) {
 		if b.Min < minBackoff {
 			return usageError("--failure-backoff MIN must be at least %s, got %s", minBackoff, duration.Format(b.Min))
 		}
@@ -490,7 +490,7 @@ func (o *Options) logging() logging.Config {
 // run: asked for, or the old behaviour where no --failure-backoff keeps a
 // failing item from being retried in a tight loop.
 func (o *Options) stopsOnFailure() bool {
-	return o.StopOnFailure || o.FailureBackoff == (runs.Backoff{})
+	return o.StopOnFailure || o.FailureBackoff == (finish.Backoff{})
 }
 
 // validateRecord checks the options of the state hash and events stream.

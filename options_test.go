@@ -11,7 +11,7 @@ import (
 
 	"github.com/w8y/w8y/internal/cli"
 	"github.com/w8y/w8y/internal/duration"
-	"github.com/w8y/w8y/internal/runs"
+	"github.com/w8y/w8y/internal/finish"
 )
 
 func TestParseOptions(t *testing.T) {
@@ -195,7 +195,7 @@ func TestParseOptions(t *testing.T) {
 			name: "scheduling off by default",
 			args: []string{"true"},
 			check: func(t *testing.T, o *Options) {
-				if o.Cooldown != 0 || o.FailureBackoff != (runs.Backoff{}) || o.Parallel != 1 || o.MaxItems != 0 || o.MaxRuntime != 0 {
+				if o.Cooldown != 0 || o.FailureBackoff != (finish.Backoff{}) || o.Parallel != 1 || o.MaxItems != 0 || o.MaxRuntime != 0 {
 					t.Errorf("cooldown %s backoff %+v parallel %d max items %d max runtime %s", time.Duration(o.Cooldown), o.FailureBackoff, o.Parallel, o.MaxItems, time.Duration(o.MaxRuntime))
 				}
 				if !o.stopsOnFailure() {
@@ -259,7 +259,7 @@ func TestParseOptions(t *testing.T) {
 			name: "failure backoff with MIN only: MAX is ten times MIN, and failures go on",
 			args: []string{"--failure-backoff", "30s", "--cooldown", "10m", "true"},
 			check: func(t *testing.T, o *Options) {
-				if o.FailureBackoff != (runs.Backoff{Min: 30 * time.Second, Max: 300 * time.Second}) || time.Duration(o.Cooldown) != 10*time.Minute {
+				if o.FailureBackoff != (finish.Backoff{Min: 30 * time.Second, Max: 300 * time.Second}) || time.Duration(o.Cooldown) != 10*time.Minute {
 					t.Errorf("backoff %+v cooldown %s", o.FailureBackoff, time.Duration(o.Cooldown))
 				}
 				if o.stopsOnFailure() {
@@ -271,7 +271,7 @@ func TestParseOptions(t *testing.T) {
 			name: "failure backoff with MIN and MAX, stopping on failure anyway",
 			args: []string{"--failure-backoff=1.5, 2m", "--stop-on-failure", "true"},
 			check: func(t *testing.T, o *Options) {
-				if o.FailureBackoff != (runs.Backoff{Min: 1500 * time.Millisecond, Max: 2 * time.Minute}) || !o.stopsOnFailure() {
+				if o.FailureBackoff != (finish.Backoff{Min: 1500 * time.Millisecond, Max: 2 * time.Minute}) || !o.stopsOnFailure() {
 					t.Errorf("backoff %+v stops on failure %v", o.FailureBackoff, o.stopsOnFailure())
 				}
 			},
@@ -284,7 +284,7 @@ func TestParseOptions(t *testing.T) {
 				"W8Y_MAX_ITEMS": "100", "W8Y_MAX_RUNTIME": "1h", "W8Y_STOP_ON_FAILURE": "true",
 			},
 			check: func(t *testing.T, o *Options) {
-				if time.Duration(o.Cooldown) != 90*time.Second || o.FailureBackoff != (runs.Backoff{Min: time.Second, Max: 5 * time.Second}) || o.Parallel != 4 {
+				if time.Duration(o.Cooldown) != 90*time.Second || o.FailureBackoff != (finish.Backoff{Min: time.Second, Max: 5 * time.Second}) || o.Parallel != 4 {
 					t.Errorf("cooldown %s backoff %+v parallel %d", time.Duration(o.Cooldown), o.FailureBackoff, o.Parallel)
 				}
 				if o.MaxItems != 100 || time.Duration(o.MaxRuntime) != time.Hour || !o.StopOnFailure {

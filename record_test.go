@@ -10,19 +10,19 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redistest"
-	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 )
 
-// TestRecordBothPaths runs the same takes and ends through take.lua and
+// TestRecordBothPaths runs the same takes and ends through batch.lua and
 // finish.lua, and through the per-candidate path with its plain commands
 // (Redis Cluster without a hash tag): both leave the same state hashes and
 // the same events.
 func TestRecordBothPaths(t *testing.T) {
 	rdb, ctx := redistest.Client(t)
-	ends := []runs.End{
+	ends := []finish.End{
 		{Result: schema.ResultSuccess, Exit: proc.Exit{Code: 0, Duration: 1500 * time.Millisecond}, Exited: true},
 		{Result: schema.ResultFailure, Exit: proc.Exit{Code: 3, Duration: 20 * time.Millisecond}, Exited: true},
 		{Result: schema.ResultLockLost, Exit: proc.Exit{Code: 143, Duration: time.Second}, Exited: true},
@@ -34,9 +34,9 @@ func TestRecordBothPaths(t *testing.T) {
 		// A failure's end event carries the last words of its output,
 		// cut at a character.
 		{Result: schema.ResultFailure, Exit: proc.Exit{Code: 7, Duration: time.Millisecond}, Exited: true,
-			Output: &runs.Output{Stdout: []byte("step 1\n"), Stderr: []byte(strings.Repeat("é", 300) + "ERROR: db timeout!\n")}},
+			Output: &finish.Output{Stdout: []byte("step 1\n"), Stderr: []byte(strings.Repeat("é", 300) + "ERROR: db timeout!\n")}},
 		{Result: schema.ResultSuccess, Exit: proc.Exit{Code: 0, Duration: 5 * time.Millisecond}, Exited: true,
-			Output: &runs.Output{Stdout: []byte("out\x00\xff"), Stderr: []byte{}}},
+			Output: &finish.Output{Stdout: []byte("out\x00\xff"), Stderr: []byte{}}},
 	}
 	type outcome struct {
 		state  map[string]string
@@ -46,8 +46,8 @@ func TestRecordBothPaths(t *testing.T) {
 	run := func(prefix string, colocated bool) outcome {
 		var logs bytes.Buffer
 		r := testRotator(rdb, prefix, colocated, 0, &logs)
-		r.Record = &runs.Recorder{Keys: r.Keys, StateTTL: time.Hour, EventsMaxLen: 100}
-		f := &runs.Finisher{Client: rdb, Record: r.Record}
+		r.Record = &finish.Recorder{Keys: r.Keys, StateTTL: time.Hour, EventsMaxLen: 100}
+		f := &finish.Finisher{Client: rdb, Record: r.Record}
 		rdb.RPush(ctx, r.Keys.List(), "a")
 		for i, end := range ends {
 			item, lock, err := r.Pass().Take(ctx, nil)
@@ -149,7 +149,7 @@ func TestRecordConsecutiveFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.Finish(ctx, lock.Key, lock.Token, runs.End{Item: "a", Result: res, Exited: true, At: time.Now()}); err != nil {
+			if _, err := f.Finish(ctx, lock.Key, lock.Token, finish.End{Item: "a", Result: res, Exited: true, At: time.Now()}); err != nil {
 				t.Fatal(err)
 			}
 			streaks = append(streaks, rdb.HGet(ctx, r.Keys.State("a"), "consecutive_failures").Val())
@@ -175,7 +175,7 @@ func TestRecordNeverFailsARun(t *testing.T) {
 		if err != nil || item != "a" {
 			t.Fatalf("colocated %v: Take = %q, %v", colocated, item, err)
 		}
-		done, err := f.Finish(ctx, lock.Key, lock.Token, runs.End{Item: "a", Result: schema.ResultSuccess, Exited: true, At: time.Now()})
+		done, err := f.Finish(ctx, lock.Key, lock.Token, finish.End{Item: "a", Result: schema.ResultSuccess, Exited: true, At: time.Now()})
 		if !done.Released {
 			t.Errorf("colocated %v: not released (%v)", colocated, err)
 		}
@@ -191,10 +191,10 @@ func TestRecordNeverFailsARun(t *testing.T) {
 // recordingRotator returns a Rotator and a Finisher that record runs, with
 // events capped at eventsMaxLen (0: none), over a list of one item, "a",
 // under a prefix of its own.
-func recordingRotator(t *testing.T, rdb *redis.Client, colocated bool, eventsMaxLen int64) (*Rotator, *runs.Finisher) {
+func recordingRotator(t *testing.T, rdb *redis.Client, colocated bool, eventsMaxLen int64) (*Rotator, *finish.Finisher) {
 	t.Helper()
 	r := testRotator(rdb, strconv.FormatBool(colocated)+":", colocated, 0, &bytes.Buffer{})
-	r.Record = &runs.Recorder{Keys: r.Keys, StateTTL: time.Hour, EventsMaxLen: eventsMaxLen}
+	r.Record = &finish.Recorder{Keys: r.Keys, StateTTL: time.Hour, EventsMaxLen: eventsMaxLen}
 	redistest.Seed(t, rdb, r.Keys.List(), "a")
-	return r, &runs.Finisher{Client: rdb, Record: r.Record}
+	return r, &finish.Finisher{Client: rdb, Record: r.Record}
 }

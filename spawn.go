@@ -12,13 +12,13 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/childcmd"
+	"github.com/w8y/w8y/internal/clip"
+	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/health"
-	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/jobctl"
+	"github.com/w8y/w8y/internal/keepoutput"
 	"github.com/w8y/w8y/internal/lease"
-	"github.com/w8y/w8y/internal/output"
 	"github.com/w8y/w8y/internal/proc"
-	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -65,7 +65,7 @@ type childRunner struct {
 
 // run runs the child for item, whose lock is ours, and says how the run
 // ended.
-func (c *childRunner) run(ctx context.Context, item string, lock *Lock) runs.End {
+func (c *childRunner) run(ctx context.Context, item string, lock *Lock) finish.End {
 	exit, stopped, kept, err := c.runChild(ctx, item, lock)
 	end := newRunEnd(item, exit, err, stopped, c.exitCodes)
 	if end.Result != schema.ResultSuccess || c.keepSuccess {
@@ -89,8 +89,8 @@ const outputGrace = time.Second
 // error is a *cancelledError. stopped reports whether a stop
 // signal had reached w8y by the time the child ended. With --keep-output,
 // kept is the end of the child's output.
-func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (exit proc.Exit, stopped bool, kept *runs.Output, err error) {
-	log := c.log.With().Str("item", items.Clip(item)).Str("lock_key", items.Clip(lock.Key)).Logger()
+func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (exit proc.Exit, stopped bool, kept *finish.Output, err error) {
+	log := c.log.With().Str("item", clip.Item(item)).Str("lock_key", clip.Item(lock.Key)).Logger()
 	grace := killGrace(c.killAfter, lock.TTL)
 	// The lease starts with the child, so that job control finds every
 	// child with its lease (see jobctl.Router.StartChild).
@@ -115,7 +115,7 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 	if capture != nil {
 		// While the lease still holds the lock.
 		stdout, stderr := capture.Finish(time.Now().Add(outputGrace))
-		kept = &runs.Output{Stdout: stdout, Stderr: stderr}
+		kept = &finish.Output{Stdout: stdout, Stderr: stderr}
 	}
 	stopped = c.stops.Stopping()
 	stopBeating()
@@ -131,9 +131,9 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 // start starts cmd through the signal router, with lease as what keeps its
 // lock alive and deadline as what the guard enforces on it, and with
 // --keep-output captures its output (capture is nil without it).
-func (c *childRunner) start(cmd *exec.Cmd, lease *lease.Lease, deadline proc.Deadline) (child *proc.Child, capture *output.Capture, err error) {
+func (c *childRunner) start(cmd *exec.Cmd, lease *lease.Lease, deadline proc.Deadline) (child *proc.Child, capture *keepoutput.Capture, err error) {
 	if c.keepOutput > 0 {
-		capture, err = output.Start(cmd.Stdout, cmd.Stderr, c.keepOutput)
+		capture, err = keepoutput.Start(cmd.Stdout, cmd.Stderr, c.keepOutput)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -278,8 +278,8 @@ func stoppedByGuard(child *proc.Child, log zerolog.Logger) error {
 // the child's exit (zero when it never started), err, whether w8y had a stop
 // signal before the child ended, and exitCodes, the codes that count as
 // success (--exit-codes).
-func newRunEnd(item string, exit proc.Exit, err error, stopped bool, exitCodes []int) runs.End {
-	end := runs.End{Item: item, Result: classify(exit, err, stopped, exitCodes), Exit: exit, Err: err, At: time.Now()}
+func newRunEnd(item string, exit proc.Exit, err error, stopped bool, exitCodes []int) finish.End {
+	end := finish.End{Item: item, Result: classify(exit, err, stopped, exitCodes), Exit: exit, Err: err, At: time.Now()}
 	var cancelled *cancelledError
 	if errors.As(err, &cancelled) {
 		end.Cancel = &cancelled.req
@@ -302,8 +302,8 @@ func newRunEnd(item string, exit proc.Exit, err error, stopped bool, exitCodes [
 // tells of it: the item, the cause and the code. It returns "" for a success, an
 // interruption, and a child that could not be started at all, which w8y
 // explains as its own failure when it exits.
-func reportedFailure(end runs.End) string {
-	item := strconv.Quote(items.Clip(end.Item))
+func reportedFailure(end finish.End) string {
+	item := strconv.Quote(clip.Item(end.Item))
 	switch {
 	case end.Result == schema.ResultTimeout:
 		return fmt.Sprintf("item %s failed: %v (exit code %d)", item, end.Err, exitTimeout)

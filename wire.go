@@ -14,13 +14,13 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/childcmd"
 	"github.com/w8y/w8y/internal/clock"
+	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/jobctl"
 	"github.com/w8y/w8y/internal/logging"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/registry"
-	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/status"
 	"github.com/w8y/w8y/internal/take"
@@ -132,7 +132,7 @@ func connect(opts *Options, log zerolog.Logger) (redis.UniversalClient, error) {
 // children, and, for --until-idle, a reader of the list.
 func newWorker(opts *Options, command childcmd.Command, client redis.UniversalClient, keys schema.Keys, token string, p *jobctl.Process, counts observer, beat *health.Heartbeat, log zerolog.Logger) *worker {
 	keep := keptOutput(opts.KeepOutput, command.Stdout, command.Stderr)
-	record := &runs.Recorder{Keys: keys, StateTTL: time.Duration(opts.StateTTL)}
+	record := &finish.Recorder{Keys: keys, StateTTL: time.Duration(opts.StateTTL)}
 	if !opts.NoEvents {
 		record.EventsMaxLen = opts.EventsMaxLen
 	}
@@ -144,9 +144,9 @@ func newWorker(opts *Options, command childcmd.Command, client redis.UniversalCl
 			MaxItemLen: command.MaxItemLen(keys.Lock(""), proc.ArgMax()), Log: log,
 			Record: record, ReplicaAcks: opts.ReplicaAcks, FleetMax: int(opts.FleetMaxRunning), Clock: clk,
 		}},
-		finisher: &runs.Finisher{
-			Client: client, Record: record, Jitter: runs.JitterFactor, Clock: clk,
-			Schedule: runs.Schedule{Cooldown: time.Duration(opts.Cooldown), Cron: opts.cron, Backoff: opts.FailureBackoff},
+		finisher: &finish.Finisher{
+			Client: client, Record: record, Jitter: finish.JitterFactor, Clock: clk,
+			Schedule: finish.Schedule{Cooldown: time.Duration(opts.Cooldown), Cron: opts.cron, Backoff: opts.FailureBackoff},
 		},
 		children: &childRunner{
 			command: command, spawn: p.Spawner, stops: p.Router, exitCodes: opts.ExitCodes,
@@ -175,7 +175,7 @@ func newWorker(opts *Options, command childcmd.Command, client redis.UniversalCl
 const defaultKeepOutput = 4096
 
 // keptOutput is how many bytes of the child's stdout and stderr w8y keeps
-// (see output.Capture): --keep-output's if given, else defaultKeepOutput,
+// (see keepoutput.Capture): --keep-output's if given, else defaultKeepOutput,
 // but none where w8y's stdout or stderr is a terminal, whose person sees
 // the output, and whose child must keep it: a pipe would make it buffer
 // its output and drop its colours.

@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/clip"
 	"github.com/w8y/w8y/internal/duration"
+	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/health"
-	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/jobctl"
 	"github.com/w8y/w8y/internal/lease"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/registry"
-	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/status"
 	"github.com/w8y/w8y/internal/take"
@@ -47,11 +47,11 @@ const (
 type worker struct {
 	opts     *Options
 	rotator  *Rotator
-	finisher *runs.Finisher
+	finisher *finish.Finisher
 	// children runs an item's child under its lock: a childRunner, or a
 	// test's stand-in.
 	children interface {
-		run(ctx context.Context, item string, lock *Lock) runs.End
+		run(ctx context.Context, item string, lock *Lock) finish.End
 	}
 	stops router
 	// hangUp closes the Redis client: see take.
@@ -121,10 +121,10 @@ func (noMetrics) IdlePass()                                   {}
 // childExitError is a run whose child's exit code w8y exits with: the
 // first child of a one-shot run that did not exit 0, or a failed run that
 // ends --continuous.
-type childExitError struct{ end runs.End }
+type childExitError struct{ end finish.End }
 
 func (e *childExitError) Error() string {
-	return fmt.Sprintf("item %q: the child ended with %s", items.Clip(e.end.Item), e.end.Exit)
+	return fmt.Sprintf("item %q: the child ended with %s", clip.Item(e.end.Item), e.end.Exit)
 }
 
 // run runs up to --parallel items from one pass, or keeps running items
@@ -147,7 +147,7 @@ func (w *worker) run(ctx context.Context) error {
 // its child's code.
 func (w *worker) once(ctx context.Context) error {
 	pass := w.rotator.LookFirst()
-	done := make(chan runs.End, w.opts.Parallel)
+	done := make(chan finish.End, w.opts.Parallel)
 	running := 0
 	var takeErr error
 	for running < w.opts.Parallel {
@@ -162,7 +162,7 @@ func (w *worker) once(ctx context.Context) error {
 			done <- end
 		}()
 	}
-	var first *runs.End
+	var first *finish.End
 	for range running {
 		end := <-done
 		if first == nil && (end.Err != nil || end.Exit.Code != 0) {
@@ -215,7 +215,7 @@ func (w *worker) one(ctx context.Context) error {
 // (--replica-acks) is given back.
 func (w *worker) takeNamed(ctx context.Context, item string) (*Lock, error) {
 	held := func(why error) {
-		w.log.Info().Str("item", items.Clip(item)).Str("wait", duration.Format(time.Duration(w.opts.Wait))).Msgf("%v: waiting for it (--wait)", why)
+		w.log.Info().Str("item", clip.Item(item)).Str("wait", duration.Format(time.Duration(w.opts.Wait))).Msgf("%v: waiting for it (--wait)", why)
 	}
 	taken, err := w.rotator.WaitNamed(ctx, item, w.opts.IgnorePause, time.Duration(w.opts.Wait), w.stops.Stopped(), held)
 	var unconfirmed *take.UnconfirmedError
@@ -308,7 +308,7 @@ type continuous struct {
 	// limit reached.
 	exit error
 	// failed is the run whose failure ends the loop, if one does.
-	failed *runs.End
+	failed *finish.End
 	// listChecked is when an idle pass last checked that the list exists
 	// (see warnIfListMissing).
 	listChecked time.Time
@@ -353,7 +353,7 @@ func (l *continuous) fill(ctx context.Context) {
 // slotEnd is how a slot's run ended, and the Lock of the next item, which
 // its finish took, or nil.
 type slotEnd struct {
-	end  runs.End
+	end  finish.End
 	next *Lock
 }
 
@@ -366,9 +366,9 @@ func (l *continuous) start(ctx context.Context, lock *Lock) {
 	w := l.w
 	l.running++
 	l.taken++
-	var then func(runs.End) bool
+	var then func(finish.End) bool
 	if w.opts.Parallel == 1 && !w.opts.UntilIdle && (w.opts.MaxItems == 0 || l.taken < w.opts.MaxItems) {
-		then = func(end runs.End) bool {
+		then = func(end finish.End) bool {
 			return end.Result == schema.ResultSuccess && end.Err == nil && !w.stops.stopping() && !l.closed.Load()
 		}
 	}
@@ -430,7 +430,7 @@ func (l *continuous) retryOrEnd(err error) {
 
 // ended decides what the end of a run means for the loop: go on, pause and
 // retry, or end with the run's failure.
-func (l *continuous) ended(end runs.End) {
+func (l *continuous) ended(end finish.End) {
 	w := l.w
 	switch {
 	case w.stops.stopping():
@@ -440,7 +440,7 @@ func (l *continuous) ended(end runs.End) {
 	case end.Result == schema.ResultCancelled:
 		// An operator stopped the run, not the item: the worker goes on,
 		// even when the request counts the run as the item's failure.
-		w.log.Info().Str("item", items.Clip(end.Item)).Msg("going on: the run was cancelled")
+		w.log.Info().Str("item", clip.Item(end.Item)).Msg("going on: the run was cancelled")
 	case errors.Is(end.Err, ErrLockLost):
 		l.retry(end.Err)
 	case errors.Is(end.Err, ErrTimeout) && slices.Contains(w.opts.ExitCodes, exitTimeout):
@@ -449,7 +449,7 @@ func (l *continuous) ended(end runs.End) {
 		// The child could not be started: no item can be run.
 		l.end(end.Err)
 	case !w.opts.stopsOnFailure():
-		w.log.Warn().Str("item", items.Clip(end.Item)).Str("result", string(end.Result)).Msg("going on: the item backs off (--failure-backoff)")
+		w.log.Warn().Str("item", clip.Item(end.Item)).Str("result", string(end.Result)).Msg("going on: the item backs off (--failure-backoff)")
 	case end.Err != nil:
 		l.stopFor(end, end.Err)
 	default:
@@ -459,7 +459,7 @@ func (l *continuous) ended(end runs.End) {
 
 // stopFor ends the loop with err because end, a failed run, stops the
 // worker (--stop-on-failure, or no --failure-backoff).
-func (l *continuous) stopFor(end runs.End, err error) {
+func (l *continuous) stopFor(end finish.End, err error) {
 	if l.exit == nil {
 		l.failed = &end
 	}
@@ -550,7 +550,7 @@ func (l *continuous) result() error {
 		// how, and what would have kept it going: with systemd's restart
 		// limits, one item that always fails can stop a whole list.
 		why := l.w.stopsBecause(*l.failed)
-		l.w.log.Error().Str("item", items.Clip(l.failed.Item)).Str("result", string(l.failed.Result)).
+		l.w.log.Error().Str("item", clip.Item(l.failed.Item)).Str("result", string(l.failed.Result)).
 			Int("exit_code", l.failed.Exit.Code).Msg(why)
 		l.w.tell(why)
 	}
@@ -596,12 +596,12 @@ func (w *worker) warnIfListMissing(ctx context.Context) {
 	if err != nil || n > 0 {
 		return
 	}
-	w.log.Warn().Str("list", items.Clip(list)).Msgf("the list %s does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right? Other programs add items with RPUSH %s ...", quoteKey(list), items.Clip(list))
+	w.log.Warn().Str("list", clip.Item(list)).Msgf("the list %s does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right? Other programs add items with RPUSH %s ...", quoteKey(list), clip.Item(list))
 }
 
 // stopsBecause says why a --continuous worker stops after end, a failed
 // run, and which option would have kept it going.
-func (w *worker) stopsBecause(end runs.End) string {
+func (w *worker) stopsBecause(end finish.End) string {
 	code := end.Exit.Code
 	switch end.Result {
 	case schema.ResultTimeout:
@@ -609,7 +609,7 @@ func (w *worker) stopsBecause(end runs.End) string {
 	case schema.ResultLockLost:
 		code = exitLockLost
 	}
-	what := fmt.Sprintf("stopping: item %q failed (exit code %d)", items.Clip(end.Item), code)
+	what := fmt.Sprintf("stopping: item %q failed (exit code %d)", clip.Item(end.Item), code)
 	if w.opts.StopOnFailure {
 		return what + ", and --stop-on-failure stops the worker on a failed run; without it, --failure-backoff backs the item off and goes on"
 	}
@@ -662,9 +662,9 @@ const takeGrace = time.Second
 // neither as a success nor as a failure of the item, and deletes the lock
 // only while it still holds our token, as every release does.
 func (w *worker) giveBack(ctx context.Context, lock *Lock) {
-	end := runs.End{Item: lock.Item, Result: schema.ResultInterrupted, At: time.Now()}
+	end := finish.End{Item: lock.Item, Result: schema.ResultInterrupted, At: time.Now()}
 	if _, err := w.finisher.Finish(ctx, lock.Key, lock.Token, end); err != nil {
-		w.log.Warn().Err(err).Str("lock_key", items.Clip(lock.Key)).Msg("could not give back an unconfirmed lock; it will expire by itself")
+		w.log.Warn().Err(err).Str("lock_key", clip.Item(lock.Key)).Msg("could not give back an unconfirmed lock; it will expire by itself")
 	}
 }
 
@@ -673,7 +673,7 @@ func (w *worker) giveBack(ctx context.Context, lock *Lock) {
 // end event. then, if not nil, says whether the worker takes another item
 // after the run's end: the finish then takes it too, where one call can
 // (see worker.finish), and runItem returns its Lock.
-func (w *worker) runItem(ctx context.Context, item string, lock *Lock, then func(runs.End) bool) (runs.End, *Lock) {
+func (w *worker) runItem(ctx context.Context, item string, lock *Lock, then func(finish.End) bool) (finish.End, *Lock) {
 	w.presence.Started(item)
 	defer w.presence.Ended(item)
 	end := w.children.run(ctx, item, lock)
@@ -688,13 +688,13 @@ func (w *worker) runItem(ctx context.Context, item string, lock *Lock, then func
 // takeNext, the same call looks for the next item as the worker's take
 // would first (see take.Taker.FinishThenLook), and finish returns the Lock
 // of the item it took, or nil.
-func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End, takeNext bool) (next *Lock) {
+func (w *worker) finish(ctx context.Context, lock *Lock, end finish.End, takeNext bool) (next *Lock) {
 	w.metrics.RunEnded(end.Result, end.Exited, end.Exit.Duration)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	log := w.log.With().Str("item", items.Clip(lock.Item)).Str("lock_key", items.Clip(lock.Key)).Logger()
+	log := w.log.With().Str("item", clip.Item(lock.Item)).Str("lock_key", clip.Item(lock.Key)).Logger()
 	end.Started = lock.Taken
-	var done runs.Reply
+	var done finish.Reply
 	var err error
 	if takeNext {
 		var taken take.Taken
@@ -708,9 +708,9 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End, takeNext 
 	}
 	// A restart or failover shorter than releaseTimeout must not leave the
 	// run unrecorded and its lock to expire: a finish that was not applied
-	// (no connection, or a primary demoted by a failover, see runs.Resend)
+	// (no connection, or a primary demoted by a failover, see finish.Resend)
 	// is sent again, at the lease's retry pace, until it is.
-	for err != nil && runs.Resend(err) && sleepCtx(ctx, lease.RetryEvery(lock.TTL)) {
+	for err != nil && finish.Resend(err) && sleepCtx(ctx, lease.RetryEvery(lock.TTL)) {
 		done, err = w.finisher.Finish(ctx, lock.Key, lock.Token, end)
 	}
 	if err != nil {
@@ -722,7 +722,7 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end runs.End, takeNext 
 		log.Warn().Msg("the lock was no longer ours at release; left alone")
 	}
 	if done.Problem != "" {
-		log.Warn().Str("state_key", items.Clip(w.finisher.Record.Keys.State(lock.Item))).Msg("could not count the item's failures: " + done.Problem)
+		log.Warn().Str("state_key", clip.Item(w.finisher.Record.Keys.State(lock.Item))).Msg("could not count the item's failures: " + done.Problem)
 	}
 	if done.Delay > 0 {
 		log.Info().Str("result", string(end.Result)).Int64("consecutive_failures", done.Failures).

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/w8y/w8y/internal/control"
-	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -61,8 +61,8 @@ func TestCancel(t *testing.T) {
 	if err != nil || req.Holder != holder {
 		t.Fatalf("Cancel = %+v, %v; the lock holds %q", req, err, holder)
 	}
-	if !redistest.Poll(redistest.Timeout, func() bool { return !stillRuns(child) && !stillRuns(grandchild) }) {
-		t.Fatalf("the child %d or its child %d still runs after %s", child, grandchild, redistest.Timeout)
+	if !poll.Poll(poll.Timeout, func() bool { return !stillRuns(child) && !stillRuns(grandchild) }) {
+		t.Fatalf("the child %d or its child %d still runs after %s", child, grandchild, poll.Timeout)
 	}
 	took := time.Since(asked)
 	if took > expiry/3+cancelSlack {
@@ -139,7 +139,7 @@ func TestCancelMissesTheNextRun(t *testing.T) {
 		t.Fatalf("the second run's child %d was stopped", second)
 	}
 	open(2)
-	redistest.WaitFor(t, "the second run's end", func() bool { return s.Client.HGet(ctx(t), s.key("state:a"), "runs").Val() == "2" })
+	poll.WaitFor(t, "the second run's end", func() bool { return s.Client.HGet(ctx(t), s.key("state:a"), "runs").Val() == "2" })
 	if got := s.Client.HGet(ctx(t), s.key("state:a"), "last_result").Val(); got != "success" {
 		t.Errorf("the second run ended %q, want success", got)
 	}
@@ -156,7 +156,7 @@ func TestCancelMissesTheNextRun(t *testing.T) {
 func waitRefresh(t *testing.T, s *server, lock string) {
 	t.Helper()
 	last := s.Client.PTTL(ctx(t), lock).Val()
-	redistest.WaitFor(t, "a refresh of "+lock, func() bool {
+	poll.WaitFor(t, "a refresh of "+lock, func() bool {
 		now := s.Client.PTTL(ctx(t), lock).Val()
 		refreshed := now > last
 		last = now
@@ -271,7 +271,7 @@ func TestCancelOneOfParallel(t *testing.T) {
 		t.Fatal(err)
 	}
 	processGone(t, a)
-	redistest.WaitFor(t, "a's end", func() bool { return s.Client.HGet(ctx(t), s.key("state:a"), "last_result").Val() == "cancelled" })
+	poll.WaitFor(t, "a's end", func() bool { return s.Client.HGet(ctx(t), s.key("state:a"), "last_result").Val() == "cancelled" })
 	// b outlives refreshes of its own lock that read its cancel key.
 	waitRefresh(t, s.server, s.key("lock:b"))
 	if !stillRuns(b) || s.Client.HGet(ctx(t), s.key("state:b"), "runs").Val() != "" {
@@ -280,7 +280,7 @@ func TestCancelOneOfParallel(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "gate.b"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	redistest.WaitFor(t, "b's end", func() bool { return s.Client.HGet(ctx(t), s.key("state:b"), "last_result").Val() == "success" })
+	poll.WaitFor(t, "b's end", func() bool { return s.Client.HGet(ctx(t), s.key("state:b"), "last_result").Val() == "success" })
 	// a, cancelled, has no cooldown: the worker takes it again.
 	if item := s.popStarted(t); item != "a" {
 		t.Errorf("took %q after the cancel, want a", item)

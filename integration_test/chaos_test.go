@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/poll"
 	procscan "github.com/w8y/w8y/internal/proc"
-	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/take"
 	"golang.org/x/sys/unix"
 )
@@ -494,7 +494,7 @@ func stopPastLease(t *testing.T, s *server, workers []*chaosWorker, ttl time.Dur
 	w.signal(t, syscall.SIGSTOP)
 	// Bounded all the same: an item may be left untried (paused by the
 	// operator's faults, say), and the test goes on.
-	redistest.Poll(10*ttl, func() bool {
+	poll.Poll(10*ttl, func() bool {
 		for item, before := range held {
 			if tried(item) == before {
 				return false
@@ -533,7 +533,7 @@ func lines(t *testing.T, path string) []string {
 // and returns the pids of those that still do after timeout.
 func waitMarkerGone(marker string, timeout time.Duration) []int {
 	var left []int
-	redistest.Poll(timeout, func() bool {
+	poll.Poll(timeout, func() bool {
 		left = procscan.ProcessesWithEnv(marker)
 		return len(left) == 0
 	})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -172,9 +173,9 @@ func (m *slotMove) migrate(t *testing.T, keys ...string) {
 // two that moved it first.
 func (m *slotMove) finish(t *testing.T) {
 	t.Helper()
-	for deadline := time.Now().Add(redistest.Timeout); ; {
+	for deadline := time.Now().Add(poll.Timeout); ; {
 		if time.Now().After(deadline) {
-			t.Fatalf("slot %d still held keys after %s of moving them", m.slot, redistest.Timeout)
+			t.Fatalf("slot %d still held keys after %s of moving them", m.slot, poll.Timeout)
 		}
 		keys, err := m.from.Client.ClusterGetKeysInSlot(ctx(t), int(m.slot), 2).Result()
 		if err != nil {
@@ -274,7 +275,7 @@ func TestCluster(t *testing.T) {
 				keys = append(keys, list)
 			}
 			c.spreadOrNot(t, tt.scan, keys...)
-			redistest.WaitFor(t, "60 runs", func() bool { return len(lines(t, dir+"/runs")) >= 60 })
+			poll.WaitFor(t, "60 runs", func() bool { return len(lines(t, dir+"/runs")) >= 60 })
 			drain(t, workers)
 			noOverlaps(t, dir)
 			runs := lines(t, dir+"/runs")
@@ -332,9 +333,9 @@ func TestClusterSlotMigration(t *testing.T) {
 		workers = append(workers, startW8y(t, env, "--redis-cluster", "-u", c.URL, "-k", prefix, "-c", "-x", "1",
 			"--idle-wait", "20ms", "--log-level", "warn", "sh", "-c", overlapChild))
 	}
-	redistest.WaitFor(t, "20 runs", func() bool { return len(lines(t, dir+"/runs")) >= 20 })
+	poll.WaitFor(t, "20 runs", func() bool { return len(lines(t, dir+"/runs")) >= 20 })
 	// The slow items must be running, their locks held, while the slot moves.
-	redistest.WaitFor(t, "a slow item's lock", func() bool {
+	poll.WaitFor(t, "a slow item's lock", func() bool {
 		n, err := c.Client.Exists(ctx(t), prefix+"lock:e-slow", prefix+"lock:f-slow").Result()
 		return err == nil && n > 0
 	})
@@ -345,7 +346,7 @@ func TestClusterSlotMigration(t *testing.T) {
 	if n := len(from.keys(t, "*")); n != 0 {
 		t.Fatalf("the old node still holds %d keys", n)
 	}
-	redistest.WaitFor(t, "20 runs after the move", func() bool { return len(lines(t, dir+"/runs")) >= moved+20 })
+	poll.WaitFor(t, "20 runs after the move", func() bool { return len(lines(t, dir+"/runs")) >= moved+20 })
 	drain(t, workers)
 	noOverlaps(t, dir)
 	got := to.list(t, prefix+"list")
@@ -416,7 +417,7 @@ func TestClusterWithoutLMOVE(t *testing.T) {
 	}
 	dir := t.TempDir()
 	p := startW8y(t, []string{"DIR=" + dir, "SLOW=0"}, "--redis-cluster", "-u", c.URL, "-k", "old", "-c", "--idle-wait", "20ms", "sh", "-c", overlapChild)
-	redistest.WaitFor(t, "10 runs", func() bool { return len(lines(t, dir+"/runs")) >= 10 })
+	poll.WaitFor(t, "10 runs", func() bool { return len(lines(t, dir+"/runs")) >= 10 })
 	p.signal(t, syscall.SIGTERM)
 	r = p.wait(t)
 	r.wantExit(t, 0)
@@ -431,7 +432,7 @@ func TestClusterWithoutLMOVE(t *testing.T) {
 }
 
 // clusterPrefixes are the two ways w8y runs on a Cluster: with a hash tag
-// (one slot: take.lua and finish.lua write the record in the take's and
+// (one slot: batch.lua and finish.lua write the record in the take's and
 // the release's scripts) and without (the lock, state and events keys in
 // different slots: the record goes as plain commands, one key each).
 var clusterPrefixes = []struct {
@@ -630,7 +631,7 @@ func TestClusterHealthz(t *testing.T) {
 	if body := waitHealth(t, url+"/healthz", http.StatusOK); body != "ok\n" {
 		t.Errorf("healthy body %q", body)
 	}
-	redistest.WaitFor(t, "idle passes", func() bool { return scrape(t, url+"/metrics")["w8y_idle_passes_total"] >= 2 })
+	poll.WaitFor(t, "idle passes", func() bool { return scrape(t, url+"/metrics")["w8y_idle_passes_total"] >= 2 })
 	if errs := scrape(t, url+"/metrics")["w8y_redis_errors_total"]; errs != 0 {
 		t.Errorf("w8y_redis_errors_total = %v on a healthy Cluster", errs)
 	}
@@ -640,7 +641,7 @@ func TestClusterHealthz(t *testing.T) {
 	if body := waitHealth(t, url+"/healthz", http.StatusServiceUnavailable); !strings.HasPrefix(body, "unhealthy: redis: ") {
 		t.Errorf("unhealthy body %q", body)
 	}
-	redistest.WaitFor(t, "Redis errors counted", func() bool { return scrape(t, url+"/metrics")["w8y_redis_errors_total"] >= 1 })
+	poll.WaitFor(t, "Redis errors counted", func() bool { return scrape(t, url+"/metrics")["w8y_redis_errors_total"] >= 1 })
 
 	// The node comes back with its cluster configuration (nodes.conf),
 	// though without the data that it never saved.
@@ -685,7 +686,7 @@ func TestClusterReleaseWhileSlotMoves(t *testing.T) {
 			args := append([]string{"--redis-cluster", "-u", c.URL, "-k", p, "-x", "10"}, tt.flags...)
 			w := startW8y(t, []string{"DIR=" + dir, "CODE=" + itoa(tt.code)}, append(args, "sh", "-c",
 				`touch "$DIR/started"; while [ ! -e "$DIR/go" ]; do sleep 0.02; done; exit $CODE`)...)
-			redistest.WaitFor(t, "the child to start", func() bool { _, err := os.Stat(dir + "/started"); return err == nil })
+			poll.WaitFor(t, "the child to start", func() bool { _, err := os.Stat(dir + "/started"); return err == nil })
 
 			bg := context.Background()
 			move := c.beginMove(t, list)
@@ -750,8 +751,8 @@ func checkStreak(t *testing.T, c redis.Cmdable, prefix, item, want string) {
 }
 
 // TestClusterSchedule runs the fleet schedule on a Cluster, with a hash tag
-// (internal/take's take.lua checks the cooldown and backoff in the take,
-// internal/lua's finish.lua sets them in the finish) and without (the keys
+// (internal/take's batch.lua checks the cooldown and backoff in the take,
+// internal/finish's finish.lua sets them in the finish) and without (the keys
 // in different slots: the pipelined EXISTS of take's per-candidate pass, and
 // count.lua and pause.lua one key each). A success
 // with --cooldown and a failure with --failure-backoff must leave their keys
@@ -875,7 +876,7 @@ func TestClusterParallel(t *testing.T) {
 		slices.Sort(got)
 		return got
 	}
-	redistest.WaitFor(t, "four children", func() bool { return len(started()) >= 4 })
+	poll.WaitFor(t, "four children", func() bool { return len(started()) >= 4 })
 	if got := started(); !slices.Equal(got, []string{"a", "c", "d", "e"}) {
 		t.Errorf("started %q, want a c d e: distinct, free, in list order", got)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -52,7 +53,7 @@ func TestContinuousIdleIsQuiet(t *testing.T) {
 
 	// Wait until the first look has been made, then count script calls and
 	// commands over a window longer than the sweep's interval.
-	redistest.WaitFor(t, "the first look", func() bool { return s.looks(t) > 0 })
+	poll.WaitFor(t, "the first look", func() bool { return s.looks(t) > 0 })
 	const window = 6 * time.Second
 	before, commands := redistest.CommandStats(t, s.Client), s.commandsProcessed(t)
 	time.Sleep(window) // a measurement window, not a synchronisation
@@ -112,7 +113,7 @@ func TestContinuousRidesOutRedisOutage(t *testing.T) {
 	// w8y logs each failed attempt and how long it waits; wait for two,
 	// proving it retries.
 	retrying := regexp.MustCompile(`ERR retrying in [0-9.]+m?s error=`)
-	redistest.WaitFor(t, "two retries logged", func() bool {
+	poll.WaitFor(t, "two retries logged", func() bool {
 		return len(retrying.FindAllString(p.stderrSoFar(), -1)) >= 2
 	})
 
@@ -156,10 +157,10 @@ func TestContinuousWarnsOfAMissingList(t *testing.T) {
 	s := setup(t, "typo")
 	p := s.start("-c", "-t", "--idle-wait", "10ms", "sh", "-c", started)
 	const warning = `WRN the list "typo:list" does not exist or is empty`
-	redistest.WaitFor(t, "the warning", func() bool { return strings.Contains(p.stderrSoFar(), warning) })
+	poll.WaitFor(t, "the warning", func() bool { return strings.Contains(p.stderrSoFar(), warning) })
 	// Many idle passes later (each a probe or a look, each with an LLEN),
 	// it has said so once.
-	redistest.WaitFor(t, "20 idle passes", func() bool { return redistest.CommandStats(t, s.Client)["llen"] >= 20 })
+	poll.WaitFor(t, "20 idle passes", func() bool { return redistest.CommandStats(t, s.Client)["llen"] >= 20 })
 	if n := strings.Count(p.stderrSoFar(), warning); n != 1 {
 		t.Errorf("the warning came %d times:\n%s", n, p.stderrSoFar())
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -89,7 +90,7 @@ func TestConcurrentInstancesTakeDistinctItems(t *testing.T) {
 		select {
 		case p := <-exited:
 			p.wait(t).wantExit(t, 0)
-		case <-time.After(redistest.Timeout):
+		case <-time.After(poll.Timeout):
 			t.Fatal("the instances without an item did not exit")
 		}
 	}

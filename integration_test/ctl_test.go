@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/doctest"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -57,7 +58,7 @@ func TestCtlAdd(t *testing.T) {
 		t.Errorf("list after add: %q", got)
 	}
 
-	// An argument can hold no NUL byte (internal/items' test covers those),
+	// An argument can hold no NUL byte (internal/childcmd's item test covers those),
 	// and is at most 128 KiB: this one fits, but not beside W8Y_LOCK_KEY=
 	// and the lock prefix in one environment string of the child's.
 	long := strings.Repeat("x", 131_060)
@@ -167,13 +168,13 @@ func TestCtlPause(t *testing.T) {
 			"--idle-wait", "50ms", "sh", "-c", stamp("pz")))
 	}
 	// waitFor pops runs until item's, failing on a run of forever, or
-	// after redistest.Timeout: free runs meanwhile, so the pops alone would
+	// after poll.Timeout: free runs meanwhile, so the pops alone would
 	// not end.
 	waitFor := func(item string) run {
 		t.Helper()
-		for deadline := time.Now().Add(redistest.Timeout); ; {
+		for deadline := time.Now().Add(poll.Timeout); ; {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s did not run within %s", item, redistest.Timeout)
+				t.Fatalf("%s did not run within %s", item, poll.Timeout)
 			}
 			r := s.popRun(t)
 			if r.item == "forever" && item != "forever" {
@@ -329,7 +330,7 @@ func TestCtlRunNow(t *testing.T) {
 	if got := s.popStarted(t); got != "busy" {
 		t.Fatalf("started %q, want busy", got)
 	}
-	redistest.WaitFor(t, "the idle slot's first look", func() bool { return s.looks(t) > 0 })
+	poll.WaitFor(t, "the idle slot's first look", func() bool { return s.looks(t) > 0 })
 	holder := s.Client.Get(ctx(t), s.key("lock:busy")).Val()
 
 	asked := time.Now()
@@ -350,7 +351,7 @@ func TestCtlRunNow(t *testing.T) {
 	// busy's due entry is looked at and found held: wait for two more
 	// looks, which would have started it twice.
 	looks := s.looks(t)
-	redistest.WaitFor(t, "two more looks", func() bool { return s.looks(t) >= looks+2 })
+	poll.WaitFor(t, "two more looks", func() bool { return s.looks(t) >= looks+2 })
 	if n := s.Client.LLen(ctx(t), "started").Val(); n != 0 {
 		t.Errorf("%d more starts while busy ran: run-now started it twice", n)
 	}
@@ -407,12 +408,12 @@ func TestCtlEvents(t *testing.T) {
 	}
 
 	f := startCtl(t, nil, append(at, "events", "--follow", "-n", "1")...)
-	redistest.WaitFor(t, "the latest event", func() bool { return strings.Count(f.stdoutSoFar(), "\n") == 1 })
+	poll.WaitFor(t, "the latest event", func() bool { return strings.Count(f.stdoutSoFar(), "\n") == 1 })
 	// From before the run, so that the time bounds the run and both its
 	// events' way to the screen.
 	before := time.Now()
 	s.run("-q", "true").mustExit(t, 0)
-	redistest.WaitFor(t, "the new events", func() bool { return strings.Count(f.stdoutSoFar(), "\n") == 3 })
+	poll.WaitFor(t, "the new events", func() bool { return strings.Count(f.stdoutSoFar(), "\n") == 3 })
 	late := time.Since(before)
 	if late > time.Second {
 		t.Errorf("the new run's events were printed %s after it started, want within a second", late)
@@ -600,12 +601,12 @@ func TestCtlCluster(t *testing.T) {
 			count := func(item string) int {
 				return strings.Count(" "+strings.Join(lines(t, dir+"/runs"), " ")+" ", " "+item+" ")
 			}
-			redistest.WaitFor(t, "busy to run thrice", func() bool { return count("busy") >= 3 })
+			poll.WaitFor(t, "busy to run thrice", func() bool { return count("busy") >= 3 })
 			if n := count("paused") + count("gone"); n > 0 {
 				t.Fatalf("paused items ran %d times", n)
 			}
 			ctl("resume", "paused")
-			redistest.WaitFor(t, "paused to run once resumed", func() bool { return count("paused") >= 1 })
+			poll.WaitFor(t, "paused to run once resumed", func() bool { return count("paused") >= 1 })
 			ctl("remove", "gone")
 			if keys, _ := c.clusterKeys(t, prefix+"*gone"); len(keys) > 0 {
 				t.Errorf("keys of a removed item left: %q", keys)
@@ -897,7 +898,7 @@ func TestCtlCheckCluster(t *testing.T) {
 			}
 			r = runCtl(t, nil, append(at, "check")...)
 			r.mustExit(t, 0)
-			redistest.WaitFor(t, "the worker to run every item", func() bool {
+			poll.WaitFor(t, "the worker to run every item", func() bool {
 				for _, item := range items {
 					if c.Client.Exists(ctx(t), prefix+"state:"+item).Val() == 0 {
 						return false

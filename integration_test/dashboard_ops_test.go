@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -21,7 +22,7 @@ func serveDashboard(t *testing.T, b *bundle, env ...string) string {
 	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	serve := startCtl(t, env, b.at("serve", "--addr", addr)...)
 	url := "http://" + addr + "/"
-	redistest.WaitFor(t, "w8yctl serve to say where it serves", func() bool {
+	poll.WaitFor(t, "w8yctl serve to say where it serves", func() bool {
 		return strings.Contains(serve.stdoutSoFar(), "at "+url)
 	})
 	return url
@@ -67,18 +68,18 @@ func TestDashboardActionsInBrowser(t *testing.T) {
 		chromedp.SendKeys(`#token`, token),
 		chromedp.SendKeys(`#cancel-reason`, "stuck on the vendor"))
 	click(t, tab, "cancel held with a reason", `#items tbody tr[data-item="held"] button[data-action="cancel"]`)
-	redistest.WaitFor(t, "held's cancel request in Redis", func() bool {
+	poll.WaitFor(t, "held's cancel request in Redis", func() bool {
 		return b.Client.HGet(ctx(t), b.key("cancel:held"), "reason").Val() == "stuck on the vendor"
 	})
 	shows(t, tab, "the cancel done", `document.getElementById("message").textContent === "cancel held: done"`)
 
 	click(t, tab, "resume held", `#items tbody tr[data-item="held"] button[data-action="resume"]`)
-	redistest.WaitFor(t, "held's pause gone", func() bool { return b.Client.Exists(ctx(t), b.key("pause:held")).Val() == 0 })
+	poll.WaitFor(t, "held's pause gone", func() bool { return b.Client.Exists(ctx(t), b.key("pause:held")).Val() == 0 })
 	shows(t, tab, "held running, with pause", `(() => { const r = `+rowOf("held")+`; return r.cells[1].textContent === "locked" && r.querySelector('button[data-action="pause"]') !== null; })()`)
 
 	// Add an item; remove one, which takes a second click.
 	act(t, tab, "add delta", chromedp.SendKeys(`#add-item`, "delta"), chromedp.Click(`#add`))
-	redistest.WaitFor(t, "delta in the list", func() bool { return slices.Contains(b.list(), "delta") })
+	poll.WaitFor(t, "delta in the list", func() bool { return slices.Contains(b.list(), "delta") })
 	shows(t, tab, "delta's row", rowOf("delta")+` !== null`)
 	remove := `#items tbody tr[data-item="gone"] button[data-action="remove"]`
 	click(t, tab, "click remove once", remove)
@@ -93,7 +94,7 @@ func TestDashboardActionsInBrowser(t *testing.T) {
 		t.Fatalf("one click removed gone: %q", got)
 	}
 	click(t, tab, "click remove again", remove)
-	redistest.WaitFor(t, "gone out of the list", func() bool { return !slices.Contains(b.list(), "gone") })
+	poll.WaitFor(t, "gone out of the list", func() bool { return !slices.Contains(b.list(), "gone") })
 	shows(t, tab, "gone's row gone", rowOf("gone")+` === null && `+count("items")+` === 3`)
 	if got := b.list(); !slices.Equal(got, []string{"alpha", "held", "delta"}) {
 		t.Errorf("the list is %q, want alpha, held, delta", got)

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/w8y/w8y/internal/doctest"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -43,7 +44,7 @@ func screenshots(t *testing.T) string {
 
 // browser starts a headless Chromium of its own (a fresh profile, no
 // background networking, which a machine without internet makes hang) and
-// returns a tab's context, bounded by redistest.Timeout times four.
+// returns a tab's context, bounded by poll.Timeout times four.
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	if _, err := os.Stat(chromium); err != nil {
@@ -63,7 +64,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("no-default-browser-check", true),
 	}
-	ctx, cancelTimeout := context.WithTimeout(context.Background(), 4*redistest.Timeout)
+	ctx, cancelTimeout := context.WithTimeout(context.Background(), 4*poll.Timeout)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	tab, cancelTab := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
 	t.Cleanup(func() {
@@ -93,7 +94,7 @@ func act(t *testing.T, tab context.Context, what string, steps ...chromedp.Actio
 func click(t *testing.T, tab context.Context, what, sel string) {
 	t.Helper()
 	var err error
-	redistest.Poll(redistest.Timeout, func() bool {
+	poll.Poll(poll.Timeout, func() bool {
 		err = chromedp.Do(tab, chromedp.Click(sel))
 		return err == nil || !strings.Contains(err.Error(), "node with given id")
 	})
@@ -105,7 +106,7 @@ func click(t *testing.T, tab context.Context, what, sel string) {
 // shows polls the page until the JavaScript expression cond is true.
 func shows(t *testing.T, tab context.Context, what, cond string) {
 	t.Helper()
-	redistest.WaitFor(t, "the page to show "+what, func() bool {
+	poll.WaitFor(t, "the page to show "+what, func() bool {
 		ok, err := chromedp.Run(tab, chromedp.Evaluate[bool](cond))
 		return err == nil && ok
 	})
@@ -184,7 +185,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	serve := startCommand(t, []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "HOME=" + home, "W8Y_REDIS_URL=" + s.URL},
 		"bash", "-c", "set -e\n"+recipe)
 	url := "http://" + addr + "/"
-	redistest.WaitFor(t, "w8yctl serve to say where it serves", func() bool {
+	poll.WaitFor(t, "w8yctl serve to say where it serves", func() bool {
 		return strings.Contains(serve.stdoutSoFar(), "at "+url)
 	})
 	if want := `serving the dashboard of "work:list" at ` + url + ", actions on (token set)\n"; serve.stdoutSoFar() != want {
@@ -326,7 +327,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.SendKeys(`#pause-reason`, "disk full"),
 		chromedp.SendKeys(`#pause-for`, "1h"))
 	click(t, tab, "pause with the token", pauseButton)
-	redistest.WaitFor(t, "alpha paused in Redis", func() bool {
+	poll.WaitFor(t, "alpha paused in Redis", func() bool {
 		return s.Client.HGet(ctx(t), "work:pause:alpha", "reason").Val() == "disk full"
 	})
 	if ttl := s.Client.PTTL(ctx(t), "work:pause:alpha").Val(); ttl <= 59*time.Minute || ttl > time.Hour {

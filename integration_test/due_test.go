@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/take"
 )
@@ -38,7 +39,7 @@ func (s *server) seedCooling(t *testing.T, prefix string, n int, d time.Duration
 	return items
 }
 
-// looks is how many looks (calls of internal/take's due.lua) the server has run: each reads
+// looks is how many looks (calls of internal/take's look.lua) the server has run: each reads
 // the due index once, with the one ZRANGEBYSCORE that nothing else sends.
 func (s *server) looks(t *testing.T) int {
 	return redistest.CommandStats(t, s.Client)["zrangebyscore"]
@@ -57,15 +58,15 @@ func TestIdleWorkerDoesNotReadTheList(t *testing.T) {
 	items := s.seedCooling(t, "big", 20_000, 10*time.Minute)
 	w := startW8y(t, nil, "-u", s.URL, "-k", "big", "-c", "-q", "--idle-wait", "100ms", "true")
 
-	redistest.WaitFor(t, "the worker to try the whole list", func() bool { return s.Client.Get(ctx(t), "big:untried").Val() == "0" })
+	poll.WaitFor(t, "the worker to try the whole list", func() bool { return s.Client.Get(ctx(t), "big:untried").Val() == "0" })
 	if every, left := take.SweepEvery(int64(len(items))), s.Client.PTTL(ctx(t), "big:sweep").Val(); left < every-10*time.Second || left > every {
 		t.Fatalf("the fleet's first sweep is %s away, want take.SweepEvery(20,000): %s", left, every)
 	}
 	// The pass over the head ended with a look; the next comes after it.
 	passed := s.looks(t)
-	redistest.WaitFor(t, "a look after the pass", func() bool { return s.looks(t) > passed })
+	poll.WaitFor(t, "a look after the pass", func() bool { return s.looks(t) > passed })
 	before := redistest.CommandStats(t, s.Client)
-	redistest.WaitFor(t, "five more looks", func() bool { return s.looks(t) >= before["zrangebyscore"]+5 })
+	poll.WaitFor(t, "five more looks", func() bool { return s.looks(t) >= before["zrangebyscore"]+5 })
 	after := redistest.CommandStats(t, s.Client)
 	for _, cmd := range []string{"lrange", "exists", "mget", "llen"} {
 		if cmd == "llen" || cmd == "exists" || cmd == "mget" {
@@ -172,11 +173,11 @@ redis-cli -p "$REDIS_PORT" DECR fresh:running >/dev/null`}
 		// fleet must get busy from the looks alone.
 		ps = append(ps, b.start(append([]string{"-c", "-q", "--idle-wait", "1h", "--cooldown", "1h"}, child...)...))
 	}
-	redistest.WaitFor(t, "every worker running a child", func() bool {
+	poll.WaitFor(t, "every worker running a child", func() bool {
 		return b.Client.Get(ctx(t), "fresh:most").Val() == strconv.Itoa(workers)
 	})
 	// Each counted itself before it said which item it runs.
-	redistest.WaitFor(t, "every child's item", func() bool { return b.Client.SCard(ctx(t), "fresh:ran").Val() >= workers })
+	poll.WaitFor(t, "every child's item", func() bool { return b.Client.SCard(ctx(t), "fresh:ran").Val() >= workers })
 	if n := b.Client.SCard(ctx(t), "fresh:ran").Val(); n != workers {
 		t.Errorf("%d children ran %d items, want one each", workers, n)
 	}
@@ -218,15 +219,15 @@ func TestIdlePickups(t *testing.T) {
 			t.Logf("the idle worker's log:\n%s", idle.stderrSoFar())
 		}
 	})
-	redistest.WaitFor(t, "the worker's first look", func() bool { return s.looks(t) > 0 })
+	poll.WaitFor(t, "the worker's first look", func() bool { return s.looks(t) > 0 })
 	// within waits for item's next start, which must come no later than
 	// bound after since; other items' starts meanwhile are passed over.
 	within := func(what, item string, since time.Time, bound time.Duration) run {
 		t.Helper()
 		// Other items' starts would keep the pops going: bound the wait.
-		for deadline := time.Now().Add(redistest.Timeout); ; {
+		for deadline := time.Now().Add(poll.Timeout); ; {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: %q did not start within %s", what, item, redistest.Timeout)
+				t.Fatalf("%s: %q did not start within %s", what, item, poll.Timeout)
 			}
 			r := s.popRun(t)
 			if r.cooling {
@@ -261,7 +262,7 @@ func TestIdlePickups(t *testing.T) {
 	s.Client.LRem(ctx(t), "up:list", 0, items[5])
 	s.Client.Del(ctx(t), "up:cooldown:"+items[5])
 	s.Client.ZAdd(ctx(t), "up:due", redis.Z{Score: 0, Member: items[5]})
-	redistest.WaitFor(t, "the removed item's due entry to go", func() bool {
+	poll.WaitFor(t, "the removed item's due entry to go", func() bool {
 		return s.Client.ZScore(ctx(t), "up:due", items[5]).Err() == redis.Nil
 	})
 
@@ -271,14 +272,14 @@ func TestIdlePickups(t *testing.T) {
 	idle.signal(t, syscall.SIGSTOP)
 	s.Client.RPush(ctx(t), "up:list", "held")
 	other := startW8y(t, portEnv(s), "-u", s.URL, "-k", "up", "-q", "sh", "-c", child)
-	redistest.WaitFor(t, "held to be taken", func() bool { return s.Client.Exists(ctx(t), "up:lock:held").Val() == 1 })
+	poll.WaitFor(t, "held to be taken", func() bool { return s.Client.Exists(ctx(t), "up:lock:held").Val() == 1 })
 	idle.signal(t, syscall.SIGCONT)
 	s.Client.RPush(ctx(t), "gate:held", "go")
 	released := within("released", "held", time.Now(), 3*time.Second)
 	other.wait(t).wantExit(t, 0)
 	// The idle worker runs held now, and it waits at its gate again; from
 	// then on held runs through.
-	redistest.WaitFor(t, "held to be taken again", func() bool {
+	poll.WaitFor(t, "held to be taken again", func() bool {
 		return s.Client.Exists(ctx(t), "up:lock:held").Val() == 1
 	})
 	if time.Since(released.at) > 3*time.Second {
@@ -286,7 +287,7 @@ func TestIdlePickups(t *testing.T) {
 	}
 	s.Client.Del(ctx(t), "hold:held")
 	s.Client.RPush(ctx(t), "gate:held", "go")
-	redistest.WaitFor(t, "the idle worker's run of held to end", func() bool {
+	poll.WaitFor(t, "the idle worker's run of held to end", func() bool {
 		return s.Client.Exists(ctx(t), "up:lock:held").Val() == 0
 	})
 
@@ -295,7 +296,7 @@ func TestIdlePickups(t *testing.T) {
 	idle.signal(t, syscall.SIGSTOP)
 	s.Client.RPush(ctx(t), "up:list", "doomed")
 	doomed := startW8y(t, portEnv(s), "-u", s.URL, "-k", "up", "-c", "-q", "--key-expiry", "2s", "sh", "-c", child)
-	redistest.WaitFor(t, "doomed to be taken", func() bool { return s.Client.Exists(ctx(t), "up:lock:doomed").Val() == 1 })
+	poll.WaitFor(t, "doomed to be taken", func() bool { return s.Client.Exists(ctx(t), "up:lock:doomed").Val() == 1 })
 	dead := s.Client.Get(ctx(t), "up:lock:doomed").Val()
 	idle.signal(t, syscall.SIGCONT)
 	doomed.signal(t, syscall.SIGKILL)
@@ -303,9 +304,9 @@ func TestIdlePickups(t *testing.T) {
 	// The lock is gone, or already the idle worker's: one that takes doomed
 	// as the lock expires, in a finish's look, leaves no moment without a
 	// lock for the test to see.
-	redistest.WaitFor(t, "the dead worker's lock to expire", func() bool { return s.Client.Get(ctx(t), "up:lock:doomed").Val() != dead })
+	poll.WaitFor(t, "the dead worker's lock to expire", func() bool { return s.Client.Get(ctx(t), "up:lock:doomed").Val() != dead })
 	expired := time.Now()
-	redistest.WaitFor(t, "doomed to be taken again", func() bool {
+	poll.WaitFor(t, "doomed to be taken again", func() bool {
 		holder := s.Client.Get(ctx(t), "up:lock:doomed").Val()
 		return holder != "" && holder != dead
 	})
@@ -344,7 +345,7 @@ func TestResumeMakesTheItemDue(t *testing.T) {
 	worker := s.start("-c", "-q", "--idle-wait", "30s", "sh", "-c", `redis-cli -p "$REDIS_PORT" rpush ran "$W8Y_ITEM" >/dev/null`)
 	// The worker's first pass finds p paused; the looks that follow (a
 	// script, then probes), each a ZRANGEBYSCORE, show that it is idle.
-	redistest.WaitFor(t, "the worker to pass p by and look at the due index three times", func() bool {
+	poll.WaitFor(t, "the worker to pass p by and look at the due index three times", func() bool {
 		return redistest.CommandStats(t, s.Client)["zrangebyscore"] >= start+3
 	})
 	if n := s.Client.LLen(ctx(t), "ran").Val(); n != 0 {
@@ -378,11 +379,11 @@ func TestOneSweepForTheFleet(t *testing.T) {
 	// Settled: the head tried, and no item left after the fleet's mark (four
 	// workers passing over the head at once can leave the mark short, and
 	// the looks then read what they take for appended items).
-	redistest.WaitFor(t, "the fleet to try the list", func() bool {
+	poll.WaitFor(t, "the fleet to try the list", func() bool {
 		return s.Client.Get(ctx(t), "sw:untried").Val() == "0" && s.Client.Get(ctx(t), "sw:seen").Val() == itoa(len(items))
 	})
 	before, start := redistest.CommandStats(t, s.Client), time.Now()
-	redistest.WaitFor(t, "twelve seconds of looks", func() bool {
+	poll.WaitFor(t, "twelve seconds of looks", func() bool {
 		return time.Since(start) > 12*time.Second && s.looks(t) >= before["zrangebyscore"]+4*workers
 	})
 	after, elapsed := redistest.CommandStats(t, s.Client), time.Since(start)
@@ -427,11 +428,11 @@ func TestClusterIdleLook(t *testing.T) {
 	runs := filepath.Join(t.TempDir(), "runs")
 	p := startW8y(t, nil, "--redis-cluster", "-u", c.URL, "-k", plain, "-c", "-q", "--idle-wait", "100ms",
 		"sh", "-c", `echo "$W8Y_ITEM" >> "$0"`, runs)
-	redistest.WaitFor(t, "two idle passes", func() bool { return c.commandCalls(t, "lmove") >= 2*len(items) })
+	poll.WaitFor(t, "two idle passes", func() bool { return c.commandCalls(t, "lmove") >= 2*len(items) })
 	if err := c.Client.Del(ctx(t), plain+"cooldown:b").Err(); err != nil {
 		t.Fatal(err)
 	}
-	redistest.WaitFor(t, "b taken by a pass", func() bool { return slices.Contains(lines(t, runs), "b") })
+	poll.WaitFor(t, "b taken by a pass", func() bool { return slices.Contains(lines(t, runs), "b") })
 	p.stop(t)
 	if n := c.Client.Exists(ctx(t), plain+"sweep").Val(); n != 0 {
 		t.Errorf("the per-candidate path set the sweep key")
@@ -453,12 +454,12 @@ func TestIdleBacklogs(t *testing.T) {
 
 	s.seed(t, "bulk:list", "first")
 	w := startW8y(t, nil, append([]string{"-u", s.URL, "-k", "bulk", "-c", "-q", "--cooldown", "1h", "--idle-wait", "1h"}, child...)...)
-	redistest.WaitFor(t, "the worker to go idle", func() bool { return s.Client.Exists(ctx(t), "bulk:sweep").Val() == 1 })
+	poll.WaitFor(t, "the worker to go idle", func() bool { return s.Client.Exists(ctx(t), "bulk:sweep").Val() == 1 })
 	pushed := redistest.Items(50)
 	if err := s.Client.RPush(ctx(t), "bulk:list", redistest.Values(pushed)...).Err(); err != nil {
 		t.Fatal(err)
 	}
-	redistest.WaitFor(t, "the 50 pushed items to run", ran(51))
+	poll.WaitFor(t, "the 50 pushed items to run", ran(51))
 	w.stop(t)
 	if got := lines(t, runs)[1:]; !slices.Equal(got, pushed) {
 		t.Errorf("the pushed items ran as %q, want each once, in order", got)
@@ -471,7 +472,7 @@ func TestIdleBacklogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	w = startW8y(t, nil, append([]string{"-u", s.URL, "-k", "hand", "-c", "-q", "--cooldown", "1h", "--idle-wait", "1s"}, child...)...)
-	redistest.WaitFor(t, "the worker to go idle", func() bool { return s.Client.Exists(ctx(t), "hand:sweep").Val() == 1 })
+	poll.WaitFor(t, "the worker to go idle", func() bool { return s.Client.Exists(ctx(t), "hand:sweep").Val() == 1 })
 	for _, item := range items {
 		s.Client.Del(ctx(t), "hand:cooldown:"+item)
 	}
@@ -479,9 +480,9 @@ func TestIdleBacklogs(t *testing.T) {
 	// long the last pass took (see take's sweepEvery), which a loaded machine
 	// can stretch past the test's timeout.
 	s.Client.Del(ctx(t), "hand:sweep")
-	redistest.WaitFor(t, "the first item taken by a sweep", ran(1))
+	poll.WaitFor(t, "the first item taken by a sweep", ran(1))
 	start := time.Now()
-	redistest.WaitFor(t, "the other 29 items to run", ran(30))
+	poll.WaitFor(t, "the other 29 items to run", ran(30))
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("the other 29 items took %s after the sweep that found the first: one a sweep, not passes", took.Round(time.Millisecond))
 	}
@@ -502,7 +503,7 @@ func TestLongIdleWaitStillPicksUpPromptly(t *testing.T) {
 	w := startW8y(t, portEnv(s), "-u", s.URL, "-k", "lw", "-c", "-q", "--cooldown", "1h", "--idle-wait", "1m", "sh", "-c", stamp("lw"))
 	// The first take passes over the untried list and elects a sweep (held
 	// for a minute and more); the looks after it are probes.
-	redistest.WaitFor(t, "the first sweep, then a probe", func() bool {
+	poll.WaitFor(t, "the first sweep, then a probe", func() bool {
 		return s.Client.Exists(ctx(t), "lw:sweep").Val() == 1 && s.Client.Get(ctx(t), "lw:untried").Val() == "0" && s.looks(t) > 3
 	})
 	scripts := redistest.CommandStats(t, s.Client)["evalsha"]

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/w8y/w8y/internal/doctest"
-	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/poll"
 )
 
 // capChild records each run's start and end in $DIR/log, each with the
@@ -108,7 +108,7 @@ func TestFleetMaxRunning(t *testing.T) {
 		p := b.start("-c", "--parallel", "3", "--fleet-max-running", "2", "-x", ttl.String(), "--idle-wait", "100ms", "--drain-timeout", "20s", "--", "sh", "-c", capChild)
 		workers[p.cmd.Process.Pid] = p
 	}
-	redistest.WaitFor(t, "ten runs", func() bool { return len(spans(t, dir)) >= 10 })
+	poll.WaitFor(t, "ten runs", func() bool { return len(spans(t, dir)) >= 10 })
 
 	// Kill a worker that holds a place: the holder of a lock among the
 	// places, whose lock it still holds once it is dead.
@@ -116,7 +116,7 @@ func TestFleetMaxRunning(t *testing.T) {
 	// A worker whose run ended just before it was killed holds no place,
 	// and another is killed; locks left are those of the killed.
 	killedPIDs := map[int]bool{}
-	redistest.WaitFor(t, "a worker killed while it holds a place", func() bool {
+	poll.WaitFor(t, "a worker killed while it holds a place", func() bool {
 		for _, key := range b.Client.SMembers(ctx(t), b.key("running")).Val() {
 			holder, err := b.Client.Get(ctx(t), key).Result()
 			p := workers[holderPID(holder)]
@@ -154,7 +154,7 @@ func TestFleetMaxRunning(t *testing.T) {
 		if holders[pid] == "" {
 			t.Fatalf("killed worker %d is not in the registry", pid)
 		}
-		if left := waitMarkerGone("W8Y_HOLDER="+holders[pid], redistest.Timeout); len(left) > 0 {
+		if left := waitMarkerGone("W8Y_HOLDER="+holders[pid], poll.Timeout); len(left) > 0 {
 			t.Fatalf("processes %v outlived killed worker %d", left, pid)
 		}
 	}
@@ -189,7 +189,7 @@ func TestFleetMaxRunning(t *testing.T) {
 	// When does its first lock expire? Its last TTL, read just before it
 	// went.
 	expires := int64(0)
-	redistest.WaitFor(t, "the dead worker's first lock to expire", func() bool {
+	poll.WaitFor(t, "the dead worker's first lock to expire", func() bool {
 		for _, lock := range locks {
 			now := time.Now()
 			left, err := b.Client.PTTL(ctx(t), lock).Result()
@@ -209,7 +209,7 @@ func TestFleetMaxRunning(t *testing.T) {
 	// children wrote no end: they ended when they were found gone, and
 	// must not count as running (with two workers killed, they alone would
 	// make three at once).
-	redistest.WaitFor(t, "two children at once after the expiry", func() bool {
+	poll.WaitFor(t, "two children at once after the expiry", func() bool {
 		now := spans(t, dir)
 		for _, pid := range children {
 			now[pid].end = childrenGone
@@ -247,7 +247,7 @@ func TestFleetMaxRunning(t *testing.T) {
 			t.Errorf("%s is held by %s, which drained", key, holder)
 		}
 	}
-	redistest.WaitFor(t, "the killed workers' locks to expire", func() bool { return len(b.keys(t, b.key("lock:*"))) == 0 })
+	poll.WaitFor(t, "the killed workers' locks to expire", func() bool { return len(b.keys(t, b.key("lock:*"))) == 0 })
 	if status := b.ctl("status"); !strings.Contains(status.Stdout, "0 of 2 in use (--fleet-max-running)") {
 		t.Errorf("status after the drain: %s", status)
 	}
@@ -282,10 +282,10 @@ func TestFleetMaxRunningExample(t *testing.T) {
 	for range 3 {
 		hosts = append(hosts, startW8y(t, b.env, append([]string{"-u", b.URL, "--drain-timeout", "20s"}, line...)...))
 	}
-	redistest.WaitFor(t, "two exports at once", func() bool { return mostAtOnce(spans(t, dir), 0, time.Now().UnixNano()) == 2 })
+	poll.WaitFor(t, "two exports at once", func() bool { return mostAtOnce(spans(t, dir), 0, time.Now().UnixNano()) == 2 })
 	// The three hosts registered as live workers (each does as it starts,
 	// which a loaded machine may not have got to yet).
-	redistest.WaitFor(t, "three live workers", func() bool {
+	poll.WaitFor(t, "three live workers", func() bool {
 		return b.Client.ZCard(ctx(t), b.key("workers")).Val() == 3
 	})
 	r := runCtl(t, nil, append([]string{"-u", b.URL}, statusLine...)...)
@@ -310,7 +310,7 @@ func TestFleetMaxRunningItem(t *testing.T) {
 	b.items("a")
 	worker := b.start("-c", "--fleet-max-running", "1", "--cooldown", "1h", "--", "sh", "-c",
 		`: >"$DIR/$W8Y_ITEM"; until [ -e "$DIR/go" ]; do sleep 0.05; done`)
-	redistest.WaitFor(t, "the fleet's run of a", func() bool {
+	poll.WaitFor(t, "the fleet's run of a", func() bool {
 		_, err := os.Stat(filepath.Join(dir, "a"))
 		return err == nil
 	})
@@ -321,7 +321,7 @@ func TestFleetMaxRunningItem(t *testing.T) {
 		t.Error("--item ran without a place")
 	}
 	waiting := b.start("--item", "x", "--fleet-max-running", "1", "--wait", "60s", "--", "sh", "-c", `: >"$DIR/$W8Y_ITEM"`)
-	redistest.WaitFor(t, "--item to wait for a place", func() bool {
+	poll.WaitFor(t, "--item to wait for a place", func() bool {
 		return strings.Contains(waiting.stderrSoFar(), "every place of --fleet-max-running is in use: waiting for it (--wait)")
 	})
 	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {

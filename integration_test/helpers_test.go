@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -210,9 +211,9 @@ func (b *bundle) noTrace(item string) {
 	}
 }
 
-// ctx returns a context bounded by redistest.Timeout.
+// ctx returns a context bounded by poll.Timeout.
 func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), redistest.Timeout)
+	c, cancel := context.WithTimeout(context.Background(), poll.Timeout)
 	t.Cleanup(cancel)
 	return c
 }
@@ -256,7 +257,7 @@ func (s *server) noLocks(t *testing.T, prefix string) {
 // what they do, and returns what it pushed first.
 func (s *server) pop(t *testing.T, list string) string {
 	t.Helper()
-	got, err := s.Client.BLPop(ctx(t), redistest.Timeout, list).Result()
+	got, err := s.Client.BLPop(ctx(t), poll.Timeout, list).Result()
 	if err != nil {
 		t.Fatalf("no child pushed to %q: %v", list, err)
 	}
@@ -402,9 +403,9 @@ func (p *proc) wait(t *testing.T) result {
 	t.Helper()
 	select {
 	case <-p.done:
-	case <-time.After(redistest.Timeout):
+	case <-time.After(poll.Timeout):
 		p.kill()
-		t.Fatalf("w8y did not exit within %s; stderr:\n%s", redistest.Timeout, p.stderr.String())
+		t.Fatalf("w8y did not exit within %s; stderr:\n%s", poll.Timeout, p.stderr.String())
 	}
 	return result{Code: p.cmd.ProcessState.ExitCode(), Stdout: p.stdout.String(), Stderr: p.stderr.String(), run: p.run}
 }
@@ -419,7 +420,7 @@ func (p *proc) kill() {
 	_ = p.cmd.Process.Kill()
 	// Dead, not only signalled (a zombie or reaped), before its children
 	// go; Wait waits for them too, when they hold its output open.
-	redistest.Poll(redistest.Timeout, func() bool { return !stillRuns(pid) })
+	poll.Poll(poll.Timeout, func() bool { return !stillRuns(pid) })
 	for _, child := range children {
 		_ = syscall.Kill(-child, syscall.SIGKILL)
 	}
@@ -492,14 +493,14 @@ func oneLineOf(t *testing.T, name, stderr, want string) {
 // a parent that is not this test) and fails the test if it still runs.
 func processGone(t *testing.T, pid int) {
 	t.Helper()
-	gone := redistest.Poll(redistest.Timeout, func() bool { return !stillRuns(pid) })
+	gone := poll.Poll(poll.Timeout, func() bool { return !stillRuns(pid) })
 	if !gone {
 		// The state, parent and process group say who should have ended
 		// it: the guard kills by group and by W8Y_HOLDER.
 		last, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 		t.Fatalf("process %d still runs after %s: stat %q; W8Y_HOLDER in its environment: %v",
-			pid, redistest.Timeout, last, bytes.Contains(environ, []byte("W8Y_HOLDER=")))
+			pid, poll.Timeout, last, bytes.Contains(environ, []byte("W8Y_HOLDER=")))
 	}
 }
 

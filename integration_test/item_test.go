@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/poll"
 )
 
 // countingChild counts itself in "running" while it runs and records the
@@ -76,7 +76,7 @@ func TestItemWaitsForTheFleet(t *testing.T) {
 		t.Fatalf("the fleet started %q", got)
 	}
 	one := s.start("--item", "a", "--wait", "1m", "sh", "-c", countingChild, "sh", "item")
-	redistest.WaitFor(t, "--item to wait for the lock", func() bool {
+	poll.WaitFor(t, "--item to wait for the lock", func() bool {
 		return strings.Contains(one.stderrSoFar(), "waiting for it")
 	})
 	s.Client.RPush(ctx(t), "go", "1")

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/w8y/w8y/internal/doctest"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -294,7 +295,7 @@ func TestKubernetesSidecar(t *testing.T) {
 	if e := next("two"); e != "start two true" {
 		t.Fatalf("the application heard %q", e)
 	}
-	redistest.WaitFor(t, "one's run to be recorded", func() bool { return s.stateOf(t, "sync", "one")["last_result"] == "success" })
+	poll.WaitFor(t, "one's run to be recorded", func() bool { return s.stateOf(t, "sync", "one")["last_result"] == "success" })
 
 	// The lock is lost while the application works on two: w8y stops the
 	// child, and the request is cancelled.
@@ -302,7 +303,7 @@ func TestKubernetesSidecar(t *testing.T) {
 	if e := next("two"); e != "cancelled two" {
 		t.Errorf("after the lock was lost, the application heard %q", e)
 	}
-	redistest.WaitFor(t, "two's run to end as lock_lost", func() bool { return s.stateOf(t, "sync", "two")["last_result"] == "lock_lost" })
+	poll.WaitFor(t, "two's run to end as lock_lost", func() bool { return s.stateOf(t, "sync", "two")["last_result"] == "lock_lost" })
 
 	// The lock is lost just as the application is done with three: it keeps
 	// nothing, whether the cancellation or its own check comes first; the
@@ -315,7 +316,7 @@ func TestKubernetesSidecar(t *testing.T) {
 	if e := next("three"); e != "cancelled three" && e != "discarded three" {
 		t.Errorf("after the lock was lost, the application heard %q", e)
 	}
-	redistest.WaitFor(t, "three to back off", func() bool { return s.Client.Exists(ctx(t), "sync:backoff:three").Val() == 1 })
+	poll.WaitFor(t, "three to back off", func() bool { return s.Client.Exists(ctx(t), "sync:backoff:three").Val() == 1 })
 
 	p.stop(t)
 	for len(events) > 0 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/take"
 )
@@ -69,7 +70,7 @@ func livenessCases() []livenessCase {
 		}},
 		{name: "the lock of a holder that died", fresh: true, hold: func(t *testing.T, b *bundle) (string, time.Time) {
 			p := b.start("--item", "b", "-x", "2", "-q", "sleep", "100")
-			redistest.WaitFor(t, "b's lock", func() bool { return b.Client.Exists(ctx(t), b.key("lock:b")).Val() == 1 })
+			poll.WaitFor(t, "b's lock", func() bool { return b.Client.Exists(ctx(t), b.key("lock:b")).Val() == 1 })
 			p.signal(t, syscall.SIGKILL)
 			p.wait(t)
 			return "b", time.Now().Add(b.Client.PTTL(ctx(t), b.key("lock:b")).Val())
@@ -246,7 +247,7 @@ func TestFairness(t *testing.T) {
 				return out
 			}
 			// Until the least-run item has run 10 times, or 20 seconds.
-			redistest.Poll(20*time.Second, func() bool {
+			poll.Poll(20*time.Second, func() bool {
 				for _, n := range runs() {
 					if n < 10 {
 						return false

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/w8y/w8y/internal/doctest"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -68,7 +69,7 @@ func TestLockIsRefreshed(t *testing.T) {
 	// Wait for three refreshes by watching the lock's TTL rise: each PEXPIRE
 	// resets it to 1s, so a rise means a refresh.
 	refreshes, last := 0, int64(1<<62)
-	redistest.WaitFor(t, "three refreshes", func() bool {
+	poll.WaitFor(t, "three refreshes", func() bool {
 		ttl, err := s.Client.PTTL(ctx(t), s.key("lock:a")).Result()
 		if err != nil || ttl <= 0 {
 			t.Fatalf("the lock expired or vanished (TTL %s, %v) while its child ran", ttl, err)
@@ -192,7 +193,7 @@ func TestLateTakeStartsWithAWholeLease(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Client.Do(ctx(t), "CLIENT", "UNPAUSE") })
 	p := s.start(append([]string{"-x", ttl.String()}, report(":", "sleep 1.5")...)...)
-	redistest.WaitFor(t, "w8y's take to wait on Redis", func() bool {
+	poll.WaitFor(t, "w8y's take to wait on Redis", func() bool {
 		clients, _ := s.Client.ClientList(ctx(t)).Result()
 		return strings.Contains(clients, "flags=b") && strings.Contains(clients, "cmd=evalsha")
 	})
@@ -225,7 +226,7 @@ func TestFence(t *testing.T) {
 	for range 3 {
 		workers = append(workers, s.start("-c", "-q", "--cooldown", "100ms", "--idle-wait", "50ms", "sh", "-c", child))
 	}
-	redistest.WaitFor(t, "30 runs", func() bool { return s.Client.LLen(ctx(t), "fences").Val() >= 30 })
+	poll.WaitFor(t, "30 runs", func() bool { return s.Client.LLen(ctx(t), "fences").Val() >= 30 })
 	drain(t, workers)
 
 	// The starts, in the order of the takes.

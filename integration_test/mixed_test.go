@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/registry"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -73,7 +73,7 @@ func TestMixedVersions(t *testing.T) {
 	announced := func(w *proc) {
 		t.Helper()
 		pid := w.cmd.Process.Pid
-		redistest.WaitFor(t, fmt.Sprintf("worker %d to announce itself", pid), func() bool {
+		poll.WaitFor(t, fmt.Sprintf("worker %d to announce itself", pid), func() bool {
 			entries, err := registry.Read(ctx(t), s.Client, schema.Keys{Prefix: "mix:"})
 			return err == nil && slices.ContainsFunc(entries, func(e registry.Entry) bool { return e.PID == pid })
 		})
@@ -89,7 +89,7 @@ func TestMixedVersions(t *testing.T) {
 		pids = append(pids, w.cmd.Process.Pid)
 	}
 	slices.Sort(pids)
-	redistest.WaitFor(t, "w8yctl workers to list the four workers of both versions", func() bool {
+	poll.WaitFor(t, "w8yctl workers to list the four workers of both versions", func() bool {
 		r := runCtl(t, nil, "-u", s.URL, "-k", "mix", "workers", "--json")
 		var entries []struct {
 			PID int `json:"pid"`

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/w8y/w8y/internal/doctest"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -191,7 +192,7 @@ func TestReplicaAsURL(t *testing.T) {
 	primary := setup(t, "rep")
 	primary.items("a")
 	replica := startRedis(t, redistest.Args("--replicaof", "127.0.0.1", itoa(primary.Port)))
-	redistest.WaitFor(t, "the replica to have the list", func() bool {
+	poll.WaitFor(t, "the replica to have the list", func() bool {
 		return replica.Client.LLen(ctx(t), "rep:list").Val() == 1
 	})
 	for _, mode := range [][]string{{"true"}, {"-c", "true"}} {
@@ -218,7 +219,7 @@ func TestEvictionsLogged(t *testing.T) {
 	b.policy(t, "8mb", "volatile-lru")
 	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	p := b.start("--allow-eviction", "-c", "--cooldown", "1h", "--metrics-addr", addr, "true")
-	redistest.WaitFor(t, "the worker to run a", func() bool {
+	poll.WaitFor(t, "the worker to run a", func() bool {
 		return b.Client.HGet(ctx(t), b.key("state:a"), "runs").Val() == "1"
 	})
 	// The metrics say so, for the alert W8yRedisMayEvict.
@@ -228,14 +229,14 @@ func TestEvictionsLogged(t *testing.T) {
 	// An application's cache keys beyond maxmemory, each with an expiry:
 	// Redis evicts among the keys with one to make room.
 	value := strings.Repeat("x", 16<<10)
-	redistest.WaitFor(t, "Redis to evict keys", func() bool {
+	poll.WaitFor(t, "Redis to evict keys", func() bool {
 		for i := range 256 {
 			b.Client.Set(ctx(t), "cache:"+strconv.Itoa(i)+":"+strconv.FormatInt(time.Now().UnixNano(), 36), value, time.Hour)
 		}
 		n, _ := strconv.Atoi(redistest.Info(t, b.Client, "stats")["evicted_keys"])
 		return n > 0
 	})
-	redistest.WaitFor(t, "the worker to log the evictions", func() bool {
+	poll.WaitFor(t, "the worker to log the evictions", func() bool {
 		return strings.Contains(p.stderrSoFar(), "Redis evicted")
 	})
 	p.stop(t)
@@ -249,11 +250,11 @@ func TestEvictionCheckedOnReconnect(t *testing.T) {
 	b := setup(t, "evre")
 	b.items("a")
 	p := b.start("-c", "--cooldown", "1h", "true")
-	redistest.WaitFor(t, "the worker to run a", func() bool {
+	poll.WaitFor(t, "the worker to run a", func() bool {
 		return b.Client.HGet(ctx(t), b.key("state:a"), "runs").Val() == "1"
 	})
 	b.ShutDown(t)
-	redistest.WaitFor(t, "the worker to meet the outage", func() bool {
+	poll.WaitFor(t, "the worker to meet the outage", func() bool {
 		return strings.Contains(p.stderrSoFar(), "retrying in")
 	})
 	b.RestartWith(t, redistest.Args("--maxmemory", "64mb", "--maxmemory-policy", "volatile-lru"))

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -98,10 +99,10 @@ func TestCtlOneRuleForEveryVerb(t *testing.T) {
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	serve := startCtl(t, nil, s.at("serve", "--addr", addr)...)
-	redistest.WaitFor(t, "serve to warn of the missing list", func() bool {
+	poll.WaitFor(t, "serve to warn of the missing list", func() bool {
 		return strings.Contains(serve.stderrSoFar(), "WRN "+noListLine)
 	})
-	redistest.WaitFor(t, "serve to serve all the same", func() bool { return strings.Contains(serve.stdoutSoFar(), "serving the dashboard") })
+	poll.WaitFor(t, "serve to serve all the same", func() bool { return strings.Contains(serve.stdoutSoFar(), "serving the dashboard") })
 	serve.signal(t, syscall.SIGTERM)
 	serve.wait(t).wantExit(t, 0)
 }
@@ -117,14 +118,14 @@ func TestCtlRunNowSaysWhatHappens(t *testing.T) {
 	r.wantExit(t, 0)
 	r.wantStdout(t, `"a" is due now, but no worker is live under "rns:": the next worker to start takes it (the next run of a cron job, say)`+"\n")
 	w := s.start("-c", "-q", "--cooldown", "1h", "true")
-	redistest.WaitFor(t, "the worker's entry", func() bool { return s.Client.ZCard(ctx(t), s.key("workers")).Val() == 1 })
-	redistest.WaitFor(t, "both items to cool down", func() bool {
+	poll.WaitFor(t, "the worker's entry", func() bool { return s.Client.ZCard(ctx(t), s.key("workers")).Val() == 1 })
+	poll.WaitFor(t, "both items to cool down", func() bool {
 		return s.Client.Exists(ctx(t), s.key("cooldown:a"), s.key("cooldown:b")).Val() == 2
 	})
 	r = s.ctl("run-now", "b")
 	r.wantExit(t, 0)
 	r.wantStdout(t, `"b" is due now: an idle worker takes it within a second (1 worker live)`+"\n")
-	redistest.WaitFor(t, "b to run again", func() bool {
+	poll.WaitFor(t, "b to run again", func() bool {
 		return s.Client.HGet(ctx(t), s.key("state:b"), "runs").Val() == "2"
 	})
 	w.stop(t)

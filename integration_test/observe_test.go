@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -349,7 +350,7 @@ func TestStatusOfWhatCannotRun(t *testing.T) {
 	}
 	// A watch says so, and waits for the list.
 	watch := startW8y(t, nil, "--status", "--watch=100ms", "-u", s.URL, "-k", "wrok")
-	redistest.WaitFor(t, "the watch to say the list is missing", func() bool { return strings.Contains(watch.stdoutSoFar(), missing) })
+	poll.WaitFor(t, "the watch to say the list is missing", func() bool { return strings.Contains(watch.stdoutSoFar(), missing) })
 	watch.stop(t)
 
 	s.seed(t, "odd:list", "hashed", "", "fine")
@@ -408,7 +409,7 @@ func TestStatusWatchTable(t *testing.T) {
 	s.items("a")
 	p := startW8y(t, nil, "--status", "--watch=100ms", "-u", s.URL, "-k", "swt")
 	turn := regexp.MustCompile(`(?m)^swt:list at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \(every 100ms\)\nswt:list: 1 items\n`)
-	redistest.WaitFor(t, "three turns", func() bool { return len(turn.FindAllString(p.stdoutSoFar(), -1)) >= 3 })
+	poll.WaitFor(t, "three turns", func() bool { return len(turn.FindAllString(p.stdoutSoFar(), -1)) >= 3 })
 	p.signal(t, syscall.SIGTERM)
 	r := p.wait(t)
 	r.wantExit(t, 0)
@@ -424,9 +425,9 @@ func TestStatusWatch(t *testing.T) {
 	s.items("a")
 	p := startW8y(t, nil, "--status", "--json", "--watch=100ms", "-u", s.URL, "-k", "sw")
 	// Each refresh is one document; wait for a change to show up.
-	redistest.WaitFor(t, "the status", func() bool { return strings.Contains(p.stdoutSoFar(), `"item":"a"`) })
+	poll.WaitFor(t, "the status", func() bool { return strings.Contains(p.stdoutSoFar(), `"item":"a"`) })
 	s.Client.RPush(ctx(t), s.key("list"), "later")
-	redistest.WaitFor(t, "the watch to refresh", func() bool { return strings.Contains(p.stdoutSoFar(), `"item":"later"`) })
+	poll.WaitFor(t, "the watch to refresh", func() bool { return strings.Contains(p.stdoutSoFar(), `"item":"later"`) })
 	p.signal(t, syscall.SIGINT)
 	r := p.wait(t)
 	r.wantExit(t, 0)
@@ -504,7 +505,7 @@ exit "$code"`
 	// c times out after 3s; then the list is empty and the worker idles.
 	url := "http://" + addr + "/metrics"
 	var m map[string]float64
-	if !redistest.Poll(redistest.Timeout, func() bool { m = scrape(t, url); return m["w8y_idle_passes_total"] >= 2 }) {
+	if !poll.Poll(poll.Timeout, func() bool { m = scrape(t, url); return m["w8y_idle_passes_total"] >= 2 }) {
 		t.Fatalf("no idle passes: %v", m)
 	}
 	want := map[string]float64{
@@ -564,7 +565,7 @@ func waitHealth(t *testing.T, url string, code int) string {
 	t.Helper()
 	var got int
 	var body string
-	if !redistest.Poll(redistest.Timeout, func() bool { got, body = health(url); return got == code }) {
+	if !poll.Poll(poll.Timeout, func() bool { got, body = health(url); return got == code }) {
 		t.Fatalf("/healthz answers %d %q, want %d", got, body, code)
 	}
 	return body

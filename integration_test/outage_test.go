@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -31,7 +32,7 @@ func TestRestartDuringARun(t *testing.T) {
 	b.items("a")
 	for i := range 3 {
 		p := b.start("-x", "5", "--", "sh", "-c", "sleep 5")
-		redistest.WaitFor(t, "the lock of a", func() bool { return b.Client.Exists(ctx(t), b.key("lock:a")).Val() == 1 })
+		poll.WaitFor(t, "the lock of a", func() bool { return b.Client.Exists(ctx(t), b.key("lock:a")).Val() == 1 })
 		// The outage's timing is the scenario itself, not a wait for a
 		// state: these sleeps make the outage that the issue measured.
 		time.Sleep(time.Second)
@@ -45,7 +46,7 @@ func TestRestartDuringARun(t *testing.T) {
 		// that or just after: the lock's PTTL rises again, and tells when.
 		back := time.Now()
 		var refreshed time.Time
-		redistest.WaitFor(t, "a refresh of a's lock", func() bool {
+		poll.WaitFor(t, "a refresh of a's lock", func() bool {
 			left := pttl()
 			refreshed = time.Now().Add(left - 5*time.Second)
 			return left > before
@@ -87,7 +88,7 @@ func TestIdleWorkersBackWithinASecond(t *testing.T) {
 	for range items {
 		b.popStarted(t)
 	}
-	redistest.WaitFor(t, "the three runs to end", func() bool {
+	poll.WaitFor(t, "the three runs to end", func() bool {
 		for _, item := range items {
 			if b.stateOf(t, "idle", item)["last_result"] != "success" {
 				return false
@@ -199,7 +200,7 @@ func TestRestartsDuringRuns(t *testing.T) {
 		// with no child under it. So the holder's worker must have started
 		// the item's child and not yet finished it.
 		var slow, holder string
-		redistest.WaitFor(t, "a slow item's child to run", func() bool {
+		poll.WaitFor(t, "a slow item's child to run", func() bool {
 			for _, item := range []string{"e-slow", "f-slow"} {
 				if v, err := b.Client.Get(ctx(t), b.key("lock:"+item)).Result(); err == nil && runsUnder(workers, v, item) {
 					slow, holder = item, v
@@ -212,14 +213,14 @@ func TestRestartsDuringRuns(t *testing.T) {
 		b.ShutDown(t)
 		time.Sleep(time.Second) // the outage itself, not a wait for a state
 		b.Restart(t)
-		redistest.WaitFor(t, fmt.Sprintf("the run of %s under restart %d to end", slow, i+1), func() bool {
+		poll.WaitFor(t, fmt.Sprintf("the run of %s under restart %d to end", slow, i+1), func() bool {
 			v, err := b.Client.Get(ctx(t), b.key("lock:"+slow)).Result()
 			return errors.Is(err, redis.Nil) || err == nil && v != holder
 		})
 		if st := b.stateOf(t, "rr", slow); st["last_result"] != "success" {
 			t.Errorf("restart %d: the run of %s ended as %q, want success", i+1, slow, st["last_result"])
 		}
-		redistest.WaitFor(t, fmt.Sprintf("ten runs after restart %d", i+1), func() bool { return len(lines(t, dir+"/runs")) >= runs+10 })
+		poll.WaitFor(t, fmt.Sprintf("ten runs after restart %d", i+1), func() bool { return len(lines(t, dir+"/runs")) >= runs+10 })
 	}
 	drain(t, workers)
 	noOverlaps(t, dir)
@@ -235,7 +236,7 @@ func TestRestartsDuringRuns(t *testing.T) {
 	}
 	// A run that ended while Redis was down could not release its lock,
 	// which expires by itself (-x 9); no lock outlives that.
-	redistest.WaitFor(t, "every lock to be released or to expire", func() bool { return len(b.keys(t, b.key("lock:*"))) == 0 })
+	poll.WaitFor(t, "every lock to be released or to expire", func() bool { return len(b.keys(t, b.key("lock:*"))) == 0 })
 }
 
 // runsUnder reports whether the worker whose lock token is holder has
@@ -304,12 +305,12 @@ func TestFailoversDuringRuns(t *testing.T) {
 	}
 	for i := range 3 {
 		started := slowRuns()
-		redistest.WaitFor(t, fmt.Sprintf("a slow run to start before failover %d", i+1), func() bool { return slowRuns() > started })
+		poll.WaitFor(t, fmt.Sprintf("a slow run to start before failover %d", i+1), func() bool { return slowRuns() > started })
 		asked := time.Now()
 		g.Failover(t)
 		whole := time.Now()
 		runs := len(lines(t, dir+"/runs"))
-		redistest.WaitFor(t, fmt.Sprintf("ten runs after failover %d", i+1), func() bool { return len(lines(t, dir+"/runs")) >= runs+10 })
+		poll.WaitFor(t, fmt.Sprintf("ten runs after failover %d", i+1), func() bool { return len(lines(t, dir+"/runs")) >= runs+10 })
 		t.Logf("failover %d: the group was whole again %s after SENTINEL FAILOVER; ten more runs started within %s of that",
 			i+1, whole.Sub(asked).Round(time.Millisecond), time.Since(whole).Round(time.Millisecond))
 	}
@@ -338,7 +339,7 @@ func TestFailoversDuringRuns(t *testing.T) {
 	// switch is lost with it: its lock, which the new primary has, expires
 	// by itself (-x 20). No lock outlives that.
 	t.Logf("locks left after the drain, whose ends were lost with an old primary: %q", primary.keys(t, "fr:lock:*"))
-	if !redistest.Poll(2*redistest.Timeout, func() bool { return len(primary.keys(t, "fr:lock:*")) == 0 }) {
-		t.Errorf("locks left %s after the workers drained: %q", 2*redistest.Timeout, primary.keys(t, "fr:lock:*"))
+	if !poll.Poll(2*poll.Timeout, func() bool { return len(primary.keys(t, "fr:lock:*")) == 0 }) {
+		t.Errorf("locks left %s after the workers drained: %q", 2*poll.Timeout, primary.keys(t, "fr:lock:*"))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -58,7 +59,7 @@ func TestKeepOutputUnbuffered(t *testing.T) {
 	s.env = append(s.env, "DIR="+dir)
 	p := s.start("-q", "--keep-output", "10", "sh", "-c", `printf partial; `+started+`; while [ ! -e "$DIR/gate" ]; do sleep 0.01; done; printf ' and more'`)
 	s.popStarted(t)
-	redistest.WaitFor(t, "the child's first bytes", func() bool { return p.stdoutSoFar() == "partial" })
+	poll.WaitFor(t, "the child's first bytes", func() bool { return p.stdoutSoFar() == "partial" })
 	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}

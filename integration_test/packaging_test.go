@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/w8y/w8y/internal/doctest"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -273,7 +274,7 @@ esac`
 		image, "--continuous", "--idle-wait", "100ms", "--", "sh", "-c", child)
 	t.Cleanup(func() { _ = exec.Command("bash", "../scripts/podman.sh", "rm", "--force", name).Run() })
 
-	redistest.WaitFor(t, "the second item to run", func() bool {
+	poll.WaitFor(t, "the second item to run", func() bool {
 		return s.Client.Exists(ctx(t), "img:lock:long").Val() == 1
 	})
 	if got := s.stateOf(t, "img", "orphaning")["last_result"]; got != "success" {
@@ -299,7 +300,7 @@ esac`
 
 	// The orphan is w8y's child now; once it dies, w8y reaps it.
 	orphan := 0
-	redistest.WaitFor(t, "the orphan among w8y's children", func() bool {
+	poll.WaitFor(t, "the orphan among w8y's children", func() bool {
 		for _, child := range childrenOf(atoi(t, pid)) {
 			if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child)); bytes.Equal(cmdline, []byte("sleep\x001001\x00")) {
 				orphan = child
@@ -310,7 +311,7 @@ esac`
 	if err := exec.Command("kill", "-KILL", strconv.Itoa(orphan)).Run(); err != nil {
 		t.Fatal(err)
 	}
-	redistest.WaitFor(t, "the orphan to be reaped", func() bool {
+	poll.WaitFor(t, "the orphan to be reaped", func() bool {
 		_, err := os.Stat(fmt.Sprintf("/proc/%d", orphan))
 		return os.IsNotExist(err)
 	})
@@ -365,13 +366,13 @@ func containerDrain(t *testing.T, s *server, image, name string) {
 		"-v", shared+":/shared", "-e", "W8Y_REDIS_URL="+s.URL, "-e", "W8Y_KEY_PREFIX=drain", "-e", "W8Y_DRAIN_TIMEOUT=90s",
 		image, "--continuous", "--", "sh", "-c", child)
 	t.Cleanup(func() { _ = exec.Command("bash", "../scripts/podman.sh", "rm", "--force", name).Run() })
-	redistest.WaitFor(t, "the first item to run", func() bool {
+	poll.WaitFor(t, "the first item to run", func() bool {
 		_, err := os.Stat(filepath.Join(shared, "long"))
 		return err == nil
 	})
 	// podman stop sends SIGTERM to PID 1, and SIGKILL only after --time.
 	stop := startCommand(t, nil, "bash", "../scripts/podman.sh", "stop", "--time", "120", name)
-	redistest.WaitFor(t, "w8y to drain", func() bool { return strings.Contains(run.stderrSoFar(), "draining: the running children may finish") })
+	poll.WaitFor(t, "w8y to drain", func() bool { return strings.Contains(run.stderrSoFar(), "draining: the running children may finish") })
 	if err := os.WriteFile(filepath.Join(shared, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

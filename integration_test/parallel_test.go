@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -70,7 +71,7 @@ func TestParallelOneShotExitsAsTheFirstFailure(t *testing.T) {
 	}
 	s.Client.RPush(ctx(t), "gate:a", 0)
 	s.Client.RPush(ctx(t), "gate:c", 7)
-	redistest.WaitFor(t, "c has finished", func() bool { return s.Client.Exists(ctx(t), s.key("lock:c")).Val() == 0 })
+	poll.WaitFor(t, "c has finished", func() bool { return s.Client.Exists(ctx(t), s.key("lock:c")).Val() == 0 })
 	s.Client.RPush(ctx(t), "gate:b", 5)
 	p.wait(t).wantExit(t, 7) // the code of c, which failed first in time
 	s.noLocks()
@@ -135,7 +136,7 @@ func TestParallelSignalsReachEveryChild(t *testing.T) {
 	if !slices.Equal(termed, []string{"a", "b", "c"}) {
 		t.Errorf("SIGTERM reached %q, want a b c", termed)
 	}
-	redistest.WaitFor(t, "a and b have finished", func() bool {
+	poll.WaitFor(t, "a and b have finished", func() bool {
 		return s.Client.Exists(ctx(t), s.key("lock:a"), s.key("lock:b")).Val() == 0
 	})
 	p.signal(t, syscall.SIGTERM)
@@ -158,7 +159,7 @@ func TestMaxRuntime(t *testing.T) {
 	began := time.Now()
 	p := s.start("-c", "--parallel", "2", "--max-runtime", "1s", "--idle-wait", "20ms",
 		"sh", "-c", `case "$W8Y_ITEM" in a) redis-cli -p "$REDIS_PORT" blpop gate:a 30 >/dev/null;; *) sleep 0.05;; esac`)
-	redistest.WaitFor(t, "w8y logs the end of its runtime", func() bool {
+	poll.WaitFor(t, "w8y logs the end of its runtime", func() bool {
 		return strings.Contains(p.stderrSoFar(), "--max-runtime reached")
 	})
 	if took := time.Since(began); took < time.Second {
@@ -240,7 +241,7 @@ func TestParallelRunsAreRecordedAndShown(t *testing.T) {
 			}
 			return true
 		}
-		if !redistest.Poll(redistest.Timeout, shown) {
+		if !poll.Poll(poll.Timeout, shown) {
 			t.Fatalf("metrics %v, want %v", m, want)
 		}
 	}
@@ -258,7 +259,7 @@ func TestParallelRunsAreRecordedAndShown(t *testing.T) {
 		"w8y_children_running": 2, "w8y_items_started_total": 4,
 		`w8y_items_finished_total{result="success"}`: 1, `w8y_items_finished_total{result="failure"}`: 1,
 	})
-	redistest.WaitFor(t, "the --max-items line", func() bool { return strings.Contains(p.stderrSoFar(), "--max-items reached") })
+	poll.WaitFor(t, "the --max-items line", func() bool { return strings.Contains(p.stderrSoFar(), "--max-items reached") })
 	// Draining is progress: the worker is alive while its children run.
 	waitHealth(t, healthz, http.StatusOK)
 

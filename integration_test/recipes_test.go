@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/doctest"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -124,7 +125,7 @@ func TestSystemdUnitKeepsGoing(t *testing.T) {
 	p := startCommand(t, append(environ, "DIR="+dir), argv[0], argv[1:]...)
 	// The child records its run as it starts, and the failure is counted
 	// only as the run ends: wait for the count too.
-	redistest.WaitFor(t, "the failing item to fail three times, and the others to run again", func() bool {
+	poll.WaitFor(t, "the failing item to fail three times, and the others to run again", func() bool {
 		runs := map[string]int{}
 		for _, item := range lines(t, dir+"/runs") {
 			runs[item]++
@@ -200,7 +201,7 @@ func TestSchedulingOperatorCommands(t *testing.T) {
 		workers = append(workers, startW8y(t, nil, "-u", s.URL, "-k", "work", "-c", "-q", "--cooldown", "1h", "--idle-wait", "1h",
 			"sh", "-c", `echo "$W8Y_ITEM" >> "$0"`, runs))
 	}
-	redistest.WaitFor(t, "the workers to go idle", func() bool { return s.Client.Exists(ctx(t), "work:sweep").Val() == 1 })
+	poll.WaitFor(t, "the workers to go idle", func() bool { return s.Client.Exists(ctx(t), "work:sweep").Val() == 1 })
 
 	sh := func(lines []string) string {
 		t.Helper()
@@ -212,7 +213,7 @@ func TestSchedulingOperatorCommands(t *testing.T) {
 	}
 	start := time.Now()
 	sh(runNow)
-	redistest.WaitFor(t, "report-42 to run", func() bool { return slices.Equal(lines(t, runs), []string{"report-42"}) })
+	poll.WaitFor(t, "report-42 to run", func() bool { return slices.Equal(lines(t, runs), []string{"report-42"}) })
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("report-42 ran %s after the scheduling page's \"run it now\", want about a second at most", took.Round(time.Millisecond))
 	}
@@ -225,7 +226,7 @@ func TestSchedulingOperatorCommands(t *testing.T) {
 	if err := s.Client.ZAdd(ctx(t), "work:due", redis.Z{Score: 0, Member: "report-42"}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	redistest.WaitFor(t, "a look to move the paused item's due entry to the pause's end", func() bool {
+	poll.WaitFor(t, "a look to move the paused item's due entry to the pause's end", func() bool {
 		due, err := s.Client.ZScore(ctx(t), "work:due", "report-42").Result()
 		return err == nil && due > float64(time.Now().Add(59*time.Minute).UnixMilli())
 	})

@@ -51,7 +51,7 @@ func TestScanLongList(t *testing.T) {
 	// The scan ran on the server: no LMOVE came from w8y, and each batch
 	// rotated the list once.
 	if stats, calls := redistest.CommandStats(t, s.Client), takeCalls(free+1); stats["lmove"] != 0 || stats["rpush"] != calls {
-		t.Errorf("commands run: %v; want no LMOVE and %d RPUSH from take.lua", stats, calls)
+		t.Errorf("commands run: %v; want no LMOVE and %d RPUSH from batch.lua", stats, calls)
 	}
 	want := append(slices.Clone(items[free+1:]), items[:free+1]...)
 	if got := s.list(t, "long:list"); !slices.Equal(got, want) {
@@ -119,7 +119,7 @@ func TestScanSurvivesScriptFlush(t *testing.T) {
 	s.noLocks()
 }
 
-// takeCalls is how many calls of take.lua look at the first n candidates of
+// takeCalls is how many calls of batch.lua look at the first n candidates of
 // a pass: the first looks at 8, and each next one at twice as many as the
 // last, up to 1000.
 func takeCalls(n int) int {

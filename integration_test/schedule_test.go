@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/w8y/w8y/internal/doctest"
-	"github.com/w8y/w8y/internal/redistest"
-	"github.com/w8y/w8y/internal/runs"
+	"github.com/w8y/w8y/internal/finish"
+	"github.com/w8y/w8y/internal/poll"
 )
 
 // stamp is shell that records a child's start as "<item> <cooling>
@@ -102,7 +102,7 @@ func TestCooldownDeletedRunsAtOnce(t *testing.T) {
 	if got := s.popStarted(t); got != "a" {
 		t.Fatalf("started %q, want a", got)
 	}
-	redistest.WaitFor(t, "the cooldown key is set", func() bool { return s.Client.Exists(ctx(t), s.key("cooldown:a")).Val() == 1 })
+	poll.WaitFor(t, "the cooldown key is set", func() bool { return s.Client.Exists(ctx(t), s.key("cooldown:a")).Val() == 1 })
 	pttl := s.Client.PTTL(ctx(t), s.key("cooldown:a")).Val()
 	if pttl > time.Hour || pttl < 59*time.Minute {
 		t.Errorf("cooldown key expires in %s, want about 1h", pttl)
@@ -257,7 +257,7 @@ func TestInterruptedRunIsNotAFailure(t *testing.T) {
 	// fencing token its take incremented, and a due entry that says the
 	// item may run again at once.
 	// And the fleet's marks of what it has tried of the list, and when its
-	// next sweep is due (see internal/take's due.lua), and the version of
+	// next sweep is due (see internal/take's look.lua), and the version of
 	// the layout of the keys (schema).
 	if keys := s.keys(t, s.key("*")); !slices.Equal(keys, []string{s.key("due"), s.key("events"), s.key("fence"), s.key("list"), s.key("schema"), s.key("seen"), s.key("state:a"), s.key("sweep"), s.key("untried")}) {
 		t.Errorf("keys after an interrupted run: %q", keys)
@@ -297,9 +297,9 @@ func TestScheduleSurvivesSIGKILL(t *testing.T) {
 			t.Fatalf("started %q, want %q", got, want)
 		}
 	}
-	redistest.WaitFor(t, "b's backoff is set", func() bool { return s.Client.Exists(ctx(t), s.key("backoff:b")).Val() == 1 })
+	poll.WaitFor(t, "b's backoff is set", func() bool { return s.Client.Exists(ctx(t), s.key("backoff:b")).Val() == 1 })
 	// c reports its start before it counts its runs.
-	redistest.WaitFor(t, "c has counted its first run", func() bool { return s.Client.Get(ctx(t), "c-runs").Val() == "1" })
+	poll.WaitFor(t, "c has counted its first run", func() bool { return s.Client.Get(ctx(t), "c-runs").Val() == "1" })
 	token := s.Client.Get(ctx(t), s.key("lock:c")).Val()
 	if token == "" {
 		t.Fatal("c's lock is not held while c runs")
@@ -325,7 +325,7 @@ func TestScheduleSurvivesSIGKILL(t *testing.T) {
 	if got := s.popStarted(t); got != "c" {
 		t.Errorf("the next worker started %q, want c", got)
 	}
-	redistest.WaitFor(t, "c cools down", func() bool { return s.Client.Exists(ctx(t), s.key("cooldown:c")).Val() == 1 })
+	poll.WaitFor(t, "c cools down", func() bool { return s.Client.Exists(ctx(t), s.key("cooldown:c")).Val() == 1 })
 	second.stop(t)
 	if n := s.Client.LLen(ctx(t), "started").Val(); n != 0 {
 		t.Errorf("%d more runs: a or b ran while waiting", n)
@@ -457,7 +457,7 @@ func TestScheduleRunsOncePerSlot(t *testing.T) {
 			yield(v)
 		}
 	}))+3)*slotLength.Milliseconds() + 100)
-	redistest.WaitFor(t, "two slots pass with the fleet down", func() bool { return time.Now().After(resume) })
+	poll.WaitFor(t, "two slots pass with the fleet down", func() bool { return time.Now().After(resume) })
 	if n := s.Client.LLen(ctx(t), "takes").Val(); n != 0 {
 		t.Fatalf("%d runs recorded while no worker ran", n)
 	}
@@ -480,7 +480,7 @@ func TestScheduleRunsOncePerSlot(t *testing.T) {
 }
 
 // TestScheduleJitterSpreadsStarts: with --jitter, each item starts at its
-// own offset after each slot, the same offset as runs.Cron computes, and
+// own offset after each slot, the same offset as finish.Cron computes, and
 // the items of one list spread over the jitter.
 func TestScheduleJitterSpreadsStarts(t *testing.T) {
 	t.Parallel()
@@ -491,7 +491,7 @@ func TestScheduleJitterSpreadsStarts(t *testing.T) {
 	// b 629ms, f 785ms, a 996ms. None comes within 1s of the next slot of
 	// the schedule, which a start without the offset would keep to.
 	const jitter = time.Second
-	cron, err := runs.ParseCron(everyTwoSeconds, "UTC", jitter)
+	cron, err := finish.ParseCron(everyTwoSeconds, "UTC", jitter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -539,7 +539,7 @@ func TestScheduleStatusShowsTheNextSlot(t *testing.T) {
 	b := setup(t, "slot")
 	items := []string{"report-1", "report-2"}
 	b.items(items...)
-	cron, err := runs.ParseCron("0 2 * * *", "UTC", 30*time.Minute)
+	cron, err := finish.ParseCron("0 2 * * *", "UTC", 30*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

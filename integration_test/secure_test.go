@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/control"
 	"github.com/w8y/w8y/internal/doctest"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -273,7 +274,7 @@ func checkCancel(t *testing.T, s *server, env, args []string, item string) {
 	dir := t.TempDir()
 	p := startW8y(t, append(slices.Clone(env), "DIR="+dir), append(slices.Clone(args), "-x", "1.5", "--kill-after", "300ms", "-q",
 		"sh", "-c", `echo "$W8Y_ITEM" > "$DIR/item.tmp" && mv "$DIR/item.tmp" "$DIR/item"; exec sleep 1000`)...)
-	redistest.WaitFor(t, "the child to start", func() bool { return len(lines(t, filepath.Join(dir, "item"))) == 1 })
+	poll.WaitFor(t, "the child to start", func() bool { return len(lines(t, filepath.Join(dir, "item"))) == 1 })
 	if got := lines(t, filepath.Join(dir, "item"))[0]; got != item {
 		t.Fatalf("took %q, want %q", got, item)
 	}
@@ -298,7 +299,7 @@ func checkCancel(t *testing.T, s *server, env, args []string, item string) {
 // checkLook fails the test unless an idle continuous worker, run with args
 // on the keys under prefix, takes item through the due index once an
 // operator makes it due (c reaches the keys): the ACL rule, or the Cluster,
-// must let it look (see due.lua). Every item is held, so a step of the
+// must let it look (see look.lua). Every item is held, so a step of the
 // fleet's sweep makes none due, and the look is the only way the item can
 // be taken.
 func checkLook(t *testing.T, c redis.Cmdable, env, args []string, prefix, item string) {
@@ -309,7 +310,7 @@ func checkLook(t *testing.T, c redis.Cmdable, env, args []string, prefix, item s
 	// Idle: no entry of the due index has come due (the worker took what
 	// had), no item is locked, and no item is left that no worker has
 	// tried.
-	redistest.WaitFor(t, "the worker to go idle", func() bool {
+	poll.WaitFor(t, "the worker to go idle", func() bool {
 		now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 		if c.ZCount(ctx(t), prefix+"due", "-inf", now).Val() != 0 || c.Get(ctx(t), prefix+"untried").Val() != "0" {
 			return false
@@ -328,7 +329,7 @@ func checkLook(t *testing.T, c redis.Cmdable, env, args []string, prefix, item s
 	if err := c.ZAdd(ctx(t), prefix+"due", redis.Z{Score: 0, Member: item}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	redistest.WaitFor(t, item+" taken through the due index", func() bool {
+	poll.WaitFor(t, item+" taken through the due index", func() bool {
 		got := lines(t, runs)
 		return len(got) > before && got[len(got)-1] == item
 	})

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -33,22 +34,22 @@ func TestSentinelFailover(t *testing.T) {
 			"-c", "-x", "1", "--replica-acks", "1", "--idle-wait", "20ms", "--log-level", "warn",
 			"sh", "-c", overlapChild))
 	}
-	redistest.WaitFor(t, "20 runs", func() bool { return len(lines(t, dir+"/runs")) >= 20 })
-	redistest.WaitFor(t, "a slow item's lock", func() bool {
+	poll.WaitFor(t, "20 runs", func() bool { return len(lines(t, dir+"/runs")) >= 20 })
+	poll.WaitFor(t, "a slow item's lock", func() bool {
 		n, err := g.Master.Client.Exists(ctx(t), "fo:lock:e-slow", "fo:lock:f-slow").Result()
 		return err == nil && n > 0
 	})
 	if err := g.Sentinels[0].Failover(ctx(t), g.Name).Err(); err != nil {
 		t.Fatalf("SENTINEL FAILOVER: %v", err)
 	}
-	redistest.WaitFor(t, "every sentinel to name the replica as master", func() bool { return g.MasterPort() == g.Replica.Port })
+	poll.WaitFor(t, "every sentinel to name the replica as master", func() bool { return g.MasterPort() == g.Replica.Port })
 	switched := len(lines(t, dir+"/runs"))
 	// With one replica, the new master has none until Sentinel makes the
 	// old master its replica, about ten seconds after the switch (Sentinel
 	// waits four of its 2s publish periods first); till then no lock can
 	// be confirmed and the workers back off, up to 8s apart by then.
-	if !redistest.Poll(2*redistest.Timeout, func() bool { return len(lines(t, dir+"/runs")) >= switched+20 }) {
-		t.Fatalf("timed out after %s waiting for 20 runs after the failover", 2*redistest.Timeout)
+	if !poll.Poll(2*poll.Timeout, func() bool { return len(lines(t, dir+"/runs")) >= switched+20 }) {
+		t.Fatalf("timed out after %s waiting for 20 runs after the failover", 2*poll.Timeout)
 	}
 	drain(t, workers)
 	noOverlaps(t, dir)
@@ -64,14 +65,14 @@ func TestSentinelFailover(t *testing.T) {
 // writes.
 func awaitReplica(t *testing.T, master *server) {
 	t.Helper()
-	redistest.WaitFor(t, "the replica to sync", func() bool {
+	poll.WaitFor(t, "the replica to sync", func() bool {
 		info := redistest.Info(t, master.Client, "replication")
 		return info["connected_slaves"] == "1" && strings.Contains(info["slave0"], "state=online")
 	})
 	// Online is not yet acknowledging (Valkey says online before its
 	// first ACK): wait until a write of the test's own is confirmed,
 	// as w8y's WAIT will ask.
-	redistest.WaitFor(t, "the replica to acknowledge a write", func() bool {
+	poll.WaitFor(t, "the replica to acknowledge a write", func() bool {
 		pipe := master.Client.Pipeline()
 		pipe.Set(ctx(t), "replica-probe", "1", 0)
 		acked := pipe.Do(ctx(t), "WAIT", 1, 200)
@@ -99,7 +100,7 @@ func TestReplicaAcksContinuous(t *testing.T) {
 	const starts = 18
 	before := redistest.CommandStats(t, master.Client)["wait"]
 	p := startW8y(t, portEnv(master), "-u", master.URL, "-k", "ackc", "--replica-acks", "1", "-c", "-q", "sh", "-c", started)
-	redistest.WaitFor(t, fmt.Sprintf("%d starts", starts), func() bool {
+	poll.WaitFor(t, fmt.Sprintf("%d starts", starts), func() bool {
 		return master.Client.LLen(ctx(t), "started").Val() >= starts
 	})
 	p.stop(t)
@@ -132,7 +133,7 @@ func TestReplicaAcks(t *testing.T) {
 		if err := replica.Client.Do(ctx(t), "REPLICAOF", "NO", "ONE").Err(); err != nil {
 			t.Fatal(err)
 		}
-		redistest.WaitFor(t, "the master to lose its replica", func() bool {
+		poll.WaitFor(t, "the master to lose its replica", func() bool {
 			return redistest.Info(t, master.Client, "replication")["connected_slaves"] == "0"
 		})
 	}
@@ -185,7 +186,7 @@ func TestReplicaAcks(t *testing.T) {
 	// second before the child must be stopped: ample for WAIT's 300ms, so
 	// that the refresh fails for want of replicas, not for want of time.
 	p := startW8y(t, nil, append(args, "-x", "3", "--kill-after", "200ms", "sh", "-c", "echo $$ > "+dir+"/pid; exec sleep 30")...)
-	redistest.WaitFor(t, "the child to start", func() bool { _, err := os.Stat(dir + "/pid"); return err == nil })
+	poll.WaitFor(t, "the child to start", func() bool { _, err := os.Stat(dir + "/pid"); return err == nil })
 	detach()
 	started := time.Now()
 	r = p.wait(t)

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/poll"
 )
 
 // flockChild holds an exclusive flock(1) on a file named for its item for
@@ -90,12 +90,12 @@ func TestStoppedWorkerNeverOutlivesItsLease(t *testing.T) {
 
 			first.signal(t, syscall.SIGCONT)
 			const told = "lock lost while w8y was stopped or stalled: its guard stopped the child"
-			redistest.WaitFor(t, "the first worker to tell of each stop", func() bool {
+			poll.WaitFor(t, "the first worker to tell of each stop", func() bool {
 				return strings.Count(first.stderrSoFar(), told) == len(tt.items) &&
 					strings.Count(first.stderrSoFar(), "(exit code 122)") == len(tt.items)
 			})
 			for _, run := range firsts {
-				redistest.WaitFor(t, "the first run of "+run.item+" to be recorded", func() bool {
+				poll.WaitFor(t, "the first run of "+run.item+" to be recorded", func() bool {
 					return endOf(t, s, run.holder) != nil
 				})
 				if end := endOf(t, s, run.holder); end["type"] != "lock_lost" || end["result"] != "lock_lost" {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/poll"
 )
 
 // TestTimeout: a child still running at --timeout has its whole group
@@ -258,7 +258,7 @@ func TestSIGTERMEndsTheWholeGroup(t *testing.T) {
 	// its group) holds w8y's stdout open, and p.wait would wait for it until
 	// the test binary's timeout: this test's own deadline kills it, and fails.
 	var outlived atomic.Bool
-	deadline := time.AfterFunc(redistest.Timeout, func() {
+	deadline := time.AfterFunc(poll.Timeout, func() {
 		outlived.Store(true)
 		_ = syscall.Kill(grandchild, syscall.SIGKILL)
 	})
@@ -266,7 +266,7 @@ func TestSIGTERMEndsTheWholeGroup(t *testing.T) {
 	p.signal(t, syscall.SIGTERM)
 	r := p.wait(t)
 	if outlived.Load() {
-		t.Fatalf("the grandchild %d outlived w8y by %s: SIGTERM did not reach the whole group", grandchild, redistest.Timeout)
+		t.Fatalf("the grandchild %d outlived w8y by %s: SIGTERM did not reach the whole group", grandchild, poll.Timeout)
 	}
 	r.wantExit(t, 143)
 	s.groupEnded(grandchild, "b", "a")
@@ -561,7 +561,7 @@ const drainChild = `trap 'redis-cli -p "$REDIS_PORT" rpush got TERM >/dev/null; 
 // waitDraining waits until w8y says it drains.
 func waitDraining(t *testing.T, p *proc) {
 	t.Helper()
-	redistest.WaitFor(t, "w8y to say it drains", func() bool { return strings.Contains(p.stderrSoFar(), "draining") })
+	poll.WaitFor(t, "w8y to say it drains", func() bool { return strings.Contains(p.stderrSoFar(), "draining") })
 }
 
 // TestDrainLetsChildrenFinish: with --drain-timeout, SIGTERM stops the
@@ -660,5 +660,5 @@ func TestDrainLogsAtInfo(t *testing.T) {
 			t.Errorf("a drain logs %q", line)
 		}
 	}
-	redistest.WaitFor(t, "the lock to be released", func() bool { return s.Client.Exists(ctx(t), s.key("lock:a")).Val() == 0 })
+	poll.WaitFor(t, "the lock to be released", func() bool { return s.Client.Exists(ctx(t), s.key("lock:a")).Val() == 0 })
 }

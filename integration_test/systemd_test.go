@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/w8y/w8y/internal/doctest"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -135,7 +136,7 @@ func TestSystemdUnitRunsEachItemOncePerCooldown(t *testing.T) {
 	p := startCommand(t, append(environ, "DIR="+dir), argv[0], argv[1:]...)
 	// Each item's cooldown is set as its run ends: once all three are
 	// cooling, no worker may run any of them again for minutes.
-	redistest.WaitFor(t, "all three items to run and cool down", func() bool {
+	poll.WaitFor(t, "all three items to run and cool down", func() bool {
 		for _, item := range items {
 			if s.Client.PTTL(ctx(t), "reports:cooldown:"+item).Val() < cooldown-time.Minute {
 				return false

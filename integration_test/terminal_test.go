@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -49,7 +50,7 @@ func runInTerminal(t *testing.T, s *server, child string, typeKeys func(keyboard
 	typeKeys(keyboard)
 	select {
 	case <-done:
-	case <-time.After(redistest.Timeout):
+	case <-time.After(poll.Timeout):
 		_ = cmd.Process.Kill()
 		<-done
 		t.Fatalf("w8y in a terminal did not finish; the screen shows:\n%s", screen.String())
@@ -169,7 +170,7 @@ func (sh *shell) typeKeys(t *testing.T, keys string) {
 // read, and moves past it.
 func (sh *shell) waitScreen(t *testing.T, want string) {
 	t.Helper()
-	redistest.WaitFor(t, fmt.Sprintf("the terminal to show %q", want), func() bool {
+	poll.WaitFor(t, fmt.Sprintf("the terminal to show %q", want), func() bool {
 		screen := sh.screen.String()
 		i := strings.Index(screen[sh.read:], want)
 		if i < 0 {
@@ -253,7 +254,7 @@ func parentOf(t *testing.T, pid int) int {
 // waitState waits until pid is in state (see processState).
 func waitState(t *testing.T, pid int, state string) {
 	t.Helper()
-	redistest.WaitFor(t, fmt.Sprintf("process %d to be in state %s", pid, state), func() bool { return processState(pid) == state })
+	poll.WaitFor(t, fmt.Sprintf("process %d to be in state %s", pid, state), func() bool { return processState(pid) == state })
 }
 
 // TestTerminalCtrlC: Ctrl-C at a terminal stops w8y as SIGINT sent to it
@@ -392,7 +393,7 @@ func TestTerminalCtrlZ(t *testing.T) {
 			child: pids + reportAs("$W8Y_ITEM") + `; exec sleep 1000`,
 			afterStop: func(t *testing.T, s *bundle, sh *shell, children []int) {
 				w8y := parentOf(t, children[0])
-				redistest.WaitFor(t, "the lock to expire", func() bool { return len(s.keys(t, s.key("lock:*"))) == 0 })
+				poll.WaitFor(t, "the lock to expire", func() bool { return len(s.keys(t, s.key("lock:*"))) == 0 })
 				// The guard killed the child, stopped, before its lock could
 				// expire, with w8y still stopped.
 				processGone(t, children[0])
@@ -430,7 +431,7 @@ func TestTerminalCtrlZ(t *testing.T) {
 			sh.typeKeys(t, "fg\n")
 			if tt.code != exitLockLost {
 				for _, pid := range children {
-					redistest.WaitFor(t, "the child to be continued", func() bool { return processState(pid) != "T" })
+					poll.WaitFor(t, "the child to be continued", func() bool { return processState(pid) != "T" })
 				}
 			}
 			sh.typeKeys(t, tt.finish)
@@ -479,7 +480,7 @@ func TestTerminalCtrlCWhileRedisHangs(t *testing.T) {
 			}
 			t.Cleanup(func() { s.Client.Do(ctx(t), "CLIENT", "UNPAUSE") })
 			sh.typeKeys(t, s.w8yLine(tt.args, reportAs("$W8Y_ITEM"))+"\n")
-			redistest.WaitFor(t, "w8y's take to wait on Redis", func() bool {
+			poll.WaitFor(t, "w8y's take to wait on Redis", func() bool {
 				clients, _ := s.Client.ClientList(ctx(t)).Result()
 				return strings.Contains(clients, "flags=b") && strings.Contains(clients, "cmd=evalsha")
 			})

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/control"
 	"github.com/w8y/w8y/internal/doctest"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/registry"
 	"github.com/w8y/w8y/internal/schema"
@@ -37,7 +38,7 @@ func (b *bundle) workersJSON() []registry.Entry {
 func (b *bundle) entryOf(holder, state string) registry.Entry {
 	b.t.Helper()
 	// The entry's hash changes first; then w8yctl reads it once.
-	redistest.WaitFor(b.t, holder+" "+state+" in the registry", func() bool {
+	poll.WaitFor(b.t, holder+" "+state+" in the registry", func() bool {
 		return b.Client.HGet(ctx(b.t), b.key("worker:"+holder), schema.WorkerState).Val() == state
 	})
 	for _, e := range b.workersJSON() {
@@ -99,7 +100,7 @@ func TestWorkersRegistry(t *testing.T) {
 	third := s.start("-c", "true")
 	// The one-shot worker shows its run within a quarter of a second of
 	// its start.
-	redistest.WaitFor(t, "three live workers, the one-shot one busy", func() bool {
+	poll.WaitFor(t, "three live workers, the one-shot one busy", func() bool {
 		entries := s.workersJSON()
 		return len(entries) == 3 && slices.ContainsFunc(entries, func(e registry.Entry) bool { return e.Mode == "one-shot" && e.State == schema.WorkerBusy })
 	})
@@ -130,7 +131,7 @@ func TestWorkersRegistry(t *testing.T) {
 	third.signal(t, syscall.SIGKILL)
 	third.wait(t)
 	killed := time.Now()
-	redistest.WaitFor(t, "the killed worker gone from w8yctl workers", func() bool {
+	poll.WaitFor(t, "the killed worker gone from w8yctl workers", func() bool {
 		return !slices.ContainsFunc(s.workersJSON(), func(e registry.Entry) bool { return e.Holder == thirdHolder })
 	})
 	if took := time.Since(killed); took > registry.TTL+time.Second {
@@ -138,7 +139,7 @@ func TestWorkersRegistry(t *testing.T) {
 	}
 	// Once the first worker has idled for longer than an entry's expiry,
 	// its beats keep it listed, and idle, with the same start of its idling.
-	redistest.WaitFor(t, "the first worker idle for longer than an entry's expiry", func() bool {
+	poll.WaitFor(t, "the first worker idle for longer than an entry's expiry", func() bool {
 		return time.Since(idle.Since) > registry.TTL
 	})
 	if e := s.entryOf(holder, schema.WorkerIdle); !e.Since.Equal(idle.Since) {
@@ -179,12 +180,12 @@ func looksPerSecond(t *testing.T, prefix string, n int, window time.Duration) fl
 	for range n {
 		s.start("-c", "--idle-wait", "100ms", "true")
 	}
-	redistest.WaitFor(t, "every worker looking", func() bool { return s.Client.ZCard(ctx(t), s.key("looking")).Val() == int64(n) })
+	poll.WaitFor(t, "every worker looking", func() bool { return s.Client.ZCard(ctx(t), s.key("looking")).Val() == int64(n) })
 	// Every worker beats again within beatEvery (TTL/3), and reads the
 	// fleet's size then: wait for one whole round of beats after the last
 	// worker announced itself, by the members' scores.
 	deadline := time.Now().Add(registry.TTL/3 + time.Second)
-	redistest.WaitFor(t, "a round of beats", func() bool { return time.Now().After(deadline) })
+	poll.WaitFor(t, "a round of beats", func() bool { return time.Now().After(deadline) })
 	// Each look sends one LLEN, whether a probe or the script (and each
 	// sweep's pass one more).
 	calls := func() int { return redistest.CommandStats(t, s.Client)["llen"] }
@@ -235,7 +236,7 @@ func TestRunNowPickupInAFleet(t *testing.T) {
 	for range 4 {
 		s.start("-c", "--cooldown", "1h", "true")
 	}
-	redistest.WaitFor(t, "4 workers looking", func() bool { return s.Client.ZCard(ctx(t), s.key("looking")).Val() == 4 })
+	poll.WaitFor(t, "4 workers looking", func() bool { return s.Client.ZCard(ctx(t), s.key("looking")).Val() == 4 })
 	fleet := &control.Fleet{Client: s.Client, Keys: schema.Keys{Prefix: "pk:", Colocated: true}}
 	var waits []time.Duration
 	for _, item := range items {
@@ -251,7 +252,7 @@ func TestRunNowPickupInAFleet(t *testing.T) {
 		// comes after it.
 		var e redis.XMessage
 		for e.ID == "" || e.Values["type"] == schema.EventRunNow {
-			streams, err := s.Client.XRead(ctx(t), &redis.XReadArgs{Streams: []string{s.key("events"), last}, Count: 1, Block: redistest.Timeout}).Result()
+			streams, err := s.Client.XRead(ctx(t), &redis.XReadArgs{Streams: []string{s.key("events"), last}, Count: 1, Block: poll.Timeout}).Result()
 			if err != nil {
 				t.Fatalf("no start of %s: %v", item, err)
 			}
@@ -263,7 +264,7 @@ func TestRunNowPickupInAFleet(t *testing.T) {
 		}
 		ms, _ := strconv.ParseInt(strings.Split(e.ID, "-")[0], 10, 64)
 		waits = append(waits, time.UnixMilli(ms).Sub(asked.Truncate(time.Millisecond)))
-		redistest.WaitFor(t, item+" cooling down again", func() bool { return s.Client.Exists(ctx(t), s.key("cooldown:"+item)).Val() == 1 })
+		poll.WaitFor(t, item+" cooling down again", func() bool { return s.Client.Exists(ctx(t), s.key("cooldown:"+item)).Val() == 1 })
 	}
 	slices.Sort(waits)
 	// Four workers looking every 200ms ±25% each, the fleet about every
@@ -285,7 +286,7 @@ func TestDocsWorkersExample(t *testing.T) {
 	s.start(append([]string{"-c"}, report(":", `redis-cli -p "$REDIS_PORT" blpop gate 30 >/dev/null`)...)...)
 	s.popStarted(t)
 	s.start("-c", "true")
-	redistest.WaitFor(t, "two workers, one busy", func() bool {
+	poll.WaitFor(t, "two workers, one busy", func() bool {
 		entries, err := registry.Read(ctx(t), s.Client, schema.Keys{Prefix: "work:"})
 		return err == nil && len(entries) == 2 && entries[0].State == schema.WorkerBusy
 	})

@@ -183,7 +183,7 @@ verdict "continuous throughput" "$(ratio "$w" "$x")" ge 0.9 "w8y ${w} items/s, x
 
 # 4. Idle load: one continuous worker, every item locked by someone else, the
 # default --idle-wait. MONITOR shows each command the worker sends; Redis'
-# total_commands_processed also counts the commands that take.lua runs.
+# total_commands_processed also counts the commands that batch.lua runs.
 for i in $(seq 0 99); do
 	rcli SET "idle:lock:t$i" other PX 3600000 >/dev/null
 done

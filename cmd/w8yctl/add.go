@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/w8y/w8y/internal/childcmd"
 	"github.com/w8y/w8y/internal/control"
-	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/proc"
 )
 
 // runAdd is w8yctl add: it appends the items that the list does not hold,
 // after refusing, all at once, those that no worker could run.
 func runAdd(ctx context.Context, c *command, fleet *control.Fleet, out *printer) error {
-	if err := checkItems(c.items, items.MaxLen(fleet.Keys.Lock(""), proc.ArgMax())); err != nil {
+	if err := checkItems(c.items, childcmd.MaxItemLenAny(fleet.Keys.Lock(""), proc.ArgMax())); err != nil {
 		return err
 	}
 	results, err := fleet.Add(ctx, c.items, c.opts.Create)
@@ -51,7 +51,7 @@ func (b badItems) Lines() []string { return b }
 func checkItems(list []string, maxLen int) error {
 	var bad badItems
 	for i, item := range list {
-		if why := items.Problem(item, maxLen); why != "" {
+		if why := childcmd.ItemProblem(item, maxLen); why != "" {
 			bad = append(bad, fmt.Sprintf("item %d, %s, cannot be added: %s", i+1, quote(item), why))
 		}
 	}

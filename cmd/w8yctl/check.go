@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/w8y/w8y/internal/childcmd"
 	"github.com/w8y/w8y/internal/control"
-	"github.com/w8y/w8y/internal/items"
 	"github.com/w8y/w8y/internal/proc"
 )
 
@@ -18,7 +18,7 @@ var errFound = errors.New("check found problems")
 // runCheck is w8yctl check: the maintenance pass, which with --fix repairs
 // what is safe to repair.
 func runCheck(ctx context.Context, c *command, fleet *control.Fleet, out *printer) error {
-	findings, err := fleet.Check(ctx, items.MaxLen(fleet.Keys.Lock(""), proc.ArgMax()), c.opts.Fix)
+	findings, err := fleet.Check(ctx, childcmd.MaxItemLenAny(fleet.Keys.Lock(""), proc.ArgMax()), c.opts.Fix)
 	if err != nil {
 		return err
 	}

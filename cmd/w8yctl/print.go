@@ -7,8 +7,8 @@ import (
 	"strconv"
 
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/clip"
 	"github.com/w8y/w8y/internal/control"
-	"github.com/w8y/w8y/internal/items"
 )
 
 // printer prints what a verb did: lines for a person, or with --json one
@@ -61,5 +61,5 @@ func plural(n int64, noun string) string {
 }
 
 // quote quotes an item for a line of output, so that odd bytes stay
-// visible, and clips a long one (see items.Clip).
-func quote(item string) string { return strconv.Quote(items.Clip(item)) }
+// visible, and clips a long one (see clip.Item).
+func quote(item string) string { return strconv.Quote(clip.Item(item)) }

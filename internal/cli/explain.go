@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	flags "github.com/jessevdk/go-flags"
-	"github.com/w8y/w8y/internal/items"
+	"github.com/w8y/w8y/internal/clip"
 )
 
 // Explainer turns what go-flags says about a bad command line or variable
@@ -108,7 +108,7 @@ func (e Explainer) ParseError(args []string, err error) error {
 	see := " (see " + e.Parser.Name + " --help)"
 	var ferr *flags.Error
 	if !errors.As(err, &ferr) {
-		return e.Usage("%s"+see, items.OneLine(err.Error()))
+		return e.Usage("%s"+see, clip.OneLine(err.Error()))
 	}
 	switch ferr.Type {
 	case flags.ErrMarshal, flags.ErrInvalidChoice:
@@ -127,9 +127,9 @@ func (e Explainer) ParseError(args []string, err error) error {
 			}
 		}
 	case flags.ErrExpectedArgument:
-		return e.Usage("%s"+see, items.OneLine(strings.ReplaceAll(strings.ReplaceAll(ferr.Message, "`", ""), "'", "")))
+		return e.Usage("%s"+see, clip.OneLine(strings.ReplaceAll(strings.ReplaceAll(ferr.Message, "`", ""), "'", "")))
 	}
-	return e.Usage("%s"+see, items.OneLine(strings.ReplaceAll(ferr.Message, "`", "'")))
+	return e.Usage("%s"+see, clip.OneLine(strings.ReplaceAll(ferr.Message, "`", "'")))
 }
 
 // badVariable finds the variable whose value go-flags could not take,

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"os"
@@ -9,10 +10,17 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/w8y/w8y/internal/lua"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
 )
+
+// cancelScript asks the holder of an item's lock, whoever it is now, to
+// stop the item's child (cancel.lua).
+//
+//go:embed cancel.lua
+var cancelSource string
+
+var cancelScript = redis.NewScript(cancelSource)
 
 var (
 	// ErrNotRunning is a cancel of an item that no run holds: its lock is
@@ -60,7 +68,7 @@ func CancelBy(ctx context.Context, client redis.Scripter, keys schema.Keys, item
 	if asFailure {
 		failure = "1"
 	}
-	reply, err := lua.Cancel.Run(ctx, client, []string{keys.Lock(item), keys.Cancel(item)},
+	reply, err := cancelScript.Run(ctx, client, []string{keys.Lock(item), keys.Cancel(item)},
 		req.Reason, req.By, strconv.FormatInt(req.At.UnixMilli(), 10), failure).Slice()
 	if errors.Is(err, redis.Nil) {
 		return schema.CancelRequest{}, fmt.Errorf("item %q: %w", item, ErrNotRunning)

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,10 +12,18 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/w8y/w8y/internal/items"
-	"github.com/w8y/w8y/internal/lua"
+	"github.com/w8y/w8y/internal/childcmd"
+	"github.com/w8y/w8y/internal/clip"
 	"github.com/w8y/w8y/internal/redisconn"
 )
+
+// dedupeScript removes an item's extra occurrences from the list, keeping
+// one: w8yctl check --fix (dedupe.lua).
+//
+//go:embed dedupe.lua
+var dedupeSource string
+
+var dedupeScript = redis.NewScript(dedupeSource)
 
 // Kinds of what Check finds: the JSON names are part of w8yctl's interface
 // (see docs/operating.md).
@@ -100,7 +109,7 @@ var keyKinds = []struct{ infix, want string }{
 // Workers rotate the list while Check reads it, so that a batch may miss
 // an item or see one twice: every item that the pass finds duplicated or
 // missing is looked up again, one LPOS each, before it is reported.
-// maxLen is the longest item that a child can be given (items.MaxLen).
+// maxLen is the longest item that a child can be given (childcmd.MaxItemLenAny).
 func (f *Fleet) Check(ctx context.Context, maxLen int, fix bool) ([]Finding, error) {
 	if err := f.checkList(ctx, nil); err != nil {
 		return nil, err
@@ -112,7 +121,7 @@ func (f *Fleet) Check(ctx context.Context, maxLen int, fix bool) ([]Finding, err
 	var out []Finding
 	var dups []string
 	for item, n := range counts {
-		if why := items.Problem(item, maxLen); why != "" {
+		if why := childcmd.ItemProblem(item, maxLen); why != "" {
 			out = append(out, f.cannotRun(item, why))
 		}
 		if n > 1 {
@@ -170,7 +179,7 @@ func (f *Fleet) duplicates(ctx context.Context, dups []string, fix bool) ([]Find
 		var n int64
 		if fix {
 			var err error
-			if n, err = lua.Dedupe.Run(ctx, f.Client, []string{list}, item).Int64(); err != nil {
+			if n, err = dedupeScript.Run(ctx, f.Client, []string{list}, item).Int64(); err != nil {
 				return nil, redisconn.Wrap("remove the extra occurrences of "+quote(item), err)
 			}
 		} else {
@@ -329,7 +338,7 @@ func (f *Fleet) notDue(ctx context.Context, inList map[string]int, maxLen int, f
 	}
 	var candidates []string
 	for item := range inList {
-		if items.Problem(item, maxLen) == "" {
+		if childcmd.ItemProblem(item, maxLen) == "" {
 			candidates = append(candidates, item)
 		}
 	}
@@ -377,7 +386,7 @@ func (f *Fleet) notDue(ctx context.Context, inList map[string]int, maxLen int, f
 
 // triedAlready keeps the items of lost that the fleet has tried: those
 // that the list holds between the untried items at its head and the
-// appended ones after the seen mark (see internal/take's due.lua), looked
+// appended ones after the seen mark (see internal/take's look.lua), looked
 // up with LPOS, absentBatch to a round trip. None where no worker has
 // looked at the list yet: it is all to be tried.
 func (f *Fleet) triedAlready(ctx context.Context, lost []string) ([]string, error) {
@@ -406,7 +415,7 @@ func (f *Fleet) triedAlready(ctx context.Context, lost []string) ([]string, erro
 }
 
 // readMarks reads the fleet's marks (seen and untried, MGET in that order,
-// as internal/take's due.lua keeps them); known is false where no worker
+// as internal/take's look.lua keeps them); known is false where no worker
 // has looked at the list yet.
 func readMarks(values []any) (seen, untried int64, known bool) {
 	read := func(v any) (int64, bool) {
@@ -543,7 +552,7 @@ func (f *Fleet) scanDue(ctx context.Context) ([]string, error) {
 func (f *Fleet) cannotRun(item, why string) Finding {
 	d := Finding{Kind: FindingCannotRun, Item: item, Key: f.Keys.List(),
 		Problem: fmt.Sprintf("%s can never run: %s, and every worker skips it", quote(item), why)}
-	if !strings.ContainsRune(item, 0) && len(item) <= items.ClipLen {
+	if !strings.ContainsRune(item, 0) && len(item) <= clip.Len {
 		d.Remedy = ptr(f.w8yctl() + " remove -- " + shellQuote(item))
 	}
 	return d
@@ -564,8 +573,8 @@ func globEscape(s string) string {
 // shellQuote quotes s for a POSIX shell, for a remedy to paste.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// quote quotes an item or key for a message, clipped (see items.Clip).
-func quote(s string) string { return strconv.Quote(items.Clip(s)) }
+// quote quotes an item or key for a message, clipped (see clip.Item).
+func quote(s string) string { return strconv.Quote(clip.Item(s)) }
 
 func ptr[T any](v T) *T { return &v }
 

@@ -1,7 +1,7 @@
 // Package control is what w8yctl changes in a fleet's Redis: it adds items
 // to the list and removes them with everything about them, pauses and
 // resumes items, and makes them run now, each command in one atomic call
-// (lua.Control) where an item's keys live on the list's server. Where they
+// (control.lua) where an item's keys live on the list's server. Where they
 // may not (Redis Cluster without a hash tag in the prefix), it checks first
 // and then sends one command per key. Every change is recorded, with who
 // made it, in the events stream, which it also reads and follows
@@ -13,6 +13,7 @@ package control
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"os"
@@ -21,12 +22,19 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/w8y/w8y/internal/items"
-	"github.com/w8y/w8y/internal/lua"
+	"github.com/w8y/w8y/internal/clip"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/status"
 )
+
+// controlScript is what an operator changes with w8yctl (add, remove,
+// pause, resume, run now), one atomic call per command (control.lua).
+//
+//go:embed control.lua
+var controlSource string
+
+var controlScript = redis.NewScript(controlSource)
 
 // Client is the part of the Redis client that control needs: Detail reads
 // through a status.Reader, and the rest is control's own.
@@ -54,7 +62,7 @@ type Client interface {
 type Fleet struct {
 	Client Client
 	// Keys are the keys under the prefix; where Keys.Colocated, each
-	// command is one call of lua.Control.
+	// command is one call of controlScript.
 	Keys schema.Keys
 	// By is who gives the commands (see Who), as pauses, cancels and the
 	// events of every change record it; "" means Who of this process.
@@ -215,7 +223,7 @@ func (f *Fleet) RunNow(ctx context.Context, run []string) ([]Result, error) {
 	})
 }
 
-// control runs lua.Control for verb (one of the event types of an
+// control runs control.lua for verb (one of the event types of an
 // operator's change, schema.EventAdd...) over list and decodes its reply.
 // The script records the changes in the events stream where the stream
 // lives on the list's server.
@@ -228,7 +236,7 @@ func (f *Fleet) control(ctx context.Context, verb string, list []string, words, 
 	if f.Keys.Colocated {
 		keys = append(keys, f.Keys.Events())
 	}
-	reply, err := lua.Control.Run(ctx, f.Client, keys, args...).Slice()
+	reply, err := controlScript.Run(ctx, f.Client, keys, args...).Slice()
 	if err != nil {
 		return nil, redisconn.Wrap(verb+" in "+strconv.Quote(f.Keys.List()), err)
 	}
@@ -244,7 +252,7 @@ func (f *Fleet) control(ctx context.Context, verb string, list []string, words, 
 		item, _ := reply[1].(string)
 		return nil, f.notInList(item)
 	default:
-		return nil, fmt.Errorf("unexpected reply from lua.Control: %q", status)
+		return nil, fmt.Errorf("unexpected reply from control.lua: %q", status)
 	}
 	var out []Result
 	for i := 1; i+2 < len(reply); i += 3 {
@@ -290,7 +298,7 @@ func (f *Fleet) eachKey(ctx context.Context, verb string, list []string, fields 
 	// another type, is only no run's.
 	for _, cmd := range cmds {
 		if err := cmd.Err(); err != nil && !mayFail[cmd] {
-			return nil, redisconn.Wrap(fmt.Sprintf("%s %q", strings.ToUpper(cmd.Name()), items.Clip(fmt.Sprint(cmd.Args()[1]))), err)
+			return nil, redisconn.Wrap(fmt.Sprintf("%s %q", strings.ToUpper(cmd.Name()), clip.Item(fmt.Sprint(cmd.Args()[1]))), err)
 		}
 	}
 	out := make([]Result, len(list))
@@ -365,7 +373,7 @@ func (f *Fleet) wrongType(kind string) error {
 }
 
 func (f *Fleet) notInList(item string) error {
-	return refusal{msg: fmt.Sprintf("%q is not in the list %q (nothing was changed)", items.Clip(item), f.Keys.List())}
+	return refusal{msg: fmt.Sprintf("%q is not in the list %q (nothing was changed)", clip.Item(item), f.Keys.List())}
 }
 
 // millis is t as Unix milliseconds, as w8y's keys store times.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -76,7 +77,7 @@ func TestEventsLastAndFollow(t *testing.T) {
 		if e.ID != want {
 			t.Errorf("followed %s (%v), want %s", e.ID, e.Fields, want)
 		}
-	case <-time.After(redistest.Timeout):
+	case <-time.After(poll.Timeout):
 		t.Fatal("Follow did not see the new event")
 	}
 	stop()

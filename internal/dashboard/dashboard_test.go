@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/control"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/status"
@@ -322,7 +323,7 @@ func testEventsAndStream(t *testing.T, query string) {
 		query += latest.Newest
 	}
 	// A stream that misses an event would wait for it forever.
-	streamCtx, cancel := context.WithTimeout(ctx, redistest.Timeout)
+	streamCtx, cancel := context.WithTimeout(ctx, poll.Timeout)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(streamCtx, http.MethodGet, srv.URL+"/api/events/stream"+query, nil)
 	res, err := http.DefaultClient.Do(req)

@@ -119,7 +119,7 @@ func (m *Metrics) RunEnded(result schema.Result, ran bool, took time.Duration) {
 }
 
 // FailureStreak counts a run that left its item with failures consecutive
-// failures (-1 when not known, as runs.Finish says).
+// failures (-1 when not known, as finish.Finish says).
 func (m *Metrics) FailureStreak(failures int64) {
 	for _, floor := range streakFloors {
 		if failures >= floor {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -98,7 +99,7 @@ func TestWrapSortsTheServersOwnReplies(t *testing.T) {
 		if err := node.Client.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 			t.Fatal(err)
 		}
-		redistest.WaitFor(t, "the node to serve every slot", func() bool {
+		poll.WaitFor(t, "the node to serve every slot", func() bool {
 			return redistest.Info(t, node.Client, "cluster")["cluster_enabled"] == "1" && node.Client.Get(ctx, "a").Err() == redis.Nil
 		})
 		err := node.Client.MGet(ctx, "a", "b").Err()
@@ -116,7 +117,7 @@ func TestWrapSortsTheServersOwnReplies(t *testing.T) {
 		go func() { done <- busy.Client.Eval(ctx, "while true do end", nil).Err() }()
 		p := pinger(t, busy)
 		var err error
-		redistest.WaitFor(t, "the server to answer BUSY", func() bool {
+		poll.WaitFor(t, "the server to answer BUSY", func() bool {
 			err = p.Ping(ctx).Err()
 			return Code(err) == "BUSY"
 		})

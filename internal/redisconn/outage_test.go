@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -27,7 +28,7 @@ func TestDialsAgainAtOnceAfterAnOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), redistest.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), poll.Timeout)
 	defer cancel()
 	pipelined := func() error {
 		_, err := client.Pipelined(ctx, func(p redis.Pipeliner) error {

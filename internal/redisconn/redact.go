@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/w8y/w8y/internal/items"
+	"github.com/w8y/w8y/internal/clip"
 )
 
 // userinfoPassword finds the password in scheme://user:password@host even when
@@ -36,7 +36,7 @@ func RedactURL(rawURL string) string {
 // control characters (a newline pasted with it) escaped as Go writes them,
 // so that the message stays one line.
 func shownURL(rawURL string) string {
-	return items.OneLine(RedactURL(rawURL))
+	return clip.OneLine(RedactURL(rawURL))
 }
 
 // redact removes the password of rawURL from msg, wherever msg quotes it:

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/w8y/w8y/internal/items"
+	"github.com/w8y/w8y/internal/clip"
 )
 
 // schemes are the forms of --redis-url that w8y takes.
@@ -29,7 +29,7 @@ func checkURL(rawURL string) error {
 		// The password, if any, is found in the URL meant: RedactURL finds
 		// one only after a scheme.
 		meant := meantURL(rawURL)
-		return fmt.Errorf("invalid --redis-url %s: it has no scheme: give %s, such as %s", items.OneLine(redact(rawURL, meant)), schemes, shownURL(meant))
+		return fmt.Errorf("invalid --redis-url %s: it has no scheme: give %s, such as %s", clip.OneLine(redact(rawURL, meant)), schemes, shownURL(meant))
 	}
 	switch strings.ToLower(scheme) {
 	case "redis", "rediss", "unix":

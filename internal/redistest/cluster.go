@@ -1,6 +1,8 @@
 package redistest
 
 import (
+	"github.com/w8y/w8y/internal/poll"
+
 	"context"
 	"fmt"
 	"net"
@@ -49,7 +51,7 @@ func StartCluster(tb testing.TB, n int, args ...string) *Cluster {
 	if out, err := create.CombinedOutput(); err != nil {
 		tb.Fatalf("%s --cluster create: %v\n%s", cli, err, out)
 	}
-	WaitFor(tb, "every node to see all slots, all nodes and cluster_state:ok", func() bool {
+	poll.WaitFor(tb, "every node to see all slots, all nodes and cluster_state:ok", func() bool {
 		for _, s := range c.Nodes {
 			info, err := s.Client.ClusterInfo(context.Background()).Result()
 			if err != nil {

@@ -1,6 +1,8 @@
 package redistest
 
 import (
+	"github.com/w8y/w8y/internal/poll"
+
 	"context"
 	"fmt"
 	"strconv"
@@ -16,7 +18,7 @@ import (
 // nowhere else.
 func Info(tb testing.TB, c redis.Cmdable, section string) map[string]string {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), poll.Timeout)
 	defer cancel()
 	text, err := c.Info(ctx, section).Result()
 	if err != nil {

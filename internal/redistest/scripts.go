@@ -1,6 +1,8 @@
 package redistest
 
 import (
+	"github.com/w8y/w8y/internal/poll"
+
 	"context"
 	"testing"
 
@@ -14,7 +16,7 @@ import (
 func ScriptsLoad(tb testing.TB, scripts map[string]*redis.Script) {
 	tb.Helper()
 	rdb := Start(tb).Client
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), poll.Timeout)
 	defer cancel()
 	for name, script := range scripts {
 		sha, err := script.Load(ctx, rdb).Result()

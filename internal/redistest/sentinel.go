@@ -1,6 +1,8 @@
 package redistest
 
 import (
+	"github.com/w8y/w8y/internal/poll"
+
 	"context"
 	"fmt"
 	"os"
@@ -30,7 +32,7 @@ func StartSentinelGroup(tb testing.TB) *SentinelGroup {
 	g := &SentinelGroup{Name: "w8ytest"}
 	g.Master = Start(tb)
 	g.Replica = Start(tb, Args("--replicaof", "127.0.0.1", strconv.Itoa(g.Master.Port)))
-	WaitFor(tb, "the replica to sync", func() bool {
+	poll.WaitFor(tb, "the replica to sync", func() bool {
 		return Info(tb, g.Replica.Client, "replication")["master_link_status"] == "up"
 	})
 	var addrs []string
@@ -54,7 +56,7 @@ func StartSentinelGroup(tb testing.TB) *SentinelGroup {
 		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", s.Port))
 	}
 	g.URL = "redis://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2]
-	WaitFor(tb, "every sentinel to know the master, the replica and its peers", func() bool {
+	poll.WaitFor(tb, "every sentinel to know the master, the replica and its peers", func() bool {
 		bg := context.Background()
 		for _, s := range g.Sentinels {
 			master, err := s.GetMasterAddrByName(bg, g.Name).Result()
@@ -100,9 +102,9 @@ func (g *SentinelGroup) MasterPort() int {
 func (g *SentinelGroup) Failover(tb testing.TB) {
 	tb.Helper()
 	ctx := context.Background()
-	WaitFor(tb, "a sentinel to accept SENTINEL FAILOVER", func() bool { return g.Sentinels[0].Failover(ctx, g.Name).Err() == nil })
-	WaitFor(tb, "every sentinel to name the replica as master", func() bool { return g.MasterPort() == g.Replica.Port })
-	WaitFor(tb, "the old master to replicate the new one", func() bool {
+	poll.WaitFor(tb, "a sentinel to accept SENTINEL FAILOVER", func() bool { return g.Sentinels[0].Failover(ctx, g.Name).Err() == nil })
+	poll.WaitFor(tb, "every sentinel to name the replica as master", func() bool { return g.MasterPort() == g.Replica.Port })
+	poll.WaitFor(tb, "the old master to replicate the new one", func() bool {
 		// Sentinel closes the old master's clients as it reconfigures it,
 		// this test's among them: a failed INFO is asked again.
 		text, err := g.Master.Client.Info(ctx, "replication").Result()

@@ -1,6 +1,8 @@
 package redistest
 
 import (
+	"github.com/w8y/w8y/internal/poll"
+
 	"context"
 	"testing"
 )
@@ -17,7 +19,7 @@ func TestStartSentinelGroup(t *testing.T) {
 	if err := g.Master.Client.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	WaitFor(t, "the replica to copy k", func() bool { return g.Replica.Client.Get(ctx, "k").Val() == "v" })
+	poll.WaitFor(t, "the replica to copy k", func() bool { return g.Replica.Client.Get(ctx, "k").Val() == "v" })
 }
 
 // TestSentinelFailover: after a failover the sentinels name the former
@@ -36,6 +38,6 @@ func TestSentinelFailover(t *testing.T) {
 		if err := g.Master.Client.Set(ctx, "k", want, 0).Err(); err != nil {
 			t.Fatalf("failover %d: the new master refused a write: %v", i+1, err)
 		}
-		WaitFor(t, "the new replica to copy k", func() bool { return g.Replica.Client.Get(ctx, "k").Val() == want })
+		poll.WaitFor(t, "the new replica to copy k", func() bool { return g.Replica.Client.Get(ctx, "k").Val() == want })
 	}
 }

@@ -8,6 +8,8 @@
 package redistest
 
 import (
+	"github.com/w8y/w8y/internal/poll"
+
 	"context"
 	"errors"
 	"fmt"
@@ -237,7 +239,7 @@ func (s *Server) launch(port int) error {
 	probeOpt.DialTimeout, probeOpt.ReadTimeout, probeOpt.WriteTimeout = time.Second, time.Second, time.Second
 	probe := redis.NewClient(&probeOpt)
 	defer probe.Close()
-	answered := Poll(Timeout, func() bool {
+	answered := poll.Poll(poll.Timeout, func() bool {
 		select {
 		case <-exited:
 			return true
@@ -256,7 +258,7 @@ func (s *Server) launch(port int) error {
 	}
 	if !answered {
 		s.Stop()
-		return fmt.Errorf("%s on port %d never answered PING within %s:\n%s", s.kind.Server, port, Timeout, s.logSince(logStart))
+		return fmt.Errorf("%s on port %d never answered PING within %s:\n%s", s.kind.Server, port, poll.Timeout, s.logSince(logStart))
 	}
 	return nil
 }
@@ -301,7 +303,7 @@ func (s *Server) ShutDown(tb testing.TB) {
 	if !s.running() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), poll.Timeout)
 	defer cancel()
 	// SHUTDOWN SAVE saves even without save points; its reply is the
 	// connection closing.
@@ -309,7 +311,7 @@ func (s *Server) ShutDown(tb testing.TB) {
 	select {
 	case <-s.exited:
 	case <-ctx.Done():
-		tb.Fatalf("redis-server on port %d did not shut down within %s", s.Port, Timeout)
+		tb.Fatalf("redis-server on port %d did not shut down within %s", s.Port, poll.Timeout)
 	}
 	if !s.cmd.ProcessState.Success() {
 		tb.Fatalf("redis-server on port %d did not shut down cleanly: %v", s.Port, s.cmd.ProcessState)
@@ -338,7 +340,7 @@ func argValue(args []string, name string) string {
 
 // Client starts a redis-server for the test, as Start does, and returns its
 // client with the context for the test's calls to it. The context ends when
-// the test does, and a test's at Timeout too, so that a call that Redis never
+// the test does, and a test's at poll.Timeout too, so that a call that Redis never
 // answers fails the test instead of hanging it; a benchmark's has no
 // deadline, since it runs as long as -benchtime asks.
 func Client(tb testing.TB, opts ...Option) (*redis.Client, context.Context) {
@@ -347,7 +349,7 @@ func Client(tb testing.TB, opts ...Option) (*redis.Client, context.Context) {
 	ctx := tb.Context()
 	if _, bench := tb.(*testing.B); !bench {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, Timeout)
+		ctx, cancel = context.WithTimeout(ctx, poll.Timeout)
 		tb.Cleanup(cancel)
 	}
 	return rdb, ctx

@@ -1,6 +1,8 @@
 package redistest
 
 import (
+	"github.com/w8y/w8y/internal/poll"
+
 	"context"
 	"net"
 	"os"
@@ -140,7 +142,7 @@ func firstThenFree(first int, offered *[]int) func(testing.TB) int {
 	}
 }
 
-// TestClientContext: a test's context ends at Timeout at the latest, and
+// TestClientContext: a test's context ends at poll.Timeout at the latest, and
 // with the test; a benchmark's has no deadline but ends with it too.
 func TestClientContext(t *testing.T) {
 	var ctx context.Context
@@ -148,8 +150,8 @@ func TestClientContext(t *testing.T) {
 		var rdb *redis.Client
 		rdb, ctx = Client(t)
 		deadline, ok := ctx.Deadline()
-		if left := time.Until(deadline); !ok || left > Timeout || left < Timeout/2 {
-			t.Errorf("the context's deadline is %v away (set: %v), want about %s", left, ok, Timeout)
+		if left := time.Until(deadline); !ok || left > poll.Timeout || left < poll.Timeout/2 {
+			t.Errorf("the context's deadline is %v away (set: %v), want about %s", left, ok, poll.Timeout)
 		}
 		if err := rdb.Ping(ctx).Err(); err != nil {
 			t.Errorf("PING through Client's client: %v", err)

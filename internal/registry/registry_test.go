@@ -8,12 +8,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 )
 
 func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), redistest.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), poll.Timeout)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -55,7 +56,7 @@ func TestPresenceLifecycle(t *testing.T) {
 	keys := schema.Keys{Prefix: "r:", Colocated: true}
 	p := NewPresence(s.Client, keys, self("h:42:abc", true), nil, zerolog.Nop())
 	stop := present(t, p)
-	redistest.WaitFor(t, "the entry", func() bool { return s.Client.Exists(testCtx(t), "r:worker:h:42:abc").Val() == 1 })
+	poll.WaitFor(t, "the entry", func() bool { return s.Client.Exists(testCtx(t), "r:worker:h:42:abc").Val() == 1 })
 	e := readOne(t, s, keys)
 	if e.Holder != "h:42:abc" || e.Host != "h" || e.PID != 42 || e.Version != "v1" || e.Mode != "continuous" ||
 		e.State != schema.WorkerIdle || !e.Started.Equal(time.UnixMilli(1_700_000_000_000)) || len(e.Running) != 0 {
@@ -67,19 +68,19 @@ func TestPresenceLifecycle(t *testing.T) {
 	if until := time.Until(e.Expires); until <= 0 || until > TTL {
 		t.Errorf("the member's score says it expires in %s, want at most %s", until, TTL)
 	}
-	redistest.WaitFor(t, "the worker counted as looking", func() bool { return p.Lookers() == 1 && s.Client.ZCard(testCtx(t), "r:looking").Val() == 1 })
+	poll.WaitFor(t, "the worker counted as looking", func() bool { return p.Lookers() == 1 && s.Client.ZCard(testCtx(t), "r:looking").Val() == 1 })
 
 	p.Started("item one")
-	redistest.WaitFor(t, "busy", func() bool { return readOne(t, s, keys).State == schema.WorkerBusy })
+	poll.WaitFor(t, "busy", func() bool { return readOne(t, s, keys).State == schema.WorkerBusy })
 	e = readOne(t, s, keys)
 	if len(e.Running) != 1 || e.Running[0].Item != "item one" || e.Running[0].Since.IsZero() || e.Since.IsZero() {
 		t.Errorf("busy entry %+v", e)
 	}
 	// Busy with its one slot taken, it no longer looks.
-	redistest.WaitFor(t, "no longer looking", func() bool { return s.Client.ZCard(testCtx(t), "r:looking").Val() == 0 })
+	poll.WaitFor(t, "no longer looking", func() bool { return s.Client.ZCard(testCtx(t), "r:looking").Val() == 0 })
 
 	p.Ended("item one")
-	redistest.WaitFor(t, "idle again", func() bool { return readOne(t, s, keys).State == schema.WorkerIdle })
+	poll.WaitFor(t, "idle again", func() bool { return readOne(t, s, keys).State == schema.WorkerIdle })
 	if e := readOne(t, s, keys); len(e.Running) != 0 {
 		t.Errorf("idle again but running %+v", e.Running)
 	}

@@ -88,7 +88,7 @@ func (k Keys) Swept() string { return k.Prefix + "swept" }
 // Seen is how much of the list, from its head, workers have already tried
 // (an integer, without expiry): the items from there to the tail are the
 // ones appended since, which every take tries before the due index (see
-// internal/take's due.lua). A rotation moves it back by the items it moved
+// internal/take's look.lua). A rotation moves it back by the items it moved
 // to the tail while appended items wait after it.
 func (k Keys) Seen() string { return k.Prefix + "seen" }
 
@@ -255,7 +255,7 @@ const (
 	ResultInterrupted Result = "interrupted"
 	// ResultCancelled: an operator's cancel request stopped the child. Like
 	// an interruption it says nothing about the item, unless the request
-	// asked to count it as a failure (see runs.End.Failed).
+	// asked to count it as a failure (see finish.End.Failed).
 	ResultCancelled Result = "cancelled"
 )
 

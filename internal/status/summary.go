@@ -187,7 +187,7 @@ func scheduled(state *redis.SliceCmd, score float64) bool {
 }
 
 // neverTried is how many of a list of length items no worker has tried,
-// from the fleet's marks (seen and untried, as internal/take's due.lua
+// from the fleet's marks (seen and untried, as internal/take's look.lua
 // keeps them): the untried items at the head, and those after seen; the
 // whole list when no worker has tried it yet (neither mark: a whole pass,
 // such as --until-idle's, sets seen alone).

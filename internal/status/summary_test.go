@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/doctest"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -261,7 +262,7 @@ func TestWatchReadsTheWholeListNowAndThen(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Reader{Client: srv.Client, Keys: keys, Batch: 100}
-	ctx, cancel := context.WithTimeout(context.Background(), redistest.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), poll.Timeout)
 	defer cancel()
 	w := &turnWriter{cancel: cancel, stopAt: 5}
 	if err := Show(ctx, r, View{Watch: 20 * time.Millisecond, Filter: Filter{Limit: 1}}, w, zerolog.Nop()); err != nil {

@@ -12,11 +12,11 @@ import (
 )
 
 // The busy pass in batches, server-side: where the list and every item's
-// keys live on one server, one call of take.lua rotates the list and tries
+// keys live on one server, one call of batch.lua rotates the list and tries
 // a batch of candidates' locks, leaving Redis as the per-candidate pass
 // (each.go) does.
 
-// maxBatch is how many candidates one call of take.lua looks at, at most.
+// maxBatch is how many candidates one call of batch.lua looks at, at most.
 // Redis runs nothing else while a script runs, and a candidate costs it
 // about a microsecond, so a call blocks Redis for about a millisecond: like
 // one slow command, far below the 10 ms at which Redis' slowlog starts to
@@ -36,11 +36,11 @@ const maxBatch = 1000
 // round trips than with whole batches from the start.
 const firstBatch = 8
 
-//go:embed take.lua
+//go:embed batch.lua
 var batchSource string
 
 // batchScript rotates the list and tries a batch of candidates' locks in
-// one call (take.lua says how, at its top).
+// one call (batch.lua says how, at its top).
 //
 //	KEYS[1] -> the list
 //	ARGV[1] -> the key prefix, under which each candidate's lock, cooldown,
@@ -177,7 +177,7 @@ func (b batchCall) run(ctx context.Context, client redisconn.ScriptClient, acks 
 	reply, ok := got.([]any)
 	if !ok {
 		if err == nil {
-			err = fmt.Errorf("unexpected reply from take.lua: %T", got)
+			err = fmt.Errorf("unexpected reply from batch.lua: %T", got)
 		}
 		return batchReply{}, err
 	}
@@ -193,12 +193,12 @@ func (b batchCall) run(ctx context.Context, client redisconn.ScriptClient, acks 
 func decodeBatchReply(reply []any) (batchReply, error) {
 	// Three values from a call that ended early, else the fence and pairs.
 	if len(reply) != 3 && (len(reply) < 4 || len(reply)%2 != 0) {
-		return batchReply{}, fmt.Errorf("unexpected reply from take.lua: %d values", len(reply))
+		return batchReply{}, fmt.Errorf("unexpected reply from batch.lua: %d values", len(reply))
 	}
 	left, ok := reply[0].(int64)
 	length, ok2 := reply[2].(int64)
 	if !ok || !ok2 {
-		return batchReply{}, fmt.Errorf("unexpected reply from take.lua: left is %T, length %T", reply[0], reply[2])
+		return batchReply{}, fmt.Errorf("unexpected reply from batch.lua: left is %T, length %T", reply[0], reply[2])
 	}
 	out := batchReply{Left: left, Length: length}
 	out.Item, out.Taken = reply[1].(string)

@@ -11,7 +11,7 @@
 // one of four ways, all through Pass.Take:
 //
 //   - the look via the appended items and the due index (look.go,
-//     due.lua): a one-shot run, a worker's first take, a busy worker's
+//     look.lua): a one-shot run, a worker's first take, a busy worker's
 //     next and an idle worker's look try only the items appended since the
 //     fleet last looked (after the shared "seen" mark) and those whose due
 //     entry has passed, at a cost that does not grow with the list; while
@@ -21,11 +21,11 @@
 //   - the sweep (look.go, sweepEvery): when a look finds nothing, it elects
 //     one worker of the fleet, now and then, to pass over the whole list,
 //     which notices what the look cannot (a key deleted by hand);
-//   - the pass in batches, server-side (batch.go, take.lua): one call
+//   - the pass in batches, server-side (batch.go, batch.lua): one call
 //     rotates the list and tries a batch of candidates' locks, for the
 //     sweep and --until-idle, where the list and every item's keys live on
 //     one server; it leaves Redis as the per-candidate pass does;
-//   - the pass per candidate (each.go, trylock.lua): LMOVE the list's head
+//   - the pass per candidate (each.go, each.lua): LMOVE the list's head
 //     to its tail and try that candidate's lock, two round trips a
 //     candidate, for where an item's keys may live on other servers than
 //     the list (Redis Cluster without a hash tag): every take there is a

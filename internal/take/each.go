@@ -7,19 +7,20 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/w8y/w8y/internal/items"
+	"github.com/w8y/w8y/internal/childcmd"
+	"github.com/w8y/w8y/internal/clip"
+	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/redisconn"
-	"github.com/w8y/w8y/internal/runs"
 )
 
 // The busy pass per candidate: for where an item's keys may live on other
 // servers than the list (see schema.Keys.Colocated), each candidate costs
 // its own round trips, and each command names one key.
 
-//go:embed trylock.lua
-var tryLockSource string
+//go:embed each.lua
+var eachSource string
 
-// tryLockScript takes one lock as SET NX PX does, and names a lock key of
+// eachScript takes one lock as SET NX PX does, and names a lock key of
 // another type, which SET NX alone would pass over without a word.
 //
 //	KEYS[1] -> the item's lock key
@@ -32,16 +33,16 @@ var tryLockSource string
 // Returns 1 when taken, 0 when another holder has it, -1 when every place
 // under the cap was in use, or the key's type (such as "hash") when it
 // holds something that is not a lock.
-var tryLockScript = withPlaces(tryLockSource)
+var eachScript = withPlaces(eachSource)
 
 // takeEach is Pass.Take with round trips per candidate. A candidate costs
 // an LMOVE and one pipeline of EXISTS for its cooldown, backoff and pause
-// keys; a free one also the lock attempt (tryLockScript) and the same
+// keys; a free one also the lock attempt (eachScript) and the same
 // EXISTS again once the lock is ours, since the two reads are not atomic: a
 // finishing run writes its cooldown before it releases its lock (see
-// runs.Finisher), so the check after taking the lock sees it. The item taken
+// finish.Finisher), so the check after taking the lock sees it. The item taken
 // costs two more round trips, for its fencing token and its start record
-// (see takeFence and runs.Recorder.RecordStart), which take.lua writes in
+// (see takeFence and finish.Recorder.RecordStart), which batch.lua writes in
 // the take itself.
 func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (Taken, error) {
 	t := p.t
@@ -67,8 +68,8 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (Taken, error
 		if err != nil {
 			return Taken{}, redisconn.Wrap("rotate "+quote(list), err)
 		}
-		if reason := items.Problem(item, t.MaxItemLen); reason != "" {
-			t.Log.Warn().Str("item", items.Clip(item)).Msg("skipping item: " + reason)
+		if reason := childcmd.ItemProblem(item, t.MaxItemLen); reason != "" {
+			t.Log.Warn().Str("item", clip.Item(item)).Msg("skipping item: " + reason)
 			continue
 		}
 		if waits, err := t.waits(ctx, item, false); err != nil || waits {
@@ -90,7 +91,7 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (Taken, error
 				return taken, err
 			}
 		case string:
-			t.warnLockType(items.Clip(item), got)
+			t.warnLockType(clip.Item(item), got)
 		}
 	}
 	return Taken{}, ErrNoWork
@@ -115,7 +116,7 @@ func (t *Taker) own(ctx context.Context, try lockTry) (taken Taken, done bool, e
 	}
 	// A run that finished between the two reads. The lock is ours and must
 	// go; if Redis failed, it expires by itself.
-	_, _ = runs.Release(ctx, t.Client, try.Key, try.Token, try.Item)
+	_, _ = finish.Release(ctx, t.Client, try.Key, try.Token, try.Item)
 	return Taken{}, err != nil, err
 }
 
@@ -125,12 +126,12 @@ func (t *Taker) held(ctx context.Context) (context.Context, context.CancelFunc) 
 	return context.WithTimeout(context.WithoutCancel(ctx), t.TTL)
 }
 
-// lockTry is what trylock.lua made of one attempt at an item's lock, which
+// lockTry is what each.lua made of one attempt at an item's lock, which
 // a pass per candidate and a named take (TakeNamed) make alike.
 type lockTry struct {
 	// Taken is the take that the attempt stands for, if got is 1.
 	Taken
-	// got is trylock.lua's reply: 1 for the lock taken, 0 for one another
+	// got is each.lua's reply: 1 for the lock taken, 0 for one another
 	// holder has, or the type of a lock key that holds something else.
 	got any
 	// notReplicated is the error of a lock taken that too few replicas
@@ -138,7 +139,7 @@ type lockTry struct {
 	notReplicated error
 }
 
-// tryLock tries item's lock with tryLockScript, confirmed by
+// tryLock tries item's lock with eachScript, confirmed by
 // --replica-acks replicas. It fails only where Redis gave no reply, or
 // refused the lock and the replicas both.
 func (t *Taker) tryLock(ctx context.Context, item string) (lockTry, error) {
@@ -149,7 +150,7 @@ func (t *Taker) tryLock(ctx context.Context, item string) (lockTry, error) {
 		// the Cluster check of --fleet-max-running).
 		keys, args = append(keys, t.Keys.Running(), t.Keys.FleetMax()), append(args, t.FleetMax)
 	}
-	got, err := redisconn.RunConfirmed(ctx, t.Client, tryLockScript, t.ReplicaAcks, t.TTL, keys, args...)
+	got, err := redisconn.RunConfirmed(ctx, t.Client, eachScript, t.ReplicaAcks, t.TTL, keys, args...)
 	if got != int64(1) && err != nil {
 		return lockTry{}, redisconn.Wrap("take lock "+quote(taken.Key), err)
 	}
@@ -160,13 +161,13 @@ func (t *Taker) tryLock(ctx context.Context, item string) (lockTry, error) {
 // started completes a lock that tryLock took: the fencing token, in a
 // round trip of its own (its key may live on another server than the
 // lock's), and the run's start record. The start is recorded before a take
-// that the replicas did not confirm is given back, as take.lua records it
+// that the replicas did not confirm is given back, as batch.lua records it
 // in the take, so that both paths leave the same record.
 func (t *Taker) started(ctx context.Context, try lockTry) (Taken, error) {
 	taken := try.Taken
 	taken.Fence = t.takeFence(ctx, taken.Item)
 	if err := t.Record.RecordStart(ctx, t.Client, taken.Item, t.Token, taken.Fence, taken.At); err != nil {
-		t.Log.Warn().Err(err).Str("item", items.Clip(taken.Item)).Msg("could not record the start of the run")
+		t.Log.Warn().Err(err).Str("item", clip.Item(taken.Item)).Msg("could not record the start of the run")
 	}
 	if try.notReplicated != nil {
 		return Taken{}, unconfirmed(taken, try.notReplicated)
@@ -211,7 +212,7 @@ func (t *Taker) waits(ctx context.Context, item string, listed bool) (bool, erro
 	var held int64
 	for _, cmd := range blockers {
 		if err := cmd.Err(); err != nil {
-			return false, redisconn.Wrap("check the cooldown, backoff and pause of "+quote(items.Clip(item)), err)
+			return false, redisconn.Wrap("check the cooldown, backoff and pause of "+quote(clip.Item(item)), err)
 		}
 		held += cmd.Val()
 	}
@@ -223,18 +224,18 @@ func (t *Taker) waits(ctx context.Context, item string, listed bool) (bool, erro
 		case redisconn.UnknownCommand(err, "lpos"):
 			t.Memory.noLPos = true
 		case err != nil:
-			return false, redisconn.Wrap("look for "+quote(items.Clip(item))+" in "+quote(t.Keys.List()), err)
+			return false, redisconn.Wrap("look for "+quote(clip.Item(item))+" in "+quote(t.Keys.List()), err)
 		}
 	}
 	return removed || held > 0, nil
 }
 
 // takeFence increments the list's fencing token for a take of item, as
-// take.lua does in the take itself: a failure gives 0, with a warning.
+// batch.lua does in the take itself: a failure gives 0, with a warning.
 func (t *Taker) takeFence(ctx context.Context, item string) int64 {
 	fence, err := t.Client.Incr(ctx, t.Keys.Fence()).Result()
 	if err != nil {
-		t.Log.Warn().Err(err).Str("item", items.Clip(item)).Msgf("could not increment the fencing token %s: the child gets W8Y_FENCE=0", quote(t.Keys.Fence()))
+		t.Log.Warn().Err(err).Str("item", clip.Item(item)).Msgf("could not increment the fencing token %s: the child gets W8Y_FENCE=0", quote(t.Keys.Fence()))
 		return 0
 	}
 	return fence

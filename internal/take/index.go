@@ -18,7 +18,7 @@ import (
 var indexSource string
 
 // indexed is the script of a take that passes over items or sweeps
-// (take.lua, due.lua and next.lua): place.lua's functions and index.lua's,
+// (batch.lua, look.lua and next.lua): place.lua's functions and index.lua's,
 // then source.
 func indexed(source string) *redis.Script {
 	return withPlaces(indexSource + "\n" + source)
@@ -28,7 +28,7 @@ const (
 	// SweepStep is how many items of the list one look's step of the sweep
 	// reads: under a millisecond of Redis' time (about 3µs an item, see
 	// BenchmarkSweepStep and docs/benchmarks.md), less than a batch of
-	// take.lua, so that a step never holds Redis up for long; a list of up
+	// batch.lua, so that a step never holds Redis up for long; a list of up
 	// to this many items is swept in one look.
 	SweepStep = 256
 	// SweepPerItem is how long the fleet waits between two sweeps for each
@@ -68,7 +68,7 @@ func SweepEvery(length int64) time.Duration {
 	return min(max(time.Duration(length)*SweepPerItem, SweepMin), SweepMax)
 }
 
-// sweepWords are the options of due.lua that make a look take its step of
+// sweepWords are the options of look.lua that make a look take its step of
 // the sweep when one is due.
 func sweepWords() string {
 	return " sweep=" + strconv.Itoa(SweepStep) +

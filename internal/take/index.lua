@@ -1,4 +1,4 @@
--- The due index's upkeep: take.lua and due.lua start with this file (after
+-- The due index's upkeep: batch.lua and look.lua start with this file (after
 -- place.lua; the Go that loads them puts it before each), so that every
 -- item a take passes over, and every item the fleet's sweep reads, leaves
 -- an entry in the due index (the sorted set keyPrefix .. "due") that says

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/doctest"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -59,8 +60,8 @@ func blockers() []blocker {
 }
 
 // TestPassedItemsComeDue pins the three ways an item that something holds
-// is passed over to one outcome: a pass over the list (take.lua), a look at
-// the appended items (due.lua) and a step of the fleet's sweep each give
+// is passed over to one outcome: a pass over the list (batch.lua), a look at
+// the appended items (look.lua) and a step of the fleet's sweep each give
 // it an entry in the due index for the moment its blocker expires, read
 // from the blocker itself, so that the fleet tries it again then, whoever
 // set the blocker; and none where the blocker never expires, which the
@@ -162,7 +163,7 @@ func TestSweepFindsWhatOnlyItCan(t *testing.T) {
 		{"its backoff shortened by hand", func(k schema.Keys) {
 			rdb.ZAdd(ctx, k.Due(), redis.Z{Score: float64(time.Now().Add(time.Hour).UnixMilli()), Member: "x"})
 			rdb.Set(ctx, k.Backoff("x"), "1", 50*time.Millisecond)
-			redistest.WaitFor(t, "the backoff to expire", func() bool { return rdb.Exists(ctx, k.Backoff("x")).Val() == 0 })
+			poll.WaitFor(t, "the backoff to expire", func() bool { return rdb.Exists(ctx, k.Backoff("x")).Val() == 0 })
 		}},
 		{"a pause without expiry deleted by hand", func(k schema.Keys) {
 			// w8y dropped its entry when the pause was found; the pause is
@@ -320,14 +321,14 @@ func TestSweepReadsEveryItemWhileTheListMoves(t *testing.T) {
 			}
 			args := taker.lookArgs("")
 			args[4] = strings.Replace(args[4].(string), fmt.Sprintf("sweep=%d", SweepStep), "sweep=7", 1)
-			if err := dueScript.Run(ctx, rdb, []string{k.List()}, args...).Err(); err != nil {
+			if err := lookScript.Run(ctx, rdb, []string{k.List()}, args...).Err(); err != nil {
 				t.Fatal(err)
 			}
 			list := rdb.LRange(ctx, k.List(), 0, -1).Val()
 			switch op := r.IntN(4); op {
 			case 0:
 				// A pass rotates its head; what it passes over or takes has
-				// an entry (take.lua, indexPassed).
+				// an entry (batch.lua, indexPassed).
 				turn := 1 + r.IntN(5)
 				for _, item := range list[:turn] {
 					rdb.ZAdd(ctx, k.Due(), redis.Z{Score: 1, Member: item})
@@ -417,7 +418,7 @@ func TestSweepHasOneDriver(t *testing.T) {
 	step := func(taker *Taker) (stepped bool, sweeping int64) {
 		t.Helper()
 		before := redistest.CommandStats(t, rdb)["lrange"]
-		got, err := dueScript.Run(ctx, rdb, []string{k.List()}, taker.lookArgs("")...).Slice()
+		got, err := lookScript.Run(ctx, rdb, []string{k.List()}, taker.lookArgs("")...).Slice()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,7 @@ import (
 )
 
 // The look. Every take where one script reaches an item's keys (see
-// Taker.Looks) starts with a look (dueScript) at what may be eligible: the
+// Taker.Looks) starts with a look (lookScript) at what may be eligible: the
 // items appended since the fleet last looked, and the due index. It costs
 // Redis the same for ten items as for a million, but for the step of the
 // fleet's sweep that it makes while one is due (see index.go), which is
@@ -38,13 +38,13 @@ const (
 	lookNew = maxBatch
 )
 
-//go:embed due.lua
-var dueSource string
+//go:embed look.lua
+var lookSource string
 
-// dueScript is a look at the list: it makes the step of the fleet's sweep
+// lookScript is a look at the list: it makes the step of the fleet's sweep
 // that is due, if one is, then tries the items appended since the fleet's
 // last look and those whose due entry has passed, and moves a due item it
-// takes to the list's tail (due.lua says how, at its top).
+// takes to the list's tail (look.lua says how, at its top).
 //
 //	KEYS[1] -> the list
 //	ARGV[1] -> the key prefix (the due index, the sweep and seen keys and
@@ -58,13 +58,13 @@ var dueSource string
 //
 // Returns {unseen, item or false, swept, fence, untried, sweeping, head1,
 // size-or-type1, ...}, which look reads.
-var dueScript = indexed(dueSource)
+var lookScript = indexed(lookSource)
 
 // looking is what a Taker learns from its passes and looks for the next
 // look.
 type looking struct {
 	// off is set once the server turned out to lack a command that
-	// dueScript needs (LPOS: Redis older than 6.0.6); takes then pass over
+	// lookScript needs (LPOS: Redis older than 6.0.6); takes then pass over
 	// the whole list, as before.
 	off bool
 	// quiet is set while the last look found nothing at all: the next one
@@ -100,7 +100,7 @@ type lookReply struct {
 	untried int64
 }
 
-// look is one call of dueScript for Pass.Take.
+// look is one call of lookScript for Pass.Take.
 func (p *Pass) look(ctx context.Context) (lookReply, error) {
 	t := p.t
 	look := &t.Memory.look
@@ -112,7 +112,7 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 		// could take that item again.
 		head = " head=0"
 	}
-	got, err := redisconn.RunConfirmed(ctx, t.Client, dueScript, t.ReplicaAcks, t.TTL, []string{list}, t.lookArgs(head)...)
+	got, err := redisconn.RunConfirmed(ctx, t.Client, lookScript, t.ReplicaAcks, t.TTL, []string{list}, t.lookArgs(head)...)
 	reply, isList := got.([]any)
 	if !isList {
 		if err != nil && redisconn.UnknownCommand(err, "lpos") {
@@ -121,12 +121,12 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 			return lookReply{pass: true}, nil
 		}
 		if err == nil {
-			err = fmt.Errorf("unexpected reply from due.lua: %T", got)
+			err = fmt.Errorf("unexpected reply from look.lua: %T", got)
 		}
 		return lookReply{}, redisconn.Wrap("look at "+quote(list), err)
 	}
 	if len(reply) < 6 || len(reply)%2 != 0 {
-		return lookReply{}, redisconn.Wrap("look at "+quote(list), fmt.Errorf("unexpected reply from due.lua: %d values", len(reply)))
+		return lookReply{}, redisconn.Wrap("look at "+quote(list), fmt.Errorf("unexpected reply from look.lua: %d values", len(reply)))
 	}
 	unseen, _ := reply[0].(int64)
 	untried, _ := reply[4].(int64)
@@ -163,7 +163,7 @@ func (t *Taker) logSwept(swept any) {
 	}
 }
 
-// lookArgs are dueScript's arguments for a look, with head
+// lookArgs are lookScript's arguments for a look, with head
 // " head=0" to look on past untried items at the list's head, or "".
 func (t *Taker) lookArgs(head string) []any {
 	words := "most=" + strconv.Itoa(lookMost) +
@@ -172,7 +172,7 @@ func (t *Taker) lookArgs(head string) []any {
 	return []any{t.Keys.Prefix, t.Token, t.TTL.Milliseconds(), t.MaxItemLen, words}
 }
 
-// readTaken reads the item that dueScript's reply, to a look sent at sent,
+// readTaken reads the item that lookScript's reply, to a look sent at sent,
 // says it took, if any, and warns of the items it skipped for good.
 func (t *Taker) readTaken(reply []any, sent time.Time) (Taken, bool) {
 	for _, s := range decodeSkipped(reply[6:]) {
@@ -195,7 +195,7 @@ func (t *Taker) readTaken(reply []any, sent time.Time) (Taken, bool) {
 // list's length is not the fleet's "seen" mark (items were appended, or
 // removed), items at the head are untried, an entry of the due index has
 // passed, or the sweep key is gone (a step of the fleet's sweep is due). Otherwise
-// dueScript would try no candidate and write nothing, so the probe's "no"
+// lookScript would try no candidate and write nothing, so the probe's "no"
 // is the look's own answer, and the worker takes nothing. With
 // --fleet-max-running, full says that the answer is no because every place
 // is in use, as the look would have found (see placesInUse).

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/w8y/w8y/internal/childcmd"
 	"github.com/w8y/w8y/internal/duration"
-	"github.com/w8y/w8y/internal/items"
+	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/redisconn"
-	"github.com/w8y/w8y/internal/runs"
 )
 
 // ErrHeld is returned by TakeNamed when another holder has the item's lock.
@@ -83,7 +83,7 @@ func (t *Taker) WaitNamed(ctx context.Context, item string, ignorePause bool, wa
 
 // TakeNamed takes the lock of item, which the caller names (w8y --item)
 // instead of a pass choosing it from the list, as a pass per candidate
-// takes a candidate's (trylock.lua): the same lock, fencing token and
+// takes a candidate's (each.lua): the same lock, fencing token and
 // start record, so that the fleet and a named run never hold the item at
 // once. The list is neither read nor changed, and the item need not be in
 // it. A cooldown or a backoff does not hold a named item back: the caller
@@ -92,7 +92,7 @@ func (t *Taker) WaitNamed(ctx context.Context, item string, ignorePause bool, wa
 // between (the lock is then given back). Under FleetMax, it takes a place
 // too, and returns ErrFull when every place is in use.
 func (t *Taker) TakeNamed(ctx context.Context, item string, ignorePause bool) (Taken, error) {
-	if reason := items.Problem(item, t.MaxItemLen); reason != "" {
+	if reason := childcmd.ItemProblem(item, t.MaxItemLen); reason != "" {
 		return Taken{}, fmt.Errorf("item %s cannot be run: %s", quote(item), reason)
 	}
 	if !ignorePause {
@@ -122,7 +122,7 @@ func (t *Taker) TakeNamed(ctx context.Context, item string, ignorePause bool) (T
 		if paused, err := t.paused(ctx, item); err != nil || paused {
 			// The lock is ours and must go; if Redis failed, it expires
 			// by itself.
-			_, _ = runs.Release(ctx, t.Client, try.Key, try.Token, item)
+			_, _ = finish.Release(ctx, t.Client, try.Key, try.Token, item)
 			return Taken{}, errors.Join(err, pausedErr(paused))
 		}
 	}

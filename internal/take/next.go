@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/w8y/w8y/internal/lua"
+	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/redisconn"
-	"github.com/w8y/w8y/internal/runs"
 )
 
 // The finish of a run and the take of the next, in one call: a busy
@@ -18,11 +17,11 @@ import (
 //go:embed next.lua
 var nextSource string
 
-// nextScript is next.lua after finish.lua and due.lua, each made a
+// nextScript is next.lua after finish.lua and look.lua, each made a
 // function of its own keys and arguments.
 var nextScript = indexed(
-	"local function finishRun(KEYS, ARGV)\n" + lua.FinishSource() + "\nend\n" +
-		"local function lookDue(KEYS, ARGV)\n" + dueSource + "\nend\n" +
+	"local function finishRun(KEYS, ARGV)\n" + finish.Source() + "\nend\n" +
+		"local function lookDue(KEYS, ARGV)\n" + lookSource + "\nend\n" +
 		nextSource)
 
 // FinishThenLook finishes the run that end says, which held lockKey with
@@ -35,9 +34,9 @@ var nextScript = indexed(
 // Where one call cannot do both (the keys are not colocated, the server
 // lacks LPOS, or --replica-acks must confirm each take apart), it only
 // finishes, as f.Finish does. An error is the whole call's, and nothing
-// was taken: a finish that it did not apply (runs.Resend) can be sent
+// was taken: a finish that it did not apply (finish.Resend) can be sent
 // again by itself.
-func (t *Taker) FinishThenLook(ctx context.Context, f *runs.Finisher, lockKey, token string, end runs.End) (done runs.Reply, next Taken, ok bool, err error) {
+func (t *Taker) FinishThenLook(ctx context.Context, f *finish.Finisher, lockKey, token string, end finish.End) (done finish.Reply, next Taken, ok bool, err error) {
 	finishKeys, finishArgs, colocated := f.Call(lockKey, token, end)
 	if !colocated || !t.Looks() || t.ReplicaAcks > 0 {
 		done, err = f.Finish(ctx, lockKey, token, end)
@@ -50,14 +49,14 @@ func (t *Taker) FinishThenLook(ctx context.Context, f *runs.Finisher, lockKey, t
 	args = append(args, lookArgs...)
 	got, err := nextScript.Run(ctx, t.Client, keys, args...).Result()
 	if err != nil {
-		return runs.Reply{}, Taken{}, false, redisconn.Wrap(fmt.Sprintf("finish the run of %s", quote(lockKey)), err)
+		return finish.Reply{}, Taken{}, false, redisconn.Wrap(fmt.Sprintf("finish the run of %s", quote(lockKey)), err)
 	}
 	reply, _ := got.([]any)
 	if len(reply) != 2 {
-		return runs.Reply{}, Taken{}, false, redisconn.Wrap(fmt.Sprintf("finish the run of %s", quote(lockKey)), fmt.Errorf("unexpected reply from next.lua: %v", got))
+		return finish.Reply{}, Taken{}, false, redisconn.Wrap(fmt.Sprintf("finish the run of %s", quote(lockKey)), fmt.Errorf("unexpected reply from next.lua: %v", got))
 	}
-	if done, err = runs.ReadReply(lockKey, reply[0]); err != nil {
-		return runs.Reply{}, Taken{}, false, err
+	if done, err = finish.ReadReply(lockKey, reply[0]); err != nil {
+		return finish.Reply{}, Taken{}, false, err
 	}
 	look, _ := reply[1].([]any)
 	if len(look) < 6 {

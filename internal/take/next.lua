@@ -1,15 +1,15 @@
 -- Finishes a run and looks for the next item in one call: finish.lua's
--- whole work, then due.lua's, each as a function of its own keys and
+-- whole work, then look.lua's, each as a function of its own keys and
 -- arguments (the Go that loads this script puts them before it, as
 -- finishRun and lookDue). A busy worker's item then costs Redis one round
 -- trip instead of two: its finish, and the take of the next one.
 --
--- KEYS    finish.lua's keys, then due.lua's (the list)
+-- KEYS    finish.lua's keys, then look.lua's (the list)
 -- ARGV[1] how many of KEYS are finish.lua's
 -- ARGV[2] how many of the arguments after these two are finish.lua's; the
---         rest are due.lua's
+--         rest are look.lua's
 --
--- Returns {finish.lua's reply, due.lua's reply or false}. The finish is
+-- Returns {finish.lua's reply, look.lua's reply or false}. The finish is
 -- written whatever the look meets: a look that fails (a key of another
 -- type, a Redis without LPOS) replies false, having taken nothing, and the
 -- worker's next take, a look of its own, meets the same failure and says

@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/redistest"
-	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -46,14 +46,14 @@ func BenchmarkFinishThenLook(b *testing.B) {
 
 	taker := testTaker(rdb, keys.Prefix, true, 0, nil)
 	taker.Log = zerolog.New(io.Discard)
-	rec := &runs.Recorder{Keys: keys, StateTTL: 168 * time.Hour, EventsMaxLen: 10_000}
+	rec := &finish.Recorder{Keys: keys, StateTTL: 168 * time.Hour, EventsMaxLen: 10_000}
 	taker.Record = rec
-	finisher := &runs.Finisher{Client: rdb, Record: rec, Schedule: runs.Schedule{Cooldown: time.Hour}, Jitter: func() string { return "1" }}
+	finisher := &finish.Finisher{Client: rdb, Record: rec, Schedule: finish.Schedule{Cooldown: time.Hour}, Jitter: func() string { return "1" }}
 	taken, err := taker.LookFirst().Take(ctx, nil)
 	if err != nil {
 		b.Fatalf("the first take: %v", err)
 	}
-	end := runs.End{Result: schema.ResultSuccess, Exited: true}
+	end := finish.End{Result: schema.ResultSuccess, Exited: true}
 
 	cpu := func() float64 { return redisCPU(b, rdb) }
 	b.ResetTimer()
@@ -123,7 +123,7 @@ func benchmarkSweepStep(b *testing.B, held string) {
 			b.StartTimer()
 		}
 		args := taker.lookArgs("")
-		if got, err := dueScript.Run(ctx, rdb, []string{keys.List()}, args...).Slice(); err != nil || got[1] != nil {
+		if got, err := lookScript.Run(ctx, rdb, []string{keys.List()}, args...).Slice(); err != nil || got[1] != nil {
 			b.Fatalf("a look over held items: %v, %v", got, err)
 		}
 	}

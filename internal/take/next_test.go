@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redistest"
-	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -28,28 +28,28 @@ func TestFinishThenLookAsTwoCalls(t *testing.T) {
 		// passed (the fleet has tried the whole list); "a", the first
 		// item, is the run that ends.
 		items, due []string
-		end        runs.End
-		schedule   runs.Schedule
+		end        finish.End
+		schedule   finish.Schedule
 		// before runs on each prefix after the take of "a".
 		before func(keys schema.Keys)
 		want   string
 	}{
 		{"a success, the next due", []string{"a", "b", "c"}, []string{"a", "c"},
-			runs.End{Result: schema.ResultSuccess, Exited: true}, runs.Schedule{Cooldown: time.Hour}, nil, "c"},
+			finish.End{Result: schema.ResultSuccess, Exited: true}, finish.Schedule{Cooldown: time.Hour}, nil, "c"},
 		{"a success without cooldown: the same item again", []string{"a", "b"}, []string{"a"},
-			runs.End{Result: schema.ResultSuccess, Exited: true}, runs.Schedule{}, nil, "a"},
+			finish.End{Result: schema.ResultSuccess, Exited: true}, finish.Schedule{}, nil, "a"},
 		{"a failure that backs off", []string{"a", "b", "c"}, []string{"a", "b"},
-			runs.End{Result: schema.ResultFailure, Exited: true, Exit: proc.Exit{Code: 3}}, runs.Schedule{Backoff: runs.Backoff{Min: time.Minute, Max: time.Hour}}, nil, "b"},
+			finish.End{Result: schema.ResultFailure, Exited: true, Exit: proc.Exit{Code: 3}}, finish.Schedule{Backoff: finish.Backoff{Min: time.Minute, Max: time.Hour}}, nil, "b"},
 		{"nothing else due", []string{"a", "b"}, []string{"a"},
-			runs.End{Result: schema.ResultSuccess, Exited: true}, runs.Schedule{Cooldown: time.Hour}, nil, ""},
+			finish.End{Result: schema.ResultSuccess, Exited: true}, finish.Schedule{Cooldown: time.Hour}, nil, ""},
 		{"items at the head untried: left to the next take", []string{"a", "b", "c"}, []string{"a", "c"},
-			runs.End{Result: schema.ResultSuccess, Exited: true}, runs.Schedule{Cooldown: time.Hour},
+			finish.End{Result: schema.ResultSuccess, Exited: true}, finish.Schedule{Cooldown: time.Hour},
 			func(keys schema.Keys) { rdb.Set(ctx, keys.Untried(), 2, 0) }, ""},
 		{"the lock lost to another holder", []string{"a", "b", "c"}, []string{"a", "b"},
-			runs.End{Result: schema.ResultLockLost, Exited: true, Exit: proc.Exit{Code: 143}}, runs.Schedule{},
+			finish.End{Result: schema.ResultLockLost, Exited: true, Exit: proc.Exit{Code: 143}}, finish.Schedule{},
 			func(keys schema.Keys) { rdb.Set(ctx, keys.Lock("a"), "someone-else", time.Hour) }, "b"},
 		{"a look that fails: the finish is written", []string{"a", "b", "c"}, []string{"a", "b"},
-			runs.End{Result: schema.ResultSuccess, Exited: true}, runs.Schedule{Cooldown: time.Hour},
+			finish.End{Result: schema.ResultSuccess, Exited: true}, finish.Schedule{Cooldown: time.Hour},
 			func(keys schema.Keys) { rdb.Del(ctx, keys.Due()); rdb.Set(ctx, keys.Due(), "not a sorted set", 0) }, ""},
 	}
 	for n, tt := range tests {
@@ -69,9 +69,9 @@ func TestFinishThenLookAsTwoCalls(t *testing.T) {
 				}
 				var logs bytes.Buffer
 				taker := testTaker(rdb, keys.Prefix, true, 0, &logs)
-				rec := &runs.Recorder{Keys: keys, StateTTL: time.Hour, EventsMaxLen: 100}
+				rec := &finish.Recorder{Keys: keys, StateTTL: time.Hour, EventsMaxLen: 100}
 				taker.Record = rec
-				finisher := &runs.Finisher{Client: rdb, Record: rec, Schedule: tt.schedule, Jitter: func() string { return "1" }}
+				finisher := &finish.Finisher{Client: rdb, Record: rec, Schedule: tt.schedule, Jitter: func() string { return "1" }}
 				first, err := taker.LookFirst().Take(ctx, nil)
 				if err != nil || first.Item != "a" {
 					t.Fatalf("the first take took %q (%v), want a", first.Item, err)
@@ -102,7 +102,7 @@ func TestFinishThenLookAsTwoCalls(t *testing.T) {
 					if _, err := finisher.Finish(ctx, first.Key, first.Token, end); err != nil {
 						t.Fatalf("Finish: %v", err)
 					}
-					got, err := dueScript.Run(ctx, rdb, []string{keys.List()}, taker.lookArgs("")...).Slice()
+					got, err := lookScript.Run(ctx, rdb, []string{keys.List()}, taker.lookArgs("")...).Slice()
 					if err == nil {
 						if next, ok := taker.readTaken(got, time.Now()); ok {
 							took[i] = next.Item

@@ -60,7 +60,7 @@ func (t *Taker) capWord() string {
 	return " cap=" + strconv.Itoa(t.FleetMax)
 }
 
-// fullFence is the fence that take.lua and due.lua reply with when every
+// fullFence is the fence that batch.lua and look.lua reply with when every
 // place was in use and they looked at nothing.
 const fullFence = -1
 

@@ -1,4 +1,4 @@
--- The places of --fleet-max-running: take.lua, due.lua and trylock.lua
+-- The places of --fleet-max-running: batch.lua, look.lua and each.lua
 -- start with this file (the Go that loads them puts it before each), so
 -- that a take under a cap of N takes one of the N places that the whole
 -- fleet shares in the same call as it takes the lock.
@@ -28,7 +28,7 @@ local function placeFree(running, cap)
   end
   local live = 0
   for _, lock in ipairs(redis.call("SMEMBERS", running)) do
-    -- The set is named too, as take.lua names the list beside a lock: while
+    -- The set is named too, as batch.lua names the list beside a lock: while
     -- a Cluster slot moves, a lock that has not arrived yet must not read as
     -- gone (the importing node refuses the command instead).
     if redis.call("EXISTS", running, lock) == 2 then
@@ -42,7 +42,7 @@ end
 
 -- placesFull reads the cap from a take's options (cap=N, --fleet-max-running;
 -- absent or 0: none) and reports it, and whether every place under it is
--- in use, for take.lua and due.lua, whose places are under keyPrefix; or,
+-- in use, for batch.lua and look.lua, whose places are under keyPrefix; or,
 -- as placeFree, Redis' error when the places cannot be counted.
 local function placesFull(keyPrefix, opt)
   local cap = tonumber(opt.cap or 0)

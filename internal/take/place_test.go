@@ -9,8 +9,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/finish"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
-	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -36,7 +37,7 @@ func TestFleetMaxEveryWay(t *testing.T) {
 			}
 			if name == "look" {
 				// Every item tried, and due now: the look takes from the due
-				// index (due.lua), not by a pass over the untried head.
+				// index (look.lua), not by a pass over the untried head.
 				rdb.Set(ctx, keys.Untried(), 0, 0)
 				rdb.Set(ctx, keys.Seen(), 4, 0)
 				for _, item := range []string{"a", "b", "c", "d"} {
@@ -87,8 +88,8 @@ func TestFleetMaxEveryWay(t *testing.T) {
 			}
 
 			// A finish frees its run's place with its lock.
-			finisher := &runs.Finisher{Client: rdb, Record: &runs.Recorder{Keys: keys, StateTTL: time.Hour}}
-			end := runs.End{Item: first.Item, Result: schema.ResultSuccess, At: time.Now()}
+			finisher := &finish.Finisher{Client: rdb, Record: &finish.Recorder{Keys: keys, StateTTL: time.Hour}}
+			end := finish.End{Item: first.Item, Result: schema.ResultSuccess, At: time.Now()}
 			if reply, err := finisher.Finish(ctx, first.Key, first.Token, end); err != nil || !reply.Released {
 				t.Fatalf("finish: %+v, %v", reply, err)
 			}
@@ -106,7 +107,7 @@ func TestFleetMaxEveryWay(t *testing.T) {
 				t.Fatalf("a take while the dead worker's lock lives: %v, want ErrFull", err)
 			}
 			rdb.PExpire(ctx, second.Key, time.Millisecond)
-			redistest.WaitFor(t, "the dead worker's lock to expire", func() bool { return rdb.Exists(ctx, second.Key).Val() == 0 })
+			poll.WaitFor(t, "the dead worker's lock to expire", func() bool { return rdb.Exists(ctx, second.Key).Val() == 0 })
 			fourth, err := take(tk, "d")
 			if err != nil {
 				t.Fatalf("a take once the dead worker's lock expired: %v", err)
@@ -120,7 +121,7 @@ func TestFleetMaxEveryWay(t *testing.T) {
 			// A finish whose lock was lost, and taken again by another run,
 			// leaves that run's place alone.
 			rdb.Set(ctx, third.Key, "someone-else", time.Hour)
-			end = runs.End{Item: third.Item, Result: schema.ResultLockLost, At: time.Now()}
+			end = finish.End{Item: third.Item, Result: schema.ResultLockLost, At: time.Now()}
 			if reply, err := finisher.Finish(ctx, third.Key, third.Token, end); err != nil || reply.Released {
 				t.Fatalf("finish of a lost lock: %+v, %v", reply, err)
 			}

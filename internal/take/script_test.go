@@ -12,11 +12,11 @@ import (
 // keeps the hash that EVALSHA finds it by.
 func TestScriptsLoad(t *testing.T) {
 	redistest.ScriptsLoad(t, map[string]*redis.Script{
-		"take": batchScript, "trylock": tryLockScript, "due": dueScript,
+		"batch": batchScript, "each": eachScript, "look": lookScript,
 	})
 }
 
-// TestTryLock: trylock.lua keeps to SET NX PX, and names a lock key of
+// TestTryLock: each.lua keeps to SET NX PX, and names a lock key of
 // another type.
 func TestTryLock(t *testing.T) {
 	rdb, ctx := redistest.Client(t)
@@ -24,7 +24,7 @@ func TestTryLock(t *testing.T) {
 		token string
 		want  any
 	}{{"me", int64(1)}, {"other", int64(0)}} {
-		got, err := tryLockScript.Run(ctx, rdb, []string{"w:lock:x"}, st.token, 60000).Result()
+		got, err := eachScript.Run(ctx, rdb, []string{"w:lock:x"}, st.token, 60000).Result()
 		if err != nil || got != st.want {
 			t.Errorf("step %d: %v, %v; want %v", i, got, err, st.want)
 		}
@@ -36,7 +36,7 @@ func TestTryLock(t *testing.T) {
 		t.Errorf("the lock's TTL is %s, want about a minute", ttl)
 	}
 	rdb.HSet(ctx, "w:lock:y", "f", "v")
-	if got, err := tryLockScript.Run(ctx, rdb, []string{"w:lock:y"}, "me", 60000).Result(); err != nil || got != "hash" {
-		t.Errorf("trylock.lua on a hash: %v, %v; want the type's name", got, err)
+	if got, err := eachScript.Run(ctx, rdb, []string{"w:lock:y"}, "me", 60000).Result(); err != nil || got != "hash" {
+		t.Errorf("each.lua on a hash: %v, %v; want the type's name", got, err)
 	}
 }

@@ -8,10 +8,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/childcmd"
+	"github.com/w8y/w8y/internal/clip"
 	"github.com/w8y/w8y/internal/clock"
-	"github.com/w8y/w8y/internal/items"
+	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/redisconn"
-	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -42,7 +43,7 @@ type Taker struct {
 	Client Client
 	// Keys are the keys under the prefix. Where Keys.Colocated, a pass
 	// rotates the list and tries locks inside Redis, a batch of candidates
-	// per round trip (take.lua), instead of two round trips per candidate.
+	// per round trip (batch.lua), instead of two round trips per candidate.
 	Keys  schema.Keys
 	Token string
 	TTL   time.Duration
@@ -54,8 +55,8 @@ type Taker struct {
 	// Tests set it low to cross batches with short lists.
 	Batch int
 	// Record, when set, records each take in the item's state hash and the
-	// events stream (see runs.Recorder).
-	Record *runs.Recorder
+	// events stream (see finish.Recorder).
+	Record *finish.Recorder
 	// ReplicaAcks is --replica-acks: a take that fewer replicas confirm
 	// fails with an UnconfirmedError, which holds the lock to give back.
 	ReplicaAcks int
@@ -138,7 +139,7 @@ type Pass struct {
 	// until a look finds nothing.
 	looks bool
 	// head is set while the pass goes over the items at the list's head
-	// that no worker has tried (see due.lua's "untried").
+	// that no worker has tried (see look.lua's "untried").
 	head bool
 	// looked is set once a look of the pass took an item. Its later looks
 	// no longer pass over the untried items at the head, which could take
@@ -283,32 +284,32 @@ func (t *Taker) taken(item string, sent time.Time) Taken {
 	return taken
 }
 
-// warnNoFence warns when a take that take.lua or due.lua made could not
+// warnNoFence warns when a take that batch.lua or look.lua made could not
 // increment the fencing token (its key holds another type, or an ACL rule
 // lacks INCR): the child gets W8Y_FENCE=0, which no storage system that
 // checks fences accepts.
 func (t *Taker) warnNoFence(taken Taken) {
 	if taken.Fence == 0 {
-		t.Log.Warn().Str("item", items.Clip(taken.Item)).Msgf("could not increment the fencing token %s: the child gets W8Y_FENCE=0", quote(t.Keys.Fence()))
+		t.Log.Warn().Str("item", clip.Item(taken.Item)).Msgf("could not increment the fencing token %s: the child gets W8Y_FENCE=0", quote(t.Keys.Fence()))
 	}
 }
 
 // skippedItem is an item that a take passed over for good: the child cannot
 // be given it (Size is its size) or its lock key holds a value of another
-// type (LockType names it). Head is its first items.ClipLen bytes.
+// type (LockType names it). Head is its first clip.Len bytes.
 type skippedItem struct {
 	Head     string
 	Size     int
 	LockType string
 }
 
-// decodeSkipped reads the pairs that end take.lua's and due.lua's replies:
+// decodeSkipped reads the pairs that end batch.lua's and look.lua's replies:
 // the items passed over that an operator should hear of.
 func decodeSkipped(pairs []any) []skippedItem {
 	var out []skippedItem
 	for i := 0; i+1 < len(pairs); i += 2 {
 		head, _ := pairs[i].(string)
-		skipped := skippedItem{Head: head[:min(len(head), items.ClipLen)]}
+		skipped := skippedItem{Head: head[:min(len(head), clip.Len)]}
 		switch v := pairs[i+1].(type) {
 		case int64:
 			skipped.Size = int(v)
@@ -326,7 +327,7 @@ func (t *Taker) warnSkipped(s skippedItem) {
 		t.warnLockType(s.Head, s.LockType)
 		return
 	}
-	t.Log.Warn().Str("item", items.ClipHead(s.Head, s.Size)).Msg("skipping item: " + items.ProblemOf(s.Size, true, t.MaxItemLen))
+	t.Log.Warn().Str("item", clip.Head(s.Head, s.Size)).Msg("skipping item: " + childcmd.ItemProblemOf(s.Size, true, t.MaxItemLen))
 }
 
 // warnLockType warns that the lock key of item (shown clipped) holds a value
@@ -337,4 +338,4 @@ func (t *Taker) warnLockType(item, kind string) {
 }
 
 // quote quotes key for messages, its head only when it is long.
-func quote(key string) string { return fmt.Sprintf("%q", items.Clip(key)) }
+func quote(key string) string { return fmt.Sprintf("%q", clip.Item(key)) }

@@ -13,9 +13,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/redistest"
-	"github.com/w8y/w8y/internal/runs"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -108,7 +108,7 @@ func takeWith(t *testing.T, rdb *redis.Client, r *Taker, pass func() *Pass, take
 			}
 			out.Taken = append(out.Taken, item)
 			// As the worker does: the next Take comes after the release.
-			if _, err := runs.Release(ctx, rdb, taken.Key, taken.Token, item); err != nil {
+			if _, err := finish.Release(ctx, rdb, taken.Key, taken.Token, item); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -237,7 +237,7 @@ func (c *interruptingClient) LMove(ctx context.Context, src, dst, srcpos, dstpos
 }
 
 func (c *interruptingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	// The per-candidate path's trylock.lua is not a batch.
+	// The per-candidate path's each.lua is not a batch.
 	if sha == batchScript.Hash() {
 		c.tick(2)
 	}
@@ -486,7 +486,7 @@ func TestPassTakesSeveral(t *testing.T) {
 
 // meddlingClient stands for another client that changes Redis between
 // takeEach's check of a candidate and its lock attempt: meddle runs just
-// before trylock.lua is sent for lock.
+// before each.lua is sent for lock.
 type meddlingClient struct {
 	Client
 	lock   string
@@ -494,7 +494,7 @@ type meddlingClient struct {
 }
 
 func (c *meddlingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	if sha == tryLockScript.Hash() && keys[0] == c.lock {
+	if sha == eachScript.Hash() && keys[0] == c.lock {
 		c.meddle(ctx, c.Client.(*redis.Client))
 	}
 	return c.Client.EvalSha(ctx, sha, keys, args...)
@@ -510,7 +510,7 @@ func (c *meddlingClient) EvalSha(ctx context.Context, sha string, keys []string,
 // pause, which the first check may have seen): a removed item never runs
 // again.
 func TestTakeEachChecksAgainAfterTheLock(t *testing.T) {
-	rdb, ctx := clientLoaded(t, tryLockScript)
+	rdb, ctx := clientLoaded(t, eachScript)
 	for _, tt := range []struct {
 		name   string
 		meddle func(keys schema.Keys) func(ctx context.Context, rdb *redis.Client)
@@ -538,7 +538,7 @@ func TestTakeEachChecksAgainAfterTheLock(t *testing.T) {
 	}
 }
 
-// TestLookHoldsPausedItems: an idle worker's look (due.lua) passes by a due
+// TestLookHoldsPausedItems: an idle worker's look (look.lua) passes by a due
 // item that an operator paused, as a take does, and looks at it again when
 // the pause ends: at its expiry, or (for a pause without one) at the
 // fleet's next sweep, which the index then leaves it to.
@@ -652,7 +652,7 @@ func TestWaitNamed(t *testing.T) {
 	}
 }
 
-// stoppingClient ends the take's context once trylock.lua has taken a
+// stoppingClient ends the take's context once each.lua has taken a
 // lock, as a stop signal does (see CutShort) between a lock taken by the
 // pass per candidate and the round trips that complete it.
 // A cooldown, if given, is set at the same moment, as a run of the item
@@ -665,7 +665,7 @@ type stoppingClient struct {
 
 func (c *stoppingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
 	cmd := c.Client.EvalSha(ctx, sha, keys, args...)
-	if sha == tryLockScript.Hash() && cmd.Val() == int64(1) {
+	if sha == eachScript.Hash() && cmd.Val() == int64(1) {
 		if c.cooldown != "" {
 			c.Client.(*redis.Client).Set(context.Background(), c.cooldown, "other-host", time.Hour)
 		}
@@ -681,7 +681,7 @@ func (c *stoppingClient) EvalSha(ctx context.Context, sha string, keys []string,
 // the item whose lock its call took; or, where the item cools down by then,
 // releases it.
 func TestTakeEachCompletesALockAfterAStop(t *testing.T) {
-	rdb, _ := clientLoaded(t, tryLockScript)
+	rdb, _ := clientLoaded(t, eachScript)
 	for _, cooling := range []bool{false, true} {
 		keys := schema.Keys{Prefix: fmt.Sprintf("stopped%v:", cooling)}
 		takeSetup{items: []string{"a"}}.seed(t, rdb, keys)
@@ -692,7 +692,7 @@ func TestTakeEachCompletesALockAfterAStop(t *testing.T) {
 		}
 		var logs bytes.Buffer
 		r := testTaker(client, keys.Prefix, false, 0, &logs)
-		r.Record = &runs.Recorder{Keys: keys, StateTTL: time.Hour}
+		r.Record = &finish.Recorder{Keys: keys, StateTTL: time.Hour}
 		taken, err := r.Pass().Take(ctx, nil)
 		lock := rdb.Get(context.Background(), keys.Lock("a")).Val()
 		switch {
@@ -711,13 +711,13 @@ func TestTakeEachCompletesALockAfterAStop(t *testing.T) {
 // named take (w8y --item) whose context ends once its lock is ours still
 // completes it: its fencing token and start record.
 func TestTakeNamedCompletesALockAfterAStop(t *testing.T) {
-	rdb, _ := clientLoaded(t, tryLockScript)
+	rdb, _ := clientLoaded(t, eachScript)
 	keys := schema.Keys{Prefix: "stoppednamed:"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var logs bytes.Buffer
 	r := testTaker(&stoppingClient{Client: rdb, stop: cancel}, keys.Prefix, false, 0, &logs)
-	r.Record = &runs.Recorder{Keys: keys, StateTTL: time.Hour}
+	r.Record = &finish.Recorder{Keys: keys, StateTTL: time.Hour}
 	taken, err := r.TakeNamed(ctx, "a", false)
 	if err != nil || taken.Fence != 1 || rdb.HGet(context.Background(), keys.State("a"), schema.FieldLastHolder).Val() != testToken {
 		t.Errorf("a stop after the named lock: TakeNamed = %+v, %v; want a with fence 1, its start recorded", taken, err)

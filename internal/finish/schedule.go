@@ -1,4 +1,4 @@
-package runs
+package finish
 
 import (
 	"math"
@@ -79,7 +79,7 @@ func JitterFactor() string {
 
 // Delay is the delay after the failures-th consecutive failure:
 // MIN·2^(failures-1), at most MAX, times factor (from JitterFactor), in
-// whole milliseconds and at least one. lua.Finish computes the same from
+// whole milliseconds and at least one. finishScript computes the same from
 // the same numbers; keep the two in step.
 func Delay(failures int64, b Backoff, factor string) time.Duration {
 	f, err := strconv.ParseFloat(factor, 64)

@@ -3,9 +3,7 @@ package redistest
 import (
 	"fmt"
 	"runtime"
-	"strings"
 	"testing"
-	"time"
 )
 
 // fatalRecorder is a test that records how it failed instead of failing,
@@ -45,33 +43,4 @@ func runRecorded(t *testing.T, f func(tb testing.TB)) string {
 	}()
 	<-done
 	return r.failure
-}
-
-func TestPoll(t *testing.T) {
-	calls := 0
-	if !Poll(time.Second, func() bool { calls++; return calls == 3 }) || calls != 3 {
-		t.Errorf("Poll of a condition that holds at the third call: %d calls", calls)
-	}
-	began := time.Now()
-	if Poll(100*time.Millisecond, func() bool { return false }) {
-		t.Error("Poll of a condition that never holds reported that it held")
-	}
-	if took := time.Since(began); took < 100*time.Millisecond {
-		t.Errorf("Poll gave up after %s, before its bound", took)
-	}
-}
-
-func TestWaitForFailsWithWhat(t *testing.T) {
-	failure := runRecorded(t, func(tb testing.TB) {
-		waitWithin(tb, 50*time.Millisecond, "the impossible", func() bool { return false })
-	})
-	if !strings.Contains(failure, "waiting for the impossible") {
-		t.Errorf("failure %q does not say what it waited for", failure)
-	}
-	failure = runRecorded(t, func(tb testing.TB) {
-		WaitFor(tb, "the possible", func() bool { return true })
-	})
-	if failure != "" {
-		t.Errorf("WaitFor on a condition that holds failed: %s", failure)
-	}
 }

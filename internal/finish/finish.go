@@ -1,4 +1,4 @@
-package runs
+package finish
 
 import (
 	"context"
@@ -12,10 +12,36 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/clock"
-	"github.com/w8y/w8y/internal/lua"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
 )
+
+// The scripts that end a run. redis.Script runs a script with EVALSHA and
+// falls back to EVAL when the server's script cache lacks it (a fresh
+// server, SCRIPT FLUSH, a failover).
+var (
+	//go:embed finish.lua
+	finishSource string
+	//go:embed count.lua
+	countSource string
+	//go:embed pause.lua
+	pauseSource string
+
+	// finishScript releases a lock while it holds our token and writes
+	// what the run's end changes; given the lock's key alone, it only
+	// releases.
+	finishScript = redis.NewScript(finishSource)
+	// countScript counts a run's end in the state hash alone, and
+	// pauseScript sets a cooldown or backoff key alone: finish.lua's halves
+	// for where an item's keys live on different servers.
+	countScript = redis.NewScript(countSource)
+	pauseScript = redis.NewScript(pauseSource)
+)
+
+// Source is finish.lua's text, for a script that finishes a run and goes
+// on in the same call (internal/take's FinishThenLook): its KEYS and ARGV
+// are those that Call returns, and its reply is the one ReadReply reads.
+func Source() string { return finishSource }
 
 // Client is the part of the Redis client that recording and finishing a
 // run need.
@@ -82,7 +108,7 @@ func (f *Finisher) Finish(ctx context.Context, lockKey, token string, end End) (
 		return f.finishEach(ctx, lockKey, token, end, factor)
 	}
 	keys, args := f.call(lockKey, token, end, factor)
-	reply, err := lua.Finish.Run(ctx, f.Client, keys, args...).Result()
+	reply, err := finishScript.Run(ctx, f.Client, keys, args...).Result()
 	if err != nil && redisconn.SlotMoving(err) {
 		// While the slot moves to another Cluster node, a command that
 		// names several of its keys is refused (TRYAGAIN) until all of them
@@ -98,7 +124,7 @@ func (f *Finisher) Finish(ctx context.Context, lockKey, token string, end End) (
 	return ReadReply(lockKey, reply)
 }
 
-// Call is the call of lua.Finish that Finish sends where one script may
+// Call is the call of finish.lua that Finish sends where one script may
 // touch all of an item's keys: its keys and arguments, for a script that
 // sends it with more (internal/take's FinishThenLook), whose reply
 // ReadReply reads. ok is unset where Finish sends per-key commands instead.
@@ -147,12 +173,12 @@ func (f *Finisher) call(lockKey, token string, end End, factor string) ([]string
 	return keys, []any{token, item, words, reason, by, stdout, stderr}
 }
 
-// ReadReply reads lua.Finish's reply to the finish of the run that held
+// ReadReply reads finish.lua's reply to the finish of the run that held
 // lockKey.
 func ReadReply(lockKey string, got any) (Reply, error) {
 	reply, _ := got.([]any)
 	if len(reply) != 4 {
-		return Reply{}, redisconn.Wrap("finish the run of "+strconv.Quote(lockKey), fmt.Errorf("unexpected reply from lua.Finish: %v", got))
+		return Reply{}, redisconn.Wrap("finish the run of "+strconv.Quote(lockKey), fmt.Errorf("unexpected reply from finish.lua: %v", got))
 	}
 	released, _ := reply[0].(int64)
 	failures, _ := reply[1].(int64)
@@ -165,7 +191,7 @@ func ReadReply(lockKey string, got any) (Reply, error) {
 	return out, nil
 }
 
-// scheduleWords are lua.Finish's options for the schedule after end, with
+// scheduleWords are finish.lua's options for the schedule after end, with
 // factor the jitter of a failure delay.
 func (f *Finisher) scheduleWords(end End, factor string) string {
 	s := f.Schedule
@@ -184,8 +210,8 @@ func (f *Finisher) scheduleWords(end End, factor string) string {
 	return b.String()
 }
 
-// finishEach is finish with commands on one key each (lua.Count, lua.Pause,
-// the record's plain commands, lua.Finish with the lock alone), for where
+// finishEach is finish with commands on one key each (count.lua, pause.lua,
+// the record's plain commands, finish.lua with the lock alone), for where
 // an item's keys may live on different servers, or where their slot is on
 // the move between Cluster nodes (see finish). The count, the cooldown and
 // the record go in one pipeline; a failure's backoff depends on the count,
@@ -217,18 +243,18 @@ func (f *Finisher) finishEach(ctx context.Context, lockKey, token string, end En
 	var count, cooldown, release *redis.Cmd
 	switch {
 	case res == schema.ResultSuccess:
-		count = lua.Count.Eval(ctx, pipe, []string{rec.Keys.State(item)}, "success", rec.StateTTL.Milliseconds())
+		count = countScript.Eval(ctx, pipe, []string{rec.Keys.State(item)}, "success", rec.StateTTL.Milliseconds())
 	case end.Failed():
-		count = lua.Count.Eval(ctx, pipe, []string{rec.Keys.State(item)}, "failure", rec.StateTTL.Milliseconds())
+		count = countScript.Eval(ctx, pipe, []string{rec.Keys.State(item)}, "failure", rec.StateTTL.Milliseconds())
 	}
 	if cooling {
-		cooldown = lua.Pause.Eval(ctx, pipe, []string{rec.Keys.Cooldown(item)}, token, cooldownFor.Milliseconds())
+		cooldown = pauseScript.Eval(ctx, pipe, []string{rec.Keys.Cooldown(item)}, token, cooldownFor.Milliseconds())
 	}
-	// The record's own errors are left unread, as lua.Finish's pcall
+	// The record's own errors are left unread, as finish.lua's pcall
 	// leaves them: a run never depends on its record.
 	rec.queueFinish(ctx, pipe, item, token, end, s.NextSlot(end))
 	if !cooling && !backingOff {
-		release = lua.Finish.Eval(ctx, pipe, []string{lockKey}, token, item, "")
+		release = finishScript.Eval(ctx, pipe, []string{lockKey}, token, item, "")
 	}
 	cmds, _ := pipe.Exec(ctx)
 	applied = slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return !redisconn.NotApplied(c.Err()) })
@@ -253,7 +279,7 @@ func (f *Finisher) finishEach(ctx context.Context, lockKey, token string, end En
 		}
 		if backingOff {
 			out.Delay = Delay(n, s.Backoff, factor)
-			if err := lua.Pause.Eval(ctx, f.Client, []string{rec.Keys.Backoff(item)}, token, out.Delay.Milliseconds()).Err(); err != nil {
+			if err := pauseScript.Eval(ctx, f.Client, []string{rec.Keys.Backoff(item)}, token, out.Delay.Milliseconds()).Err(); err != nil {
 				return out, redisconn.Wrap("set the backoff of "+quoteItem(item), err)
 			}
 		}
@@ -277,9 +303,9 @@ func (f *Finisher) finishEach(ctx context.Context, lockKey, token string, end En
 	return out, nil
 }
 
-// countProblem sorts an error from lua.Count: the state hash of another type
+// countProblem sorts an error from count.lua: the state hash of another type
 // or holding a count that is not a number is a problem to report, as
-// lua.Finish reports it, and anything else is Redis failing.
+// finish.lua reports it, and anything else is Redis failing.
 func countProblem(err error) (string, error) {
 	switch code := redisconn.Code(err); {
 	case code == "WRONGTYPE", code == "ERR" && strings.Contains(err.Error(), "not an integer"):
@@ -293,7 +319,7 @@ func countProblem(err error) (string, error) {
 // It records nothing: a run ends with Finish, which releases the lock in
 // the same round trip as it records the end.
 func Release(ctx context.Context, client redis.Scripter, lockKey, token, item string) (bool, error) {
-	n, err := lua.Finish.Run(ctx, client, []string{lockKey}, token, item, "").Int()
+	n, err := finishScript.Run(ctx, client, []string{lockKey}, token, item, "").Int()
 	if err != nil {
 		return false, redisconn.Wrap("release lock "+strconv.Quote(lockKey), err)
 	}

@@ -10,14 +10,14 @@
 --   its head, has been tried (ARGV[1] .. "seen"), and a look tries the
 --   items after it, the oldest first, at most new=N, and moves it on past
 --   what it tried: a thousand items pushed at once are tried by the whole
---   fleet, each once. A rotation (take.lua) and a move to the tail here
+--   fleet, each once. A rotation (batch.lua) and a move to the tail here
 --   move it back by the items they moved while appended items wait, so
 --   that it never passes one; an outside LREM before it can make it pass
 --   one, which the fleet's sweep then finds;
 -- - the items at the head that no worker has tried since w8y first saw the
 --   list (ARGV[1] .. "untried"; a list that w8y has never run is all
 --   untried): the look leaves them to the caller, which passes over that
---   many with take.lua, rotating them as a pass always has, so that the
+--   many with batch.lua, rotating them as a pass always has, so that the
 --   whole fleet takes from a fresh list at once, each take a rotation;
 -- - items of the due index (ARGV[1] .. "due") whose score has passed: w8y
 --   writes it at each take (the moment the lock would expire) and finish
@@ -45,7 +45,7 @@
 -- KEYS[1] the list
 -- ARGV[1] key prefix, ARGV[2] our token, ARGV[3] lock TTL in milliseconds
 -- ARGV[4] longest item the child can be given
--- ARGV[5] options, words of the form name=value as in take.lua:
+-- ARGV[5] options, words of the form name=value as in batch.lua:
 --           most=N       most due entries to try
 --           new=N        most appended items to try
 --           sweep=N      how many items a step of the fleet's sweep reads
@@ -57,8 +57,8 @@
 --                        keeps the sweep's steps its own (see sweepStep)
 --           head=0       look on while items at the head are untried, rather
 --                        than reply at once for the caller to pass over them
---           state_ttl=MS, events=N   record a take as take.lua does
---           cap=N        --fleet-max-running, as take.lua takes it
+--           state_ttl=MS, events=N   record a take as batch.lua does
+--           cap=N        --fleet-max-running, as batch.lua takes it
 --           stream_ttl_set=1
 --                        the events stream's expiry was set earlier in the
 --                        same call (next.lua's finish): not set again
@@ -68,17 +68,17 @@
 -- caller that took nothing looks again at once while there are), the item
 -- whose lock is now ours or false, how many items the sweep's step gave an
 -- entry in the due index (or an earlier one), the take's
--- fencing token as take.lua returns it (0 without a take, -1 when cap=N
+-- fencing token as batch.lua returns it (0 without a take, -1 when cap=N
 -- found every place in use and the look tried nothing), how many items
 -- at the list's head no worker has tried yet (a caller that took nothing
--- passes over them with take.lua, as a pass of that many), 1 when this
+-- passes over them with batch.lua, as a pass of that many), 1 when this
 -- caller drives the fleet's sweep and its next step may come at once (a
 -- caller that took nothing looks again at once), and for each
 -- item skipped because the child cannot be given it, or because its lock
--- key holds another type, its head and size or type name, as take.lua
+-- key holds another type, its head and size or type name, as batch.lua
 -- reports them.
 --
--- The item's keys are not declared in KEYS: as for take.lua, the client
+-- The item's keys are not declared in KEYS: as for batch.lua, the client
 -- uses this script only where they live on the list's server.
 local find, sub = string.find, string.sub
 local list = KEYS[1]
@@ -105,7 +105,7 @@ if type(length) == "table" then
 end
 -- untried is how many items at the list's head no worker has tried since
 -- w8y first saw the list: all of them, the first time (no key). The caller
--- passes over them (take.lua rotates them, as a one-shot run always has)
+-- passes over them (batch.lua rotates them, as a one-shot run always has)
 -- before the look elects a sweep. An empty or missing list forgets both
 -- marks, so that a list made anew is tried whole. pcall: a key of another
 -- type reads as missing, and is replaced.
@@ -224,7 +224,7 @@ for c, item in ipairs(candidates) do
         -- Redis before 6.0.6 has no LPOS: say so in the words of a command
         -- Redis does not know, which the client falls back on.
         if string.find(at.err, "nknown") then
-          return redis.error_reply("ERR unknown command 'LPOS', called from due.lua: " .. at.err)
+          return redis.error_reply("ERR unknown command 'LPOS', called from look.lua: " .. at.err)
         end
         return at
       end
@@ -272,7 +272,7 @@ indexPassed(keyPrefix, passed, passedScores, now)
 
 if taken then
   reply[2] = taken
-  -- Fence: as take.lua's.
+  -- Fence: as batch.lua's.
   local fence = redis.pcall("INCR", keyPrefix .. "fence")
   if type(fence) == "number" then
     reply[4] = fence

@@ -1,4 +1,8 @@
-package redistest
+// Package poll is how tests wait on state (Redis, a file, a process, a
+// line of output) rather than on a guessed sleep: ask again until it holds,
+// within a bound that fails the test instead of hanging the suite. It needs
+// no Redis.
+package poll
 
 import (
 	"testing"

@@ -24,7 +24,7 @@
 --                        at about N entries (absent or 0: no event)
 --           start=N      the list's length when the pass started: a
 --                        call that ends the pass without a take marks
---                        that many items tried (see due.lua's "seen")
+--                        that many items tried (see look.lua's "seen")
 --           cap=N        --fleet-max-running: take only while fewer than N
 --                        runs of the fleet hold a place (see place.lua),
 --                        and take a place with the lock
@@ -82,7 +82,7 @@ if left < 0 then
   end
   length = left
   -- A list that no worker has tried yet: this pass is the first to, and
-  -- the fleet's marks start here, as a look starts them (see due.lua's
+  -- the fleet's marks start here, as a look starts them (see look.lua's
   -- "untried"), so that status counts what the pass has yet to reach.
   if length > 0 and not redis.pcall("GET", keyPrefix .. "untried") then
     redis.pcall("SET", keyPrefix .. "untried", length)
@@ -226,7 +226,7 @@ if turn > 0 then
   -- expiry set on it.
   listLen = redis.call("RPUSH", list, unpack(items, 1, turn)) - turn
   redis.call("LTRIM", list, turn, -1)
-  -- The items appended after what the fleet has tried (see due.lua's
+  -- The items appended after what the fleet has tried (see look.lua's
   -- "seen"), if there are any, moved turn places towards the head, and the
   -- mark moves with them: the tried items rotated behind them are tried
   -- again by a look, rather than an appended item left to a sweep. With
@@ -236,7 +236,7 @@ if turn > 0 then
     redis.pcall("SET", seenKey, math.max(seen - turn, 0))
   end
 end
--- The items at the head that no worker had tried (see due.lua's
+-- The items at the head that no worker had tried (see look.lua's
 -- "untried") are fewer by those this call looked at.
 local untried = tonumber(redis.pcall("GET", keyPrefix .. "untried"))
 if untried and untried > 0 then
@@ -268,7 +268,7 @@ indexPassed(keyPrefix, passed, passedScores, now)
 -- Due: the item may run again when its lock expires, if its holder dies
 -- and stops refreshing it; an idle worker that looks then finds it still
 -- locked while it runs, and looks again when the lock would next expire
--- (see due.lua). pcall: a key of another type must not fail the take.
+-- (see look.lua). pcall: a key of another type must not fail the take.
 if took then
   redis.pcall("ZADD", keyPrefix .. "due", now + tonumber(ttl), items[looked])
 end

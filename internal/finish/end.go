@@ -1,10 +1,10 @@
-// Package runs writes what a run of an item leaves in Redis, in the layout
+// Package finish writes what a run of an item leaves in Redis, in the layout
 // of internal/schema: its start (in the take's own round trip, or in one of
 // its own) and its end, which releases the lock, sets the item's cooldown or
 // failure backoff, counts its consecutive failures, and records the state
 // hash and the events, in one round trip where the keys are colocated and
 // with a command per key elsewhere.
-package runs
+package finish
 
 import (
 	"time"

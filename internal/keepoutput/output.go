@@ -1,11 +1,11 @@
-// Package output passes a child's stdout and stderr on to w8y's own as they
+// Package keepoutput passes a child's stdout and stderr on to w8y's own as they
 // come, byte for byte, and keeps the last bytes of each, for --keep-output:
 // so that the item's state hash can say why a run failed without anyone
 // finding the host that ran it.
 //
 // The child writes to pipes that w8y reads (and so sees pipes, not a
 // terminal); each read is written on at once, unbuffered, before the next.
-package output
+package keepoutput
 
 import (
 	"errors"

@@ -8,7 +8,7 @@
 -- ARGV[1] the verb: add, remove, pause, resume or run_now, which is also
 --         the type of the event that records the change (schema.EventAdd...)
 -- ARGV[2] key prefix: an item's keys are ARGV[2] .. "lock:" .. item and so on
--- ARGV[3] options, words of the form name=value as in take.lua:
+-- ARGV[3] options, words of the form name=value as in batch.lua:
 --           create=1   add: start the list when it does not exist
 --           for=MS     pause: the pause's expiry (absent: none)
 -- ARGV[4] pause: the reason
@@ -123,7 +123,7 @@ for _, item in ipairs(items) do
       redis.call("PEXPIRE", key, pauseFor)
       -- An idle worker looks at the item when the pause ends. An entry
       -- already there is left: one due sooner is moved to the pause's end
-      -- by the look that finds the item paused (due.lua), and one due later
+      -- by the look that finds the item paused (look.lua), and one due later
       -- waits for a blocker that lasts longer.
       if not redis.call("ZSCORE", due, item) then
         redis.call("ZADD", due, now + pauseFor, item)

@@ -1,4 +1,4 @@
-package runs
+package finish
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 // state hash, <prefix>state:<item>, which w8y --status shows, and an entry
 // per start and end in the capped stream <prefix>events, which anyone can
 // follow with XREAD BLOCK. Both are written in the round trips w8y makes
-// anyway: the start inside the take (internal/take's take.lua and due.lua),
-// the end inside the finish script (lua.Finish, see finish.go). Times are Unix milliseconds from the
+// anyway: the start inside the take (internal/take's batch.lua and look.lua),
+// the end inside the finish script (finishScript, see finish.go). Times are Unix milliseconds from the
 // clock of the host that ran the item.
 //
 // Where one script may not touch the lock, state and events keys together
@@ -38,7 +38,7 @@ type Recorder struct {
 // millis is t as Unix milliseconds, as the record stores times.
 func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
-// TakeWords are the settings that take.lua and due.lua need to record a
+// TakeWords are the settings that batch.lua and look.lua need to record a
 // take, as words for their options argument (the take sends the time
 // itself).
 func (rec *Recorder) TakeWords() string {
@@ -49,7 +49,7 @@ func (rec *Recorder) TakeWords() string {
 		" events=" + strconv.FormatInt(rec.EventsMaxLen, 10)
 }
 
-// RecordStart writes what take.lua writes after a take, for the path that
+// RecordStart writes what batch.lua writes after a take, for the path that
 // takes each candidate with its own commands: the start in the state hash
 // and a start event, pipelined.
 func (rec *Recorder) RecordStart(ctx context.Context, client Client, item, token string, fence int64, now time.Time) error {
@@ -75,7 +75,7 @@ func (rec *Recorder) addEvent(ctx context.Context, pipe redis.Pipeliner, fields 
 	pipe.PExpire(ctx, events, rec.StateTTL)
 }
 
-// finishWords are lua.Finish's options for recording end (see finish.go
+// finishWords are finishScript's options for recording end (see finish.go
 // for the schedule's).
 func (rec *Recorder) finishWords(end End) string {
 	var b strings.Builder
@@ -99,10 +99,10 @@ func (rec *Recorder) finishWords(end End) string {
 	return b.String()
 }
 
-// queueFinish queues on pipe, with plain commands, what lua.Finish's record
+// queueFinish queues on pipe, with plain commands, what finishScript's record
 // block writes of end, with slot the item's next slot (Schedule.NextSlot;
 // zero: none). The count of consecutive failures is not among them:
-// lua.Count writes it, as lua.Finish's schedule block does (see
+// countScript writes it, as finishScript's schedule block does (see
 // finishEach).
 func (rec *Recorder) queueFinish(ctx context.Context, pipe redis.Pipeliner, item, token string, end End, slot time.Time) {
 	state := rec.Keys.State(item)

@@ -12,7 +12,7 @@
 -- ARGV[1] our token
 -- ARGV[2] the item
 -- ARGV[3] options: words of the form name=value, separated by spaces, as in
---         take.lua; a name the script does not know is ignored. Known:
+--         batch.lua; a name the script does not know is ignored. Known:
 --           result=NAME     success, failure, timeout, lock_lost,
 --                           interrupted or cancelled (see internal/schema)
 --           failed=1        the result counts as a failure (runs.End.Failed
@@ -181,7 +181,7 @@ elseif opt.failed == "1" then
 end
 
 -- Due: when the item may run again, as its keys now say, for the idle
--- workers that read only what has come due (see due.lua): now, once the
+-- workers that read only what has come due (see look.lua): now, once the
 -- lock is gone and no cooldown or backoff holds the item, or when the last
 -- of them expires. A key without an expiry (an operator's pause, a lock
 -- set by hand) leaves the item out of the index: the fleet's sweep over the

@@ -1,4 +1,4 @@
-package runs
+package finish
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
@@ -38,7 +39,7 @@ type finishCase struct {
 	// keys is what the item's keys hold afterwards (see dumpKeys).
 	keys map[string]string
 	// due is when the due index says the item may run again, after the
-	// last run's end, rounded to seconds, or "" for no entry. Only lua.Finish
+	// last run's end, rounded to seconds, or "" for no entry. Only finishScript
 	// writes the index, which serves colocated keys alone.
 	due string
 }
@@ -92,7 +93,7 @@ func dumpKeys(t *testing.T, rdb *redis.Client, keys schema.Keys) map[string]stri
 	return out
 }
 
-// TestFinishBothWaysAlike finishes the same runs with lua.Finish in one
+// TestFinishBothWaysAlike finishes the same runs with finishScript in one
 // round trip and with the per-key commands of a cluster: both must report
 // the same and leave the same keys, and what they leave is the schedule.
 func TestFinishBothWaysAlike(t *testing.T) {
@@ -294,25 +295,25 @@ func TestFinishBothWaysAlike(t *testing.T) {
 				delete(left[i], "due")
 			}
 			if !slices.Equal(reports[0], tt.want) {
-				t.Errorf("lua.Finish reported %q, want %q", reports[0], tt.want)
+				t.Errorf("finishScript reported %q, want %q", reports[0], tt.want)
 			}
 			// Every end adds an event (see TestRecordBothPaths for its fields).
 			want := maps.Clone(tt.keys)
 			want["events"] = "stream (1h0m0s)"
 			if fmt.Sprint(left[0]) != fmt.Sprint(want) {
-				t.Errorf("lua.Finish left\n%q\nwant\n%q", left[0], want)
+				t.Errorf("finishScript left\n%q\nwant\n%q", left[0], want)
 			}
 			if !slices.Equal(reports[1], reports[0]) {
-				t.Errorf("per-key commands reported %q, lua.Finish %q", reports[1], reports[0])
+				t.Errorf("per-key commands reported %q, finishScript %q", reports[1], reports[0])
 			}
 			if fmt.Sprint(left[1]) != fmt.Sprint(left[0]) {
-				t.Errorf("per-key commands left\n%q\nlua.Finish\n%q", left[1], left[0])
+				t.Errorf("per-key commands left\n%q\nfinishScript\n%q", left[1], left[0])
 			}
 		})
 	}
 }
 
-// TestFinishJitter: the delay that lua.Finish sets is the one that
+// TestFinishJitter: the delay that finishScript sets is the one that
 // backoffDelay computes from the same jitter factor, so the per-key path
 // and the script agree on every draw.
 func TestFinishJitter(t *testing.T) {
@@ -329,7 +330,7 @@ func TestFinishJitter(t *testing.T) {
 			t.Fatal(err)
 		}
 		if want := Delay(int64(i%5+1), b, factor); done.Delay != want {
-			t.Errorf("failure %d with factor %s: lua.Finish set %s, Delay says %s", i%5+1, factor, done.Delay, want)
+			t.Errorf("failure %d with factor %s: finishScript set %s, Delay says %s", i%5+1, factor, done.Delay, want)
 		}
 		if pttl := rdb.PTTL(ctx, keys.Backoff("x")).Val(); pttl > done.Delay || pttl < done.Delay-time.Second {
 			t.Errorf("backoff key expires in %s, want %s", pttl, done.Delay)
@@ -378,7 +379,7 @@ func TestFinishOnADemotedPrimary(t *testing.T) {
 		keys := schema.Keys{Prefix: fmt.Sprintf("d%v:", colocated), Colocated: colocated}
 		primary.Client.Set(ctx, keys.Lock("ours"), testToken, time.Hour)
 		primary.Client.Set(ctx, keys.Lock("lost"), "someone-else", time.Hour)
-		redistest.WaitFor(t, "the replica to hold the locks", func() bool {
+		poll.WaitFor(t, "the replica to hold the locks", func() bool {
 			return replica.Client.Exists(ctx, keys.Lock("ours"), keys.Lock("lost")).Val() == 2
 		})
 		f := &Finisher{Client: replica.Client, Record: &Recorder{Keys: keys, StateTTL: time.Hour, EventsMaxLen: 10}}
