@@ -91,14 +91,16 @@ func newToken() (string, error) {
 // Refresh extends the lock to TTL from now if it still holds our token. It
 // returns ErrLockLost if the key is gone or holds another value. In the
 // same call it reads the item's cancel request, and returns it when it is
-// aimed at our token.
+// aimed at our token. It names the lock alone, so that a Cluster slot on
+// the move serves it (see refresh.lua): no reshard, however long, stops a
+// child whose lock is intact.
 func (l *Lock) Refresh(ctx context.Context) (*schema.CancelRequest, error) {
 	sent := time.Now()
-	keys := []string{l.Key}
+	args := []any{l.Token, l.TTL.Milliseconds()}
 	if l.CancelKey != "" {
-		keys = append(keys, l.CancelKey)
+		args = append(args, l.CancelKey)
 	}
-	reply, err := redisconn.RunConfirmed(ctx, l.client, refreshScript, l.acks, l.TTL, keys, l.Token, l.TTL.Milliseconds())
+	reply, err := redisconn.RunConfirmed(ctx, l.client, refreshScript, l.acks, l.TTL, []string{l.Key}, args...)
 	if reply == int64(0) {
 		return nil, fmt.Errorf("%w: %s no longer holds our token", ErrLockLost, quoteKey(l.Key))
 	}

@@ -71,6 +71,11 @@ type worker struct {
 	// and says how full it is when it refuses a write (see needs.go); nil
 	// in tests without one.
 	needs *needs
+	// movingSince is when a take first found the list's Cluster slot
+	// moving, until one finds it moved (see slotMoving); zero otherwise.
+	movingSince time.Time
+	// movingLast is when a take last found it moving.
+	movingLast time.Time
 	// presence is the worker's entry in the registry of live workers (see
 	// announce); nil in tests without one.
 	presence *registry.Presence
@@ -632,9 +637,15 @@ func (w *worker) take(ctx context.Context, pass *Pass, idle bool) (item string, 
 	if idle {
 		hangUp = w.hangUp
 	}
-	hungUp := take.CutShort(ctx, w.stops.Stopped(), takeGrace, hangUp, func(ctx context.Context) {
-		item, lock, err = pass.Take(ctx, w.stops.Stopped())
-	})
+	var hungUp bool
+	for {
+		hungUp = take.CutShort(ctx, w.stops.Stopped(), takeGrace, hangUp, func(ctx context.Context) {
+			item, lock, err = pass.Take(ctx, w.stops.Stopped())
+		})
+		if hungUp || !w.slotMoving(err) {
+			break
+		}
+	}
 	var unconfirmed *unconfirmedError
 	if errors.As(err, &unconfirmed) && !hungUp {
 		w.giveBack(ctx, unconfirmed.lock)
@@ -746,6 +757,42 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	case <-ctx.Done():
+		return false
+	}
+}
+
+// slotRetry is how long a take waits, spread by ±25%, before it tries
+// again while the list's Cluster slot moves between nodes: short, so
+// that takes resume within a few tens of milliseconds of the move's end.
+const slotRetry = 50 * time.Millisecond
+
+// slotMoving reports whether err, a take's, says that the list's Cluster
+// slot is moving between nodes (see internal/take's settled.lua), and
+// then waits slotRetry for the take to be tried again; it says once, at
+// info level, that the slot is moving, and once that it has moved. A stop
+// signal ends the wait: the take is not tried again.
+func (w *worker) slotMoving(err error) bool {
+	if err == nil || !redisconn.SlotMoving(err) {
+		// A take that took an item went through the settled slot; one that
+		// found nothing may not have asked (an idle worker's probe reads
+		// single keys, which a moving slot serves), so it says the slot
+		// has moved only once no take has met it moving for a second.
+		if !w.movingSince.IsZero() && (err == nil || time.Since(w.movingLast) >= time.Second) {
+			took := w.movingLast.Sub(w.movingSince)
+			w.log.Info().Float64("moving_s", took.Seconds()).Msgf("the list's Cluster slot has moved, after %s: takes go on", took.Round(time.Millisecond))
+			w.movingSince = time.Time{}
+		}
+		return false
+	}
+	w.movingLast = time.Now()
+	if w.movingSince.IsZero() {
+		w.movingSince = w.movingLast
+		w.log.Info().Msg("the list's Cluster slot is moving between nodes (a reshard): runs go on, new takes wait until it has moved")
+	}
+	select {
+	case <-time.After(duration.Jitter(slotRetry)):
+		return true
+	case <-w.stops.Stopped():
 		return false
 	}
 }

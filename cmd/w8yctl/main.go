@@ -86,6 +86,9 @@ func (c *command) run(stdout, stderr io.Writer) error {
 		return err
 	}
 	defer client.Close()
+	// An operator's command waits out a reshard of the list's slot, as
+	// the workers' takes do.
+	redisconn.RideOutSlotMoves(client)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	// A PING first, so that an unreachable Redis or a refused password is

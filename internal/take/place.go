@@ -35,10 +35,13 @@ func (fullError) Is(target error) bool { return target == ErrNoWork }
 // enforced in the take's own step.
 var ErrPlacesNotColocated = errors.New("--fleet-max-running needs every key of the list on one server: on Redis Cluster, put a hash tag in --key-prefix, such as {work}")
 
-// withPlaces is the script of a take's source, which place.lua's functions
-// come before.
+//go:embed settled.lua
+var settledSource string
+
+// withPlaces is the script of a take's source, which settled.lua's guard
+// and place.lua's functions come before.
 func withPlaces(source string) *redis.Script {
-	return redis.NewScript(placeSource + "\n" + source)
+	return redis.NewScript(settledSource + "\n" + placeSource + "\n" + source)
 }
 
 // CheckPlaces says whether this Taker can enforce its FleetMax: only where
