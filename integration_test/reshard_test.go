@@ -1,9 +1,11 @@
 package integration_test
 
 import (
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -149,4 +151,75 @@ func (c *cluster) tryAgains(t *testing.T) int {
 		}
 	}
 	return n
+}
+
+// TestChaosReshard is the chaos test's promises on a Cluster whose list's
+// slot keeps moving between masters, each move held half-moved for a while,
+// with workers killed (SIGKILL) and replaced meanwhile: no item runs twice
+// at once, every item runs, the list ends as it began, and every worker
+// stopped with SIGTERM exits 0.
+func TestChaosReshard(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3)
+	const prefix = "{cr}:"
+	items := []string{"s0-slow", "s1-slow"}
+	for i := range 8 {
+		items = append(items, "i"+itoa(i))
+	}
+	if err := c.Client.RPush(ctx(t), prefix+"list", redistest.Values(items)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	env := []string{"DIR=" + dir, "SLOW=1.5"}
+	start := func() *proc {
+		return startW8y(t, env, "--redis-cluster", "-u", c.URL, "-k", prefix, "-c", "-x", "1",
+			"--cooldown", "100ms", "--log-level", "warn", "sh", "-c", overlapChild)
+	}
+	workers := []*proc{start(), start(), start(), start()}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	moves, kills := 0, 0
+	for end := time.Now().Add(12 * time.Second); time.Now().Before(end); {
+		// The fault "migrate the list's slot": the list first, then its
+		// other keys, the slot half-moved meanwhile for 0.2 to 1.4s.
+		move := c.beginMove(t, prefix+"list")
+		move.migrate(t, prefix+"list")
+		time.Sleep(time.Duration(200+rng.IntN(1200)) * time.Millisecond)
+		move.finish(t)
+		moves++
+		// Settled for 0.3 to 1s before the next move: takes go on.
+		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
+		if rng.IntN(2) == 0 {
+			i := rng.IntN(len(workers))
+			workers[i].signal(t, syscall.SIGKILL)
+			workers[i].wait(t)
+			workers[i] = start()
+			kills++
+		}
+	}
+	// A worker stops gracefully once it has set up (its signal handlers
+	// first): it is in the registry of live workers.
+	for _, w := range workers {
+		pid := ":" + itoa(w.cmd.Process.Pid) + ":"
+		poll.WaitFor(t, "worker "+pid+" to register", func() bool {
+			return slices.ContainsFunc(c.Client.ZRange(ctx(t), prefix+"workers", 0, -1).Val(), func(m string) bool { return strings.Contains(m, pid) })
+		})
+	}
+	drain(t, workers)
+	noOverlaps(t, dir)
+	ran := map[string]bool{}
+	for _, item := range lines(t, dir+"/runs") {
+		ran[item] = true
+	}
+	for _, item := range items {
+		if !ran[item] {
+			t.Errorf("%s never ran", item)
+		}
+	}
+	got := c.Client.LRange(ctx(t), prefix+"list", 0, -1).Val()
+	slices.Sort(got)
+	want := slices.Sorted(slices.Values(items))
+	if !slices.Equal(got, want) {
+		t.Errorf("list after the chaos: %q, want %q in some order", got, want)
+	}
+	t.Logf("chaos on a Cluster: %d moves of the list's slot, %d workers killed, %d runs, overlaps found: 0", moves, kills, len(lines(t, dir+"/runs")))
 }
