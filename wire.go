@@ -217,8 +217,13 @@ func announce(ctx context.Context, w *worker, client redis.UniversalClient, keys
 	opts := w.opts
 	// The skew of Redis' clock, before the first finish needs it; each
 	// beat then measures it again. Unmeasured, the host's clock stands.
+	// Bounded as the version's read is: a server that never answers is the
+	// take's to name.
 	clk := w.rotator.Clock
-	if err := clk.Measure(ctx, client); err != nil {
+	measureCtx, cancelMeasure := context.WithTimeout(ctx, 2*time.Second)
+	err = clk.Measure(measureCtx, client)
+	cancelMeasure()
+	if err != nil {
 		log.Debug().Err(err).Msg("could not read Redis' clock (TIME); the host's clock stands in for it until a beat reads it")
 	}
 	w.presence = registry.NewPresence(client, keys, registry.Self{
