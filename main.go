@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/w8y/w8y/internal/cli"
+	"github.com/w8y/w8y/internal/jobctl"
+	"github.com/w8y/w8y/internal/lease"
 	"github.com/w8y/w8y/internal/logging"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redisconn"
@@ -141,7 +143,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // noWork is --no-work-exit-code.
 func exitCode(err error, noWork int) (code int, explain bool) {
 	var child *childExitError
-	var stop stopError
+	var stop jobctl.StopError
 	switch {
 	case err == nil:
 		return exitOK, false
@@ -149,7 +151,7 @@ func exitCode(err error, noWork int) (code int, explain bool) {
 		return child.end.Exit.Code, false
 	case errors.As(err, &stop):
 		return 128 + int(stop.Signal), false
-	case errors.Is(err, ErrNoWork):
+	case errors.Is(err, take.ErrNoWork):
 		return noWork, false
 	case errors.Is(err, schema.ErrNoList):
 		return exitNoList, true
@@ -157,7 +159,7 @@ func exitCode(err error, noWork int) (code int, explain bool) {
 	// when it ended (see reportedFailure), as every failed run is.
 	case errors.Is(err, take.ErrHeld):
 		return exitHeld, true
-	case errors.Is(err, ErrLockLost):
+	case errors.Is(err, lease.ErrLost):
 		return exitLockLost, false
 	case errors.Is(err, ErrTimeout):
 		return exitTimeout, false

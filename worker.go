@@ -53,7 +53,7 @@ type worker struct {
 	children interface {
 		run(ctx context.Context, item string, lock *Lock) finish.End
 	}
-	stops router
+	stops *jobctl.Router
 	// hangUp closes the Redis client: see take.
 	hangUp  func()
 	metrics observer
@@ -80,22 +80,6 @@ type worker struct {
 	// announce); nil in tests without one.
 	presence *registry.Presence
 }
-
-// router is the signal router as the loop and the take see it.
-type router struct{ *jobctl.Router }
-
-// stopping reports whether a stop signal has arrived.
-func (r router) stopping() bool { return r.Stopping() }
-
-// stopErr is the jobctl.StopError of the first stop signal.
-func (r router) stopErr() error { return r.StopErr() }
-
-// errStopped and stopError are jobctl's: a stop signal that came before an
-// item could be taken or its child started, and the signal that asked for
-// it, which main's exit table turns into 128 plus its number.
-var errStopped = jobctl.ErrStopped
-
-type stopError = jobctl.StopError
 
 // tell writes line to reports, if any.
 func (w *worker) tell(line string) {
@@ -175,19 +159,19 @@ func (w *worker) once(ctx context.Context) error {
 		}
 	}
 	switch {
-	case running == 0 && errors.Is(takeErr, ErrNoWork):
+	case running == 0 && errors.Is(takeErr, take.ErrNoWork):
 		w.metrics.IdlePass()
 		w.log.Info().Msg("no item could be taken")
 		return w.noWork(ctx)
-	case running == 0 && errors.Is(takeErr, errStopped):
-		return w.stops.stopErr()
-	case takeErr != nil && !errors.Is(takeErr, ErrNoWork) && !errors.Is(takeErr, errStopped):
+	case running == 0 && errors.Is(takeErr, jobctl.ErrStopped):
+		return w.stops.StopErr()
+	case takeErr != nil && !errors.Is(takeErr, take.ErrNoWork) && !errors.Is(takeErr, jobctl.ErrStopped):
 		// w8y's own failure outranks the children's codes.
 		return takeErr
 	case first == nil:
 		return nil
-	case errors.Is(first.Err, errStopped):
-		return w.stops.stopErr()
+	case errors.Is(first.Err, jobctl.ErrStopped):
+		return w.stops.StopErr()
 	case first.Err != nil:
 		return first.Err
 	}
@@ -205,8 +189,8 @@ func (w *worker) one(ctx context.Context) error {
 	}
 	end, _ := w.runItem(ctx, item, lock, nil)
 	switch {
-	case errors.Is(end.Err, errStopped):
-		return w.stops.stopErr()
+	case errors.Is(end.Err, jobctl.ErrStopped):
+		return w.stops.StopErr()
 	case end.Err != nil:
 		return end.Err
 	case end.Exit.Code != 0:
@@ -225,8 +209,8 @@ func (w *worker) takeNamed(ctx context.Context, item string) (*Lock, error) {
 	taken, err := w.rotator.WaitNamed(ctx, item, w.opts.IgnorePause, time.Duration(w.opts.Wait), w.stops.Stopped(), held)
 	var unconfirmed *take.UnconfirmedError
 	switch {
-	case errors.Is(err, take.ErrStopped):
-		return nil, w.stops.stopErr()
+	case errors.Is(err, jobctl.ErrStopped):
+		return nil, w.stops.StopErr()
 	case errors.As(err, &unconfirmed):
 		w.giveBack(ctx, w.rotator.lock(unconfirmed.Taken))
 		return nil, err
@@ -337,17 +321,17 @@ func (l *continuous) fill(ctx context.Context) {
 			pass = w.rotator.Pass()
 		}
 		_, lock, err := w.take(ctx, pass, l.running == 0)
-		if err == nil || errors.Is(err, ErrNoWork) {
+		if err == nil || errors.Is(err, take.ErrNoWork) {
 			l.reachable()
 		}
 		switch {
 		case err == nil:
 			l.retries = 0
 			l.start(ctx, lock)
-		case errors.Is(err, ErrNoWork):
+		case errors.Is(err, take.ErrNoWork):
 			l.retries = 0
 			l.foundNothing(ctx)
-		case errors.Is(err, errStopped):
+		case errors.Is(err, jobctl.ErrStopped):
 			l.close("")
 		default:
 			l.retryOrEnd(err)
@@ -374,7 +358,7 @@ func (l *continuous) start(ctx context.Context, lock *Lock) {
 	var then func(finish.End) bool
 	if w.opts.Parallel == 1 && !w.opts.UntilIdle && (w.opts.MaxItems == 0 || l.taken < w.opts.MaxItems) {
 		then = func(end finish.End) bool {
-			return end.Result == schema.ResultSuccess && end.Err == nil && !w.stops.stopping() && !l.closed.Load()
+			return end.Result == schema.ResultSuccess && end.Err == nil && !w.stops.Stopping() && !l.closed.Load()
 		}
 	}
 	go func() {
@@ -438,15 +422,15 @@ func (l *continuous) retryOrEnd(err error) {
 func (l *continuous) ended(end finish.End) {
 	w := l.w
 	switch {
-	case w.stops.stopping():
+	case w.stops.Stopping():
 		// Draining: however the child ended, w8y exits 0.
 		l.close("")
-	case end.Result == schema.ResultSuccess, errors.Is(end.Err, errStopped):
+	case end.Result == schema.ResultSuccess, errors.Is(end.Err, jobctl.ErrStopped):
 	case end.Result == schema.ResultCancelled:
 		// An operator stopped the run, not the item: the worker goes on,
 		// even when the request counts the run as the item's failure.
 		w.log.Info().Str("item", clip.Item(end.Item)).Msg("going on: the run was cancelled")
-	case errors.Is(end.Err, ErrLockLost):
+	case errors.Is(end.Err, lease.ErrLost):
 		l.retry(end.Err)
 	case errors.Is(end.Err, ErrTimeout) && slices.Contains(w.opts.ExitCodes, exitTimeout):
 		w.log.Warn().Err(end.Err).Msg("going on: --exit-codes lists 124")
@@ -483,7 +467,7 @@ func (l *continuous) pause(d time.Duration) {
 // probeEvery, and says so as often as the back-off would have retried.
 // After a stop signal nothing is retried: the loop closes instead.
 func (l *continuous) retry(err error) {
-	if l.w.stops.stopping() {
+	if l.w.stops.Stopping() {
 		l.close("")
 		return
 	}
@@ -562,7 +546,7 @@ func (l *continuous) result() error {
 	if l.exit != nil {
 		return l.exit
 	}
-	if l.w.stops.stopping() {
+	if l.w.stops.Stopping() {
 		l.w.log.Info().Msg("drained; exiting")
 	} else {
 		l.w.log.Info().Int("items", l.taken).Msg("done; exiting")
@@ -576,7 +560,7 @@ func (l *continuous) result() error {
 // mistyped --key-prefix is not silent forever, nor noisy.
 const listCheckEvery = 10 * time.Minute
 
-// noWork is how a run that took no item ends: ErrNoWork (exit
+// noWork is how a run that took no item ends: take.ErrNoWork (exit
 // --no-work-exit-code), or, when the list does not exist, its
 // schema.NoListError, a failure of its own that w8y explains even under -q:
 // a mistyped --key-prefix must not pass for a list whose items are all
@@ -587,7 +571,7 @@ func (w *worker) noWork(ctx context.Context) error {
 	if err == nil && n == 0 {
 		return w.rotator.Keys.NoList()
 	}
-	return ErrNoWork
+	return take.ErrNoWork
 }
 
 // warnIfListMissing warns when the list does not exist, after a pass that
@@ -630,7 +614,7 @@ func (w *worker) stopsBecause(end finish.End) string {
 // any more (none was started, or all have finished), a take that Redis
 // does not answer is hung up on after takeGrace. A lock that too few
 // replicas confirmed (--replica-acks) is given back before its error is
-// returned. After a stop, take returns errStopped for anything but an item
+// returned. After a stop, take returns jobctl.ErrStopped for anything but an item
 // taken.
 func (w *worker) take(ctx context.Context, pass *Pass, idle bool) (item string, lock *Lock, err error) {
 	var hangUp func()
@@ -652,8 +636,8 @@ func (w *worker) take(ctx context.Context, pass *Pass, idle bool) (item string, 
 	}
 	// A take that succeeded after all cannot finish once the client is hung
 	// up on: its lock expires by itself after --key-expiry.
-	if (err != nil || hungUp) && w.stops.stopping() {
-		return "", nil, errStopped
+	if (err != nil || hungUp) && w.stops.Stopping() {
+		return "", nil, jobctl.ErrStopped
 	}
 	return item, lock, err
 }
@@ -746,7 +730,7 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end finish.End, takeNex
 // --idle-wait idleWait: the fleet's looks are spaced by how many workers
 // look (see registry.LookInterval).
 func (w *worker) lookPause(idleWait time.Duration) time.Duration {
-	return registry.LookInterval(min(idleWait, lookEvery), w.presence.Lookers())
+	return registry.LookInterval(min(idleWait, take.LookEvery), w.presence.Lookers())
 }
 
 // sleepCtx waits d, and reports false if ctx ended first.
