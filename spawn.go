@@ -22,23 +22,6 @@ import (
 	"github.com/w8y/w8y/internal/schema"
 )
 
-// ErrTimeout is reported when a child ran past --timeout and was stopped.
-var ErrTimeout = errors.New("timed out")
-
-// ErrCancelled is reported when a cancel request stopped a child (see
-// schema.Keys.Cancel); the error that wraps it is a *cancelledError.
-var ErrCancelled = errors.New("cancelled")
-
-// cancelledError is a run that its cancel request stopped: the request says
-// why, who asked, and whether the run counts as a failure.
-type cancelledError struct{ req schema.CancelRequest }
-
-func (e *cancelledError) Error() string {
-	return fmt.Sprintf("cancelled by %s: %q; the child was stopped", e.req.By, e.req.Reason)
-}
-
-func (e *cancelledError) Is(target error) bool { return target == ErrCancelled }
-
 // childRunner runs an item's child while keeping its lock alive, and stops
 // the child's process group when the lock is lost or --timeout passes.
 type childRunner struct {
