@@ -13,6 +13,7 @@ import (
 	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/health"
 	"github.com/w8y/w8y/internal/jobctl"
+	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/registry"
 	"github.com/w8y/w8y/internal/status"
 	"github.com/w8y/w8y/internal/take"
