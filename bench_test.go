@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/childcmd"
+	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/take"
@@ -57,8 +58,8 @@ func benchTakeWaiting(b *testing.B, n int, colocated bool, waitKey func(schema.K
 		if err != nil || item != items[n-1] {
 			b.Fatalf("Take = %q, %v; want %q", item, err, items[n-1])
 		}
-		if released, err := lock.Release(ctx); !released || err != nil {
-			b.Fatalf("Release = %v, %v", released, err)
+		if released, err := finish.Release(ctx, lock.client, lock.Key, lock.Token, lock.Item); !released || err != nil {
+			b.Fatalf("finish.Release = %v, %v", released, err)
 		}
 	}
 }

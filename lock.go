@@ -14,7 +14,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/clip"
-	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/lease"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
@@ -27,10 +26,6 @@ import (
 var refreshSource string
 
 var refreshScript = redis.NewScript(refreshSource)
-
-// ErrLockLost is reported when a held lock no longer carries our token, or
-// could not be refreshed before its lease was about to run out.
-var ErrLockLost = lease.ErrLost
 
 // Lock is an item's lock that this run holds in Redis: the key's value is
 // Token, and the key expires TTL after it was last set or refreshed.
@@ -89,7 +84,7 @@ func newToken() (string, error) {
 }
 
 // Refresh extends the lock to TTL from now if it still holds our token. It
-// returns ErrLockLost if the key is gone or holds another value. In the
+// returns lease.ErrLost if the key is gone or holds another value. In the
 // same call it reads the item's cancel request, and returns it when it is
 // aimed at our token. It names the lock alone, so that a Cluster slot on
 // the move serves it (see refresh.lua): no reshard, however long, stops a
@@ -102,7 +97,7 @@ func (l *Lock) Refresh(ctx context.Context) (*schema.CancelRequest, error) {
 	}
 	reply, err := redisconn.RunConfirmed(ctx, l.client, refreshScript, l.acks, l.TTL, []string{l.Key}, args...)
 	if reply == int64(0) {
-		return nil, fmt.Errorf("%w: %s no longer holds our token", ErrLockLost, quoteKey(l.Key))
+		return nil, fmt.Errorf("%w: %s no longer holds our token", lease.ErrLost, quoteKey(l.Key))
 	}
 	if err != nil {
 		// Not confirmed by the replicas, the extension does not count: a
@@ -129,14 +124,6 @@ func (l *Lock) cancelRequest(fields []any) *schema.CancelRequest {
 		req.At = time.UnixMilli(ms)
 	}
 	return req
-}
-
-// Release deletes the lock if it still holds our token, and reports whether
-// it did. A lock that someone else holds now is left alone. It records
-// nothing: a run ends with finish.Finisher.Finish, which releases the lock in the
-// same round trip as it records the end.
-func (l *Lock) Release(ctx context.Context) (bool, error) {
-	return finish.Release(ctx, l.client, l.Key, l.Token, l.Item)
 }
 
 // Expiry is the lock's TTL and the earliest moment the server may expire it

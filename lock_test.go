@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/control"
+	"github.com/w8y/w8y/internal/lease"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -24,12 +25,12 @@ func TestRefreshLost(t *testing.T) {
 		t.Fatalf("ours: Refresh = %v, the lock lives %s", err, s.Client.PTTL(ctx, lock.Key).Val())
 	}
 	s.Client.Del(ctx, lock.Key)
-	if _, err := lock.Refresh(ctx); !errors.Is(err, ErrLockLost) || s.Client.Exists(ctx, lock.Key).Val() != 0 {
-		t.Errorf("expired: Refresh = %v, want ErrLockLost and no key", err)
+	if _, err := lock.Refresh(ctx); !errors.Is(err, lease.ErrLost) || s.Client.Exists(ctx, lock.Key).Val() != 0 {
+		t.Errorf("expired: Refresh = %v, want lease.ErrLost and no key", err)
 	}
 	s.Client.Set(ctx, lock.Key, "another", time.Second)
-	if _, err := lock.Refresh(ctx); !errors.Is(err, ErrLockLost) || s.Client.Get(ctx, lock.Key).Val() != "another" {
-		t.Errorf("another's: Refresh = %v, want ErrLockLost and the key left alone", err)
+	if _, err := lock.Refresh(ctx); !errors.Is(err, lease.ErrLost) || s.Client.Get(ctx, lock.Key).Val() != "another" {
+		t.Errorf("another's: Refresh = %v, want lease.ErrLost and the key left alone", err)
 	}
 	if ttl := s.Client.PTTL(ctx, lock.Key).Val(); ttl > time.Second {
 		t.Errorf("another's lock extended to %s", ttl)

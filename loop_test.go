@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/jobctl"
+	"github.com/w8y/w8y/internal/lease"
 	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redistest"
@@ -87,7 +88,7 @@ func testWorker(t *testing.T, children *scriptedChildren, items []string, args .
 			Cooldown: time.Duration(opts.Cooldown), Backoff: opts.FailureBackoff,
 		}},
 		children: children,
-		stops:    router{jobctl.New(log)},
+		stops:    jobctl.New(log),
 		metrics:  noMetrics{},
 		log:      log,
 	}
@@ -149,7 +150,7 @@ func TestLoop(t *testing.T) {
 		{"a timeout goes on when --exit-codes lists 124", []string{"-c", "-i", "0", "-i", "124", "--max-items", "2"}, []string{"a"},
 			[]finish.End{newRunEnd("", proc.Exit{Code: 143}, fmt.Errorf("%w: x", ErrTimeout), false, []int{0, 124})}, "ok", 2, "going on: --exit-codes lists 124"},
 		{"a lost lock is retried after a pause", []string{"-c", "--max-items", "2"}, []string{"a"},
-			[]finish.End{newRunEnd("", proc.Exit{Code: 143}, fmt.Errorf("x: %w", ErrLockLost), false, []int{0})}, "ok", 2, "retrying in "},
+			[]finish.End{newRunEnd("", proc.Exit{Code: 143}, fmt.Errorf("x: %w", lease.ErrLost), false, []int{0})}, "ok", 2, "retrying in "},
 		{"--max-runtime ends an idle loop", []string{"-c", "--max-runtime", "300ms", "--idle-wait", "50ms"}, nil,
 			[]finish.End{exited(0)}, "ok", 0, "--max-runtime reached"},
 		{"--parallel fills every slot", []string{"-c", "--parallel", "3", "--max-items", "6"}, []string{"a", "b", "c", "d"},
@@ -215,7 +216,7 @@ func TestStopCutsATakeShort(t *testing.T) {
 		args []string
 		want error
 	}{
-		{"one-shot", (*worker).once, nil, stopError{Signal: syscall.SIGINT}},
+		{"one-shot", (*worker).once, nil, jobctl.StopError{Signal: syscall.SIGINT}},
 		{"continuous", (*worker).loop, []string{"-c"}, nil},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
@@ -275,7 +276,7 @@ func TestStopCutsATakeShort(t *testing.T) {
 }
 
 // TestOnce: a one-shot run takes up to --parallel items from one pass and
-// ends as its first failing child, or with ErrNoWork, which exits with
+// ends as its first failing child, or with take.ErrNoWork, which exits with
 // --no-work-exit-code.
 func TestOnce(t *testing.T) {
 	for _, tt := range []workerCase{

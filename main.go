@@ -11,38 +11,13 @@ import (
 	"syscall"
 
 	"github.com/w8y/w8y/internal/cli"
+	"github.com/w8y/w8y/internal/jobctl"
+	"github.com/w8y/w8y/internal/lease"
 	"github.com/w8y/w8y/internal/logging"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/take"
-)
-
-// Exit codes of w8y's own making. Otherwise w8y exits with the child's code.
-const (
-	exitOK = 0
-	// exitNoList is a list that does not exist (see schema.ErrNoList),
-	// just below exitHeld: a mistyped --key-prefix must not end 0, and
-	// a script or a Job must be able to tell it from the child's own codes
-	// and from w8y's other failures.
-	exitNoList = 120
-	// exitHeld is w8y --item's code when the item's lock stayed held for all of
-	// --wait. flock -w uses 1, which w8y cannot: a child's own 1 must stay
-	// apart from "never ran". 121 is just below w8y's other codes, and as
-	// unused by shells and timeout(1) as they are.
-	exitHeld = 121
-	// exitLockLost is 122, which shells and timeout(1) leave unused.
-	exitLockLost = 122
-	// exitCancelled is 123, between the two other codes of a child that
-	// w8y stopped itself; only xargs(1) gives it a meaning of its own.
-	exitCancelled = 123
-	// exitTimeout is timeout(1)'s.
-	exitTimeout = 124
-	// exitFailure is what env(1) and timeout(1) use for their own failures.
-	exitFailure = 125
-	// exitNotExecutable and exitNotFound are the shells'.
-	exitNotExecutable = 126
-	exitNotFound      = 127
 )
 
 // exitStatuses is the one table of w8y's exit codes, which --help, the man
@@ -141,7 +116,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // noWork is --no-work-exit-code.
 func exitCode(err error, noWork int) (code int, explain bool) {
 	var child *childExitError
-	var stop stopError
+	var stop jobctl.StopError
 	switch {
 	case err == nil:
 		return exitOK, false
@@ -149,7 +124,7 @@ func exitCode(err error, noWork int) (code int, explain bool) {
 		return child.end.Exit.Code, false
 	case errors.As(err, &stop):
 		return 128 + int(stop.Signal), false
-	case errors.Is(err, ErrNoWork):
+	case errors.Is(err, take.ErrNoWork):
 		return noWork, false
 	case errors.Is(err, schema.ErrNoList):
 		return exitNoList, true
@@ -157,7 +132,7 @@ func exitCode(err error, noWork int) (code int, explain bool) {
 	// when it ended (see reportedFailure), as every failed run is.
 	case errors.Is(err, take.ErrHeld):
 		return exitHeld, true
-	case errors.Is(err, ErrLockLost):
+	case errors.Is(err, lease.ErrLost):
 		return exitLockLost, false
 	case errors.Is(err, ErrTimeout):
 		return exitTimeout, false

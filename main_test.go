@@ -11,9 +11,12 @@ import (
 
 	"github.com/w8y/w8y/internal/doctest"
 	"github.com/w8y/w8y/internal/finish"
+	"github.com/w8y/w8y/internal/jobctl"
+	"github.com/w8y/w8y/internal/lease"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/take"
 )
 
 func TestExitCode(t *testing.T) {
@@ -26,9 +29,9 @@ func TestExitCode(t *testing.T) {
 		{nil, exitOK, false},
 		{&childExitError{end: finish.End{Item: "a", Exit: proc.Exit{Code: 7}}}, 7, false},
 		{fmt.Errorf("wrapped: %w", &childExitError{end: finish.End{Exit: proc.Exit{Code: 143, Signal: syscall.SIGTERM}}}), 143, false},
-		{stopError{Signal: syscall.SIGINT}, 130, false},
-		{ErrNoWork, noWork, false},
-		{fmt.Errorf("wrap: %w", ErrLockLost), exitLockLost, false},
+		{jobctl.StopError{Signal: syscall.SIGINT}, 130, false},
+		{take.ErrNoWork, noWork, false},
+		{fmt.Errorf("wrap: %w", lease.ErrLost), exitLockLost, false},
 		{fmt.Errorf("%w: x", ErrTimeout), exitTimeout, false},
 		{fmt.Errorf("%w: %q", proc.ErrNotExecutable, "x"), exitNotExecutable, true},
 		{fmt.Errorf("%w: %q", proc.ErrNotFound, "x"), exitNotFound, true},

@@ -12,14 +12,6 @@ import (
 // look, a sweep) is internal/take's; this file turns its Taken into the Lock
 // that the run holds.
 
-// ErrNoWork is returned by Pass.Take when one pass over the list found no
-// item whose lock could be taken, or the list is empty or missing.
-var ErrNoWork = take.ErrNoWork
-
-// lookEvery is the longest pause between an idle worker's looks (see
-// take.LookEvery).
-const lookEvery = take.LookEvery
-
 // Rotator takes work items from the circular list: a take.Taker, whose
 // settings (the client, the keys, the token, the lock's TTL...) are the
 // Rotator's own, and whose takes come back as Locks. Its client also
@@ -44,19 +36,12 @@ func (r *Rotator) Pass() *Pass { return &Pass{r: r, pass: r.Taker.Pass()} }
 // does not look, it is Pass.
 func (r *Rotator) LookFirst() *Pass { return &Pass{r: r, pass: r.Taker.LookFirst()} }
 
-// Looks reports whether an idle worker of this Rotator looks instead of
-// passing over the list (see take.Taker.Looks).
-func (r *Rotator) Looks() bool { return r.Taker.Looks() }
-
 // Take takes the next item of the pass and returns it with its Lock. It
-// returns ErrNoWork once the pass has looked at every candidate, errStopped
+// returns take.ErrNoWork once the pass has looked at every candidate, jobctl.ErrStopped
 // if stop is closed before an item is taken, and an unconfirmedError for a
 // lock that too few replicas confirmed.
 func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (string, *Lock, error) {
 	taken, err := p.pass.Take(ctx, stop)
-	if errors.Is(err, take.ErrStopped) {
-		return "", nil, errStopped
-	}
 	var unconfirmed *take.UnconfirmedError
 	if errors.As(err, &unconfirmed) {
 		return "", nil, &unconfirmedError{lock: p.r.lock(unconfirmed.Taken), err: err}

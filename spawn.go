@@ -22,23 +22,6 @@ import (
 	"github.com/w8y/w8y/internal/schema"
 )
 
-// ErrTimeout is reported when a child ran past --timeout and was stopped.
-var ErrTimeout = errors.New("timed out")
-
-// ErrCancelled is reported when a cancel request stopped a child (see
-// schema.Keys.Cancel); the error that wraps it is a *cancelledError.
-var ErrCancelled = errors.New("cancelled")
-
-// cancelledError is a run that its cancel request stopped: the request says
-// why, who asked, and whether the run counts as a failure.
-type cancelledError struct{ req schema.CancelRequest }
-
-func (e *cancelledError) Error() string {
-	return fmt.Sprintf("cancelled by %s: %q; the child was stopped", e.req.By, e.req.Reason)
-}
-
-func (e *cancelledError) Is(target error) bool { return target == ErrCancelled }
-
 // childRunner runs an item's child while keeping its lock alive, and stops
 // the child's process group when the lock is lost or --timeout passes.
 type childRunner struct {
@@ -83,7 +66,7 @@ const outputGrace = time.Second
 
 // runChild runs the child for item while keeping its lock alive. If the
 // lock is lost, the child's group is stopped before the lease could run out,
-// and the error wraps ErrLockLost; if --timeout passes first, the group is
+// and the error wraps lease.ErrLost; if --timeout passes first, the group is
 // stopped and the error wraps ErrTimeout; if a refresh finds a cancel
 // request aimed at the lock, the group is stopped the same way and the
 // error is a *cancelledError. stopped reports whether a stop
@@ -268,7 +251,7 @@ func stoppedByGuard(child *proc.Child, log zerolog.Logger) error {
 		return nil
 	}
 	err := fmt.Errorf("%w: w8y was stopped or stalled past its lease, and its guard acted %s before the lock could expire",
-		ErrLockLost, stop.HeldUntil.Sub(stop.At).Round(time.Millisecond))
+		lease.ErrLost, stop.HeldUntil.Sub(stop.At).Round(time.Millisecond))
 	log.Error().Err(err).Int("pid", child.PID).Time("guard_stopped_at", stop.At).Time("held_until", stop.HeldUntil).
 		Msg("lock lost while w8y was stopped or stalled: its guard stopped the child")
 	return err
@@ -285,7 +268,7 @@ func newRunEnd(item string, exit proc.Exit, err error, stopped bool, exitCodes [
 		end.Cancel = &cancelled.req
 	}
 	switch {
-	case errors.Is(err, errStopped):
+	case errors.Is(err, jobctl.ErrStopped):
 		// No child was started.
 	case errors.Is(err, proc.ErrNotFound):
 		end.Exit.Code, end.Exited = exitNotFound, true
@@ -326,13 +309,13 @@ func reportedFailure(end finish.End) string {
 // so it counts as a success.
 func classify(exit proc.Exit, err error, stopped bool, exitCodes []int) schema.Result {
 	switch {
-	case errors.Is(err, ErrLockLost):
+	case errors.Is(err, lease.ErrLost):
 		return schema.ResultLockLost
 	case errors.Is(err, ErrTimeout):
 		return schema.ResultTimeout
 	case errors.Is(err, ErrCancelled):
 		return schema.ResultCancelled
-	case errors.Is(err, errStopped):
+	case errors.Is(err, jobctl.ErrStopped):
 		// The stop came between taking the item and starting its child.
 		return schema.ResultInterrupted
 	case err != nil:

@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/w8y/w8y/internal/jobctl"
+	"github.com/w8y/w8y/internal/lease"
 	"github.com/w8y/w8y/internal/proc"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -32,14 +34,14 @@ func TestNewRunEnd(t *testing.T) {
 		{"killed by a signal", proc.Exit{Code: 137, Signal: syscall.SIGKILL}, nil, false, schema.ResultFailure, true, "finish", 137},
 		{"stopped by w8y's stop signal", proc.Exit{Code: 143, Signal: syscall.SIGTERM}, nil, true, schema.ResultInterrupted, false, "finish", 143},
 		{"success despite a stop signal", proc.Exit{Code: 0}, nil, true, schema.ResultSuccess, false, "finish", 0},
-		{"stop before the child started", proc.Exit{}, stopError{Signal: syscall.SIGTERM}, true, schema.ResultInterrupted, false, "finish", none},
-		{"lock lost", proc.Exit{Code: 143}, fmt.Errorf("x: %w", ErrLockLost), false, schema.ResultLockLost, true, "lock_lost", 143},
-		{"lock lost during a stop", proc.Exit{Code: 143}, fmt.Errorf("x: %w", ErrLockLost), true, schema.ResultLockLost, true, "lock_lost", 143},
+		{"stop before the child started", proc.Exit{}, jobctl.StopError{Signal: syscall.SIGTERM}, true, schema.ResultInterrupted, false, "finish", none},
+		{"lock lost", proc.Exit{Code: 143}, fmt.Errorf("x: %w", lease.ErrLost), false, schema.ResultLockLost, true, "lock_lost", 143},
+		{"lock lost during a stop", proc.Exit{Code: 143}, fmt.Errorf("x: %w", lease.ErrLost), true, schema.ResultLockLost, true, "lock_lost", 143},
 		{"timeout", proc.Exit{Code: 143}, fmt.Errorf("%w: x", ErrTimeout), false, schema.ResultTimeout, true, "timeout", 143},
 		{"could not be run", proc.Exit{}, fmt.Errorf("%w: x", proc.ErrNotExecutable), false, schema.ResultFailure, true, "finish", 126},
 		{"other error", proc.Exit{}, errors.New("boom"), false, schema.ResultFailure, true, "finish", 0},
 		{"timeout during a stop", proc.Exit{Code: 143}, fmt.Errorf("%w: x", ErrTimeout), true, schema.ResultTimeout, true, "timeout", 143},
-		{"lock lost though the child exited 0", proc.Exit{Code: 0}, fmt.Errorf("x: %w", ErrLockLost), false, schema.ResultLockLost, true, "lock_lost", 0},
+		{"lock lost though the child exited 0", proc.Exit{Code: 0}, fmt.Errorf("x: %w", lease.ErrLost), false, schema.ResultLockLost, true, "lock_lost", 0},
 		{"executable not found", proc.Exit{}, fmt.Errorf("%w: gone", proc.ErrNotFound), false, schema.ResultFailure, true, "finish", 127},
 		{"cancelled", proc.Exit{Code: 143}, &cancelledError{}, false, schema.ResultCancelled, false, "cancelled", 143},
 		{"cancelled as a failure", proc.Exit{Code: 143}, &cancelledError{req: schema.CancelRequest{AsFailure: true}}, false, schema.ResultCancelled, true, "cancelled", 143},

@@ -154,7 +154,7 @@ func newWorker(opts *Options, command childcmd.Command, client redis.UniversalCl
 			timeoutSignal: syscall.Signal(opts.TimeoutSignal), keepOutput: keep, keepSuccess: opts.KeepOutput != nil,
 			metrics: counts, health: beat, log: log,
 		},
-		stops: router{p.Router},
+		stops: p.Router,
 		// Only take calls it, when a stop finds nothing but a take using
 		// Redis; the deferred Close then finds it closed, which is harmless.
 		hangUp:  func() { _ = client.Close() },

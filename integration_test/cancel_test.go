@@ -13,6 +13,7 @@ import (
 
 	"github.com/w8y/w8y/internal/control"
 	"github.com/w8y/w8y/internal/poll"
+	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -190,19 +191,11 @@ func TestCancelNothingRuns(t *testing.T) {
 	}
 }
 
-// dump describes every key matching pattern and its value, for comparing
+// dump is redistest.Dump of every key matching pattern, for comparing
 // what Redis holds before and after.
 func (s *server) dump(t *testing.T, pattern string) string {
 	t.Helper()
-	var b strings.Builder
-	for _, key := range s.keys(t, pattern) {
-		v, err := s.Client.Dump(ctx(t), key).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(&b, "%s %q ttl>0:%v\n", key, v, s.Client.PTTL(ctx(t), key).Val() > 0)
-	}
-	return b.String()
+	return strings.Join(redistest.Lines(redistest.Dump(t, s.Client, pattern)), "\n")
 }
 
 // TestCancelOneShot: a cancelled one-shot run exits 123 with one line on

@@ -516,19 +516,6 @@ func exitedAt(t *testing.T, pid int) {
 	}
 }
 
-// lines reads a file of one record per line; a missing file has none.
-func lines(t *testing.T, path string) []string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Fields(string(data))
-}
-
 // waitMarkerGone waits until no process carries marker in its environment,
 // and returns the pids of those that still do after timeout.
 func waitMarkerGone(marker string, timeout time.Duration) []int {

@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,13 +15,6 @@ import (
 // started is shell that reports a child's start by pushing its item to the
 // list "started", which the test waits on.
 const started = `redis-cli -p "$REDIS_PORT" rpush started "$W8Y_ITEM" >/dev/null`
-
-// report is a child that runs setup, reports its start and then runs rest.
-func report(setup, rest string) []string {
-	return []string{"sh", "-c", setup + "\n" + started + "\n" + rest}
-}
-
-func portEnv(s *server) []string { return []string{fmt.Sprintf("REDIS_PORT=%d", s.Port)} }
 
 // TestRotationExample is the original README's example.
 func TestRotationExample(t *testing.T) {

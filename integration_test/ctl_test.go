@@ -22,23 +22,18 @@ import (
 // The tests of w8yctl run the built binary, as an operator does, against
 // workers that run the built w8y.
 
-// snapshot describes every key of s but the registry of live workers with
-// its type and value, so that a test can check that a refused command
-// changed nothing.
+// snapshot is redistest.Dump of every key of s but the registry of live
+// workers, so that a test can check that a refused command changed nothing.
 func (s *server) snapshot(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	for _, key := range s.keys(t, "*") {
+	for _, k := range redistest.Dump(t, s.Client, "*") {
 		// The registry of live workers changes with their beats, whatever
 		// w8yctl does.
-		if strings.HasSuffix(key, ":workers") || strings.HasSuffix(key, ":looking") || strings.Contains(key, ":worker:") {
+		if strings.HasSuffix(k.Name, ":workers") || strings.HasSuffix(k.Name, ":looking") || strings.Contains(k.Name, ":worker:") {
 			continue
 		}
-		dump, err := s.Client.Dump(ctx(t), key).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, key+"="+dump)
+		out = append(out, k.String())
 	}
 	return out
 }

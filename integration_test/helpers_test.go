@@ -603,3 +603,24 @@ func writeExecutable(t *testing.T, path string, data []byte) {
 		t.Fatalf("write %s: %v\n%s", path, err, out)
 	}
 }
+
+// lines reads a file of one record per line; a missing file has none.
+func lines(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(data))
+}
+
+// report is a child that runs setup, reports its start and then runs rest.
+func report(setup, rest string) []string {
+	return []string{"sh", "-c", setup + "\n" + started + "\n" + rest}
+}
+
+// portEnv is the environment that tells a child the port of s.
+func portEnv(s *server) []string { return []string{fmt.Sprintf("REDIS_PORT=%d", s.Port)} }

@@ -15,34 +15,19 @@ import (
 	"github.com/w8y/w8y/internal/schema"
 )
 
-// dump describes every key under prefix but the due index, which only the
-// colocated path writes (idle workers read it only there): its type, its
-// expiry (set or not) and its value.
+// dump is redistest.Dump of every key under prefix, named without it, but
+// the due index, which only the colocated path writes (idle workers read it
+// only there).
 func dump(t *testing.T, rdb *redis.Client, prefix string) []string {
 	t.Helper()
-	ctx := context.Background()
-	keys, err := rdb.Keys(ctx, prefix+"*").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, key := range keys {
-		name := strings.TrimPrefix(key, prefix)
-		if name == "due" {
+	for _, k := range redistest.Dump(t, rdb, prefix+"*") {
+		if k.Name == prefix+"due" {
 			continue
 		}
-		var value any
-		switch rdb.Type(ctx, key).Val() {
-		case "string":
-			value = rdb.Get(ctx, key).Val()
-		case "list":
-			value = rdb.LRange(ctx, key, 0, -1).Val()
-		case "hash":
-			value = rdb.HGetAll(ctx, key).Val()
-		}
-		out = append(out, fmt.Sprintf("%s expires=%v %v", name, rdb.PTTL(ctx, key).Val() > 0, value))
+		k.Name = strings.TrimPrefix(k.Name, prefix)
+		out = append(out, k.String())
 	}
-	slices.Sort(out)
 	return out
 }
 
@@ -95,7 +80,7 @@ func TestVerbsBothWaysAlike(t *testing.T) {
 	if !slices.Equal(dumps[0], dumps[1]) {
 		t.Errorf("per key left\n%q\nthe script\n%q", dumps[0], dumps[1])
 	}
-	want := []string{"list expires=false [c d]", "lock:b expires=true h"}
+	want := []string{`list list ["c" "d"] (no expiry)`, `lock:b string "h" (expires)`}
 	if !slices.Equal(dumps[1], want) {
 		t.Errorf("left %q, want %q", dumps[1], want)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -121,7 +121,7 @@ func TestActionsArePostOnly(t *testing.T) {
 	rdb.HSet(ctx, keys.Pause("a"), "reason", "disk full")
 	rdb.Set(ctx, keys.Cooldown("b"), "1", time.Hour)
 	rdb.Set(ctx, keys.Lock("c"), "w1:1:abcd", time.Hour)
-	before := dumpAll(t, rdb)
+	before := redistest.Lines(redistest.Dump(t, rdb, "*"))
 
 	bodies := map[string]string{
 		"pause": `{"item":"b"}`, "resume": `{"item":"a"}`, "run-now": `{"item":"b"}`, "cancel": `{"item":"c"}`,
@@ -154,27 +154,11 @@ func TestActionsArePostOnly(t *testing.T) {
 					if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") != http.MethodPost {
 						t.Errorf("%s /api/%s: %d (Allow %q) %s, want 405 with Allow: POST", method, action, res.StatusCode, res.Header.Get("Allow"), out)
 					}
-					if after := dumpAll(t, rdb); !maps.Equal(after, before) {
+					if after := redistest.Lines(redistest.Dump(t, rdb, "*")); !slices.Equal(after, before) {
 						t.Fatalf("%s /api/%s changed Redis", method, action)
 					}
 				}
 			}
 		})
 	}
-}
-
-// dumpAll is every key of the test's server with its serialized value, so
-// that a change to any member of any key shows.
-func dumpAll(t *testing.T, rdb *redis.Client) map[string]string {
-	t.Helper()
-	ctx := context.Background()
-	keys, err := rdb.Keys(ctx, "*").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, k := range keys {
-		out[k] = rdb.Dump(ctx, k).Val()
-	}
-	return out
 }

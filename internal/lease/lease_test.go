@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -70,11 +71,8 @@ const deadline = 10 * time.Second
 // waitRefreshes waits until l has been refreshed at least n times.
 func waitRefreshes(t *testing.T, l *fakeLock, n int) {
 	t.Helper()
-	for end := time.Now().Add(deadline); l.count() < n; {
-		if time.Now().After(end) {
-			t.Fatalf("%d refreshes after %s, want %d", l.count(), deadline, n)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !poll.Poll(deadline, func() bool { return l.count() >= n }) {
+		t.Fatalf("%d refreshes after %s, want %d", l.count(), deadline, n)
 	}
 }
 

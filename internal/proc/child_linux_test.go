@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/w8y/w8y/internal/poll"
 	"golang.org/x/sys/unix"
 )
 
@@ -77,14 +78,12 @@ func TestStopEndsTheWholeGroup(t *testing.T) {
 	dir := t.TempDir()
 	c := spawn(t, `sh -c 'trap "" TERM; echo $$ >`+dir+`/pid; while :; do sleep 1; done' & wait`)
 	var grandchild int
-	deadline := time.Now().Add(10 * time.Second)
-	for grandchild == 0 {
+	if !poll.Poll(10*time.Second, func() bool {
 		data, _ := os.ReadFile(dir + "/pid")
 		grandchild, _ = strconv.Atoi(strings.TrimSpace(string(data)))
-		if time.Now().After(deadline) {
-			t.Fatal("the grandchild never wrote its pid")
-		}
-		time.Sleep(10 * time.Millisecond)
+		return grandchild != 0
+	}) {
+		t.Fatal("the grandchild never wrote its pid")
 	}
 	// A pidfd names this very process, where a pid could name another by
 	// the time the test looks: pids are reused, fast on a busy machine.
@@ -124,15 +123,8 @@ func TestStopEndsTheWholeGroup(t *testing.T) {
 func TestStopContinuesAStoppedGroup(t *testing.T) {
 	dir := t.TempDir()
 	c := spawn(t, `trap 'exit 7' TERM; touch `+dir+`/ready; while :; do sleep 0.05; done`)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(dir + "/ready"); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the child never got ready")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !poll.Poll(10*time.Second, func() bool { _, err := os.Stat(dir + "/ready"); return err == nil }) {
+		t.Fatal("the child never got ready")
 	}
 	if err := c.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

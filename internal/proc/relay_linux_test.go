@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/poll"
 )
 
 // TestRelayHearsWhatW8yDidNotSend: a relay passes on each SIGINT and
@@ -32,10 +34,8 @@ func TestRelayHearsWhatW8yDidNotSend(t *testing.T) {
 	c := &Child{pgid: r.pid, relay: r}
 	waitUntil := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never happened; heard %v", what, got())
-			}
+		if !poll.Poll(10*time.Second, cond) {
+			t.Fatalf("%s never happened; heard %v", what, got())
 		}
 	}
 	// w8y forwards a SIGINT: its echo is not heard.

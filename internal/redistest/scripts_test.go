@@ -5,10 +5,11 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/poll"
 )
 
 func TestScriptsLoadNamesTheScriptThatDoesNot(t *testing.T) {
-	failure := runRecorded(t, func(tb testing.TB) {
+	failure := poll.Failure(t, func(tb testing.TB) {
 		ScriptsLoad(tb, map[string]*redis.Script{
 			"good": redis.NewScript(`return 1`),
 			"bad":  redis.NewScript(`return (`),

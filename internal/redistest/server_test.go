@@ -80,7 +80,7 @@ func TestStartRetriesATakenPort(t *testing.T) {
 func TestStartOnATakenPortFails(t *testing.T) {
 	t.Parallel()
 	taken := takePort(t)
-	failure := runRecorded(t, func(tb testing.TB) { Start(tb, OnPort(taken)) })
+	failure := poll.Failure(t, func(tb testing.TB) { Start(tb, OnPort(taken)) })
 	if !strings.Contains(failure, "Address already in use") {
 		t.Errorf("failure %q does not show redis-server's complaint", failure)
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/w8y/w8y/internal/jobctl"
 	"github.com/w8y/w8y/internal/redisconn"
 )
 
@@ -111,7 +112,7 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 	// -1 asks the first call to start the pass from the list's length.
 	for p.left != 0 {
 		if stopped(stop) {
-			return Taken{}, ErrStopped
+			return Taken{}, jobctl.ErrStopped
 		}
 		sent := time.Now()
 		call.Left, call.Record = p.left, t.Record.TakeWords()

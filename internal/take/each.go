@@ -10,6 +10,7 @@ import (
 	"github.com/w8y/w8y/internal/childcmd"
 	"github.com/w8y/w8y/internal/clip"
 	"github.com/w8y/w8y/internal/finish"
+	"github.com/w8y/w8y/internal/jobctl"
 	"github.com/w8y/w8y/internal/redisconn"
 )
 
@@ -56,7 +57,7 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (Taken, error
 	}
 	for p.left > 0 {
 		if stopped(stop) {
-			return Taken{}, ErrStopped
+			return Taken{}, jobctl.ErrStopped
 		}
 		p.left--
 		item, err := t.rotate(ctx, list)

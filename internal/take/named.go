@@ -9,6 +9,7 @@ import (
 	"github.com/w8y/w8y/internal/childcmd"
 	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/finish"
+	"github.com/w8y/w8y/internal/jobctl"
 	"github.com/w8y/w8y/internal/redisconn"
 )
 
@@ -45,14 +46,14 @@ func (e HeldError) Is(target error) bool { return target == ErrHeld }
 // namedPoll while another holder has it or every place of
 // --fleet-max-running is in use, for up to wait (w8y --item --wait). held
 // is called once, with why it waits, when it first has to. It returns a
-// HeldError once wait has passed, ErrStopped if stop is closed first, and
+// HeldError once wait has passed, jobctl.ErrStopped if stop is closed first, and
 // a paused item's error with what runs it anyway.
 func (t *Taker) WaitNamed(ctx context.Context, item string, ignorePause bool, wait time.Duration, stop <-chan struct{}, held func(why error)) (Taken, error) {
 	deadline := time.Now().Add(wait)
 	for first := true; ; first = false {
 		select {
 		case <-stop:
-			return Taken{}, ErrStopped
+			return Taken{}, jobctl.ErrStopped
 		default:
 		}
 		taken, err := t.TakeNamed(ctx, item, ignorePause)

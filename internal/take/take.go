@@ -12,6 +12,7 @@ import (
 	"github.com/w8y/w8y/internal/clip"
 	"github.com/w8y/w8y/internal/clock"
 	"github.com/w8y/w8y/internal/finish"
+	"github.com/w8y/w8y/internal/jobctl"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -20,9 +21,9 @@ import (
 // item whose lock could be taken, or the list is empty or missing.
 var ErrNoWork = errors.New("no item could be taken")
 
-// ErrStopped is returned by Pass.Take when its stop channel was closed
-// between two candidates (or batches of them) before an item was taken.
-var ErrStopped = errors.New("take stopped")
+// A take whose stop channel was closed between two candidates (or batches
+// of them) before an item was taken returns jobctl.ErrStopped, the one
+// sentinel of a stop signal that came before an item was taken.
 
 // Client is the part of the Redis client that taking an item needs: scripts
 // (pipelined with WAIT for --replica-acks), a pipeline for an item's keys
@@ -176,7 +177,7 @@ func (t *Taker) LookFirst() *Pass {
 // pass, and going on from where the pass's last Take stopped. A candidate
 // is eligible when it has no cooldown, backoff or pause key. The first lock
 // taken wins. It returns ErrNoWork once the pass has looked at every
-// candidate, or a look found nothing, and ErrStopped if stop is closed
+// candidate, or a look found nothing, and jobctl.ErrStopped if stop is closed
 // between candidates (or, where the keys are colocated, between batches of
 // them or looks). Both ways of a pass leave Redis in the same state.
 func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
@@ -186,7 +187,7 @@ func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
 		}
 		for p.looks {
 			if stopped(stop) {
-				return Taken{}, ErrStopped
+				return Taken{}, jobctl.ErrStopped
 			}
 			if p.t.Memory.look.quiet && !p.looked {
 				if worth, full := p.probe(ctx); !worth {

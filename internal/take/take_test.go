@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/finish"
+	"github.com/w8y/w8y/internal/jobctl"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
@@ -325,8 +326,8 @@ func TestBatchedTakeStopsBetweenBatches(t *testing.T) {
 	stop := make(chan struct{})
 	close(stop)
 	var logs bytes.Buffer
-	if _, err := testTaker(rdb, keys.Prefix, true, 0, &logs).Pass().Take(ctx, stop); !errors.Is(err, ErrStopped) {
-		t.Fatalf("Take with stop closed = %v, want ErrStopped", err)
+	if _, err := testTaker(rdb, keys.Prefix, true, 0, &logs).Pass().Take(ctx, stop); !errors.Is(err, jobctl.ErrStopped) {
+		t.Fatalf("Take with stop closed = %v, want jobctl.ErrStopped", err)
 	}
 	if got := rdb.LRange(ctx, keys.List(), 0, -1).Val(); !slices.Equal(got, redistest.Items(3)) {
 		t.Errorf("list %q after a stopped Take, want it untouched", got)
@@ -633,8 +634,8 @@ func TestWaitNamed(t *testing.T) {
 
 	stop := make(chan struct{})
 	close(stop)
-	if _, err := tk.WaitNamed(ctx, "a", false, time.Hour, stop, nil); !errors.Is(err, ErrStopped) {
-		t.Errorf("stopped: %v, want ErrStopped", err)
+	if _, err := tk.WaitNamed(ctx, "a", false, time.Hour, stop, nil); !errors.Is(err, jobctl.ErrStopped) {
+		t.Errorf("stopped: %v, want jobctl.ErrStopped", err)
 	}
 	if v := rdb.Get(ctx, lock).Val(); v != "someone-else" {
 		t.Fatalf("the holder's lock holds %q", v)

@@ -1,4 +1,4 @@
-package redistest
+package poll
 
 import (
 	"fmt"
@@ -32,9 +32,11 @@ func (r *fatalRecorder) fail(msg string) {
 	runtime.Goexit()
 }
 
-// runRecorded runs f with a fatalRecorder on a goroutine of its own, which
-// a failure ends, and returns how f failed the test, or "".
-func runRecorded(t *testing.T, f func(tb testing.TB)) string {
+// Failure runs f with a test that records how it failed instead of
+// failing, on a goroutine of its own, which a failure ends, and returns how
+// f failed the test, or "": for the tests of helpers that must fail the
+// test that calls them (WaitFor, redistest.Start).
+func Failure(t *testing.T, f func(tb testing.TB)) string {
 	r := &fatalRecorder{TB: t}
 	done := make(chan struct{})
 	go func() {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/finish"
+	"github.com/w8y/w8y/internal/jobctl"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
@@ -59,19 +61,19 @@ func TestPassTakeGivesTheLock(t *testing.T) {
 		if req, err := lock.Refresh(ctx); err != nil || req != nil {
 			t.Errorf("colocated %v: Refresh = %v, %v", colocated, req, err)
 		}
-		if released, err := lock.Release(ctx); !released || err != nil {
-			t.Errorf("colocated %v: Release = %v, %v", colocated, released, err)
+		if released, err := finish.Release(ctx, lock.client, lock.Key, lock.Token, lock.Item); !released || err != nil {
+			t.Errorf("colocated %v: finish.Release = %v, %v", colocated, released, err)
 		}
 		if item, _, err := pass.Take(ctx, nil); err != nil || item != "b" {
 			t.Errorf("colocated %v: the pass's second Take = %q, %v; want b", colocated, item, err)
 		}
-		if _, _, err := pass.Take(ctx, nil); !errors.Is(err, ErrNoWork) {
-			t.Errorf("colocated %v: the pass's third Take = %v, want ErrNoWork", colocated, err)
+		if _, _, err := pass.Take(ctx, nil); !errors.Is(err, take.ErrNoWork) {
+			t.Errorf("colocated %v: the pass's third Take = %v, want take.ErrNoWork", colocated, err)
 		}
 	}
 }
 
-// TestPassTakeStopped: a stop before the take is errStopped, the loop's
+// TestPassTakeStopped: a stop before the take is jobctl.ErrStopped, the loop's
 // own stop error, on both paths.
 func TestPassTakeStopped(t *testing.T) {
 	rdb := redistest.Start(t).Client
@@ -81,8 +83,8 @@ func TestPassTakeStopped(t *testing.T) {
 		var logs bytes.Buffer
 		r := testRotator(rdb, fmt.Sprintf("stop-%v:", colocated), colocated, 0, &logs)
 		redistest.Seed(t, rdb, r.Keys.List(), "a")
-		if _, _, err := r.Pass().Take(context.Background(), stop); !errors.Is(err, errStopped) {
-			t.Errorf("colocated %v: Take with stop closed = %v, want errStopped", colocated, err)
+		if _, _, err := r.Pass().Take(context.Background(), stop); !errors.Is(err, jobctl.ErrStopped) {
+			t.Errorf("colocated %v: Take with stop closed = %v, want jobctl.ErrStopped", colocated, err)
 		}
 	}
 }
