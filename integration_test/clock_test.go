@@ -36,15 +36,12 @@ func TestOneClockSchedule(t *testing.T) {
 	takes := b.takesUntil(t, items, 4)
 	drain(t, fleet)
 	for _, item := range items {
-		var slots []int64
-		for _, at := range takes[item] {
-			slots = append(slots, slotOf(at, 0))
-		}
-		for i := 1; i < len(slots); i++ {
-			if slots[i] != slots[i-1]+1 {
-				t.Errorf("%q started in slots %v (takes %v): want one start per slot", item, slots, takes[item])
-				break
+		if !oneStartPerSlot(takes[item]) {
+			var slots []int64
+			for _, at := range takes[item] {
+				slots = append(slots, slotOf(at, 0))
 			}
+			t.Errorf("%q started in slots %v (takes %v): want one start per slot", item, slots, takes[item])
 		}
 		if pttl := b.Client.PTTL(ctx(t), b.key("cooldown:"+item)).Val(); pttl > slotLength {
 			t.Errorf("cooldown of %q expires in %s, after its next slot", item, pttl)

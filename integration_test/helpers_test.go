@@ -21,6 +21,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/registry"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 // binary is the w8y built once for all tests, with the race detector, so
@@ -624,3 +626,29 @@ func report(setup, rest string) []string {
 
 // portEnv is the environment that tells a child the port of s.
 func portEnv(s *server) []string { return []string{fmt.Sprintf("REDIS_PORT=%d", s.Port)} }
+
+// announced waits until the worker p is in the registry of live workers
+// under prefix: by then it has set up its signals, and a SIGTERM drains it.
+func announced(t *testing.T, client registry.Client, prefix string, p *proc) {
+	t.Helper()
+	pid := p.cmd.Process.Pid
+	poll.WaitFor(t, fmt.Sprintf("worker %d to announce itself", pid), func() bool {
+		entries, err := registry.Read(ctx(t), client, schema.Keys{Prefix: prefix})
+		return err == nil && slices.ContainsFunc(entries, func(e registry.Entry) bool { return e.PID == pid })
+	})
+}
+
+// everyItemRan fails the test unless each of items ran: a line of its own
+// in dir/runs, as overlapChild and chaosChild write them.
+func everyItemRan(t *testing.T, dir string, items []string) {
+	t.Helper()
+	ran := map[string]bool{}
+	for _, item := range lines(t, dir+"/runs") {
+		ran[item] = true
+	}
+	for _, item := range items {
+		if !ran[item] {
+			t.Errorf("%s never ran (runs: %v)", item, ran)
+		}
+	}
+}

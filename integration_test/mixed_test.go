@@ -2,7 +2,6 @@ package integration_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +12,6 @@ import (
 	"time"
 
 	"github.com/w8y/w8y/internal/poll"
-	"github.com/w8y/w8y/internal/registry"
-	"github.com/w8y/w8y/internal/schema"
 )
 
 // baseCommit is the release that a rollout runs beside this build in
@@ -68,16 +65,7 @@ func TestMixedVersions(t *testing.T) {
 		}
 		return startW8y(t, env, args...)
 	}
-	// announced waits until w announces itself in the registry: by then
-	// it has set up its signals, and a SIGTERM drains it.
-	announced := func(w *proc) {
-		t.Helper()
-		pid := w.cmd.Process.Pid
-		poll.WaitFor(t, fmt.Sprintf("worker %d to announce itself", pid), func() bool {
-			entries, err := registry.Read(ctx(t), s.Client, schema.Keys{Prefix: "mix:"})
-			return err == nil && slices.ContainsFunc(entries, func(e registry.Entry) bool { return e.PID == pid })
-		})
-	}
+	announced := func(w *proc) { t.Helper(); announced(t, s.Client, "mix:", w) }
 	workers := make([]*proc, 4)
 	for i := range workers {
 		workers[i] = start(i)
@@ -126,15 +114,7 @@ func TestMixedVersions(t *testing.T) {
 	drain(t, workers)
 
 	noOverlaps(t, dir)
-	ran := map[string]bool{}
-	for _, item := range lines(t, dir+"/runs") {
-		ran[item] = true
-	}
-	for _, item := range items {
-		if !ran[item] {
-			t.Errorf("%s never ran in the mixed fleet (runs: %v)", item, ran)
-		}
-	}
+	everyItemRan(t, dir, items)
 	if got := slices.Sorted(slices.Values(s.list(t, "mix:list"))); !slices.Equal(got, items) {
 		t.Errorf("the list holds %q, want %q", got, items)
 	}

@@ -197,24 +197,13 @@ func TestChaosReshard(t *testing.T) {
 		}
 	}
 	// A worker stops gracefully once it has set up (its signal handlers
-	// first): it is in the registry of live workers.
+	// first): once it is in the registry of live workers.
 	for _, w := range workers {
-		pid := ":" + itoa(w.cmd.Process.Pid) + ":"
-		poll.WaitFor(t, "worker "+pid+" to register", func() bool {
-			return slices.ContainsFunc(c.Client.ZRange(ctx(t), prefix+"workers", 0, -1).Val(), func(m string) bool { return strings.Contains(m, pid) })
-		})
+		announced(t, c.Client, prefix, w)
 	}
 	drain(t, workers)
 	noOverlaps(t, dir)
-	ran := map[string]bool{}
-	for _, item := range lines(t, dir+"/runs") {
-		ran[item] = true
-	}
-	for _, item := range items {
-		if !ran[item] {
-			t.Errorf("%s never ran", item)
-		}
-	}
+	everyItemRan(t, dir, items)
 	got := c.Client.LRange(ctx(t), prefix+"list", 0, -1).Val()
 	slices.Sort(got)
 	want := slices.Sorted(slices.Values(items))

@@ -248,7 +248,11 @@ func (f *Finisher) finishEach(ctx context.Context, lockKey, token string, end En
 		count = countScript.Eval(ctx, pipe, []string{rec.Keys.State(item)}, "failure", rec.StateTTL.Milliseconds())
 	}
 	if cooling {
-		cooldown = pauseScript.Eval(ctx, pipe, []string{rec.Keys.Cooldown(item)}, token, cooldownFor.Milliseconds())
+		args := []any{token, cooldownFor.Milliseconds()}
+		if slot := s.NextSlot(end); !slot.IsZero() {
+			args = append(args, millis(slot))
+		}
+		cooldown = pauseScript.Eval(ctx, pipe, []string{rec.Keys.Cooldown(item)}, args...)
 	}
 	// The record's own errors are left unread, as finish.lua's pcall
 	// leaves them: a run never depends on its record.

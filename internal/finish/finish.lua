@@ -25,7 +25,8 @@
 --           cooldown=MS     cooldown after a success (absent or 0: none)
 --           next_slot=MS    under --schedule, the slot that the cooldown
 --                           lasts until, Unix milliseconds: the state
---                           hash's next_slot (absent: the field is deleted)
+--                           hash's next_slot (absent: the field is deleted),
+--                           and the cooldown's end on Redis' clock
 --           backoff_min=MS  MIN of the failure backoff (absent or 0: none)
 --           backoff_max=MS  MAX of the failure backoff
 --           jitter=F        factor for the failure delay, in [0.75, 1], drawn
@@ -160,6 +161,18 @@ end
 if opt.result == "success" then
   push(record, "consecutive_failures", 0)
   local cooldown = tonumber(opt.cooldown or 0)
+  -- Under --schedule the cooldown lasts until the slot itself, on Redis'
+  -- clock: the host's count of milliseconds rests on its estimate of
+  -- Redis' time, which a loaded host gets wrong by some milliseconds, and
+  -- a cooldown that ended that much early would start the item before
+  -- its slot. Where the two disagree by a second or more, the host had no
+  -- estimate yet (its slot is on its own clock): its count stands.
+  if cooldown > 0 and opt.next_slot then
+    local untilSlot = tonumber(opt.next_slot) - now
+    if math.abs(untilSlot - cooldown) < 1000 then
+      cooldown = untilSlot
+    end
+  end
   if cooldown > 0 then
     left[3] = pause(KEYS[3], cooldown)
   end
