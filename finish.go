@@ -37,6 +37,15 @@ func (w *worker) stopsBecause(end finish.End) string {
 	return what + ", and without --failure-backoff a --continuous worker stops on a failed run; " + keep
 }
 
+// backoffOf is the failure backoff that end's run set: its item's own, or
+// --failure-backoff.
+func (w *worker) backoffOf(end finish.End) finish.Backoff {
+	if end.Schedule != nil {
+		return end.Schedule.Backoff
+	}
+	return w.opts.FailureBackoff
+}
+
 // giveBack ends a take that too few replicas confirmed: running a child on a
 // lock that a failover could lose might run the item twice.
 //
@@ -61,6 +70,11 @@ func (w *worker) runItem(ctx context.Context, item string, lock *Lock, then func
 	w.presence.Started(item)
 	defer w.presence.Ended(item)
 	end := w.children.run(ctx, item, lock)
+	if lock.Run != nil {
+		// The item's own settings: its end sets their cooldown, slot or
+		// backoff, and the loop goes on after a failure as they say.
+		end.Schedule = &lock.Run.Schedule
+	}
 	next := w.finish(ctx, lock, end, then != nil && then(end))
 	w.tell(reportedFailure(end))
 	return end, next

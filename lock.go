@@ -17,6 +17,7 @@ import (
 	"github.com/w8y/w8y/internal/lease"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/settings"
 )
 
 // refreshScript extends a lock while it holds our token, and reports a
@@ -45,6 +46,10 @@ type Lock struct {
 	// the same call; "" where one script may not name it with the lock
 	// (see schema.Keys.Colocated), and no cancel can be asked for.
 	CancelKey string
+	// Run is what the item's own settings make of the worker's options
+	// (its timeout, and the schedule its end sets), or nil where it has
+	// none and the options stand.
+	Run *settings.Run
 
 	client lockClient
 	// acks is --replica-acks: how many replicas must confirm a refresh for

@@ -238,7 +238,7 @@ func (l *continuous) ended(end finish.End) {
 	case end.Err != nil && !errors.Is(end.Err, ErrTimeout):
 		// The child could not be started: no item can be run.
 		l.end(end.Err)
-	case !w.opts.stopsOnFailure():
+	case !w.opts.stopsAfter(w.backoffOf(end)):
 		w.log.Warn().Str("item", clip.Item(end.Item)).Str("result", string(end.Result)).Msg("going on: the item backs off (--failure-backoff)")
 	case end.Err != nil:
 		l.stopFor(end, end.Err)

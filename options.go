@@ -14,6 +14,7 @@ import (
 	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/logging"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/settings"
 	"github.com/w8y/w8y/internal/status"
 	"github.com/w8y/w8y/internal/take"
 )
@@ -116,10 +117,11 @@ type ScheduleOptions struct {
 	Cooldown duration.Flag `long:"cooldown" env:"W8Y_COOLDOWN" value-name:"DURATION" description:"After a success, run the item nowhere for DURATION" details:"After a successful run, the item is not run anywhere in the fleet until DURATION has passed (the key <prefix>cooldown:<item>). 0 means no cooldown."`
 	// --schedule, --schedule-timezone and --jitter: read into cron by
 	// validateSchedule.
-	Schedule         string        `long:"schedule" env:"W8Y_SCHEDULE" value-name:"CRON" description:"Run each item once per slot of CRON, fleet-wide" details:"Run each item at most once per slot of the cron expression CRON, anywhere in the fleet: an item is eligible once its last successful start was before the latest slot. Five fields (minute hour day-of-month month day-of-week) or six with seconds first, or @hourly, @daily and the like. After a success the item's cooldown key lasts until its next slot; a failed run is retried under --failure-backoff within the slot; slots missed while the fleet was down make one run, not one per slot. The alternative to --cooldown."`
+	Schedule         string        `long:"schedule" env:"W8Y_SCHEDULE" value-name:"CRON" description:"Run each item once per slot of CRON, fleet-wide" details:"Run each item at most once per slot of the cron expression CRON, anywhere in the fleet: an item is eligible once its last successful start was before the latest slot, and one that never ran waits for its first slot (see --first-run-now). Five fields (minute hour day-of-month month day-of-week) or six with seconds first, or @hourly, @daily and the like. After a success the item's cooldown key lasts until its next slot; a failed run is retried under --failure-backoff within the slot; slots missed while the fleet was down make one run, not one per slot. The alternative to --cooldown."`
 	ScheduleTimezone string        `long:"schedule-timezone" env:"W8Y_SCHEDULE_TIMEZONE" default:"UTC" value-name:"ZONE" description:"Read --schedule in this IANA time zone" details:"Read --schedule's fields in this time zone, an IANA name such as Europe/Paris or America/New_York."`
 	Jitter           duration.Flag `long:"jitter" env:"W8Y_JITTER" value-name:"DURATION" description:"Spread each item's --schedule slot over DURATION" details:"Start each item up to DURATION after each --schedule slot, by an amount fixed per item (a hash of it), so that the items of a list do not all start at once. 0 means none."`
 	cron             finish.Cron
+	FirstRunNow      bool           `long:"first-run-now" env:"W8Y_FIRST_RUN_NOW" description:"Under a schedule, run an item that never ran at once, not at its first slot" details:"Under --schedule (or an item's own schedule, see w8yctl set), an item that has never run (a new one, or any on a list that no w8y has run yet) waits for its first slot, as cron and a Kubernetes CronJob wait; with this option it runs at once, then from its next slot on. An item named with --item always runs at once."`
 	FleetMaxRunning  take.Places    `long:"fleet-max-running" env:"W8Y_FLEET_MAX_RUNNING" value-name:"N" description:"At most N children of the list at once, fleet-wide" details:"Run at most N children of the list at once across every worker and host, whatever their --parallel: a take checks the places in use (<prefix>running) and takes one in the same atomic step as the lock, and a worker that finds them all in use waits as an idle one does. A place is freed with its run's lock: when the run ends, or, if its worker dies, when the lock expires. Give every worker of the list the same N. Needs the list's keys on one server: on Redis Cluster, a hash tag in --key-prefix (else exit 125)."`
 	FailureBackoff   finish.Backoff `long:"failure-backoff" env:"W8Y_FAILURE_BACKOFF" value-name:"MIN[,MAX]" description:"After a failure, wait MIN, doubling up to MAX" details:"After a failed run (an exit code not in --exit-codes, a timeout, a lost lock), the item waits MIN, doubling with each consecutive failure up to MAX (by default 10 x MIN), less up to a quarter of jitter (the key <prefix>backoff:<item>). MIN is at least 10ms. A --continuous worker then goes on to the next item."`
 }
@@ -201,7 +203,7 @@ const minIdleWait = 10 * time.Millisecond
 
 // minBackoff is the shortest MIN of --failure-backoff: below it, a failing
 // item would be retried about as fast as without a backoff.
-const minBackoff = 10 * time.Millisecond
+const minBackoff = settings.MinBackoff
 
 // errUsage marks a problem with the command line or environment options.
 var errUsage = errors.New("usage")
@@ -286,5 +288,13 @@ func (o *Options) logging() logging.Config {
 // run: asked for, or the old behaviour where no --failure-backoff keeps a
 // failing item from being retried in a tight loop.
 func (o *Options) stopsOnFailure() bool {
-	return o.StopOnFailure || o.FailureBackoff == (finish.Backoff{})
+	return o.stopsAfter(o.FailureBackoff)
+}
+
+// stopsAfter is stopsOnFailure for a run under backoff, its item's own
+// (w8yctl set --failure-backoff) or --failure-backoff: an item whose own
+// backoff is none stops the worker as a worker without one stops, and one
+// that backs off by itself lets a worker without one go on.
+func (o *Options) stopsAfter(backoff finish.Backoff) bool {
+	return o.StopOnFailure || backoff == (finish.Backoff{})
 }

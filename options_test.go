@@ -498,8 +498,9 @@ func TestHelpAndVersion(t *testing.T) {
 	// --timeout-signal, --drain-timeout, --item, --wait and --ignore-pause
 	// (two lines each, and the exit code 121); 141 since
 	// --fleet-max-running; 143 since --unsafe-item-in-script; 147 since
-	// the exit code 120; 148 since --allow-eviction.
-	if len(lines) > 148 {
+	// the exit code 120; 148 since --allow-eviction; 150 since
+	// --first-run-now.
+	if len(lines) > 150 {
 		t.Errorf("--help is %d lines long", len(lines))
 	}
 }

@@ -94,7 +94,8 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 	// Waiting for the child is progress too, as far as /healthz goes: each
 	// running child beats, so the worker stays healthy while any runs.
 	stopBeating := c.health.BeatEvery(health.ChildBeat)
-	failed := c.wait(child, lease, grace, log)
+	limit, limitName := c.timeoutOf(lock)
+	failed := c.wait(child, lease, grace, limit, limitName, log)
 	if capture != nil {
 		// While the lease still holds the lock.
 		stdout, stderr := capture.Finish(time.Now().Add(outputGrace))
@@ -109,6 +110,15 @@ func (c *childRunner) runChild(ctx context.Context, item string, lock *Lock) (ex
 	exit = child.Exit()
 	logEnd(log, child.PID, exit, classify(exit, failed, stopped, c.exitCodes), failed)
 	return exit, stopped, kept, failed
+}
+
+// timeoutOf is how long lock's child may run, 0 for ever, and what set
+// it: its item's own timeout, or --timeout.
+func (c *childRunner) timeoutOf(lock *Lock) (time.Duration, string) {
+	if lock.Run != nil && lock.Run.Timeout != c.timeout {
+		return lock.Run.Timeout, "the item's own timeout, see w8yctl status"
+	}
+	return c.timeout, "--timeout"
 }
 
 // start starts cmd through the signal router, with lease as what keeps its
@@ -136,10 +146,10 @@ func (c *childRunner) start(cmd *exec.Cmd, lease *lease.Lease, deadline proc.Dea
 // request or --timeout, giving it grace between SIGTERM and SIGKILL, and
 // returns why it was stopped (nil when it ended by itself). Job control's
 // stops of the child go to the signal router meanwhile.
-func (c *childRunner) wait(child *proc.Child, lease *lease.Lease, grace time.Duration, log zerolog.Logger) error {
+func (c *childRunner) wait(child *proc.Child, lease *lease.Lease, grace, limit time.Duration, limitName string, log zerolog.Logger) error {
 	var timeout <-chan time.Time
-	if c.timeout > 0 {
-		timer := time.NewTimer(c.timeout)
+	if limit > 0 {
+		timer := time.NewTimer(limit)
 		defer timer.Stop()
 		timeout = timer.C
 	}
@@ -192,7 +202,7 @@ func (c *childRunner) wait(child *proc.Child, lease *lease.Lease, grace time.Dur
 			// and finish.lua then deletes the request with the lock.
 			log.Warn().Str("reason", req.Reason).Str("by", req.By).Int("pid", child.PID).Msg("cancelled: stopping the child")
 		case <-timeout:
-			failed = fmt.Errorf("%w after %s (--timeout); it was stopped", ErrTimeout, c.timeout)
+			failed = fmt.Errorf("%w after %s (%s); it was stopped", ErrTimeout, limit, limitName)
 			stopWith = c.timeoutSignal
 			// The lease goes on while the child stops: the lock is still
 			// ours, and the grace fits in the lease (see killGrace), so a

@@ -22,6 +22,7 @@ import (
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/registry"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/settings"
 	"github.com/w8y/w8y/internal/status"
 	"github.com/w8y/w8y/internal/take"
 )
@@ -137,16 +138,23 @@ func newWorker(opts *Options, command childcmd.Command, client redis.UniversalCl
 		record.EventsMaxLen = opts.EventsMaxLen
 	}
 	clk := clock.New()
+	schedule := finish.Schedule{Cooldown: time.Duration(opts.Cooldown), Cron: opts.cron, Backoff: opts.FailureBackoff}
 	w := &worker{
 		opts: opts,
 		rotator: &Rotator{take.Taker{
 			Client: client, Keys: keys, Token: token, TTL: time.Duration(opts.KeyExpiry),
 			MaxItemLen: command.MaxItemLen(keys.Lock(""), proc.ArgMax()), Log: log,
 			Record: record, ReplicaAcks: opts.ReplicaAcks, FleetMax: int(opts.FleetMaxRunning), Clock: clk,
+			// An item's own settings stand in for these options, one by one.
+			Settings: settings.Defaults{
+				Run:  settings.Run{Timeout: time.Duration(opts.Timeout), Schedule: schedule},
+				Zone: opts.ScheduleTimezone, Jitter: time.Duration(opts.Jitter),
+			},
+			NewItemsWait: !opts.FirstRunNow, Told: &settings.Told{Log: log},
 		}},
 		finisher: &finish.Finisher{
 			Client: client, Record: record, Jitter: finish.JitterFactor, Clock: clk,
-			Schedule: finish.Schedule{Cooldown: time.Duration(opts.Cooldown), Cron: opts.cron, Backoff: opts.FailureBackoff},
+			Schedule: schedule,
 		},
 		children: &childRunner{
 			command: command, spawn: p.Spawner, stops: p.Router, exitCodes: opts.ExitCodes,

@@ -335,7 +335,7 @@ func TestCtlCancel(t *testing.T) {
 	holder = s.Client.Get(ctx(t), s.key("lock:b")).Val()
 	r = s.ctl("remove", "--cancel", "b")
 	r.mustExit(t, 0)
-	r.wantStdout(t, `removed "b" (1 occurrence) and its cooldown, backoff, pause and state; it is running now (holder `+holder+"): its run is cancelled\n")
+	r.wantStdout(t, `removed "b" (1 occurrence) and its cooldown, backoff, pause, state and settings; it is running now (holder `+holder+"): its run is cancelled\n")
 	w.wait(t).wantExit(t, 123)
 	if got := s.list(); !slices.Equal(got, []string{"a"}) {
 		t.Errorf("list after remove --cancel: %q", got)

@@ -140,6 +140,8 @@ func TestChaos(t *testing.T) {
 	// come between them, since a take writes its start event in the same
 	// script that checks the pause.
 	paused := map[string]bool{}
+	// own are the items that have settings of their own (w8yctl set).
+	own := map[string]bool{}
 	ctl := func(args ...string) {
 		r := runCtl(t, nil, append([]string{"-u", s.URL, "-k", "chaos"}, args...)...)
 		if r.Code != 0 {
@@ -178,7 +180,7 @@ func TestChaos(t *testing.T) {
 	// removed at some point: the liveness check leaves them out.
 	touched := map[string]bool{}
 	kinds := []string{"SIGKILL a worker", "SIGTERM a worker", "RPUSH an item", "restart redis-server", "LREM an item", "CLIENT PAUSE past the expiry", "run an item now",
-		"w8yctl pause", "w8yctl resume", "w8yctl run-now", "w8yctl cancel",
+		"w8yctl pause", "w8yctl resume", "w8yctl run-now", "w8yctl cancel", "w8yctl set or unset",
 		"another tool's lock for 3s", "a cooldown set by hand for 2s", "DEL the due index", "SIGSTOP a worker past its lease"}
 	interval := time.Duration(seconds) * time.Second / time.Duration(3*len(kinds))
 	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
@@ -271,6 +273,18 @@ func TestChaos(t *testing.T) {
 				}
 			}
 			ctl("cancel", item, "--reason", "chaos")
+		case "w8yctl set or unset":
+			// An item's own settings, which every worker applies from its
+			// next take: a cooldown as short as the workers', and a
+			// timeout longer than any run, then back to the workers' own.
+			present := present()
+			item := present[rand.N(len(present))]
+			if own[item] {
+				ctl("unset", item)
+			} else {
+				ctl("set", item, "--cooldown", "300ms", "--timeout", "1m")
+			}
+			own[item] = !own[item]
 		case "another tool's lock for 3s":
 			// As another program or a person would hold an item: w8y must
 			// come back to it once the lock expires.

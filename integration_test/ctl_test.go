@@ -88,7 +88,7 @@ func TestCtlAdd(t *testing.T) {
 }
 
 // TestCtlRemove: remove takes every occurrence out of the list with the
-// item's cooldown, backoff, pause and state; a running item is left to
+// item's cooldown, backoff, pause, state and settings; a running item is left to
 // finish, and its run ends as it would have.
 func TestCtlRemove(t *testing.T) {
 	t.Parallel()
@@ -98,6 +98,7 @@ func TestCtlRemove(t *testing.T) {
 		s.Client.Set(ctx(t), s.key(key), "x", time.Hour)
 	}
 	s.Client.HSet(ctx(t), s.key("state:a"), "runs", 4)
+	s.Client.HSet(ctx(t), s.key("settings:a"), "timeout", "1h0m0s")
 	// a's entry in the due index, as its last run's finish wrote it: a
 	// member of a sorted set, which no key pattern finds (see noTrace).
 	s.Client.ZAdd(ctx(t), s.key("due"), redis.Z{Score: float64(time.Now().Add(time.Hour).UnixMilli()), Member: "a"})
@@ -110,8 +111,8 @@ func TestCtlRemove(t *testing.T) {
 
 	r := s.ctl("remove", "a", "b")
 	r.mustExit(t, 0)
-	r.wantStdout(t, `removed "a" (2 occurrences) and its cooldown, backoff, pause and state`+"\n"+
-		`removed "b" (1 occurrence) and its cooldown, backoff, pause and state; it is running now (holder `+holder+"): its run is left to finish\n")
+	r.wantStdout(t, `removed "a" (2 occurrences) and its cooldown, backoff, pause, state and settings`+"\n"+
+		`removed "b" (1 occurrence) and its cooldown, backoff, pause, state and settings; it is running now (holder `+holder+"): its run is left to finish\n")
 	if got := s.list(); !slices.Equal(got, []string{"c"}) {
 		t.Errorf("list after remove: %q", got)
 	}
@@ -458,6 +459,15 @@ func TestCtlBadInput(t *testing.T) {
 		{"status of an item nothing is known of", nil, append(at, "status", "a", "zz"), `"zz" is not in the list "bad:list", and nothing of it is kept (no key, no event)`},
 		{"cancel of an item neither listed nor running", nil, append(at, "cancel", "zz"), `"zz" is not in the list "bad:list", and no run holds it (nothing was changed)`},
 		{"events of an item nothing is known of", nil, append(at, "events", "--item", "zz"), `"zz" is not in the list "bad:list", and the events stream holds none of its events`},
+		{"set without a setting", nil, append(at, "set", "a"), "set needs at least one setting: --cooldown, --timeout, --failure-backoff or --schedule"},
+		{"set a duration that does not parse", nil, append(at, "set", "a", "--cooldown", "soon"), `--cooldown "soon"`},
+		{"set a negative timeout", nil, append(at, "set", "a", "b", "--timeout=-1s"), `--timeout "-1s" must not be negative`},
+		{"set a backoff upside down", nil, append(at, "set", "a", "--failure-backoff", "5s,1s"), "MAX 1s is less than MIN 5s"},
+		{"set a schedule that is not cron", nil, append(at, "set", "a", "--schedule", "every hour"), `--schedule "every hour" is not a cron expression`},
+		{"set a cooldown and a schedule", nil, append(at, "set", "a", "--cooldown", "1h", "--schedule", "@hourly"), "--cooldown and --schedule are alternatives: give one"},
+		{"set an item not in the list", nil, append(at, "set", "a", "zz", "--timeout", "1s"), `"zz" is not in the list "bad:list"`},
+		{"unset with a value", nil, append(at, "unset", "a", "--cooldown=1h"), "unset removes settings and takes no values: give --cooldown alone"},
+		{"a setting with another verb", nil, append(at, "pause", "a", "--timeout", "1h"), "--timeout goes with set or unset, not pause"},
 	}
 	before, securedBefore := s.snapshot(t), secured.snapshot(t)
 	for _, tt := range tests {
@@ -542,6 +552,7 @@ func TestCtlACL(t *testing.T) {
 	for _, verb := range [][]string{
 		{"add", "c"}, {"pause", "a", "--for", "1h", "--reason", "r"}, {"status"}, {"resume", "a"}, {"run-now", "b"}, {"remove", "c"},
 		{"events", "--item", "a"}, {"events", "--since", "1h"}, {"check"}, {"check", "--fix"}, {"status", "a", "b"}, {"cancel", "--reason", "r", "b"}, {"workers"},
+		{"set", "a", "--timeout", "1h", "--schedule", "@hourly"}, {"status", "a"}, {"unset", "a", "--timeout"}, {"unset", "a"},
 	} {
 		r := runCtl(t, env, verb...)
 		r.wantExit(t, 0)
@@ -558,7 +569,7 @@ func TestCtlACL(t *testing.T) {
 	for _, m := range s.Client.XRange(ctx(t), "ops:events", "-", "+").Val() {
 		changes = append(changes, fmt.Sprint(m.Values["type"], " ", m.Values["item"]))
 	}
-	if want := []string{"start a", "add c", "pause a", "resume a", "run_now b", "remove c"}; !slices.Equal(changes, want) {
+	if want := []string{"start a", "add c", "pause a", "resume a", "run_now b", "remove c", "set a", "unset a", "unset a"}; !slices.Equal(changes, want) {
 		t.Errorf("as the recipes' ACL user, the events are %q, want %q", changes, want)
 	}
 	r := runCtl(t, env, "-k", "other", "pause", "a")
@@ -665,7 +676,7 @@ func TestCtlStatusItems(t *testing.T) {
 		`(?m)^  last stdout \(3000 bytes, the last 2048 shown\):\n    \| x+\n    \| the end\n`,
 		`(?m)^  last stderr \(13 bytes\):\n    \| \\x1b\[31mred\\x1b\[0m\n`,
 		`(?m)^"b": in the list "st:list" once, locked\n  lock: holder=` + regexp.QuoteMeta(holder) + `, \d.*s left$`,
-		`(?m)^"zz": not in the list "st:list", idle\n  lock: free\n  cooldown: none\n  backoff: none\n  pause: none\n  last run: never\n  runs=0 failures=0 consecutive_failures=0\n  latest events:\n    \S+ add "zz" by=\S+\n    \S+ remove "zz" by=\S+\n\z`,
+		`(?m)^"zz": not in the list "st:list", idle\n  lock: free\n  cooldown: none\n  backoff: none\n  pause: none\n  settings: none \(the workers. own options stand\)\n  last run: never\n  runs=0 failures=0 consecutive_failures=0\n  latest events:\n    \S+ add "zz" by=\S+\n    \S+ remove "zz" by=\S+\n\z`,
 	} {
 		if !regexp.MustCompile(want).MatchString(r.Stdout) {
 			t.Errorf("status a b zz does not match %s:\n%s", want, r.Stdout)

@@ -161,7 +161,7 @@ func TestDashboardShowsTheNextSlot(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "dslot")
 	b.items("nightly", "often")
-	b.run("-q", "--schedule", "0 2 * * *", "--jitter", "30m", "true").mustExit(t, 0)
+	b.run("-q", "--schedule", "0 2 * * *", "--jitter", "30m", "--first-run-now", "true").mustExit(t, 0)
 	b.run("-q", "--cooldown", "1h", "true").mustExit(t, 0)
 	ms := atoi(t, b.Client.HGet(ctx(t), b.key("state:nightly"), "next_slot").Val())
 	slot := time.UnixMilli(int64(ms)).UTC().Format("2006-01-02T15:04:05Z")
@@ -177,6 +177,43 @@ func TestDashboardShowsTheNextSlot(t *testing.T) {
 	shows(t, tab, "nightly's next slot in its view",
 		`(() => { const f = document.querySelector('#detail-state dd[data-field="next_slot"]'); return f && f.textContent === "`+slot+`"; })()`)
 	screenshot(t, tab, screenshots(t), "next-slot")
+}
+
+// TestDashboardShowsItemSettings: an item's own settings (w8yctl set) show
+// in its row, whole on hover, and in its view, which follows an unset as
+// it comes; an item without shows none.
+func TestDashboardShowsItemSettings(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "downs")
+	b.items("big-customer", "small")
+	// The events stream, which a fleet's first run starts, and which
+	// w8yctl's changes then add to (it starts none).
+	b.Client.XAdd(ctx(t), &redis.XAddArgs{Stream: b.key("events"), Values: []string{"type", "add", "item", "small", "by", "test"}})
+	b.ctl("set", "big-customer", "--schedule", "@hourly", "--timeout", "2h").mustExit(t, 0)
+	url := serveDashboard(t, b)
+	tab := browser(t)
+
+	act(t, tab, "open the dashboard", chromedp.Navigate(url), chromedp.WaitVisible(`#items tbody tr`))
+	shows(t, tab, "big-customer's settings in its row, and none in small's",
+		`(() => { const b = `+rowOf("big-customer")+`, s = `+rowOf("small")+`; if (!b || !s) return false;
+		  const own = b.querySelector(".own"); return own && own.title === "--timeout 2h0m0s --schedule @hourly" &&
+		  b.cells[1].textContent === "idle · own settings" && s.querySelector(".own") === null; })()`)
+	click(t, tab, "open big-customer's view", `#items tbody tr[data-item="big-customer"] td.item a`)
+	shows(t, tab, "big-customer's settings in its view",
+		`(() => { const t = document.querySelector('#detail-settings dd[data-setting="timeout"]'),
+		  s = document.querySelector('#detail-settings dd[data-setting="schedule"]');
+		  return t && s && t.textContent === "2h0m0s" && s.textContent === "@hourly" &&
+		    document.querySelector("#detail-runs tbody").textContent === "no runs of this item in the events stream"; })()`)
+	if msg := eval[string](t, tab, `document.getElementById("error").textContent`); msg != "" {
+		t.Errorf("the page says %q", msg)
+	}
+	screenshot(t, tab, screenshots(t), "item-settings")
+	b.ctl("unset", "big-customer", "--timeout").mustExit(t, 0)
+	shows(t, tab, "the unset in big-customer's view",
+		`document.querySelector('#detail-settings dd[data-setting="timeout"]') === null &&
+		  document.querySelector('#detail-settings dd[data-setting="schedule"]') !== null`)
+	shows(t, tab, "the unset in big-customer's row",
+		`(() => { const b = `+rowOf("big-customer")+`; return b && b.querySelector(".own") && b.querySelector(".own").title === "--schedule @hourly"; })()`)
 }
 
 // TestDashboardSearchIgnoresCase: in a real Chromium, typing a name in any

@@ -41,7 +41,8 @@ func buildBase(t *testing.T) string {
 // one list for minutes. A fleet of both, each worker killed or stopped and
 // replaced by one of its own version now and then, runs no item twice at
 // once, starves none, and w8yctl workers and w8y --status count the
-// workers of both versions.
+// workers of both versions; items' own settings, which only this build
+// knows, change none of that.
 func TestMixedVersions(t *testing.T) {
 	t.Parallel()
 	base := buildBase(t)
@@ -52,6 +53,14 @@ func TestMixedVersions(t *testing.T) {
 		items = append(items, "i"+itoa(i))
 	}
 	s.seed(t, "mix:list", items...)
+	// Items with settings of their own, which this build applies and the
+	// base release, which knows nothing of them, ignores without harm: a
+	// cooldown, a timeout longer than any run, a schedule every second
+	// (whose new item this build lets wait for its first slot, and the
+	// base runs at once).
+	for _, set := range [][]string{{"i0", "--cooldown", "200ms"}, {"i1", "--timeout", "30s"}, {"i2", "--schedule", "* * * * * *", "--failure-backoff", "100ms"}} {
+		runCtl(t, nil, append([]string{"-u", s.URL, "-k", "mix", "set"}, set...)...).mustExit(t, 0)
+	}
 	ttl := time.Second
 	env := []string{"CHAOS_DIR=" + dir}
 	start := func(i int) *proc {

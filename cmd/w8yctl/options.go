@@ -16,6 +16,7 @@ import (
 	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/settings"
 	"github.com/w8y/w8y/internal/status"
 )
 
@@ -63,6 +64,12 @@ type VerbOptions struct {
 	State     string `long:"state" value-name:"STATE[,STATE]" description:"status: only the rows of items in these states (running, paused, failing, cooling, backoff, idle, blocked, invalid)"`
 	Match     string `long:"match" value-name:"GLOB" description:"status: only the rows of items that GLOB matches (* any characters, ? one)"`
 	Limit     string `long:"limit" value-name:"N" description:"status: at most N rows (0: the summary alone)"`
+	// The settings of set and unset: strings, which settings.Check reads;
+	// unset gives them no value (see unsetSwitches).
+	Cooldown       string `long:"cooldown" value-name:"DURATION" description:"set, unset: the item's own --cooldown after a success, in place of the workers' (0: none)"`
+	Timeout        string `long:"timeout" value-name:"DURATION" description:"set, unset: the item's own --timeout for its child, in place of the workers' (0: none)"`
+	FailureBackoff string `long:"failure-backoff" value-name:"MIN[,MAX]" description:"set, unset: the item's own --failure-backoff after a failure, in place of the workers' (0: none)"`
+	Schedule       string `long:"schedule" value-name:"CRON" description:"set, unset: the item's own --schedule, in place of the workers' --schedule or --cooldown, read in each worker's --schedule-timezone"`
 }
 
 // command is a parsed command line: the verb, its items and the options.
@@ -78,6 +85,9 @@ type command struct {
 	since    string
 	// filter is --state, --match and --limit, parsed.
 	filter status.Filter
+	// settings are set's settings, each as settings.Check reads it, or
+	// the fields that unset removes (none: all of them).
+	settings settings.Stored
 	// by is who gives the command (control.Who), as pauses and cancels
 	// record it.
 	by string
@@ -112,7 +122,7 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 	if msg := cli.OneDashLong(parser, args); msg != "" {
 		return nil, fmt.Errorf("%s (an ITEM that starts with - goes after --)", msg)
 	}
-	rest, err := parser.ParseArgs(args)
+	rest, err := parser.ParseArgs(unsetSwitches(parser, args))
 	if err != nil {
 		var ferr *flags.Error
 		if errors.As(err, &ferr) && ferr.Type == flags.ErrHelp {
@@ -149,7 +159,7 @@ func parseCommand(args []string, getenv func(string) string, stdout io.Writer) (
 
 // verbSpecific are the options that some verbs take and others refuse:
 // each one's description starts with the verbs that take it.
-var verbSpecific = []string{"create", "for", "reason", "as-failure", "cancel", "follow", "item", "count", "watch", "since", "fix", "addr", "token-file", "state", "match", "limit"}
+var verbSpecific = []string{"create", "for", "reason", "as-failure", "cancel", "follow", "item", "count", "watch", "since", "fix", "addr", "token-file", "state", "match", "limit", "cooldown", "timeout", "failure-backoff", "schedule"}
 
 // check refuses what the verb cannot take: options of other verbs, missing
 // or repeated items, and values that do not parse.
@@ -209,6 +219,9 @@ func (c *command) check(parser *flags.Parser, args []string) error {
 		c.watch = d
 	}
 	if err := c.checkServe(); err != nil {
+		return err
+	}
+	if err := c.checkSettings(parser); err != nil {
 		return err
 	}
 	n, err := strconv.ParseInt(c.opts.Count, 10, 64)
@@ -302,4 +315,67 @@ func verbOf(parser *flags.Parser, args []string) string {
 		}
 	}
 	return "VERB"
+}
+
+// unsetSwitches makes the settings' options switches after the verb unset,
+// which removes settings and so takes no values: "unset b --cooldown
+// --timeout" reads as "--cooldown= --timeout=". Arguments after -- are
+// items, and stay as they are.
+func unsetSwitches(parser *flags.Parser, args []string) []string {
+	if verbOf(parser, args) != "unset" {
+		return args
+	}
+	out := slices.Clone(args)
+	after := false
+	for i, arg := range out {
+		switch {
+		case arg == "--":
+			return out
+		case arg == "unset":
+			after = true
+		case after && slices.Contains(settings.Fields, strings.ReplaceAll(strings.TrimPrefix(arg, "--"), "-", "_")) && strings.HasPrefix(arg, "--"):
+			out[i] = arg + "="
+		}
+	}
+	return out
+}
+
+// checkSettings reads the settings that set gives, each with
+// settings.Check, and the ones that unset names.
+func (c *command) checkSettings(parser *flags.Parser) error {
+	if c.verb.name != "set" && c.verb.name != "unset" {
+		return nil
+	}
+	given := settings.Stored{}
+	for _, field := range settings.Fields {
+		opt := parser.FindOptionByLongName(strings.TrimPrefix(settings.Option(field), "--"))
+		if !opt.IsSet() {
+			continue
+		}
+		value := fmt.Sprint(opt.Value())
+		if c.verb.name == "unset" {
+			if value != "" {
+				return fmt.Errorf("unset removes settings and takes no values: give %s alone", settings.Option(field))
+			}
+			given[field] = ""
+			continue
+		}
+		checked, err := settings.Check(field, value)
+		if err != nil {
+			return err
+		}
+		given[field] = checked
+	}
+	if c.verb.name == "set" {
+		if len(given) == 0 {
+			return fmt.Errorf("set needs at least one setting: --cooldown, --timeout, --failure-backoff or --schedule (usage: w8yctl %s)", c.verb.usage)
+		}
+		if _, cools := given[settings.Cooldown]; cools {
+			if _, scheduled := given[settings.Schedule]; scheduled {
+				return fmt.Errorf("--cooldown and --schedule are alternatives: give one")
+			}
+		}
+	}
+	c.settings = given
+	return nil
 }

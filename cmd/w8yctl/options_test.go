@@ -73,6 +73,18 @@ func TestParseCommand(t *testing.T) {
 		{[]string{"status", "--addr", ":8080"}, nil, "--addr goes with serve, not status"},
 		{[]string{"serve", "--addr", ":8080", "--token-file", "/nonexistent/token"}, nil, "--token-file: open /nonexistent/token"},
 		{[]string{"serve", "--addr", ":8080", "--token-file", "/dev/null"}, nil, `--token-file "/dev/null" is empty`},
+		{[]string{"set", "big", "--schedule", "0 * * * *", "--timeout", "2h"}, nil, "set [big] settings=--timeout 2h0m0s --schedule '0 * * * *'"},
+		{[]string{"-k", "w", "set", "a", "b", "--failure-backoff", "5s"}, nil, "set [a b] settings=--failure-backoff 5s,50s"},
+		{[]string{"set", "a"}, nil, "set needs at least one setting"},
+		{[]string{"set", "--cooldown", "1h"}, nil, "set needs at least one ITEM"},
+		{[]string{"set", "a", "--cooldown", "1h", "--schedule", "@daily"}, nil, "--cooldown and --schedule are alternatives"},
+		{[]string{"set", "a", "--timeout", "later"}, nil, `--timeout "later"`},
+		{[]string{"unset", "a", "--cooldown", "--timeout"}, nil, "unset [a] settings=--cooldown '' --timeout ''"},
+		{[]string{"unset", "--schedule", "a", "b"}, nil, "unset [a b] settings=--schedule ''"},
+		{[]string{"unset", "a"}, nil, "unset [a]"},
+		{[]string{"unset", "a", "--", "--cooldown"}, nil, "unset [a --cooldown]"},
+		{[]string{"unset", "a", "--cooldown=1h"}, nil, "unset removes settings and takes no values: give --cooldown alone"},
+		{[]string{"pause", "a", "--cooldown", "1h"}, nil, "--cooldown goes with set or unset, not pause"},
 	}
 	for _, tt := range tests {
 		// go-flags reads the variables from the process' environment.
@@ -102,6 +114,9 @@ func TestParseCommand(t *testing.T) {
 			}
 			if c.since != "" {
 				got += " since=" + c.since
+			}
+			if len(c.settings) > 0 {
+				got += " settings=" + c.settings.String()
 			}
 		}
 		if !strings.Contains(got, tt.want) {

@@ -29,7 +29,7 @@ func runRemove(ctx context.Context, c *command, fleet *control.Fleet, out *print
 		}
 	}
 	return out.results(results, func(r control.Result) string {
-		return fmt.Sprintf("removed %s (%s) and its cooldown, backoff, pause and state%s", quote(r.Item),
+		return fmt.Sprintf("removed %s (%s) and its cooldown, backoff, pause, state and settings%s", quote(r.Item),
 			plural(r.Changed, "occurrence"), running(r, then))
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/w8y/w8y/internal/control"
 	"github.com/w8y/w8y/internal/duration"
+	"github.com/w8y/w8y/internal/settings"
 	"github.com/w8y/w8y/internal/status"
 )
 
@@ -82,6 +83,11 @@ func writeDetail(b *strings.Builder, d control.Detail, list string) {
 		pause += ": " + terminalSafe(*d.PauseReason)
 	}
 	fmt.Fprintf(b, "  pause: %s\n", pause)
+	own := "none (the workers' own options stand)"
+	if len(d.Settings) > 0 {
+		own = terminalSafe(settings.Stored(d.Settings).String())
+	}
+	fmt.Fprintf(b, "  settings: %s\n", own)
 	if d.LastStart == nil {
 		fmt.Fprintf(b, "  last run: never\n")
 	} else {

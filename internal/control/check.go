@@ -91,6 +91,7 @@ var keyKinds = []struct{ infix, want string }{
 	{"cooldown:", "string"},
 	{"backoff:", "string"},
 	{"pause:", "hash"},
+	{"settings:", "hash"},
 	{"state:", ""},
 }
 
@@ -98,7 +99,7 @@ var keyKinds = []struct{ infix, want string }{
 // under the prefix with SCAN (never KEYS), and returns what is wrong, in a
 // stable order. With fix it repairs what is safe to repair: it removes the
 // extra occurrences of duplicated items (never the last one, in one atomic
-// step per item), and deletes the cooldown, backoff, pause and state keys
+// step per item), and deletes the cooldown, backoff, pause, settings and state keys
 // and due entries of items that the list does not hold, and the cooldown,
 // backoff and pause keys of a wrong type. It never touches a lock: a lock
 // without expiry, or of another type, is reported with the command that an
@@ -214,7 +215,7 @@ type scanned struct {
 	ttl                    *redis.DurationCmd
 }
 
-// checkKeys looks at each lock, cooldown, backoff, pause and state key
+// checkKeys looks at each lock, cooldown, backoff, pause, settings and state key
 // under the prefix, and at each entry of the due index.
 func (f *Fleet) checkKeys(ctx context.Context, inList map[string]int, fix bool) ([]Finding, error) {
 	keys, err := f.scanItemKeys(ctx)

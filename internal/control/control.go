@@ -37,6 +37,20 @@ var controlSource string
 
 var controlScript = redis.NewScript(clock.Lua + controlSource)
 
+// runNowScript makes an item that never ran run now rather than at its
+// first slot, on its state hash alone: run-now's path per key (see
+// runnow.lua).
+//
+//go:embed runnow.lua
+var runNowSource string
+
+var runNowScript = redis.NewScript(runNowSource)
+
+// runNowStateTTL is the expiry of a state hash that run-now makes (see
+// runnow.lua): the workers' default --state-ttl, which w8yctl does not
+// know; the take that runs the item sets theirs.
+const runNowStateTTL = 7 * 24 * time.Hour
+
 // Client is the part of the Redis client that control needs: Detail reads
 // through a status.Reader, and the rest is control's own.
 type Client interface {
@@ -148,7 +162,7 @@ func (f *Fleet) Add(ctx context.Context, add []string, create bool) ([]Result, e
 }
 
 // Remove removes every occurrence of the items from the list and deletes
-// their cooldown, backoff, pause and state keys. A run that holds an item's
+// their cooldown, backoff, pause, state and settings keys. A run that holds an item's
 // lock is left to finish.
 func (f *Fleet) Remove(ctx context.Context, remove []string) ([]Result, error) {
 	if f.Keys.Colocated {
@@ -157,7 +171,7 @@ func (f *Fleet) Remove(ctx context.Context, remove []string) ([]Result, error) {
 	return f.eachKey(ctx, schema.EventRemove, remove, nil, func(pipe redis.Pipeliner, item string) []*redis.IntCmd {
 		count := pipe.LRem(ctx, f.Keys.List(), 0, item)
 		// One DEL per key: they may live on different servers.
-		for _, key := range []string{f.Keys.Cooldown(item), f.Keys.Backoff(item), f.Keys.Pause(item), f.Keys.State(item)} {
+		for _, key := range []string{f.Keys.Cooldown(item), f.Keys.Backoff(item), f.Keys.Pause(item), f.Keys.State(item), f.Keys.Settings(item)} {
 			pipe.Del(ctx, key)
 		}
 		return []*redis.IntCmd{count}
@@ -211,7 +225,7 @@ func (f *Fleet) Resume(ctx context.Context, resume []string) ([]Result, error) {
 // the keys that end writes allow.
 func (f *Fleet) RunNow(ctx context.Context, run []string) ([]Result, error) {
 	if f.Keys.Colocated {
-		return f.control(ctx, schema.EventRunNow, run, "", "")
+		return f.control(ctx, schema.EventRunNow, run, "state_ttl="+strconv.FormatInt(runNowStateTTL.Milliseconds(), 10), "")
 	}
 	// Where the keys are not colocated, idle workers pass over the whole
 	// list every --idle-wait, and find the item free.
@@ -220,6 +234,9 @@ func (f *Fleet) RunNow(ctx context.Context, run []string) ([]Result, error) {
 		for _, key := range []string{f.Keys.Cooldown(item), f.Keys.Backoff(item), f.Keys.Pause(item)} {
 			deleted = append(deleted, pipe.Del(ctx, key))
 		}
+		// As control.lua: an item never run runs now, not at its first
+		// slot.
+		runNowScript.Eval(ctx, pipe, []string{f.Keys.State(item)}, runNowStateTTL.Milliseconds())
 		return deleted
 	})
 }

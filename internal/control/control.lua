@@ -11,6 +11,8 @@
 -- ARGV[3] options, words of the form name=value as in batch.lua:
 --           create=1   add: start the list when it does not exist
 --           for=MS     pause: the pause's expiry (absent: none)
+--           state_ttl=MS  run_now: the expiry of a state hash that it
+--                      makes for an item never run (see runnow.lua)
 -- ARGV[4] pause: the reason
 -- ARGV[5] who gives the command (user@host, control.Who)
 -- ARGV[6...] the items, each once
@@ -108,7 +110,7 @@ for _, item in ipairs(items) do
   elseif verb == "remove" then
     changed = redis.call("LREM", list, 0, item)
     redis.call("DEL", prefix .. "cooldown:" .. item, prefix .. "backoff:" .. item,
-      prefix .. "pause:" .. item, prefix .. "state:" .. item)
+      prefix .. "pause:" .. item, prefix .. "state:" .. item, prefix .. "settings:" .. item)
     redis.call("ZREM", due, item)
   elseif verb == "pause" then
     local key = prefix .. "pause:" .. item
@@ -132,6 +134,18 @@ for _, item in ipairs(items) do
     redis.call("ZADD", due, 0, item)
   elseif verb == "run_now" then
     changed = redis.call("DEL", prefix .. "cooldown:" .. item, prefix .. "backoff:" .. item, prefix .. "pause:" .. item)
+    -- An item never run would wait for its first slot under a schedule
+    -- (internal/take's settings.lua): its state says that its slot has
+    -- come (next_slot 0), which makes it run. Keep in step with
+    -- ranow.lua, the same for the path per key.
+    local state = prefix .. "state:" .. item
+    local seen = redis.pcall("HMGET", state, "last_start", "next_slot")
+    if type(seen) == "table" and not seen.err and not seen[1] and not seen[2] then
+      redis.call("HSET", state, "next_slot", 0)
+      if redis.call("PTTL", state) == -1 then
+        redis.call("PEXPIRE", state, opt.state_ttl)
+      end
+    end
     -- Due now: an idle worker takes it within a second, unless its lock is
     -- held, which keeps it from running twice at once.
     redis.call("ZADD", due, 0, item)

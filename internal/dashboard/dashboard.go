@@ -183,7 +183,8 @@ func (s *Server) workers(w http.ResponseWriter, r *http.Request) {
 
 // item is GET /api/item?item=ITEM: what the item's state hash keeps of its
 // last run, with its fence, its reason and, under --keep-output, the tail
-// of its output, which an item's view shows.
+// of its output, and its own settings (w8yctl set), which an item's view
+// shows.
 func (s *Server) item(w http.ResponseWriter, r *http.Request) {
 	item := r.URL.Query().Get("item")
 	if item == "" {
@@ -192,11 +193,12 @@ func (s *Server) item(w http.ResponseWriter, r *http.Request) {
 	}
 	pipe := s.Fleet.Client.Pipeline()
 	state := pipe.HGetAll(r.Context(), s.Fleet.Keys.State(item))
+	own := pipe.HGetAll(r.Context(), s.Fleet.Keys.Settings(item))
 	if _, err := pipe.Exec(r.Context()); err != nil {
 		s.fail(w, redisconn.Wrap("read "+strconv.Quote(s.Fleet.Keys.State(item)), err))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"item": item, "state": state.Val()})
+	writeJSON(w, http.StatusOK, map[string]any{"item": item, "state": state.Val(), "settings": own.Val()})
 }
 
 // event is an event as the page reads it.

@@ -104,25 +104,28 @@ func TestItemsJSON(t *testing.T) {
 }
 
 // TestItemJSON: GET /api/item is the item's state hash, kept output and
-// all, escaped; an item that never ran has an empty one.
+// all, escaped, and its own settings; an item that never ran has an empty
+// state, and one without settings empty settings.
 func TestItemJSON(t *testing.T) {
 	srv, rdb, keys := start(t, "", "a")
 	rdb.HSet(context.Background(), keys.State("a"), "last_fence", "7", "last_stdout", hostile[0]+"\n")
+	rdb.HSet(context.Background(), keys.Settings("a"), "timeout", "2h0m0s")
 	code, body, _ := get(t, srv.URL+"/api/item?item=a")
 	if code != http.StatusOK || strings.ContainsAny(body, "<>") {
 		t.Fatalf("GET /api/item: %d %s", code, body)
 	}
 	var got struct {
-		Item  string            `json:"item"`
-		State map[string]string `json:"state"`
+		Item     string            `json:"item"`
+		State    map[string]string `json:"state"`
+		Settings map[string]string `json:"settings"`
 	}
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Item != "a" || got.State["last_fence"] != "7" || got.State["last_stdout"] != hostile[0]+"\n" {
+	if got.Item != "a" || got.State["last_fence"] != "7" || got.State["last_stdout"] != hostile[0]+"\n" || got.Settings["timeout"] != "2h0m0s" {
 		t.Errorf("item = %+v", got)
 	}
-	if _, body, _ := get(t, srv.URL+"/api/item?item=never"); body != `{"item":"never","state":{}}`+"\n" {
+	if _, body, _ := get(t, srv.URL+"/api/item?item=never"); body != `{"item":"never","settings":{},"state":{}}`+"\n" {
 		t.Errorf("an item that never ran: %s", body)
 	}
 	if code, _, _ := get(t, srv.URL+"/api/item"); code != http.StatusBadRequest {

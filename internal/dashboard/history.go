@@ -69,6 +69,11 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	runs := runsOf(events)
+	if runs == nil {
+		// An item with no run in the stream: an empty list, not null,
+		// which the page's view would fail on.
+		runs = []Run{}
+	}
 	if int64(len(runs)) > n {
 		runs = runs[:n]
 	}

@@ -38,6 +38,10 @@ type End struct {
 	// Output is the end of what the child wrote, with --keep-output; nil
 	// without it, or when no child ran.
 	Output *Output
+	// Schedule is the item's own, where its settings stand in for the
+	// worker's options (see internal/settings): its end sets the cooldown
+	// or backoff that this one says. nil: the Finisher's Schedule.
+	Schedule *Schedule
 }
 
 // Output is the last bytes of a child's stdout and stderr.

@@ -146,6 +146,15 @@ func (f *Finisher) onRedisClock(end End) End {
 	return end
 }
 
+// scheduleOf is the schedule that end's finish sets: the item's own, or
+// the Finisher's.
+func (f *Finisher) scheduleOf(end End) Schedule {
+	if end.Schedule != nil {
+		return *end.Schedule
+	}
+	return f.Schedule
+}
+
 // jitter is the factor of a failure delay for one finish: Jitter's, or 1.
 func (f *Finisher) jitter() string {
 	if f.Jitter == nil {
@@ -196,7 +205,7 @@ func ReadReply(lockKey string, got any) (Reply, error) {
 // scheduleWords are finish.lua's options for the schedule after end, with
 // factor the jitter of a failure delay.
 func (f *Finisher) scheduleWords(end End, factor string) string {
-	s := f.Schedule
+	s := f.scheduleOf(end)
 	var b strings.Builder
 	if cooldown := s.CooldownAfter(end); cooldown > 0 {
 		b.WriteString(" cooldown=" + strconv.FormatInt(cooldown.Milliseconds(), 10))
@@ -235,7 +244,7 @@ func (f *Finisher) finishEach(ctx context.Context, lockKey, token string, end En
 			err = fmt.Errorf("%w (%w)", err, ErrInPart)
 		}
 	}()
-	s, rec, item, res := f.Schedule, f.Record, end.Item, end.Result
+	s, rec, item, res := f.scheduleOf(end), f.Record, end.Item, end.Result
 	out := Reply{Failures: -1}
 	cooldownFor := s.CooldownAfter(end)
 	cooling := cooldownFor > 0

@@ -51,6 +51,15 @@ func (k Keys) Backoff(item string) string { return k.Prefix + "backoff:" + item 
 // pauses the item, whatever its type.
 func (k Keys) Pause(item string) string { return k.Prefix + "pause:" + item }
 
+// Settings is item's own settings (w8yctl set ITEM): a hash of the
+// settings that an operator gave the item (see internal/settings for its
+// fields: cooldown, timeout, failure_backoff, schedule), each value as the
+// command line writes it, which every worker applies when it takes the
+// item in place of its own options. No expiry: it lasts until w8yctl unset
+// or w8yctl remove deletes it. Workers only read it, in the take's own
+// call where the item's keys are colocated with the list.
+func (k Keys) Settings(item string) string { return k.Prefix + "settings:" + item }
+
 // State is the hash that records item's runs, among them its consecutive
 // failures, which the failure backoff doubles with.
 func (k Keys) State(item string) string { return k.Prefix + "state:" + item }
@@ -290,6 +299,11 @@ const (
 	EventPause  = "pause"
 	EventResume = "resume"
 	EventRunNow = "run_now"
+	// EventSet and EventUnset change an item's own settings (see
+	// Keys.Settings): a set carries each setting it gave, an unset each
+	// it removed with an empty value.
+	EventSet   = "set"
+	EventUnset = "unset"
 )
 
 // RunEvent reports whether an event of type kind belongs to a run (its

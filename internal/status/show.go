@@ -19,6 +19,7 @@ import (
 	"github.com/mattn/go-runewidth"
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/settings"
 	"golang.org/x/sys/unix"
 )
 
@@ -233,6 +234,9 @@ func writeTable(w io.Writer, items []Item, now time.Time, width int) {
 		}
 		if st.State == StatePaused {
 			notes = append(notes, st.pauseNote())
+		}
+		if len(st.Settings) > 0 {
+			notes = append(notes, fmt.Sprintf("%s has settings of its own: %s", clipCell(cell(st.Item), maxCell), settings.Stored(st.Settings)))
 		}
 	}
 	widths := make([]int, len(columns))

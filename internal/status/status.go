@@ -70,6 +70,10 @@ type Item struct {
 	// lasts until (Unix milliseconds), as the success that set it recorded:
 	// set while that cooldown lasts, which the table shows as this slot.
 	NextSlot *int64 `json:"next_slot"`
+	// Settings are the item's own settings (w8yctl set), which workers
+	// apply in place of their options: field to value, as
+	// internal/settings names them; null where it has none.
+	Settings map[string]string `json:"settings"`
 }
 
 // stateFields are the fields of the state hash that --status reads, in the
@@ -142,7 +146,7 @@ func (s *Reader) ReadCounting(ctx context.Context, each func([]Item) error) (ent
 		anchor, _ = reply[len(reply)-1].(string)
 		at = (from + int64(len(reply)-3)) % n
 		started = true
-		statuses, err := s.Items(ctx, batch)
+		statuses, err := s.states(ctx, batch)
 		if err != nil {
 			return int64(read), err
 		}
@@ -153,10 +157,46 @@ func (s *Reader) ReadCounting(ctx context.Context, each func([]Item) error) (ent
 	return int64(read), nil
 }
 
-// Items reads the lock, cooldown, backoff, pause and state of items in one
-// pipeline, whether the list holds them or not: Read's batches, and
-// w8yctl status ITEM.
+// Items reads what a row shows of each of items, whether the list holds
+// them or not: their lock, cooldown, backoff, pause and state (see
+// states), and their own settings (see AddSettings), for w8yctl status
+// ITEM and a page of the dashboard.
 func (s *Reader) Items(ctx context.Context, items []string) ([]Item, error) {
+	out, err := s.states(ctx, items)
+	if err != nil {
+		return nil, err
+	}
+	return out, s.AddSettings(ctx, out)
+}
+
+// AddSettings reads the own settings (w8yctl set) of the rows, a Batch a
+// round trip. Read's batches leave them out: the summary of the whole list
+// needs none, and a read of every item's settings hash would cost Redis an
+// eighth more on a list of a million items; only the rows shown read them.
+func (s *Reader) AddSettings(ctx context.Context, rows []Item) error {
+	for start := 0; start < len(rows); start += Batch {
+		batch := rows[start:min(start+Batch, len(rows))]
+		pipe := s.Client.Pipeline()
+		own := make([]*redis.MapStringStringCmd, len(batch))
+		for i, st := range batch {
+			own[i] = pipe.HGetAll(ctx, s.Keys.Settings(st.Item))
+		}
+		// A settings key of another type spoils only its own row.
+		if _, err := pipe.Exec(ctx); err != nil && !redisconn.IsReply(err) {
+			return redisconn.Wrap("read the settings of "+strconv.Itoa(len(batch))+" items", err)
+		}
+		for i := range batch {
+			if got, err := own[i].Result(); err == nil && len(got) > 0 {
+				batch[i].Settings = got
+			}
+		}
+	}
+	return nil
+}
+
+// states reads the lock, cooldown, backoff, pause and state of items in
+// one pipeline, whether the list holds them or not: Read's batches.
+func (s *Reader) states(ctx context.Context, items []string) ([]Item, error) {
 	if len(items) == 0 {
 		return nil, nil
 	}

@@ -59,6 +59,10 @@ func (s *Reader) turn(ctx context.Context, f Filter, whole bool, now time.Time) 
 		sum.Items, sum.Duplicates = entries, entries-sum.Items
 		t.Summary, t.Matching = &sum, &matching
 	}
+	// The rows shown, and only they, show their own settings.
+	if err := s.AddSettings(ctx, t.Items); err != nil {
+		return turn{}, err
+	}
 	if t.Lag, err = s.Lag(ctx, now); err != nil {
 		return turn{}, err
 	}

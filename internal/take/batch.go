@@ -83,6 +83,9 @@ type batchReply struct {
 	Item  string
 	Taken bool
 	Fence int64
+	// Settings is takenSettings' reply for the item taken (see
+	// Taker.ownReply).
+	Settings any
 	// Skipped are the items passed over that an operator should hear of.
 	Skipped []skippedItem
 	// Full is set when every place of --fleet-max-running was in use: the
@@ -139,6 +142,7 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 		if reply.Taken {
 			taken := t.taken(reply.Item, sent)
 			taken.Fence = reply.Fence
+			t.ownReply(&taken, reply.Settings)
 			t.warnNoFence(taken)
 			if err != nil {
 				return Taken{}, unconfirmed(taken, err)
@@ -191,8 +195,9 @@ func (b batchCall) run(ctx context.Context, client redisconn.ScriptClient, acks 
 
 // decodeBatchReply reads batchScript's reply.
 func decodeBatchReply(reply []any) (batchReply, error) {
-	// Three values from a call that ended early, else the fence and pairs.
-	if len(reply) != 3 && (len(reply) < 4 || len(reply)%2 != 0) {
+	// Three values from a call that ended early, else the fence, the
+	// settings and pairs.
+	if len(reply) != 3 && (len(reply) < 5 || len(reply)%2 != 1) {
 		return batchReply{}, fmt.Errorf("unexpected reply from batch.lua: %d values", len(reply))
 	}
 	left, ok := reply[0].(int64)
@@ -205,7 +210,8 @@ func decodeBatchReply(reply []any) (batchReply, error) {
 	if len(reply) > 3 {
 		out.Fence, _ = reply[3].(int64)
 		out.Full = out.Fence == fullFence
-		out.Skipped = decodeSkipped(reply[4:])
+		out.Settings = reply[4]
+		out.Skipped = decodeSkipped(reply[5:])
 	}
 	return out, nil
 }

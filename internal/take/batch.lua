@@ -28,14 +28,18 @@
 --           cap=N        --fleet-max-running: take only while fewer than N
 --                        runs of the fleet hold a place (see place.lua),
 --                        and take a place with the lock
+--           first=all|own  an item never run waits for its first slot
+--                        (see settings.lua's takenSettings)
 
 --
--- Returns {left, taken, length, fence, head1, size1, head2, size2, ...}: the
--- candidates left in the pass after this call (0 when it is over), the item
--- whose lock is now ours or nil, the list's length when this call read it
--- (at the start of a pass) or -1, the take's fencing token (0 without a
--- take; absent when the call ends early; -1 when cap=N found every place
--- in use, and the call looked at no candidate), and for each item skipped because
+-- Returns {left, taken, length, fence, settings, head1, size1, head2, size2,
+-- ...}: the candidates left in the pass after this call (0 when it is
+-- over), the item whose lock is now ours or nil, the list's length when
+-- this call read it (at the start of a pass) or -1, the take's fencing
+-- token (0 without a take; absent when the call ends early; -1 when cap=N
+-- found every place in use, and the call looked at no candidate), the
+-- taken item's settings and whether it is fresh (settings.lua's
+-- takenSettings; false without a take), and for each item skipped because
 -- the child cannot be given it (empty, too long, holding a NUL byte) its
 -- first clipLen bytes and its size,
 -- then for each item whose lock key was found holding another type (a hash,
@@ -94,7 +98,7 @@ local cap, full, err = placesFull(keyPrefix, opt)
 if err then
   return err
 elseif full then
-  return {0, false, length or -1, -1}
+  return {0, false, length or -1, -1, false}
 end
 
 -- The script runs atomically, so reading the candidates, trying their locks
@@ -190,9 +194,14 @@ if nrest > 0 and redis.call("EXISTS", list, unpack(keys, 1, nrest)) < nrest + 1 
   end
 end
 
-local reply = {left - looked, false, length or -1, 0}
+local reply = {left - looked, false, length or -1, 0, false}
+-- fresh: the item taken waits for its first slot, and runs not now (see
+-- settings.lua): its start is not recorded.
+local fresh = false
 if took then
   reply[2] = items[looked]
+  reply[5] = takenSettings(keyPrefix, items[looked], opt)
+  fresh = reply[5][1] == 1
   -- Fence: every take increments the list's token (ARGV[1] .. "fence"),
   -- which the child gets as W8Y_FENCE. pcall: a key of another type gives
   -- no token (0, which the client warns of) rather than failing a take
@@ -272,12 +281,12 @@ end
 -- as a start event, in the same call. It comes after the rotation, and pcall
 -- keeps a key of another type in their place from failing the take: a run
 -- must never depend on its record.
-if took and opt.state_ttl then
+if took and not fresh and opt.state_ttl then
   local state = keyPrefix .. "state:" .. items[looked]
   redis.pcall("HSET", state, "last_start", now, "last_holder", token, "last_fence", reply[4])
   redis.pcall("PEXPIRE", state, opt.state_ttl)
 end
-if took and tonumber(opt.events or 0) > 0 then
+if took and not fresh and tonumber(opt.events or 0) > 0 then
   local events = keyPrefix .. "events"
   redis.pcall("XADD", events, "MAXLEN", "~", opt.events, "*", "type", "start", "item", items[looked], "holder", token, "fence", reply[4])
   redis.pcall("PEXPIRE", events, opt.state_ttl)

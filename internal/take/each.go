@@ -112,7 +112,7 @@ func (t *Taker) own(ctx context.Context, try lockTry) (taken Taken, done bool, e
 	defer cancel()
 	waits, err := t.waits(ctx, try.Item, true)
 	if err == nil && !waits {
-		taken, err = t.started(ctx, try)
+		taken, err = t.started(ctx, try, false)
 		return taken, true, err
 	}
 	// A run that finished between the two reads. The lock is ours and must
@@ -164,11 +164,18 @@ func (t *Taker) tryLock(ctx context.Context, item string) (lockTry, error) {
 // lock's), and the run's start record. The start is recorded before a take
 // that the replicas did not confirm is given back, as batch.lua records it
 // in the take, so that both paths leave the same record.
-func (t *Taker) started(ctx context.Context, try lockTry) (Taken, error) {
+//
+// The item's own settings are read too (readOwn), before the start is
+// recorded: a take of an item that waits for its first slot records none,
+// unless named, which runs now.
+func (t *Taker) started(ctx context.Context, try lockTry, named bool) (Taken, error) {
 	taken := try.Taken
 	taken.Fence = t.takeFence(ctx, taken.Item)
-	if err := t.Record.RecordStart(ctx, t.Client, taken.Item, t.Token, taken.Fence, taken.At); err != nil {
-		t.Log.Warn().Err(err).Str("item", clip.Item(taken.Item)).Msg("could not record the start of the run")
+	t.readOwn(ctx, &taken, named)
+	if !taken.fresh {
+		if err := t.Record.RecordStart(ctx, t.Client, taken.Item, t.Token, taken.Fence, taken.At); err != nil {
+			t.Log.Warn().Err(err).Str("item", clip.Item(taken.Item)).Msg("could not record the start of the run")
+		}
 	}
 	if try.notReplicated != nil {
 		return Taken{}, unconfirmed(taken, try.notReplicated)

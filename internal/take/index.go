@@ -18,10 +18,10 @@ import (
 var indexSource string
 
 // indexed is the script of a take that passes over items or sweeps
-// (batch.lua, look.lua and next.lua): place.lua's functions and index.lua's,
-// then source.
+// (batch.lua, look.lua and next.lua): place.lua's functions, index.lua's
+// and settings.lua's, then source.
 func indexed(source string) *redis.Script {
-	return withPlaces(indexSource + "\n" + source)
+	return withPlaces(indexSource + "\n" + settingsSource + "\n" + source)
 }
 
 const (

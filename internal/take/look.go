@@ -125,7 +125,7 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 		}
 		return lookReply{}, redisconn.Wrap("look at "+quote(list), err)
 	}
-	if len(reply) < 6 || len(reply)%2 != 0 {
+	if len(reply) < 7 || len(reply)%2 != 1 {
 		return lookReply{}, redisconn.Wrap("look at "+quote(list), fmt.Errorf("unexpected reply from look.lua: %d values", len(reply)))
 	}
 	unseen, _ := reply[0].(int64)
@@ -174,7 +174,7 @@ func (t *Taker) lookArgs(head string) []any {
 // readTaken reads the item that lookScript's reply, to a look sent at sent,
 // says it took, if any, and warns of the items it skipped for good.
 func (t *Taker) readTaken(reply []any, sent time.Time) (Taken, bool) {
-	for _, s := range decodeSkipped(reply[6:]) {
+	for _, s := range decodeSkipped(reply[7:]) {
 		t.warnSkipped(s)
 	}
 	item, isTaken := reply[1].(string)
@@ -183,6 +183,7 @@ func (t *Taker) readTaken(reply []any, sent time.Time) (Taken, bool) {
 	}
 	taken := t.taken(item, sent)
 	taken.Fence, _ = reply[3].(int64)
+	t.ownReply(&taken, reply[6])
 	t.warnNoFence(taken)
 	return taken, true
 }

@@ -59,12 +59,13 @@
 --                        than reply at once for the caller to pass over them
 --           state_ttl=MS, events=N   record a take as batch.lua does
 --           cap=N        --fleet-max-running, as batch.lua takes it
+--           first=all|own  as batch.lua takes it
 --           stream_ttl_set=1
 --                        the events stream's expiry was set earlier in the
 --                        same call (next.lua's finish): not set again
 --
--- Returns {unseen, taken, swept, fence, untried, sweeping, head1, size1,
--- ...}: how many appended items are still to be tried after this look (a
+-- Returns {unseen, taken, swept, fence, untried, sweeping, settings, head1,
+-- size1, ...}: how many appended items are still to be tried after this look (a
 -- caller that took nothing looks again at once while there are), the item
 -- whose lock is now ours or false, how many items the sweep's step gave an
 -- entry in the due index (or an earlier one), the take's
@@ -73,7 +74,8 @@
 -- at the list's head no worker has tried yet (a caller that took nothing
 -- passes over them with batch.lua, as a pass of that many), 1 when this
 -- caller drives the fleet's sweep and its next step may come at once (a
--- caller that took nothing looks again at once), and for each
+-- caller that took nothing looks again at once), the taken item's
+-- settings as batch.lua returns them (false without a take), and for each
 -- item skipped because the child cannot be given it, or because its lock
 -- key holds another type, its head and size or type name, as batch.lua
 -- reports them.
@@ -123,13 +125,13 @@ local cap, full, err = placesFull(keyPrefix, opt)
 if err then
   return err
 elseif full then
-  return {0, false, 0, -1, 0, 0}
+  return {0, false, 0, -1, 0, 0, false}
 end
 -- A pass tries the head first: while items there are untried, the caller
 -- (unless it asks for the rest, head=0) passes over them before anything
 -- else, as a take always has.
 if untried > 0 and opt.head ~= "0" then
-  return {0, false, 0, 0, untried, 0}
+  return {0, false, 0, 0, untried, 0, false}
 end
 -- last is where the appended items start; seen where the next look's will.
 local stored = tonumber(redis.pcall("GET", seenKey))
@@ -137,7 +139,7 @@ local last = math.min(stored or length, length)
 local seen = last
 
 local swept, sweeping = sweepStep(list, length, keyPrefix, now, maxLen, token, opt)
-local reply = {0, false, swept, 0, untried, sweeping}
+local reply = {0, false, swept, 0, untried, sweeping, false}
 local function skip(item, why)
   reply[#reply + 1] = sub(item, 1, clipLen)
   reply[#reply + 1] = why
@@ -267,18 +269,22 @@ indexPassed(keyPrefix, passed, passedScores, now)
 
 if taken then
   reply[2] = taken
+  -- The item's own settings, and whether it waits for its first slot
+  -- (fresh), which records no start (see settings.lua).
+  reply[7] = takenSettings(keyPrefix, taken, opt)
+  local fresh = reply[7][1] == 1
   -- Fence: as batch.lua's.
   local fence = redis.pcall("INCR", keyPrefix .. "fence")
   if type(fence) == "number" then
     reply[4] = fence
   end
   takePlace(keyPrefix .. "running", keyPrefix .. "fleet-max-running", keyPrefix .. "lock:" .. taken, cap)
-  if opt.state_ttl then
+  if opt.state_ttl and not fresh then
     local state = keyPrefix .. "state:" .. taken
     redis.pcall("HSET", state, "last_start", now, "last_holder", token, "last_fence", reply[4])
     redis.pcall("PEXPIRE", state, opt.state_ttl)
   end
-  if tonumber(opt.events or 0) > 0 then
+  if not fresh and tonumber(opt.events or 0) > 0 then
     local events = keyPrefix .. "events"
     redis.pcall("XADD", events, "MAXLEN", "~", opt.events, "*", "type", "start", "item", taken, "holder", token, "fence", reply[4])
     if opt.stream_ttl_set ~= "1" then

@@ -127,7 +127,7 @@ func (t *Taker) TakeNamed(ctx context.Context, item string, ignorePause bool) (T
 			return Taken{}, errors.Join(err, pausedErr(paused))
 		}
 	}
-	return t.started(ctx, try)
+	return t.started(ctx, try, true)
 }
 
 // paused reports whether item's pause key exists.

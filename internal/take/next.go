@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/w8y/w8y/internal/clip"
 	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/redisconn"
 )
@@ -59,10 +60,21 @@ func (t *Taker) FinishThenLook(ctx context.Context, f *finish.Finisher, lockKey,
 		return finish.Reply{}, Taken{}, false, err
 	}
 	look, _ := reply[1].([]any)
-	if len(look) < 6 {
+	if len(look) < 7 {
 		return done, Taken{}, false, nil
 	}
 	t.logSwept(look[2])
 	next, ok = t.readTaken(look, sent)
+	if ok && next.fresh {
+		// The item waits for its first slot: its lock goes back now, and
+		// the worker's next take looks again.
+		run, err := t.park(ctx, next)
+		if err != nil {
+			t.Log.Warn().Err(err).Str("item", clip.Item(next.Item)).Msg("could not give back the lock of a new item that waits for its first slot: it runs once the lock expires")
+		}
+		if err != nil || !run {
+			return done, Taken{}, false, nil
+		}
+	}
 	return done, next, ok, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/w8y/w8y/internal/jobctl"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/settings"
 )
 
 // ErrNoWork is returned by Pass.Take when the pass over the list found no
@@ -70,6 +71,15 @@ type Taker struct {
 	// themselves (see internal/clock); nil takes the host's to be right.
 	Clock *clock.Clock
 	Log   zerolog.Logger
+	// Settings are the worker's own options that an item's own settings
+	// stand in for (see internal/settings): each Taken's Run is made from
+	// them and the settings that come back with the lock.
+	Settings settings.Defaults
+	// NewItemsWait makes an item never run wait for its first slot where
+	// it runs on a schedule (see settings.lua), rather than run now.
+	NewItemsWait bool
+	// Told tells once of each setting that does not read; nil tells none.
+	Told *settings.Told
 	// Memory is what earlier passes learned; nil until the first pass
 	// makes it.
 	Memory *Memory
@@ -107,6 +117,15 @@ type Taken struct {
 	// Expires is the earliest moment the server may expire the lock: At
 	// plus the TTL.
 	Expires time.Time
+	// Settings are the item's own settings as its hash held them at the
+	// take, and Run what they make of the Taker's Settings: the run's
+	// timeout and the schedule that its end sets; nil where the item has
+	// none, and the worker's options stand.
+	Settings settings.Stored
+	Run      *settings.Run
+	// fresh is a take of an item that waits for its first slot: Pass.Take
+	// gives it back (park) rather than return it.
+	fresh bool
 }
 
 // UnconfirmedError is a take whose lock too few replicas confirmed
@@ -180,7 +199,30 @@ func (t *Taker) LookFirst() *Pass {
 // candidate, or a look found nothing, and jobctl.ErrStopped if stop is closed
 // between candidates (or, where the keys are colocated, between batches of
 // them or looks). Both ways of a pass leave Redis in the same state.
+//
+// An item that waits for its first slot (see settings.go) is not returned:
+// its lock is given back with a cooldown until that slot, and the pass
+// goes on.
 func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
+	for {
+		taken, err := p.take(ctx, stop)
+		if err != nil || !taken.fresh {
+			return taken, err
+		}
+		run, err := p.t.park(ctx, taken)
+		if err != nil {
+			// The lock is ours, and expires by itself: the item waits that
+			// long, as after any take whose worker lost Redis.
+			return Taken{}, err
+		}
+		if run {
+			return taken, nil
+		}
+	}
+}
+
+// take is Take, fresh takes included.
+func (p *Pass) take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
 	for {
 		if p.left == 0 {
 			return Taken{}, ErrNoWork

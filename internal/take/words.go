@@ -11,7 +11,8 @@ import "strconv"
 
 // takeWords are the words that every take script reads from this Taker's
 // settings: how to record a take (state_ttl, events; nothing without a
-// Record) and --fleet-max-running (cap; nothing without a cap). Each word
+// Record), --fleet-max-running (cap; nothing without a cap), and whether
+// a new item waits for its first slot (first, see firstWord). Each word
 // starts with a space, so that the words follow a script's own.
 func (t *Taker) takeWords() string {
 	var words string
@@ -22,5 +23,5 @@ func (t *Taker) takeWords() string {
 	if t.FleetMax > 0 {
 		words += " cap=" + strconv.Itoa(t.FleetMax)
 	}
-	return words
+	return words + t.firstWord()
 }

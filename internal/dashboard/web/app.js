@@ -189,6 +189,13 @@ function row(st) {
   if (st.problem) stateCell.title = st.problem;
   // Under --schedule, a cooldown lasts until the item's next slot.
   if (st.state === "cooldown" && st.next_slot !== null && st.next_slot !== undefined) stateCell.append(", next slot ", slot(st.next_slot));
+  // An item's own settings (w8yctl set) stand in for the workers' options.
+  if (st.settings) {
+    const own = el("span", " · own settings", "own");
+    own.title = settingsText(st.settings);
+    own.dataset.settings = own.title;
+    stateCell.append(own);
+  }
   tr.append(stateCell);
   // The holder's host and process, as w8y --status shows it; the whole
   // token on hover.
@@ -380,6 +387,12 @@ async function follow() {
           .then((s) => { if (s.item === state.detail) showState(s.state); })
           .catch(() => {});
       }
+      // An operator changed its own settings: show the new ones.
+      if (e.fields.type === "set" || e.fields.type === "unset") {
+        getJSON("api/item?item=" + encodeURIComponent(state.detail))
+          .then((s) => { if (s.item === state.detail) showSettings(s.settings); })
+          .catch(() => {});
+      }
       if (e.fields.type === "start" || e.fields.result) {
         showRuns(state.detail).catch(() => {});
       }
@@ -403,6 +416,30 @@ function showState(fields) {
     dl.append(el("dt", name), dd);
   }
   if (Object.keys(fields).length === 0) dl.append(el("dt", "never ran"), el("dd"));
+}
+
+// settingsText shows an item's own settings as w8yctl set takes them, in
+// the order that w8yctl shows them.
+function settingsText(settings) {
+  const order = ["cooldown", "timeout", "failure_backoff", "schedule"];
+  const names = Object.keys(settings).sort((a, b) => (order.indexOf(a) + 1 || 99) - (order.indexOf(b) + 1 || 99));
+  return names.map((n) => "--" + n.replace(/_/g, "-") + " " + settings[n]).join(" ");
+}
+
+// showSettings lists an item's own settings, or says that it has none.
+function showSettings(settings) {
+  const dl = $("detail-settings");
+  dl.replaceChildren();
+  const names = Object.keys(settings || {});
+  if (names.length === 0) {
+    dl.append(el("dt", "none"), el("dd", "the workers' own options stand"));
+    return;
+  }
+  for (const name of names.sort()) {
+    const dd = el("dd", settings[name]);
+    dd.dataset.setting = name;
+    dl.append(el("dt", "--" + name.replace(/_/g, "-")), dd);
+  }
 }
 
 // runRow is one of an item's recent runs.
@@ -437,12 +474,14 @@ async function openDetail(item) {
   $("detail").hidden = false;
   $("detail-name").textContent = item;
   $("detail-state").replaceChildren();
+  $("detail-settings").replaceChildren();
   $("detail-runs").tBodies[0].replaceChildren();
   $("detail-events").replaceChildren();
   try {
     const s = await getJSON("api/item?item=" + encodeURIComponent(item));
     if (state.detail !== item) return;
     showState(s.state);
+    showSettings(s.settings);
     await showRuns(item);
     if (state.detail !== item) return;
     const r = await getJSON("api/events?n=20&item=" + encodeURIComponent(item));
