@@ -11,9 +11,12 @@ package settings
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/clip"
@@ -62,19 +65,28 @@ func (s Stored) Pairs() []string {
 	return out
 }
 
-// String shows s as w8yctl set's options would give them: "--cooldown 1h
-// --timeout 30s", or "" without any.
+// String shows s as w8yctl set's options would give them, as a shell
+// reads them: "--cooldown 1h0m0s --schedule '0 * * * *'", or "" without
+// any. A value written by hand that a terminal would act on (an escape
+// sequence, a newline) shows quoted with Go's escapes.
 func (s Stored) String() string {
 	pairs := s.Pairs()
 	var parts []string
 	for i := 0; i+1 < len(pairs); i += 2 {
-		value := pairs[i+1]
-		if strings.ContainsAny(value, " *'\"") || value == "" {
-			value = "'" + value + "'"
-		}
-		parts = append(parts, Option(pairs[i])+" "+value)
+		parts = append(parts, Option(pairs[i])+" "+shellWord(pairs[i+1]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// shellWord is value as one word of a shell's command line.
+func shellWord(value string) string {
+	switch {
+	case !utf8.ValidString(value) || strings.ContainsFunc(value, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) || strings.Contains(value, "'"):
+		return strconv.Quote(value)
+	case value == "" || strings.ContainsAny(value, " *?[]\"$`;&|<>(){}~#!"):
+		return "'" + value + "'"
+	}
+	return value
 }
 
 // FromPairs reads a reply of HGETALL (field, value, ...), as the take

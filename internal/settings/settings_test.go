@@ -96,10 +96,15 @@ func TestFor(t *testing.T) {
 }
 
 // TestStoredString: the settings as w8yctl shows them, in the order of
-// Fields, a cron expression quoted as a shell would need it.
+// Fields, a cron expression quoted as a shell would need it, and what a
+// hand wrote that a terminal would act on escaped.
 func TestStoredString(t *testing.T) {
 	s := Stored{Schedule: "0 * * * *", Timeout: "2h0m0s", "colour": "blue"}
 	if got, want := s.String(), "--timeout 2h0m0s --schedule '0 * * * *' --colour blue"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	// Written by hand: what a terminal would act on shows escaped.
+	if got, want := (Stored{Timeout: "\x1b[31mred", Cooldown: "it's"}).String(), `--cooldown "it's" --timeout "\x1b[31mred"`; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 }
