@@ -733,6 +733,7 @@ func TestCtlCheck(t *testing.T) {
 	c.HSet(ctx(t), "ck:state:old", "runs", 3)
 	c.Set(ctx(t), "ck:cooldown:old", "x", time.Hour)
 	c.HSet(ctx(t), "ck:pause:old", "reason", "r")
+	c.HSet(ctx(t), "ck:settings:old", "timeout", "1h0m0s")
 	c.ZAdd(ctx(t), "ck:due", redis.Z{Member: "old"}, redis.Z{Member: "a"})
 	// An item removed while it runs: its lock ends by itself.
 	c.Set(ctx(t), "ck:lock:old", "removed-run", time.Hour)
@@ -752,6 +753,7 @@ func TestCtlCheck(t *testing.T) {
 		`orphan_due: the due index holds "old", which the list does not; to repair: ` + ctl + ` check --fix`,
 		`orphan_key: "ck:cooldown:old" belongs to "old", which the list does not hold; to repair: ` + ctl + ` check --fix`,
 		`orphan_key: "ck:pause:old" belongs to "old", which the list does not hold; to repair: ` + ctl + ` check --fix`,
+		`orphan_key: "ck:settings:old" belongs to "old", which the list does not hold; to repair: ` + ctl + ` check --fix`,
 		`orphan_key: "ck:state:old" belongs to "old", which the list does not hold; to repair: ` + ctl + ` check --fix`,
 		`wrong_type: "ck:backoff:a" is a list, not a string (w8y writes a string there), and holds "a" up for good (it has no expiry); to repair: ` + ctl + ` check --fix`,
 		`wrong_type: "ck:cooldown:a" is a hash, not a string (w8y writes a string there), and holds "a" up for good (it has no expiry); to repair: ` + ctl + ` check --fix`,
@@ -762,9 +764,9 @@ func TestCtlCheck(t *testing.T) {
 	r := runCtl(t, nil, append(at, "check")...)
 	r.wantExit(t, 1)
 	got := strings.Split(strings.TrimSuffix(r.Stdout, "\n"), "\n")
-	if len(got) != len(want)+2 || !strings.HasPrefix(got[len(got)-2], pauseLine) || got[len(got)-1] != `found 11 problems under "ck:"` ||
+	if len(got) != len(want)+2 || !strings.HasPrefix(got[len(got)-2], pauseLine) || got[len(got)-1] != `found 12 problems under "ck:"` ||
 		!slices.Equal(got[:len(got)-2], want) || r.Stderr != "" {
-		t.Errorf("check printed:\n%s\nwant:\n%s\n%s...\nfound 11 problems under \"ck:\"\n(stderr %q)", r.Stdout, strings.Join(want, "\n"), pauseLine, r.Stderr)
+		t.Errorf("check printed:\n%s\nwant:\n%s\n%s...\nfound 12 problems under \"ck:\"\n(stderr %q)", r.Stdout, strings.Join(want, "\n"), pauseLine, r.Stderr)
 	}
 	if after := s.snapshot(t); !slices.Equal(after, before) {
 		t.Errorf("check without --fix changed Redis")
@@ -776,7 +778,7 @@ func TestCtlCheck(t *testing.T) {
 		Kind, Item, Key, Problem string
 		Fixed, Remedy            *string
 	}
-	if err := json.Unmarshal([]byte(r.Stdout), &findings); err != nil || len(findings) != 11 {
+	if err := json.Unmarshal([]byte(r.Stdout), &findings); err != nil || len(findings) != 12 {
 		t.Fatalf("check --json: %v\n%s", err, r)
 	}
 	if f := findings[2]; f.Kind != "lock_without_expiry" || f.Item != "b" || f.Key != "ck:lock:b" || f.Fixed != nil || f.Remedy == nil {
@@ -791,7 +793,8 @@ func TestCtlCheck(t *testing.T) {
 		`orphan_key: "ck:state:old" belongs to "old", which the list does not hold: deleted it`,
 		`wrong_type: "ck:cooldown:a" is a hash, not a string (w8y writes a string there), and holds "a" up for good (it has no expiry): deleted it`,
 		`wrong_type: the lock "ck:lock:c" is a hash, not a string: no worker can take "c" until it is deleted; to repair: ` + cli + ` DEL 'ck:lock:c'`,
-		`found 11 problems under "ck:", repaired 8`,
+		`orphan_key: "ck:settings:old" belongs to "old", which the list does not hold: deleted it`,
+		`found 12 problems under "ck:", repaired 9`,
 	} {
 		if !strings.Contains(r.Stdout, line+"\n") {
 			t.Errorf("check --fix did not print %q:\n%s", line, r.Stdout)

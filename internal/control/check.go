@@ -316,6 +316,12 @@ func (f *Fleet) judgeKey(ctx context.Context, k scanned, gone, fix bool) *Findin
 		if fix {
 			d.Fixed = f.del(ctx, k.key)
 		}
+	case k.infix == "settings:" && kind != k.want:
+		// It holds nothing up: the workers read no settings from it.
+		d = &Finding{Kind: FindingWrongType, Problem: fmt.Sprintf("%s is a %s, not a hash (w8yctl set writes a hash there): the workers apply none of it to %s, and w8yctl set refuses to change it", quote(k.key), kind, quote(k.item))}
+		if fix {
+			d.Fixed = f.del(ctx, k.key)
+		}
 	case k.want != "" && kind != k.want:
 		d = &Finding{Kind: FindingWrongType, Problem: fmt.Sprintf("%s is a %s, not a %s (w8y writes a %s there), and holds %s up %s", quote(k.key), kind, k.want, k.want, quote(k.item), untilWhen(ttl))}
 		if fix {

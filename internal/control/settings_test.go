@@ -116,3 +116,27 @@ func TestSettingsBothWaysAlike(t *testing.T) {
 		t.Errorf("left %q, want %q", dumps[1], want)
 	}
 }
+
+// TestCheckFindsSettingsOfAnotherType: check reports an item's settings key
+// that holds something other than a hash, which no worker reads and set
+// refuses to change, and --fix deletes it.
+func TestCheckFindsSettingsOfAnotherType(t *testing.T) {
+	rdb, ctx := redistest.Client(t)
+	keys := schema.Keys{Prefix: "ck:", Colocated: true}
+	redistest.Seed(t, rdb, keys.List(), "a")
+	rdb.Set(ctx, keys.Settings("a"), "--timeout 1h", 0)
+	f := &Fleet{Client: rdb, Keys: keys}
+	for _, fix := range []bool{false, true} {
+		found, err := f.Check(ctx, 100, fix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(found) != 1 || found[0].Kind != FindingWrongType || found[0].Key != "ck:settings:a" ||
+			!strings.Contains(found[0].Problem, "not a hash (w8yctl set writes a hash there): the workers apply none of it") || (found[0].Fixed != nil) != fix {
+			t.Errorf("fix=%v: check found %+v", fix, found)
+		}
+	}
+	if n := rdb.Exists(ctx, keys.Settings("a")).Val(); n != 0 {
+		t.Errorf("--fix left the settings key of another type")
+	}
+}
