@@ -283,7 +283,7 @@ func TestStatus(t *testing.T) {
 		t.Fatalf("%d items: %v", len(items), items)
 	}
 	fields := []string{"item", "state", "problem", "holder", "lock_ttl_ms", "cooldown_ms", "backoff_ms", "pause_ms", "pause_reason", "paused_by", "last_start", "last_end",
-		"last_exit_code", "last_duration_ms", "last_holder", "last_result", "runs", "failures", "consecutive_failures", "next_slot"}
+		"last_exit_code", "last_duration_ms", "last_holder", "last_result", "runs", "failures", "consecutive_failures", "next_slot", "settings"}
 	for _, item := range items {
 		keys := slices.Sorted(func(yield func(string) bool) {
 			for k := range item {

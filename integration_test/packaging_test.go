@@ -115,7 +115,7 @@ func TestBashCompletion(t *testing.T) {
 			{"w8yctl -k work re", "remove\nresume"},
 			{"w8yctl ru", "run-now"},
 			{"w8yctl can", "cancel"},
-			{"w8yctl pause a --f", "--fix\n--follow\n--for"},
+			{"w8yctl pause a --f", "--failure-backoff\n--fix\n--follow\n--for"},
 			{"w8yctl pause --for ", ""},
 			{"w8yctl pause a ", ""},
 		}},

@@ -109,7 +109,7 @@ func TestTLS(t *testing.T) {
 const aclCommands = "+evalsha +eval +llen +lmove +rpoplpush +wait " +
 	"+lrange +exists +mget +set +rpush +ltrim +type +get +pexpire +del " +
 	"+hset +hincrby +hdel +hget +xadd +lindex +lpos +pttl +hmget +ping +incr " +
-	"+zadd +zrem +zrangebyscore +zcount +lrem +zremrangebyscore +zmscore +zscore +time +info"
+	"+zadd +zrem +zrangebyscore +zcount +lrem +zremrangebyscore +zmscore +zscore +time +info +hgetall"
 
 // checkRecord fails the test unless each of items ran once, as its state
 // hash says, and events holds a start and an end for each: the ACL rule
@@ -134,13 +134,15 @@ func checkRecord(t *testing.T, c redis.Cmdable, prefix string, items ...string) 
 // on a child that succeeds and then with --failure-backoff on one that
 // fails, and fails the test unless the runs took success and failure, left
 // the cooldown and the backoff keys with their expiries, and counted the
-// failure: docs/recipes.md's rule must let w8y keep the schedule.
+// failure: docs/recipes.md's rule must let w8y keep the schedule, and read
+// an item's own settings (success has a cooldown of its own of 2h).
 func checkSchedule(t *testing.T, c redis.Cmdable, prefix string, env, args []string, success, failure string) {
 	t.Helper()
+	c.HSet(ctx(t), prefix+"settings:"+success, "cooldown", "2h0m0s")
 	r := runW8y(t, env, append(slices.Clone(args), "--cooldown", "1h", "printf", "%s", "{}")...)
 	r.wantExit(t, 0)
 	r.wantStdout(t, success)
-	checkPause(t, c, prefix+"cooldown:"+success, 59*time.Minute, time.Hour)
+	checkPause(t, c, prefix+"cooldown:"+success, 119*time.Minute, 2*time.Hour)
 	checkStreak(t, c, prefix, success, "0")
 	r = runW8y(t, env, append(slices.Clone(args), "--failure-backoff", "20m,1h", "sh", "-c", `printf %s "$W8Y_ITEM"; exit 3`)...)
 	r.wantExit(t, 3)
