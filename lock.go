@@ -45,6 +45,9 @@ type Lock struct {
 	// the same call; "" where one script may not name it with the lock
 	// (see schema.Keys.Colocated), and no cancel can be asked for.
 	CancelKey string
+	// LocksKey is the counts' index of locks (schema.Keys.Locks), whose
+	// entry each refresh moves with the lock; "" where CancelKey is.
+	LocksKey string
 
 	client lockClient
 	// acks is --replica-acks: how many replicas must confirm a refresh for
@@ -94,6 +97,9 @@ func (l *Lock) Refresh(ctx context.Context) (*schema.CancelRequest, error) {
 	args := []any{l.Token, l.TTL.Milliseconds()}
 	if l.CancelKey != "" {
 		args = append(args, l.CancelKey)
+		if l.LocksKey != "" {
+			args = append(args, l.LocksKey, l.Item)
+		}
 	}
 	reply, err := redisconn.RunConfirmed(ctx, l.client, refreshScript, l.acks, l.TTL, []string{l.Key}, args...)
 	if reply == int64(0) {
