@@ -70,15 +70,13 @@ end
 -- The counts' indexes (see schema.Keys.Locks) live under the lock's
 -- prefix, the lock key less "lock:" and the item: not declared keys, and
 -- so written with pcall, as the cancel request is read in refresh.lua.
--- counted is 0 when our lock had no entry among the locks: w8yctl remove
--- took the item out of the list and of the indexes while it ran, and its
--- end adds it to none of them.
+-- counted is 0 where the lock key is not named so (a test's lock).
 local keyPrefix = string.sub(KEYS[1], 1, #KEYS[1] - #(ARGV[2] or "") - 5)
 local counted = 0
 if ARGV[2] and KEYS[1] == keyPrefix .. "lock:" .. ARGV[2] then
   counted = 1
   if released == 1 then
-    counted = redis.pcall("ZREM", keyPrefix .. "locks", ARGV[2])
+    redis.pcall("ZREM", keyPrefix .. "locks", ARGV[2])
   end
 end
 if #KEYS < 4 then
@@ -211,7 +209,11 @@ elseif opt.failed == "1" then
   -- The counts' indexes: failing until the state hash expires, backing
   -- off until the backoff does (+inf without an expiry).
   if counted == 1 then
-    redis.pcall("ZADD", keyPrefix .. "failing", now + tonumber(opt.state_ttl or 0), item)
+    -- A count that could not be written (not a number) is no failure on
+    -- record, as a whole read sees it.
+    if failures > 0 then
+      redis.pcall("ZADD", keyPrefix .. "failing", now + tonumber(opt.state_ttl or 0), item)
+    end
     if left[4] and left[4] ~= -2 then
       redis.pcall("ZADD", keyPrefix .. "backoffs", left[4] == -1 and "+inf" or now + left[4], item)
     end
