@@ -5,15 +5,16 @@
 -- refresh moves the entry on (refresh.lua) or its release removes it
 -- (finish.lua). pcall: a key of another type must not fail a take.
 
--- countTake records item's lock, taken at now for ttl milliseconds, and,
--- when the take records its start (stateTTL, the state hash's expiry),
--- moves the item's entry among the failing to the state hash's new expiry,
--- where it has one.
-local function countTake(keyPrefix, item, now, ttl, stateTTL)
+-- countTake records item's lock, taken at now for ttl milliseconds.
+--
+-- Its entry among the failing (the state hash's expiry, which a take's
+-- record pushes back) is left to the run's finish, which writes it again:
+-- only an item whose run never ends (its worker killed) and that no run
+-- takes again before the failure's --state-ttl (a paused one) counts as
+-- failing a whole read no longer sees, until the state hash that the take
+-- kept expires too.
+local function countTake(keyPrefix, item, now, ttl)
   redis.pcall("ZADD", keyPrefix .. "locks", now + tonumber(ttl), item)
-  if stateTTL then
-    redis.pcall("ZADD", keyPrefix .. "failing", "XX", now + tonumber(stateTTL), item)
-  end
 end
 
 -- countsTrim drops up to n entries of each index whose score has passed:
