@@ -66,6 +66,9 @@ type Server struct {
 
 	streams   chan struct{}
 	summaries *cached[*Summary]
+	// listings is the whole list read for a search, where the summary is
+	// counted without it.
+	listings *cached[*Summary]
 	charts    *cached[*Chart]
 }
 
@@ -73,6 +76,7 @@ type Server struct {
 func (s *Server) Handler() http.Handler {
 	s.streams = make(chan struct{}, maxStreams)
 	s.summaries = newCached(summaryEvery, s.Now, s.readSummary)
+	s.listings = newCached(summaryEvery, s.Now, s.readListing)
 	s.charts = newCached(chartEvery, s.Now, s.readChart)
 	files, _ := fs.Sub(web, "web")
 	mux := http.NewServeMux()

@@ -85,11 +85,11 @@ func (s *Reader) Count(ctx context.Context, dashboard bool) (*Counted, error) {
 	return c, nil
 }
 
-// recordWhole records what only a whole read counts, which sum holds from
+// RecordWhole records what only a whole read counts, which sum holds from
 // one (see schema.Keys.Counted), at Unix millisecond at, for the summaries
 // that do not read the list. It is best effort: a client that may only
 // read (an operator's ACL rule) leaves the last record as it was.
-func (s *Reader) recordWhole(ctx context.Context, sum *Summary, at int64) {
+func (s *Reader) RecordWhole(ctx context.Context, sum *Summary, at int64) {
 	if !s.Keys.Colocated {
 		return
 	}

@@ -33,7 +33,7 @@ type turn struct {
 // whole or when the rows need the whole list anyway, counted in the pass
 // over it. The pass stops once f's limit of rows is read unless it must
 // count the summary; a pass that reads the whole list counts the summary
-// itself, and records what only it counts (see recordWhole).
+// itself, and records what only it counts (see RecordWhole).
 func (s *Reader) turn(ctx context.Context, f Filter, whole bool, now time.Time) (turn, error) {
 	t := turn{List: s.Keys.List(), Items: []Item{}}
 	counted, err := s.Count(ctx, false)
@@ -69,7 +69,7 @@ func (s *Reader) turn(ctx context.Context, f Filter, whole bool, now time.Time) 
 		default:
 			sum.Items, sum.Duplicates = entries, entries-sum.Items
 			t.Summary, t.Matching = &sum, &matching
-			s.recordWhole(ctx, &sum, now.UnixMilli())
+			s.RecordWhole(ctx, &sum, now.UnixMilli())
 		}
 	}
 	if t.Lag, err = s.Lag(ctx, now); err != nil {
