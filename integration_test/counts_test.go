@@ -2,7 +2,9 @@ package integration_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/w8y/w8y/internal/poll"
 )
@@ -22,23 +24,26 @@ type summaryOf struct {
 	WholeReadAt *int64 `json:"whole_read_at"`
 }
 
+// summary is the summary that w8y --status --json prints with args.
+func (b *bundle) summary(args ...string) summaryOf {
+	b.t.Helper()
+	r := b.run(append([]string{"--status", "--json"}, args...)...)
+	r.mustExit(b.t, 0)
+	var got struct {
+		Summary summaryOf `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil {
+		b.t.Fatalf("--status --json %q: %v\n%s", args, err, r.Stdout)
+	}
+	return got.Summary
+}
+
 // counts is what --status --json counts: whole, by reading every item
 // (the reference), and without the list (--limit 0, from the indexes).
 func (b *bundle) counts() (whole, indexed summaryOf) {
 	b.t.Helper()
-	read := func(args ...string) summaryOf {
-		r := b.run(append([]string{"--status", "--json"}, args...)...)
-		r.mustExit(b.t, 0)
-		var got struct {
-			Summary summaryOf `json:"summary"`
-		}
-		if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil {
-			b.t.Fatalf("--status --json %q: %v\n%s", args, err, r.Stdout)
-		}
-		return got.Summary
-	}
-	whole = read()
-	indexed = read("--limit", "0")
+	whole = b.summary()
+	indexed = b.summary("--limit", "0")
 	if whole.WholeReadAt != nil {
 		b.t.Errorf("a whole read's summary says it was counted at %d: it counts itself", *whole.WholeReadAt)
 	}
@@ -124,4 +129,58 @@ func TestCountsWithoutTheList(t *testing.T) {
 	// its run, which goes on, counts for nothing.
 	b.ctl("remove", "n0").mustExit(t, 0)
 	b.wantCounts("removed while it runs", summaryOf{Items: 13, Duplicates: 1, Running: 1, Paused: 4, Cooling: 2, Failing: 2, Idle: 5, Blocked: 1})
+
+	// What drifts: a cooling item removed by an outside LREM (the summary
+	// counts it until its cooldown ends), a cooldown deleted by hand (until
+	// the fleet's sweep), a cooldown set by hand. w8yctl check finds each,
+	// and --fix mends them.
+	b.Client.LRem(ctx(t), b.key("list"), 0, "c1")
+	b.Client.Del(ctx(t), b.key("cooldown:c5"))
+	b.Client.Set(ctx(t), b.key("cooldown:a1"), "by hand", time.Hour)
+	whole, indexed := b.counts()
+	if whole == indexed {
+		t.Errorf("after writes by hand, the summary without the list still counts as a whole read: %+v", whole)
+	}
+	r := b.ctl("check")
+	r.wantExit(t, 1)
+	for _, found := range []string{`orphan_due: the due index holds "c1"`, `counts_drift: the summaries count "c5"`, `counts_drift: the summaries count "a1"`} {
+		if !strings.Contains(r.Stdout, found) {
+			t.Errorf("w8yctl check does not find %s:\n%s", found, r.Stdout)
+		}
+	}
+	// The lock of another type is left to an operator: exit 1.
+	b.ctl("check", "--fix").mustExit(t, 1)
+	b.wantCounts("mended by w8yctl check --fix", summaryOf{Items: 11, Running: 1, Paused: 4, Cooling: 1, Failing: 2, Idle: 5, Blocked: 1})
+}
+
+// TestCountsOfAListRunBefore: a list that a fleet before the counts'
+// indexes ran is recorded as such by the first worker of this version, and
+// counted by reading it whole until w8yctl check --fix indexes it.
+func TestCountsOfAListRunBefore(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "old")
+	b.items("a", "b", "c")
+	// What an earlier fleet leaves: its fencing token, its marks, a
+	// cooldown that no index mirrors.
+	b.Client.Set(ctx(t), b.key("fence"), 7, 0)
+	b.Client.Set(ctx(t), b.key("cooldown:b"), "earlier", time.Hour)
+	b.run("-q", "--item", "a", "true").mustExit(t, 0)
+	if v := b.Client.Get(ctx(t), b.key("schema")).Val(); v != "1" {
+		t.Errorf("the first worker recorded version %q on a list run before, want 1", v)
+	}
+	want := summaryOf{Items: 3, Cooling: 1, Idle: 2}
+	if got := b.summary("--limit", "0"); got.WholeReadAt != nil || got.Cooling != 1 {
+		t.Errorf("a list run before is counted without a whole read: %+v", got)
+	}
+	r := b.ctl("check")
+	r.wantExit(t, 1)
+	if !strings.Contains(r.Stdout, "not_indexed:") {
+		t.Errorf("w8yctl check does not say the list is not indexed:\n%s", r.Stdout)
+	}
+	b.ctl("check", "--fix").mustExit(t, 0)
+	if v := b.Client.Get(ctx(t), b.key("schema")).Val(); v != "2" {
+		t.Errorf("check --fix recorded version %q, want 2", v)
+	}
+	b.wantCounts("indexed", want)
+	b.ctl("check").mustExit(t, 0)
 }

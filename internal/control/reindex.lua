@@ -1,0 +1,123 @@
+-- w8yctl check: compares the counts' indexes (see schema.Keys.Locks) and
+-- the due index with the keys of each item of a batch, and with fix=1
+-- writes what the keys say where they differ. A summary that does not read
+-- the list (internal/status's counts.lua) counts an item by its entries:
+-- running while its entry among the locks is in the future, paused,
+-- backing off and failing likewise, cooling while its due entry is in the
+-- future and nothing else holds it. Its entries drift from its keys only
+-- where something other than w8y wrote the keys (a cooldown or a lock set
+-- or deleted by hand, an item removed by an outside LREM while something
+-- held it).
+--
+-- ARGV[1] key prefix
+-- ARGV[2] "1" to write what differs, "0" to report it only
+-- ARGV[3..] the items
+--
+-- Returns the items whose entries differed from their keys (each once,
+-- in the order given), or with fix=1 whose entries it wrote.
+if redis.replicate_commands then redis.replicate_commands() end
+local clock = redis.call("TIME")
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local prefix, fix = ARGV[1], ARGV[2] == "1"
+local due = prefix .. "due"
+
+-- ends is when a key with time to live ttl (PTTL's reply) ends: nil for
+-- no key, +inf for one without expiry.
+local function ends(ttl)
+  if ttl == -2 then
+    return nil
+  end
+  if ttl == -1 then
+    return math.huge
+  end
+  return now + ttl
+end
+
+-- agrees reports whether an index's score (ZSCORE's reply) says what want
+-- (a key's end, or nil) says: an entry in the future while the key lasts,
+-- ending within a second of it, and none in the future without it.
+local function agrees(score, want)
+  local got = score and tonumber(score)
+  if not want then
+    return not got or got <= now
+  end
+  if not got or got <= now then
+    return false
+  end
+  if want == math.huge or got == math.huge then
+    return want == got
+  end
+  return math.abs(got - want) <= 1000
+end
+
+local function write(index, item, want)
+  if want then
+    redis.call("ZADD", index, want == math.huge and "+inf" or want, item)
+  else
+    redis.call("ZREM", index, item)
+  end
+end
+
+local drifted = {}
+for i = 3, #ARGV do
+  local item = ARGV[i]
+  local lockKey = prefix .. "lock:" .. item
+  local lock = ends(redis.call("PTTL", lockKey))
+  if lock and redis.call("TYPE", lockKey).ok ~= "string" then
+    -- Not a lock, and not w8y's: the item is blocked, which a whole read
+    -- counts.
+    lock = nil
+  end
+  local pause = ends(redis.call("PTTL", prefix .. "pause:" .. item))
+  local backoff = ends(redis.call("PTTL", prefix .. "backoff:" .. item))
+  local cooldown = ends(redis.call("PTTL", prefix .. "cooldown:" .. item))
+  local failing
+  local state = prefix .. "state:" .. item
+  local count = redis.pcall("HGET", state, "consecutive_failures")
+  if type(count) == "string" and (tonumber(count) or 0) > 0 then
+    failing = ends(redis.call("PTTL", state))
+  end
+  local wrong = false
+  local want = {locks = lock, pauses = pause, backoffs = backoff, failing = failing}
+  for _, index in ipairs({"locks", "pauses", "backoffs", "failing"}) do
+    local score = redis.call("ZSCORE", prefix .. index, item)
+    local ok = agrees(score, want[index])
+    if index == "failing" and not ok and want.failing and score then
+      -- A take pushes the state hash's expiry back, and the finish its
+      -- entry: an entry in the future agrees.
+      ok = tonumber(score) > now
+    end
+    if not ok then
+      wrong = true
+      if fix then
+        write(prefix .. index, item, want[index])
+      end
+    end
+  end
+  -- The due entry: in the future while a cooldown or a backoff holds the
+  -- item (until the last of its blockers ends), not while nothing holds
+  -- it; while only a lock or a pause holds it, the summary does not read
+  -- it.
+  local score = redis.call("ZSCORE", due, item)
+  local at = score and tonumber(score)
+  if cooldown or backoff then
+    if not at or at <= now then
+      wrong = true
+      if fix then
+        local last = math.max(cooldown or 0, backoff or 0, lock or 0, pause or 0)
+        redis.call("ZADD", due, last == math.huge and "+inf" or last, item)
+      end
+    end
+  elseif not lock and not pause and at and at > now then
+    wrong = true
+    if fix then
+      -- Due now, as the fleet's sweep makes an entry whose blockers are
+      -- gone.
+      redis.call("ZADD", due, now, item)
+    end
+  end
+  if wrong then
+    drifted[#drifted + 1] = item
+  end
+end
+return drifted
