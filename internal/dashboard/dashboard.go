@@ -69,7 +69,7 @@ type Server struct {
 	// listings is the whole list read for a search, where the summary is
 	// counted without it.
 	listings *cached[*Summary]
-	charts    *cached[*Chart]
+	charts   *cached[*Chart]
 }
 
 // Handler returns the dashboard's routes.
