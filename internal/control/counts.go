@@ -53,9 +53,17 @@ func (f *Fleet) checkCounts(ctx context.Context, inList map[string]int, fix bool
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, redisconn.Wrap("read "+strconv.Quote(f.Keys.Schema()), err)
 	}
+	// As counts.lua judges it: a version before this one, or none on a
+	// list that a fleet before the version ran (see schema.ClaimVersion).
 	indexed := true
 	if n, err := strconv.Atoi(version); version != "" && (err != nil || n < schema.Version) {
 		indexed = false
+	} else if version == "" {
+		marks, err := f.Client.Exists(ctx, f.Keys.Fence(), f.Keys.Seen(), f.Keys.Untried(), f.Keys.Events()).Result()
+		if err != nil {
+			return nil, redisconn.Wrap("read the marks under "+strconv.Quote(f.Keys.Prefix), err)
+		}
+		indexed = marks == 0
 	}
 	items := make([]string, 0, len(inList))
 	for item := range inList {
