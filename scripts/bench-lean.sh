@@ -21,7 +21,8 @@
 #
 # Run it with `make bench`, or alone: LEAN_SIZE=100000 counts the summary
 # over 100,000 items instead of the million (quicker, the same O(log n));
-# LEAN_BUSY=0 leaves out the Go benchmark.
+# LEAN_BUSY=0 leaves out the Go benchmark; W8Y=path measures another build
+# of w8y (a lean build of main, for the figures before).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -35,6 +36,7 @@ busy_runs=4000
 bench_name=bench-lean
 # shellcheck source=scripts/lib/bench.sh
 source "$root/scripts/lib/bench.sh"
+w8y=${W8Y:-$w8y}
 
 cpu_ms() {
 	rcli INFO cpu | tr -d '\r' | awk -F: '/^used_cpu_(user|sys):/ {s += $2} END {printf "%.1f", s * 1000}'
