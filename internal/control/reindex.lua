@@ -14,7 +14,9 @@
 -- ARGV[3..] the items
 --
 -- Returns the items whose entries differed from their keys (each once,
--- in the order given), or with fix=1 whose entries it wrote.
+-- in the order given), but those whose keys check reports under a kind of
+-- their own (of another type, a lock without expiry), whose entries fix=1
+-- writes all the same.
 if redis.replicate_commands then redis.replicate_commands() end
 local clock = redis.call("TIME")
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -61,20 +63,39 @@ end
 local drifted = {}
 for i = 3, #ARGV do
   local item = ARGV[i]
+  -- reported is false where check reports the item's keys under a kind of
+  -- their own (a key of another type, a lock without expiry): its entries
+  -- are written all the same, but their drift is not reported twice.
+  local reported = true
+  local function held(infix, want)
+    local key = prefix .. infix .. item
+    local at = ends(redis.call("PTTL", key))
+    if at and redis.call("TYPE", key).ok ~= want then
+      reported = false
+    end
+    return at
+  end
   local lockKey = prefix .. "lock:" .. item
-  local lock = ends(redis.call("PTTL", lockKey))
+  local lock = held("lock:", "string")
+  if lock == math.huge then
+    -- A lock without expiry is no take's (check reports it as such):
+    -- counted by no entry, which the DEL that check prints for it leaves
+    -- right.
+    reported, lock = false, nil
+  end
   if lock and redis.call("TYPE", lockKey).ok ~= "string" then
     -- Not a lock, and not w8y's: the item is blocked, which a whole read
     -- counts.
     lock = nil
   end
-  local pause = ends(redis.call("PTTL", prefix .. "pause:" .. item))
-  local backoff = ends(redis.call("PTTL", prefix .. "backoff:" .. item))
-  local cooldown = ends(redis.call("PTTL", prefix .. "cooldown:" .. item))
+  local pause = held("pause:", "hash")
+  local backoff = held("backoff:", "string")
+  local cooldown = held("cooldown:", "string")
   local failing
   local state = prefix .. "state:" .. item
-  local count = redis.pcall("HGET", state, "consecutive_failures")
-  if type(count) == "string" and (tonumber(count) or 0) > 0 then
+  -- HMGET, which the operators' ACL rule has (docs/recipes.md), not HGET.
+  local count = redis.pcall("HMGET", state, "consecutive_failures")
+  if type(count) == "table" and type(count[1]) == "string" and (tonumber(count[1]) or 0) > 0 then
     failing = ends(redis.call("PTTL", state))
   end
   local wrong = false
@@ -116,7 +137,7 @@ for i = 3, #ARGV do
       redis.call("ZADD", due, now, item)
     end
   end
-  if wrong then
+  if wrong and reported then
     drifted[#drifted + 1] = item
   end
 end

@@ -196,7 +196,7 @@ func (s *Server) readListing(ctx context.Context) (*Summary, error) {
 	end := s.Now()
 	sum.At, sum.TookMs = end.UnixMilli(), end.Sub(start).Milliseconds()
 	sum.listed = true
-	s.Status.RecordWhole(ctx, &status.Summary{Duplicates: sum.Duplicates, Blocked: sum.Counts.Blocked, Invalid: sum.Counts.Invalid}, sum.At)
+	s.Status.RecordWhole(ctx, &status.Summary{Items: sum.Items, Duplicates: sum.Duplicates, Blocked: sum.Counts.Blocked, Invalid: sum.Counts.Invalid}, sum.At)
 	return sum, nil
 }
 

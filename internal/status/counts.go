@@ -90,7 +90,8 @@ func (s *Reader) Count(ctx context.Context, dashboard bool) (*Counted, error) {
 // that do not read the list. It is best effort: a client that may only
 // read (an operator's ACL rule) leaves the last record as it was.
 func (s *Reader) RecordWhole(ctx context.Context, sum *Summary, at int64) {
-	if !s.Keys.Colocated {
+	// A list that does not exist (a mistyped prefix) gets nothing.
+	if !s.Keys.Colocated || sum.Items == 0 {
 		return
 	}
 	pipe := s.Client.Pipeline()
