@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/clip"
+	"github.com/w8y/w8y/internal/clock"
 	"github.com/w8y/w8y/internal/lease"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
@@ -25,7 +26,7 @@ import (
 //go:embed refresh.lua
 var refreshSource string
 
-var refreshScript = redis.NewScript(refreshSource)
+var refreshScript = redis.NewScript(clock.Lua + refreshSource)
 
 // Lock is an item's lock that this run holds in Redis: the key's value is
 // Token, and the key expires TTL after it was last set or refreshed.

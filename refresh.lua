@@ -24,14 +24,11 @@
 -- returns PEXPIRE's 1, or, when ARGV[3] holds a request whose holder is
 -- our token, {1, reason, by, at, as_failure} from that request.
 -- pcall: a key of another type is not our lock, nor a request, not an error.
--- now is Redis' clock, for the index's entry; a Redis older than 5 must
--- replicate the script's effects, not its body, whose TIME a replica would
--- read again.
+-- now is Redis' clock (clock.Lua's redisNow, which the Go that loads this
+-- script puts before it), for the index's entry, read before any write.
 local now = 0
 if ARGV[4] then
-  if redis.replicate_commands then redis.replicate_commands() end
-  local clock = redis.call("TIME")
-  now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+  now = redisNow()
 end
 if redis.pcall("GET", KEYS[1]) ~= ARGV[1] then
   return 0

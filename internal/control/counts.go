@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/clock"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -19,7 +20,7 @@ import (
 //go:embed reindex.lua
 var reindexSource string
 
-var reindexScript = redis.NewScript(reindexSource)
+var reindexScript = redis.NewScript(clock.Lua + reindexSource)
 
 // Kinds of what checkCounts finds.
 const (

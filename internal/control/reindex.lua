@@ -17,9 +17,7 @@
 -- in the order given), but those whose keys check reports under a kind of
 -- their own (of another type, a lock without expiry), whose entries fix=1
 -- writes all the same.
-if redis.replicate_commands then redis.replicate_commands() end
-local clock = redis.call("TIME")
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local now = redisNow()
 local prefix, fix = ARGV[1], ARGV[2] == "1"
 local due = prefix .. "due"
 

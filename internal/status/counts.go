@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/clock"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -14,7 +15,7 @@ var (
 	countsSource string
 	// countsScript counts the list by state from the indexes that every
 	// writer keeps, without reading the list.
-	countsScript = redis.NewScript(countsSource)
+	countsScript = redis.NewScript(clock.Lua + countsSource)
 )
 
 // Counted is the summary that Count reads from the indexes, with what the

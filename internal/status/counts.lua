@@ -33,9 +33,7 @@
 -- counted_at, now}, the last four "" where no whole read is on record.
 -- A list key of another type fails the call with Redis' WRONGTYPE.
 local list, prefix = KEYS[1], ARGV[1]
-if redis.replicate_commands then redis.replicate_commands() end
-local clock = redis.call("TIME")
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local now = redisNow()
 
 local version = redis.pcall("GET", prefix .. "schema")
 if type(version) == "string" then

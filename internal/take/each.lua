@@ -32,10 +32,7 @@ if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
     -- The counts' index of locks (see counts.lua), where the item's keys
     -- live with the list's: not a declared key, and so read with pcall,
     -- as refresh.lua reads the cancel request.
-    if redis.replicate_commands then redis.replicate_commands() end
-    local clock = redis.call("TIME")
-    local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-    redis.pcall("ZADD", ARGV[4], now + tonumber(ARGV[2]), ARGV[5])
+    redis.pcall("ZADD", ARGV[4], redisNow() + tonumber(ARGV[2]), ARGV[5])
   end
   return 1
 end
