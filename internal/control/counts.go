@@ -77,12 +77,16 @@ func (f *Fleet) checkCounts(ctx context.Context, inList map[string]int, fix bool
 	}
 	for from := 0; from < len(items); from += CheckBatch {
 		batch := items[from:min(from+CheckBatch, len(items))]
-		args := make([]any, 0, 2+len(batch))
-		args = append(args, f.Keys.Prefix, flag)
+		k := f.Keys
+		keys := make([]string, 0, 6+5*len(batch))
+		keys = append(keys, k.List(), k.Locks(), k.Pauses(), k.Backoffs(), k.Failing(), k.Due())
+		args := make([]any, 0, 1+len(batch))
+		args = append(args, flag)
 		for _, item := range batch {
+			keys = append(keys, k.Lock(item), k.Pause(item), k.Backoff(item), k.Cooldown(item), k.State(item))
 			args = append(args, item)
 		}
-		drifted, err := reindexScript.Run(ctx, f.Client, []string{f.Keys.List()}, args...).StringSlice()
+		drifted, err := reindexScript.Run(ctx, f.Client, keys, args...).StringSlice()
 		if err != nil {
 			return nil, redisconn.Wrap("check the counts' indexes", err)
 		}

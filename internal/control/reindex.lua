@@ -9,17 +9,22 @@
 -- or deleted by hand, an item removed by an outside LREM while something
 -- held it).
 --
--- ARGV[1] key prefix
--- ARGV[2] "1" to write what differs, "0" to report it only
--- ARGV[3..] the items
+-- KEYS[1] the list, KEYS[2..6] the indexes: locks, pauses, backoffs,
+--         failing, due; then for each item its lock, pause, backoff,
+--         cooldown and state keys. Declared, so that a Cluster whose slot
+--         moves refuses the call (TRYAGAIN, which w8yctl waits out) rather
+--         than the script meeting a key gone to another node.
+-- ARGV[1] "1" to write what differs, "0" to report it only
+-- ARGV[2..] the items, in the order of their keys
 --
 -- Returns the items whose entries differed from their keys (each once,
 -- in the order given), but those whose keys check reports under a kind of
 -- their own (of another type, a lock without expiry), whose entries fix=1
 -- writes all the same.
 local now = redisNow()
-local prefix, fix = ARGV[1], ARGV[2] == "1"
-local due = prefix .. "due"
+local fix = ARGV[1] == "1"
+local index = {locks = KEYS[2], pauses = KEYS[3], backoffs = KEYS[4], failing = KEYS[5]}
+local due = KEYS[6]
 
 -- ends is when a key with time to live ttl (PTTL's reply) ends: nil for
 -- no key, +inf for one without expiry.
@@ -59,21 +64,24 @@ local function write(index, item, want)
 end
 
 local drifted = {}
-for i = 3, #ARGV do
+for i = 2, #ARGV do
   local item = ARGV[i]
+  local at0 = 6 + (i - 2) * 5
+  local keyOf = {["lock:"] = KEYS[at0 + 1], ["pause:"] = KEYS[at0 + 2], ["backoff:"] = KEYS[at0 + 3],
+    ["cooldown:"] = KEYS[at0 + 4], ["state:"] = KEYS[at0 + 5]}
   -- reported is false where check reports the item's keys under a kind of
   -- their own (a key of another type, a lock without expiry): its entries
   -- are written all the same, but their drift is not reported twice.
   local reported = true
   local function held(infix, want)
-    local key = prefix .. infix .. item
+    local key = keyOf[infix]
     local at = ends(redis.call("PTTL", key))
     if at and redis.call("TYPE", key).ok ~= want then
       reported = false
     end
     return at
   end
-  local lockKey = prefix .. "lock:" .. item
+  local lockKey = keyOf["lock:"]
   local lock = held("lock:", "string")
   if lock == math.huge then
     -- A lock without expiry is no take's (check reports it as such):
@@ -90,7 +98,7 @@ for i = 3, #ARGV do
   local backoff = held("backoff:", "string")
   local cooldown = held("cooldown:", "string")
   local failing
-  local state = prefix .. "state:" .. item
+  local state = keyOf["state:"]
   -- HMGET, which the operators' ACL rule has (docs/recipes.md), not HGET.
   local count = redis.pcall("HMGET", state, "consecutive_failures")
   if type(count) == "table" and type(count[1]) == "string" and (tonumber(count[1]) or 0) > 0 then
@@ -98,10 +106,10 @@ for i = 3, #ARGV do
   end
   local wrong = false
   local want = {locks = lock, pauses = pause, backoffs = backoff, failing = failing}
-  for _, index in ipairs({"locks", "pauses", "backoffs", "failing"}) do
-    local score = redis.call("ZSCORE", prefix .. index, item)
-    local ok = agrees(score, want[index])
-    if index == "failing" and not ok and want.failing and score then
+  for _, name in ipairs({"locks", "pauses", "backoffs", "failing"}) do
+    local score = redis.call("ZSCORE", index[name], item)
+    local ok = agrees(score, want[name])
+    if name == "failing" and not ok and want.failing and score then
       -- A take pushes the state hash's expiry back, and the finish its
       -- entry: an entry in the future agrees.
       ok = tonumber(score) > now
@@ -109,7 +117,7 @@ for i = 3, #ARGV do
     if not ok then
       wrong = true
       if fix then
-        write(prefix .. index, item, want[index])
+        write(index[name], item, want[name])
       end
     end
   end

@@ -55,7 +55,9 @@ func (s *Reader) Count(ctx context.Context, dashboard bool) (*Counted, error) {
 	if dashboard {
 		flag = "1"
 	}
-	reply, err := countsScript.Run(ctx, s.Client, []string{s.Keys.List()}, s.Keys.Prefix, flag).Slice()
+	k := s.Keys
+	keys := []string{k.List(), k.Schema(), k.Fence(), k.Seen(), k.Untried(), k.Events(), k.Locks(), k.Pauses(), k.Backoffs(), k.Failing(), k.Due(), k.Counted()}
+	reply, err := countsScript.Run(ctx, s.Client, keys, flag).Slice()
 	if err != nil {
 		return nil, s.readError(ctx, err)
 	}

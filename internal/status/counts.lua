@@ -20,9 +20,12 @@
 -- that no child can be given, locks of another type) comes from the last
 -- whole read's record (schema.Keys.Counted).
 --
--- KEYS[1] the list
--- ARGV[1] key prefix
--- ARGV[2] "1" to count also the items that back off without a failure on
+-- KEYS[1] the list, and then every key it reads under the prefix, in this
+--         order: schema, fence, seen, untried, events, locks, pauses,
+--         backoffs, failing, due, counted. Declared, so that a Cluster
+--         whose slot moves refuses the call (TRYAGAIN, which w8yctl waits
+--         out) rather than the script meeting a key gone to another node.
+-- ARGV[1] "1" to count also the items that back off without a failure on
 --         record (the dashboard's "failing" counts them): one ZMSCORE a
 --         thousand items that back off
 --
@@ -32,15 +35,19 @@
 -- cooling, failing, backoff_not_failing, duplicates, blocked, invalid,
 -- counted_at, now}, the last four "" where no whole read is on record.
 -- A list key of another type fails the call with Redis' WRONGTYPE.
-local list, prefix = KEYS[1], ARGV[1]
+local list = KEYS[1]
+local key = {}
+for i, name in ipairs({"schema", "fence", "seen", "untried", "events", "locks", "pauses", "backoffs", "failing", "due", "counted"}) do
+  key[name] = KEYS[1 + i]
+end
 local now = redisNow()
 
-local version = redis.pcall("GET", prefix .. "schema")
+local version = redis.pcall("GET", key.schema)
 if type(version) == "string" then
   if (tonumber(version) or 0) < 2 then
     return {"not_indexed"}
   end
-elseif redis.call("EXISTS", prefix .. "fence", prefix .. "seen", prefix .. "untried", prefix .. "events") > 0 then
+elseif redis.call("EXISTS", key.fence, key.seen, key.untried, key.events) > 0 then
   -- Run by a fleet before the version (see schema.ClaimVersion).
   return {"not_indexed"}
 end
@@ -48,14 +55,14 @@ end
 local length = redis.call("LLEN", list)
 local after = "(" .. now
 local function members(index)
-  local got = redis.pcall("ZRANGEBYSCORE", prefix .. index, after, "+inf")
+  local got = redis.pcall("ZRANGEBYSCORE", key[index], after, "+inf")
   if type(got) ~= "table" or got.err then
     return {}
   end
   return got
 end
 local function count(index)
-  local n = redis.pcall("ZCOUNT", prefix .. index, after, "+inf")
+  local n = redis.pcall("ZCOUNT", key[index], after, "+inf")
   if type(n) ~= "number" then
     return 0
   end
@@ -97,8 +104,8 @@ local function scores(key, items, from, to)
 end
 for from = 1, #hidden, 1000 do
   local to = math.min(from + 999, #hidden)
-  local back = scores(prefix .. "backoffs", hidden, from, to)
-  local due = scores(prefix .. "due", hidden, from, to)
+  local back = scores(key.backoffs, hidden, from, to)
+  local due = scores(key.due, hidden, from, to)
   for i = 1, to - from + 1 do
     if back[i] and tonumber(back[i]) > now then
       backoffHidden = backoffHidden + 1
@@ -112,11 +119,11 @@ end
 -- record (a backoff set by hand, or that outlived a success of w8y
 -- --item).
 local backoffNotFailing = 0
-if ARGV[2] == "1" and backoffs > 0 then
+if ARGV[1] == "1" and backoffs > 0 then
   local back = members("backoffs")
   for from = 1, #back, 1000 do
     local to = math.min(from + 999, #back)
-    local f = scores(prefix .. "failing", back, from, to)
+    local f = scores(key.failing, back, from, to)
     for i = 1, to - from + 1 do
       local item = back[from + i - 1]
       if not (f[i] and tonumber(f[i]) > now) and not running[item] then
@@ -128,8 +135,8 @@ if ARGV[2] == "1" and backoffs > 0 then
   -- counted above only if not running; take out those paused.
   for _, item in ipairs(paused) do
     if not running[item] then
-      local b = redis.call("ZSCORE", prefix .. "backoffs", item)
-      local f = redis.call("ZSCORE", prefix .. "failing", item)
+      local b = redis.call("ZSCORE", key.backoffs, item)
+      local f = redis.call("ZSCORE", key.failing, item)
       if b and tonumber(b) > now and not (f and tonumber(f) > now) then
         backoffNotFailing = backoffNotFailing - 1
       end
@@ -137,7 +144,7 @@ if ARGV[2] == "1" and backoffs > 0 then
   end
 end
 
-local record = redis.pcall("HMGET", prefix .. "counted", "duplicates", "blocked", "invalid", "at")
+local record = redis.pcall("HMGET", key.counted, "duplicates", "blocked", "invalid", "at")
 if type(record) ~= "table" or record.err then
   record = {}
 end
