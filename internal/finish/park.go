@@ -31,7 +31,7 @@ func (rec *Recorder) Park(ctx context.Context, client Client, lockKey, token, it
 	k := rec.Keys
 	ms := max(wait.Milliseconds(), 1)
 	if k.Colocated {
-		keys := []string{lockKey, k.Cooldown(item), k.State(item), k.Due(), k.Running()}
+		keys := []string{lockKey, k.Cooldown(item), k.State(item), k.Due(), k.Running(), k.Locks()}
 		err := parkScript.Run(ctx, client, keys, token, item, ms, millis(slot), rec.StateTTL.Milliseconds()).Err()
 		return redisconn.Wrap("give back the lock of "+strconv.Quote(lockKey)+" until its first slot", err)
 	}

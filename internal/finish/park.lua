@@ -9,7 +9,8 @@
 --
 -- KEYS[1] the item's lock, KEYS[2] its cooldown key, KEYS[3] its state
 --         hash, KEYS[4] the due index, KEYS[5] the places in use under
---         --fleet-max-running
+--         --fleet-max-running, KEYS[6] the counts' index of locks (see
+--         schema.Keys.Locks), whose entry goes with the lock
 -- ARGV[1] our token, ARGV[2] the item
 -- ARGV[3] how long until the slot, in milliseconds, as the host counts
 -- ARGV[4] the slot, Unix milliseconds on Redis' clock, which decides the
@@ -53,5 +54,6 @@ local released = 0
 if redis.pcall("GET", KEYS[1]) == token then
   released = redis.call("DEL", KEYS[1])
   redis.pcall("SREM", KEYS[5], KEYS[1])
+  redis.pcall("ZREM", KEYS[6], item)
 end
 return released

@@ -94,6 +94,9 @@ func TestTakesApplyItemSettings(t *testing.T) {
 		if rdb.HExists(ctx, k.State("hourly"), schema.FieldLastStart).Val() || rdb.Exists(ctx, k.Lock("hourly")).Val() != 0 {
 			t.Errorf("%s: hourly's take recorded a start, or kept its lock", way.name)
 		}
+		if way.colocated && rdb.ZScore(ctx, k.Locks(), "hourly").Err() == nil {
+			t.Errorf("%s: the counts' index of locks still counts hourly, whose lock went back", way.name)
+		}
 		for _, e := range rdb.XRange(ctx, k.Events(), "-", "+").Val() {
 			if e.Values["item"] == "hourly" {
 				t.Errorf("%s: an event of hourly, which never ran: %v", way.name, e.Values)
