@@ -9,6 +9,11 @@
 -- places in use and KEYS[3] the cap's record (see place.lua), which must
 -- live on the lock's server: the lock is tried only while a place is
 -- free, and the take takes one; -1 says that every place was in use.
+--
+-- Under --fleet-rate (ARGV[4], N/MS), KEYS[4] is the log of the fleet's
+-- starts and KEYS[5] the rate's record (see rate.lua), on the lock's server
+-- too: the lock is tried only while the rate allows a start, and the take
+-- counts its own; -2 says that the rate allowed none.
 local cap = tonumber(ARGV[3] or 0)
 if cap > 0 then
   local free, err = placeFree(KEYS[2], cap)
@@ -19,9 +24,27 @@ if cap > 0 then
     return -1
   end
 end
+local rateN, ratePer = rateOf({rate = ARGV[4]})
+local now
+if rateN then
+  -- Redis' clock, as look.lua reads it.
+  if redis.replicate_commands then redis.replicate_commands() end
+  local clock = redis.call("TIME")
+  now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+  local full, err = rateFull(KEYS[4], rateN, ratePer, now)
+  if err then
+    return err
+  end
+  if full then
+    return -2
+  end
+end
 if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
   if cap > 0 then
     takePlace(KEYS[2], KEYS[3], KEYS[1], cap)
+  end
+  if rateN then
+    takeRate(KEYS[4], KEYS[5], rateN, ratePer, now)
   end
   return 1
 end
