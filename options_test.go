@@ -12,7 +12,7 @@ import (
 	"github.com/w8y/w8y/internal/cli"
 	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/finish"
-	"github.com/w8y/w8y/internal/take"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 func TestParseOptions(t *testing.T) {
@@ -346,7 +346,7 @@ func TestParseOptions(t *testing.T) {
 		{
 			name: "fleet rate", args: []string{"true"}, env: map[string]string{"W8Y_FLEET_RATE": "100/1h"},
 			check: func(t *testing.T, o *Options) {
-				if o.FleetRate != (take.Rate{Starts: 100, Per: time.Hour}) {
+				if o.FleetRate != (schema.Rate{Starts: 100, Per: time.Hour}) {
 					t.Errorf("FleetRate %+v, want 100/1h", o.FleetRate)
 				}
 			},

@@ -106,7 +106,7 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 	if most <= 0 {
 		most = maxBatch
 	}
-	call := batchCall{Prefix: t.Keys.Prefix, Token: t.Token, TTL: t.TTL, MaxItemLen: t.MaxItemLen, Batch: min(max(firstBatch, t.Memory.batch), most), Start: p.length, Cap: t.capWord() + t.Rate.word()}
+	call := batchCall{Prefix: t.Keys.Prefix, Token: t.Token, TTL: t.TTL, MaxItemLen: t.MaxItemLen, Batch: min(max(firstBatch, t.Memory.batch), most), Start: p.length, Cap: t.capWord() + rateWord(t.Rate)}
 	// looked is how many candidates this take has looked at, which the
 	// next take's first batch starts from: on a list where one item in a
 	// hundred is free, a take then costs one call or two, not the five

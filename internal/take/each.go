@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -160,7 +159,11 @@ func (t *Taker) tryLock(ctx context.Context, item string) (lockTry, error) {
 		// Only where one script may name the places and the rate's log
 		// with the lock (see CheckPlaces).
 		keys = append(keys, t.Keys.Running(), t.Keys.FleetMax(), t.Keys.Starts(), t.Keys.FleetRate())
-		args = append(args, t.FleetMax, strings.TrimPrefix(t.Rate.word(), " rate="))
+		rate := ""
+		if !t.Rate.IsZero() {
+			rate = t.Rate.Record()
+		}
+		args = append(args, t.FleetMax, rate)
 	}
 	got, err := redisconn.RunConfirmed(ctx, t.Client, eachScript, t.ReplicaAcks, t.TTL, keys, args...)
 	if got != int64(1) && err != nil {

@@ -182,7 +182,7 @@ func (t *Taker) logSwept(swept any) {
 func (t *Taker) lookArgs(head string) []any {
 	words := "most=" + strconv.Itoa(lookMost) +
 		" new=" + strconv.Itoa(lookNew) + sweepWords() + head +
-		t.Record.TakeWords() + t.capWord() + t.Rate.word()
+		t.Record.TakeWords() + t.capWord() + rateWord(t.Rate)
 	return []any{t.Keys.Prefix, t.Token, t.TTL.Milliseconds(), t.MaxItemLen, words}
 }
 

@@ -4,12 +4,9 @@ import (
 	"context"
 	_ "embed"
 	"errors"
-	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/w8y/w8y/internal/duration"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 // The rate of --fleet-rate (Taker.Rate): at most N starts of the list's
@@ -27,98 +24,17 @@ import (
 // into one window, a downstream quota of N per DURATION, counted however
 // it is counted, is never overrun by the fleet's starts. It costs a
 // LINDEX, an LPUSH, an LTRIM and a PEXPIRE a take, whatever N, and Redis
-// about 10 bytes a start of the window (see MaxRateStarts).
+// about 10 bytes a start of the window (see schema.MaxRateStarts).
 
 //go:embed rate.lua
 var rateSource string
 
-// MaxRateStarts is the largest N of --fleet-rate: the log keeps N starts,
-// about 10 MB of Redis' memory at this bound. A quota that allows more
-// starts than that in its window is one that a fleet of processes, each
-// run a process of its own, is unlikely to reach.
-const MaxRateStarts = 1_000_000
-
-// Rate is --fleet-rate as an option: at most Starts starts of the list's
-// items in any window of Per, fleet-wide. The zero Rate is none.
-type Rate struct {
-	Starts int
-	Per    time.Duration
-}
-
-// IsZero reports whether r is no rate (the option left out).
-func (r Rate) IsZero() bool { return r.Starts == 0 }
-
-// String is r as the option takes it: "5/2s", "100/1h".
-func (r Rate) String() string {
+// rateWord is the take scripts' option word for r: " rate=N/MS", or "".
+func rateWord(r schema.Rate) string {
 	if r.IsZero() {
 		return ""
 	}
-	return strconv.Itoa(r.Starts) + "/" + FormatPer(r.Per)
-}
-
-// FormatPer writes a rate's window as a user writes it: "1h", not "1h0m0s".
-func FormatPer(d time.Duration) string {
-	s := duration.Format(d)
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
-// errRate is what UnmarshalFlag says of a value that is not N/DURATION.
-func errRate(value, why string) error {
-	return fmt.Errorf("%q is not a rate: %s", value, why)
-}
-
-// UnmarshalFlag implements go-flags' Unmarshaler: N/DURATION, a whole
-// number of starts from 1 to MaxRateStarts and a length of time of at
-// least a millisecond (Redis' clock counts milliseconds), not inf. A rate
-// of 0 starts would run nothing, and is refused rather than read as "no
-// rate", which is the option left out.
-func (r *Rate) UnmarshalFlag(value string) error {
-	n, per, ok := strings.Cut(strings.TrimSpace(value), "/")
-	if !ok {
-		return errRate(value, "give N/DURATION, at most N starts in any DURATION, such as 100/1h or 5/2s")
-	}
-	starts, err := strconv.Atoi(strings.TrimSpace(n))
-	if err != nil || starts < 1 || starts > MaxRateStarts {
-		return errRate(value, fmt.Sprintf("N must be a whole number of starts from 1 to %d, as in 100/1h (leave the option out for no rate)", MaxRateStarts))
-	}
-	d, err := duration.Parse(strings.TrimSpace(per))
-	if err != nil {
-		return errRate(value, fmt.Sprintf("after the slash, %v", err))
-	}
-	if d < time.Millisecond || d == duration.Forever {
-		return errRate(value, "the DURATION after the slash must be at least 1ms and not inf, as in 100/1h")
-	}
-	*r = Rate{Starts: starts, Per: d.Round(time.Millisecond)}
-	return nil
-}
-
-// MarshalFlag implements go-flags' Marshaler.
-func (r Rate) MarshalFlag() (string, error) { return r.String(), nil }
-
-// word is the take scripts' option word for r: " rate=N/MS", or "".
-func (r Rate) word() string {
-	if r.IsZero() {
-		return ""
-	}
-	return " rate=" + strconv.Itoa(r.Starts) + "/" + strconv.FormatInt(r.Per.Milliseconds(), 10)
-}
-
-// ParseRecord reads the rate that the list's last take under one recorded
-// (schema.Keys.FleetRate: "N/MS"), or says it is not one.
-func ParseRecord(record string) (Rate, bool) {
-	n, ms, ok := strings.Cut(record, "/")
-	starts, err1 := strconv.Atoi(n)
-	per, err2 := strconv.ParseInt(ms, 10, 64)
-	if !ok || err1 != nil || err2 != nil || starts < 1 || per < 1 {
-		return Rate{}, false
-	}
-	return Rate{Starts: starts, Per: time.Duration(per) * time.Millisecond}, true
+	return " rate=" + r.Record()
 }
 
 // ErrRateFull is returned by Pass.Take and TakeNamed when the fleet's
@@ -160,7 +76,7 @@ func (t *Taker) WarnOtherRate(ctx context.Context) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return
 	}
-	other, ok := ParseRecord(get.Val())
+	other, ok := schema.ParseRate(get.Val())
 	if !ok || other == t.Rate {
 		return
 	}

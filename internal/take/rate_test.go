@@ -16,79 +16,6 @@ import (
 	"github.com/w8y/w8y/internal/schema"
 )
 
-// TestRateUnmarshal: --fleet-rate takes N/DURATION and nothing else, and
-// says in the user's words what is wrong with the rest.
-func TestRateUnmarshal(t *testing.T) {
-	for _, tt := range []struct {
-		in   string
-		want Rate
-		err  string
-	}{
-		{in: "100/1h", want: Rate{100, time.Hour}},
-		{in: "5/2s", want: Rate{5, 2 * time.Second}},
-		{in: " 5 / 2s ", want: Rate{5, 2 * time.Second}},
-		{in: "1/1500ms", want: Rate{1, 1500 * time.Millisecond}},
-		{in: "3/30", want: Rate{3, 30 * time.Second}},
-		{in: "1/1d", want: Rate{1, 24 * time.Hour}},
-		{in: "1000000/1h", want: Rate{MaxRateStarts, time.Hour}},
-		{in: "5", err: `"5" is not a rate: give N/DURATION, at most N starts in any DURATION, such as 100/1h or 5/2s`},
-		{in: "", err: `"" is not a rate: give N/DURATION`},
-		{in: "0/1s", err: `"0/1s" is not a rate: N must be a whole number of starts from 1 to 1000000`},
-		{in: "-1/1s", err: `"-1/1s" is not a rate: N must be a whole number`},
-		{in: "2.5/1s", err: `"2.5/1s" is not a rate: N must be a whole number`},
-		{in: "1000001/1h", err: `"1000001/1h" is not a rate: N must be a whole number of starts from 1 to 1000000`},
-		{in: "x/1s", err: `"x/1s" is not a rate: N must be a whole number`},
-		{in: "5/0s", err: `"5/0s" is not a rate: the DURATION after the slash must be at least 1ms and not inf`},
-		{in: "5/0", err: `"5/0" is not a rate: the DURATION after the slash must be at least 1ms`},
-		{in: "5/-1s", err: `"5/-1s" is not a rate: the DURATION after the slash must be at least 1ms`},
-		{in: "5/100us", err: `"5/100us" is not a rate: the DURATION after the slash must be at least 1ms`},
-		{in: "5/inf", err: `"5/inf" is not a rate: the DURATION after the slash must be at least 1ms and not inf`},
-		{in: "5/x", err: `"5/x" is not a rate: after the slash, "x" is neither seconds nor a duration`},
-		{in: "5/1s/2", err: `"5/1s/2" is not a rate: after the slash, "1s/2" is neither seconds nor a duration`},
-	} {
-		var got Rate
-		err := got.UnmarshalFlag(tt.in)
-		switch {
-		case tt.err == "" && (err != nil || got != tt.want):
-			t.Errorf("%q: %+v, %v; want %+v", tt.in, got, err, tt.want)
-		case tt.err != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.err)):
-			t.Errorf("%q: %v; want %s...", tt.in, err, tt.err)
-		}
-	}
-}
-
-// TestRateString: a rate is shown as a user writes it, and its record
-// reads back.
-func TestRateString(t *testing.T) {
-	for _, tt := range []struct {
-		rate Rate
-		want string
-	}{
-		{Rate{5, 2 * time.Second}, "5/2s"},
-		{Rate{100, time.Hour}, "100/1h"},
-		{Rate{1, 90 * time.Minute}, "1/1h30m"},
-		{Rate{3, time.Minute}, "3/1m"},
-		{Rate{1, 1500 * time.Millisecond}, "1/1.5s"},
-		{Rate{}, ""},
-	} {
-		if got := tt.rate.String(); got != tt.want {
-			t.Errorf("%+v: %q, want %q", tt.rate, got, tt.want)
-		}
-		if tt.rate.IsZero() {
-			continue
-		}
-		word := strings.TrimPrefix(tt.rate.word(), " rate=")
-		if back, ok := ParseRecord(word); !ok || back != tt.rate {
-			t.Errorf("%q reads back as %+v, %v", word, back, ok)
-		}
-	}
-	for _, bad := range []string{"", "5", "0/1000", "5/0", "x/1", "5/x"} {
-		if r, ok := ParseRecord(bad); ok {
-			t.Errorf("record %q read as %+v", bad, r)
-		}
-	}
-}
-
 // TestFleetRateEveryWay: a take under --fleet-rate 2 per hour, by each way
 // a worker takes (the look, the pass in batches, the named take of --item,
 // a busy worker's finish and look in one call), counts its start in the
@@ -149,7 +76,7 @@ func TestFleetRateEveryWay(t *testing.T) {
 			var logs bytes.Buffer
 			tk := testTaker(rdb, keys.Prefix, true, 2, &logs)
 			tk.Record = &finish.Recorder{Keys: keys, StateTTL: time.Hour}
-			tk.Rate = Rate{Starts: 2, Per: time.Hour}
+			tk.Rate = schema.Rate{Starts: 2, Per: time.Hour}
 			first, err1 := take(tk, keys, "a")
 			second, err2 := take(tk, keys, "b")
 			if err1 != nil || err2 != nil || first.Item == second.Item {
@@ -249,9 +176,9 @@ func TestFleetRateTwoRates(t *testing.T) {
 	rdb.RPush(ctx, keys.List(), redistest.Items(10))
 	var logs bytes.Buffer
 	lax := testTaker(rdb, keys.Prefix, true, 2, &logs)
-	lax.Rate = Rate{Starts: 4, Per: time.Hour}
+	lax.Rate = schema.Rate{Starts: 4, Per: time.Hour}
 	strict := testTaker(rdb, keys.Prefix, true, 2, &logs)
-	strict.Rate, strict.Token = Rate{Starts: 2, Per: time.Hour}, "strict:1:token"
+	strict.Rate, strict.Token = schema.Rate{Starts: 2, Per: time.Hour}, "strict:1:token"
 	for i, tk := range []*Taker{strict, strict, lax, lax} {
 		if _, err := tk.Pass().Take(ctx, nil); err != nil {
 			t.Fatalf("take %d: %v", i, err)
@@ -293,7 +220,7 @@ func TestFleetRateWrongType(t *testing.T) {
 	rdb.Set(ctx, keys.Starts(), "x", 0)
 	var logs bytes.Buffer
 	tk := testTaker(rdb, keys.Prefix, true, 2, &logs)
-	tk.Rate = Rate{Starts: 1, Per: time.Second}
+	tk.Rate = schema.Rate{Starts: 1, Per: time.Second}
 	for name, take := range map[string]func() error{
 		"look":  func() error { _, err := tk.LookFirst().Take(ctx, nil); return err },
 		"pass":  func() error { _, err := tk.Pass().Take(ctx, nil); return err },
@@ -310,7 +237,7 @@ func TestFleetRateWrongType(t *testing.T) {
 	rdb.Del(ctx, keys.Starts())
 	rdb.RPush(ctx, keys.Starts(), 1)
 	rdb.Set(ctx, keys.FleetRate(), "1/1000", 0)
-	tk.Rate = Rate{}
+	tk.Rate = schema.Rate{}
 	if _, err := tk.LookFirst().Take(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +260,7 @@ func TestProbeReadsTheRate(t *testing.T) {
 	takeSetup{items: redistest.Items(5), cooling: redistest.Items(5)}.seed(t, rdb, keys)
 	var logs bytes.Buffer
 	taker := testTaker(rdb, keys.Prefix, true, 2, &logs)
-	taker.Rate = Rate{Starts: 1, Per: time.Hour}
+	taker.Rate = schema.Rate{Starts: 1, Per: time.Hour}
 	rdb.Set(ctx, keys.Sweep(), "0", time.Hour)
 	rdb.LPush(ctx, keys.Starts(), time.Now().UnixMilli())
 	for range 4 {
@@ -371,10 +298,10 @@ func TestProbeReadsTheRate(t *testing.T) {
 // key of the list.
 func TestCheckRate(t *testing.T) {
 	for _, tt := range []struct {
-		rate      Rate
+		rate      schema.Rate
 		colocated bool
 		want      error
-	}{{Rate{}, false, nil}, {Rate{1, time.Second}, true, nil}, {Rate{1, time.Second}, false, ErrRateNotColocated}} {
+	}{{schema.Rate{}, false, nil}, {schema.Rate{Starts: 1, Per: time.Second}, true, nil}, {schema.Rate{Starts: 1, Per: time.Second}, false, ErrRateNotColocated}} {
 		tk := Taker{Rate: tt.rate, Keys: schema.Keys{Prefix: "w:", Colocated: tt.colocated}}
 		if err := tk.CheckPlaces(); !errors.Is(err, tt.want) {
 			t.Errorf("Rate %v, colocated %v: %v, want %v", tt.rate, tt.colocated, err, tt.want)

@@ -70,7 +70,7 @@ type Taker struct {
 	// than Rate.Starts items in the last Rate.Per, and counts its own start
 	// (see rate.go); the zero Rate is none. It needs Keys.Colocated (see
 	// CheckPlaces).
-	Rate Rate
+	Rate schema.Rate
 	// Clock puts the probe's "now" on Redis' clock, which the scripts read
 	// themselves (see internal/clock); nil takes the host's to be right.
 	Clock *clock.Clock
