@@ -22,7 +22,7 @@ type turn struct {
 	// FleetRate is the rate of --fleet-rate and the starts in its window,
 	// or null without a rate.
 	FleetRate *Rate `json:"fleet_rate"`
-	Lag      Lag     `json:"lag"`
+	Lag       Lag   `json:"lag"`
 	// Matching is how many items pass the filter's states and glob, when
 	// the whole list was read; null when the rows were read only up to
 	// --limit.
