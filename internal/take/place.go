@@ -59,14 +59,6 @@ func (t *Taker) CheckPlaces() error {
 	return nil
 }
 
-// capWord is the take scripts' option word for FleetMax, or "".
-func (t *Taker) capWord() string {
-	if t.FleetMax <= 0 {
-		return ""
-	}
-	return " cap=" + strconv.Itoa(t.FleetMax)
-}
-
 // fullFence is the fence that batch.lua and look.lua reply with when every
 // place was in use and they looked at nothing.
 const fullFence = -1

@@ -29,14 +29,6 @@ import (
 //go:embed rate.lua
 var rateSource string
 
-// rateWord is the take scripts' option word for r: " rate=N/MS", or "".
-func rateWord(r schema.Rate) string {
-	if r.IsZero() {
-		return ""
-	}
-	return " rate=" + r.Record()
-}
-
 // ErrRateFull is returned by Pass.Take and TakeNamed when the fleet's
 // starts in the last window of --fleet-rate have reached its N: nothing
 // was looked at. It is an ErrNoWork, so that a worker waits as an idle one
