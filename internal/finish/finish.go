@@ -30,17 +30,19 @@ var (
 	// finishScript releases a lock while it holds our token and writes
 	// what the run's end changes; given the lock's key alone, it only
 	// releases.
-	finishScript = redis.NewScript(finishSource)
+	finishScript = redis.NewScript(clock.Lua + finishSource)
 	// countScript counts a run's end in the state hash alone, and
 	// pauseScript sets a cooldown or backoff key alone: finish.lua's halves
 	// for where an item's keys live on different servers.
 	countScript = redis.NewScript(countSource)
-	pauseScript = redis.NewScript(pauseSource)
+	pauseScript = redis.NewScript(clock.Lua + pauseSource)
 )
 
 // Source is finish.lua's text, for a script that finishes a run and goes
 // on in the same call (internal/take's FinishThenLook): its KEYS and ARGV
-// are those that Call returns, and its reply is the one ReadReply reads.
+// are those that Call returns, and its reply is the one ReadReply reads. It
+// reads Redis' clock with clock.Lua's redisNow, which such a script starts
+// with.
 func Source() string { return finishSource }
 
 // Client is the part of the Redis client that recording and finishing a

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/clock"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
 )
@@ -18,7 +19,7 @@ var rateSource string
 
 // rateScript counts the fleet's starts in the window of --fleet-rate, on
 // Redis' clock (rate.lua says how).
-var rateScript = redis.NewScript(rateSource)
+var rateScript = redis.NewScript(clock.Lua + rateSource)
 
 // Rate is the --fleet-rate that the list's last take enforced, and the
 // fleet's starts in its last window: "5 of 5 in the last 2s, next start in

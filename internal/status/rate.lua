@@ -2,8 +2,8 @@
 -- fleet's starts in the log KEYS[1] (see internal/take's rate.lua: Unix
 -- milliseconds on Redis' clock, newest first) came in the last ARGV[2]
 -- milliseconds, and how long until the rate, ARGV[1] starts per window,
--- allows the next. It reads Redis' clock itself (TIME), as the takes do,
--- and writes nothing.
+-- allows the next. It reads Redis' clock itself (clock.Lua's redisNow),
+-- as the takes do, and writes nothing.
 --
 -- KEYS[1] the log of the fleet's starts
 -- ARGV[1] N, ARGV[2] the window in milliseconds
@@ -11,8 +11,7 @@
 -- Returns {started, next}: the starts in the window, and the milliseconds
 -- until a take may start an item (0: now).
 local n, per = tonumber(ARGV[1]), tonumber(ARGV[2])
-local clock = redis.call("TIME")
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local now = redisNow()
 local length = redis.call("LLEN", KEYS[1])
 -- The starts in the window are the log's first ones: a binary search for
 -- the first start outside it, a few LINDEX however long the log.

@@ -27,10 +27,7 @@ end
 local rateN, ratePer = rateOf({rate = ARGV[4]})
 local now
 if rateN then
-  -- Redis' clock, as look.lua reads it.
-  if redis.replicate_commands then redis.replicate_commands() end
-  local clock = redis.call("TIME")
-  now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+  now = redisNow()
   local full, err = rateFull(KEYS[4], rateN, ratePer, now)
   if err then
     return err
