@@ -243,3 +243,23 @@ func TestFleetRateExample(t *testing.T) {
 	}
 	drain(t, hosts)
 }
+
+// TestFleetRateUntilIdle: a --until-idle worker that the rate holds back
+// is not idle: it waits for the rate, runs every item once, then exits 0.
+func TestFleetRateUntilIdle(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "rateidle")
+	b.items("a", "b", "c", "d", "e")
+	r := b.run("-c", "--until-idle", "--cooldown", "1h", "--fleet-rate", "2/1s", "--idle-wait", "100ms", "true")
+	r.wantExit(t, 0)
+	starts := b.startTimes(t, b.prefix)
+	if len(starts) != 5 {
+		t.Fatalf("%d starts, want each of the 5 items once", len(starts))
+	}
+	if most, at := mostInWindow(starts, 1000); most > 2 {
+		t.Errorf("%d starts in the second from %d, more than --fleet-rate 2/1s allows: %v", most, at, starts)
+	}
+	if starts[4]-starts[0] < 2000 {
+		t.Errorf("5 starts under --fleet-rate 2/1s within %dms, want at least 2s", starts[4]-starts[0])
+	}
+}
