@@ -209,11 +209,11 @@ func (t *Taker) readTaken(reply []any, sent time.Time) (Taken, bool) {
 // removed), items at the head are untried, an entry of the due index has
 // passed, or the sweep key is gone (a step of the fleet's sweep is due). Otherwise
 // lookScript would try no candidate and write nothing, so the probe's "no"
-// is the look's own answer, and the worker takes nothing. With
-// --fleet-max-running, full says that the answer is no because every place
-// is in use, as the look would have found (see placesInUse), ErrFull;
-// with --fleet-rate, that the rate allows no start (an LINDEX of its log in
-// the same round trip), ErrRateFull.
+// is the look's own answer, and the worker takes nothing. Where a look
+// could find something, full says why the answer is no all the same:
+// ErrFull when every place of --fleet-max-running is in use, as the look
+// would have found (see placesInUse), ErrRateFull when --fleet-rate allows
+// no start (an LINDEX of its log in the same round trip, see rateFull).
 func (p *Pass) probe(ctx context.Context) (worth bool, full error) {
 	t := p.t
 	k := t.Keys

@@ -22,9 +22,10 @@ import (
 // at once, after a quiet DURATION, and never more than N in any window.
 // Unlike a token bucket or GCRA with a burst of N, which let 2N-1 starts
 // into one window, a downstream quota of N per DURATION, counted however
-// it is counted, is never overrun by the fleet's starts. It costs a
-// LINDEX, an LPUSH, an LTRIM and a PEXPIRE a take, whatever N, and Redis
-// about 10 bytes a start of the window (see schema.MaxRateStarts).
+// it is counted, is never overrun by the fleet's starts. It costs a take
+// an LINDEX, and one that starts an item an LPUSH, an LTRIM, a PTTL, a
+// PEXPIRE and a SET (the rate's record), whatever N; and Redis about 10
+// bytes a start of the window (see schema.MaxRateStarts).
 
 //go:embed rate.lua
 var rateSource string
