@@ -368,7 +368,7 @@ func TestChaos(t *testing.T) {
 	bound := take.SweepEvery(int64(k)) + chaosHold + time.Second + 5*ttl/2 + 1500*time.Millisecond + rateWait
 	// No window of the rate held more than its N starts, whatever the
 	// faults (the events stream's IDs are Redis' clock, which the rate
-	// counts on).
+	// counts on, within streamSlack).
 	if most, at := mostInWindow(s.startTimes(t, "chaos"), rateWindow.Milliseconds()); most > rateN {
 		violations = append(violations, fmt.Sprintf("%d starts in the %s from %d, more than --fleet-rate %d/%s allows", most, rateWindow, at, rateN, rateWindow))
 	}
