@@ -31,8 +31,10 @@ var eachSource string
 //	KEYS[5] -> with a rate, its record (see schema.Keys.FleetRate)
 //	ARGV[1] -> our token
 //	ARGV[2] -> the lock's TTL in milliseconds
-//	ARGV[3] -> the cap, --fleet-max-running (optional; 0 for none)
-//	ARGV[4] -> the rate, --fleet-rate, as N/MS (optional; "" for none)
+//	ARGV[3] -> the cap, --fleet-max-running (0: none)
+//	ARGV[4] -> where the keys are colocated, the counts' index of locks
+//	ARGV[5] -> and the item
+//	ARGV[6] -> and the rate, --fleet-rate, as N/MS ("" for none)
 //
 // Returns 1 when taken, 0 when another holder has it, -1 when every place
 // under the cap was in use, -2 when the rate allowed no start, or the
@@ -159,11 +161,14 @@ func (t *Taker) tryLock(ctx context.Context, item string) (lockTry, error) {
 		// Only where one script may name the places and the rate's log
 		// with the lock (see CheckPlaces).
 		keys = append(keys, t.Keys.Running(), t.Keys.FleetMax(), t.Keys.Starts(), t.Keys.FleetRate())
+	}
+	args = append(args, t.FleetMax)
+	if t.Keys.Colocated {
 		rate := ""
 		if !t.Rate.IsZero() {
 			rate = t.Rate.Record()
 		}
-		args = append(args, t.FleetMax, rate)
+		args = append(args, t.Keys.Locks(), item, rate)
 	}
 	got, err := redisconn.RunConfirmed(ctx, t.Client, eachScript, t.ReplicaAcks, t.TTL, keys, args...)
 	if got != int64(1) && err != nil {

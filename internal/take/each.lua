@@ -9,11 +9,17 @@
 -- places in use and KEYS[3] the cap's record (see place.lua), which must
 -- live on the lock's server: the lock is tried only while a place is
 -- free, and the take takes one; -1 says that every place was in use.
+-- ARGV[3] is 0 without a cap.
 --
--- Under --fleet-rate (ARGV[4], N/MS), KEYS[4] is the log of the fleet's
--- starts and KEYS[5] the rate's record (see rate.lua), on the lock's server
--- too: the lock is tried only while the rate allows a start, and the take
--- counts its own; -2 says that the rate allowed none.
+-- ARGV[4] and ARGV[5], where the item's keys live with the list's: the
+-- counts' index of locks (see schema.Keys.Locks) and the item, which the
+-- take adds with the lock's expiry.
+--
+-- Under --fleet-rate (ARGV[6], N/MS, where the keys live with the list's),
+-- KEYS[4] is the log of the fleet's starts and KEYS[5] the rate's record
+-- (see rate.lua), which KEYS[2] and KEYS[3] come before: the lock is tried
+-- only while the rate allows a start, and the take counts its own; -2 says
+-- that the rate allowed none.
 local cap = tonumber(ARGV[3] or 0)
 if cap > 0 then
   local free, err = placeFree(KEYS[2], cap)
@@ -24,7 +30,7 @@ if cap > 0 then
     return -1
   end
 end
-local rateN, ratePer = rateOf({rate = ARGV[4]})
+local rateN, ratePer = rateOf({rate = ARGV[6]})
 local now
 if rateN then
   now = redisNow()
@@ -42,6 +48,12 @@ if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
   end
   if rateN then
     takeRate(KEYS[4], KEYS[5], rateN, ratePer, now)
+  end
+  if ARGV[4] then
+    -- The counts' index of locks (see counts.lua), where the item's keys
+    -- live with the list's: not a declared key, and so read with pcall,
+    -- as refresh.lua reads the cancel request.
+    redis.pcall("ZADD", ARGV[4], redisNow() + tonumber(ARGV[2]), ARGV[5])
   end
   return 1
 end
