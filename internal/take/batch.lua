@@ -28,6 +28,9 @@
 --           cap=N        --fleet-max-running: take only while fewer than N
 --                        runs of the fleet hold a place (see place.lua),
 --                        and take a place with the lock
+--           rate=N/MS    --fleet-rate: take only while fewer than N starts
+--                        of the fleet came in the last MS milliseconds (see
+--                        rate.lua), and count this one with the lock
 --           first=all|own  an item never run waits for its first slot
 --                        (see settings.lua's takenSettings)
 
@@ -99,6 +102,13 @@ if err then
   return err
 elseif full then
   return {0, false, length or -1, -1, false}
+end
+-- So does one that --fleet-rate refuses (see rate.lua).
+local rateN, ratePer, rateIsFull, rateErr = ratesFull(keyPrefix, opt, now)
+if rateErr then
+  return rateErr
+elseif rateIsFull then
+  return {0, false, length or -1, -2, false}
 end
 
 -- The script runs atomically, so reading the candidates, trying their locks
@@ -211,6 +221,11 @@ if took then
     reply[4] = fence
   end
   takePlace(keyPrefix .. "running", keyPrefix .. "fleet-max-running", prefix .. items[looked], cap)
+  -- An item that waits for its first slot starts nothing: the fleet's
+  -- rate does not count it.
+  if not fresh then
+    takeRate(keyPrefix .. "starts", keyPrefix .. "fleet-rate", rateN, ratePer, now)
+  end
 end
 
 -- A list shorter than the candidates wanted was read whole. Going round a

@@ -54,7 +54,7 @@ var lookSource string
 //	ARGV[4] -> the longest item the child can be given
 //	ARGV[5] -> options: "most=N new=N sweep=N every_ms=MS sweep_min=MS
 //	           sweep_max=MS sweep_lease=MS [head=0] [state_ttl=MS events=N]
-//	           [cap=N]"
+//	           [cap=N] [rate=N/MS]"
 //
 // Returns {unseen, item or false, swept, fence, untried, sweeping, head1,
 // size-or-type1, ...}, which look reads.
@@ -94,9 +94,10 @@ type lookReply struct {
 	// sweeping is set when this caller drives the fleet's sweep, whose next
 	// step may come at once (see index.lua's sweepStep).
 	sweeping bool
-	// full is set when every place of --fleet-max-running was in use: the
-	// look tried nothing.
-	full    bool
+	// full is ErrFull when every place of --fleet-max-running was in use,
+	// ErrRateFull when --fleet-rate allowed no start: the look tried
+	// nothing.
+	full    error
 	untried int64
 }
 
@@ -140,18 +141,31 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 	if err != nil && !errors.Is(err, redisconn.ErrNotReplicated) {
 		return lookReply{}, redisconn.Wrap("look at "+quote(list), err)
 	}
-	if fence, _ := reply[3].(int64); fence == fullFence {
-		// Every place is in use: the next take probes first, as after a
-		// look that found nothing, and the probe counts the places (see
-		// probe), so that a worker waiting for a place costs Redis what
-		// an idle one does.
+	if full := refusal(reply[3]); full != nil {
+		// Every place is in use, or the rate allows no start: the next
+		// take probes first, as after a look that found nothing, and the
+		// probe counts the places and reads the rate's log (see probe),
+		// so that a worker waiting for a place or for the rate costs
+		// Redis what an idle one does.
 		look.quiet = true
-		return lookReply{full: true}, nil
+		return lookReply{full: full}, nil
 	}
 	sweeping, _ := reply[5].(int64)
 	out := lookReply{more: unseen > 0, untried: untried, sweeping: sweeping == 1}
 	look.quiet = !out.more && untried == 0 && !out.sweeping
 	return out, nil
+}
+
+// refusal is the error of a take script's fence that says it looked at
+// nothing (fullFence, rateFence), or nil.
+func refusal(fence any) error {
+	switch fence {
+	case int64(fullFence):
+		return ErrFull
+	case int64(rateFence):
+		return ErrRateFull
+	}
+	return nil
 }
 
 // logSwept tells of the items that the step of the sweep in a look's reply
@@ -196,16 +210,19 @@ func (t *Taker) readTaken(reply []any, sent time.Time) (Taken, bool) {
 // removed), items at the head are untried, an entry of the due index has
 // passed, or the sweep key is gone (a step of the fleet's sweep is due). Otherwise
 // lookScript would try no candidate and write nothing, so the probe's "no"
-// is the look's own answer, and the worker takes nothing. With
-// --fleet-max-running, full says that the answer is no because every place
-// is in use, as the look would have found (see placesInUse).
-func (p *Pass) probe(ctx context.Context) (worth, full bool) {
+// is the look's own answer, and the worker takes nothing. Where a look
+// could find something, full says why the answer is no all the same:
+// ErrFull when every place of --fleet-max-running is in use, as the look
+// would have found (see placesInUse), ErrRateFull when --fleet-rate allows
+// no start (an LINDEX of its log in the same round trip, see rateFull).
+func (p *Pass) probe(ctx context.Context) (worth bool, full error) {
 	t := p.t
 	k := t.Keys
 	pipe := t.Client.Pipeline()
 	length := pipe.LLen(ctx, k.List())
 	marks := pipe.MGet(ctx, k.Seen(), k.Untried())
-	due := pipe.ZRangeByScore(ctx, k.Due(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(t.Clock.Now().UnixMilli(), 10), Count: 1})
+	now := t.Clock.Now()
+	due := pipe.ZRangeByScore(ctx, k.Due(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10), Count: 1})
 	sweep := pipe.Exists(ctx, k.Sweep())
 	var places *redis.StringSliceCmd
 	var live *redis.IntCmd
@@ -215,10 +232,14 @@ func (p *Pass) probe(ctx context.Context) (worth, full bool) {
 			live = pipe.Exists(ctx, known...)
 		}
 	}
-	if _, err := pipe.Exec(ctx); err != nil || len(marks.Val()) != 2 {
+	var started *redis.StringCmd
+	if !t.Rate.IsZero() {
+		started = pipe.LIndex(ctx, k.Starts(), int64(t.Rate.Starts-1))
+	}
+	if _, err := pipe.Exec(ctx); (err != nil && !errors.Is(err, redis.Nil)) || len(marks.Val()) != 2 {
 		// The look that follows meets the same error, and says it in its
 		// own words (a key of another type, say).
-		return true, false
+		return true, nil
 	}
 	seen, untried := marks.Val()[0], marks.Val()[1]
 	n := length.Val()
@@ -227,17 +248,38 @@ func (p *Pass) probe(ctx context.Context) (worth, full bool) {
 	case n == 0:
 		// An empty or missing list: nothing to take, which the look would
 		// find too; the look is what forgets the marks of an emptied list.
-		return seen != nil || untried != nil, false
+		return seen != nil || untried != nil, nil
 	case seen != strconv.FormatInt(n, 10) || untried != "0":
 		could = true
 	default:
 		could = len(due.Val()) > 0 || sweep.Val() == 0
 	}
-	if !could || places == nil || len(places.Val()) < t.FleetMax {
-		return could, false
+	if !could {
+		return false, nil
 	}
-	full = p.placesInUse(ctx, places.Val(), live)
-	return !full, full
+	if started != nil && p.rateFull(started, now) {
+		return false, ErrRateFull
+	}
+	if places == nil || len(places.Val()) < t.FleetMax {
+		return true, nil
+	}
+	if p.placesInUse(ctx, places.Val(), live) {
+		return false, ErrFull
+	}
+	return true, nil
+}
+
+// rateFull reports whether the N-th newest start of the rate's log, which
+// the probe read (started), came within the rate's window before now, as
+// rate.lua's rateFull says: the look would start nothing. now is the
+// host's estimate of Redis' clock: a "no" where the script says yes costs
+// one look, a "yes" where it says no one probe's pause more.
+func (p *Pass) rateFull(started *redis.StringCmd, now time.Time) bool {
+	at, err := started.Int64()
+	if err != nil {
+		return false
+	}
+	return now.UnixMilli()-at <= p.t.Rate.Per.Milliseconds()
 }
 
 // placesInUse reports whether every place of --fleet-max-running is in use,

@@ -11,9 +11,10 @@ import "strconv"
 
 // takeWords are the words that every take script reads from this Taker's
 // settings: how to record a take (state_ttl, events; nothing without a
-// Record), --fleet-max-running (cap; nothing without a cap), and whether
-// a new item waits for its first slot (first, see firstWord). Each word
-// starts with a space, so that the words follow a script's own.
+// Record), --fleet-max-running (cap; nothing without a cap), --fleet-rate
+// (rate=N/MS; nothing without a rate), and whether a new item waits for its
+// first slot (first, see firstWord). Each word starts with a space, so that
+// the words follow a script's own.
 func (t *Taker) takeWords() string {
 	var words string
 	if rec := t.Record; rec != nil {
@@ -22,6 +23,9 @@ func (t *Taker) takeWords() string {
 	}
 	if t.FleetMax > 0 {
 		words += " cap=" + strconv.Itoa(t.FleetMax)
+	}
+	if !t.Rate.IsZero() {
+		words += " rate=" + t.Rate.Record()
 	}
 	return words + t.firstWord()
 }
