@@ -17,11 +17,14 @@ import (
 //go:embed index.lua
 var indexSource string
 
+//go:embed start.lua
+var startSource string
+
 // indexed is the script of a take that passes over items or sweeps
-// (batch.lua, look.lua and next.lua): place.lua's functions and index.lua's,
-// then source.
+// (batch.lua, look.lua and next.lua): place.lua's functions, index.lua's
+// and start.lua's, then source.
 func indexed(source string) *redis.Script {
-	return withPlaces(indexSource + "\n" + source)
+	return withPlaces(indexSource + "\n" + startSource + "\n" + source)
 }
 
 const (

@@ -5,11 +5,9 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redisconn"
 )
 
@@ -70,9 +68,9 @@ type looking struct {
 	// quiet is set while the last look found nothing at all: the next one
 	// probes first (see probe).
 	quiet bool
-	// places are the places of --fleet-max-running that the last probe
-	// found, whose locks the next probe counts in the same round trip.
-	places []string
+	// next is what the last probe said of when its answer may change by
+	// itself (see Taker.NextDue); zero after a look.
+	next nextDue
 }
 
 // Looks reports whether a take of this Taker starts with a look instead of
@@ -112,8 +110,18 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 		// could take that item again.
 		head = " head=0"
 	}
-	got, err := redisconn.RunConfirmed(ctx, t.Client, lookScript, t.ReplicaAcks, t.TTL, []string{list}, t.lookArgs(head)...)
+	args := t.lookArgs(head)
+	if t.Start != "" {
+		args[4] = args[4].(string) + " " + t.Start
+	}
+	got, err := redisconn.RunConfirmed(ctx, t.Client, lookScript, t.ReplicaAcks, t.TTL, []string{list}, args...)
+	if refused := startRefusal(err); refused != nil {
+		return lookReply{}, refused
+	}
 	reply, isList := got.([]any)
+	if isList {
+		t.Start = ""
+	}
 	if !isList {
 		if err != nil && redisconn.UnknownCommand(err, "lpos") {
 			look.off = true
@@ -151,6 +159,7 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 	sweeping, _ := reply[5].(int64)
 	out := lookReply{more: unseen > 0, untried: untried, sweeping: sweeping == 1}
 	look.quiet = !out.more && untried == 0 && !out.sweeping
+	look.next = nextDue{}
 	return out, nil
 }
 
@@ -186,77 +195,4 @@ func (t *Taker) readTaken(reply []any, sent time.Time) (Taken, bool) {
 	taken.Fence, _ = reply[3].(int64)
 	t.warnNoFence(taken)
 	return taken, true
-}
-
-// probe is what an idle worker sends instead of a look while its last look
-// found nothing: one pipelined round trip of four plain reads (LLEN, MGET,
-// ZRANGEBYSCORE, EXISTS) that costs Redis a fraction of a script's call,
-// and reports whether a look could find anything. A look can only when the
-// list's length is not the fleet's "seen" mark (items were appended, or
-// removed), items at the head are untried, an entry of the due index has
-// passed, or the sweep key is gone (a step of the fleet's sweep is due). Otherwise
-// lookScript would try no candidate and write nothing, so the probe's "no"
-// is the look's own answer, and the worker takes nothing. With
-// --fleet-max-running, full says that the answer is no because every place
-// is in use, as the look would have found (see placesInUse).
-func (p *Pass) probe(ctx context.Context) (worth, full bool) {
-	t := p.t
-	k := t.Keys
-	pipe := t.Client.Pipeline()
-	length := pipe.LLen(ctx, k.List())
-	marks := pipe.MGet(ctx, k.Seen(), k.Untried())
-	due := pipe.ZRangeByScore(ctx, k.Due(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(t.Clock.Now().UnixMilli(), 10), Count: 1})
-	sweep := pipe.Exists(ctx, k.Sweep())
-	var places *redis.StringSliceCmd
-	var live *redis.IntCmd
-	if t.FleetMax > 0 {
-		places = pipe.SMembers(ctx, k.Running())
-		if known := t.Memory.look.places; len(known) > 0 {
-			live = pipe.Exists(ctx, known...)
-		}
-	}
-	if _, err := pipe.Exec(ctx); err != nil || len(marks.Val()) != 2 {
-		// The look that follows meets the same error, and says it in its
-		// own words (a key of another type, say).
-		return true, false
-	}
-	seen, untried := marks.Val()[0], marks.Val()[1]
-	n := length.Val()
-	var could bool
-	switch {
-	case n == 0:
-		// An empty or missing list: nothing to take, which the look would
-		// find too; the look is what forgets the marks of an emptied list.
-		return seen != nil || untried != nil, false
-	case seen != strconv.FormatInt(n, 10) || untried != "0":
-		could = true
-	default:
-		could = len(due.Val()) > 0 || sweep.Val() == 0
-	}
-	if !could || places == nil || len(places.Val()) < t.FleetMax {
-		return could, false
-	}
-	full = p.placesInUse(ctx, places.Val(), live)
-	return !full, full
-}
-
-// placesInUse reports whether every place of --fleet-max-running is in use,
-// as place.lua counts them: a place is in use while the lock it names
-// lives. A "no" lets the look run, whose script counts again, prunes the
-// places whose lock is gone and takes one; a "yes" would be its answer too.
-// live is the count of the places the last probe found, sent with this
-// probe; while the places stay the same, as they do while a worker waits,
-// it is the answer, and a probe costs one round trip.
-func (p *Pass) placesInUse(ctx context.Context, places []string, live *redis.IntCmd) bool {
-	slices.Sort(places)
-	look := &p.t.Memory.look
-	if live == nil || !slices.Equal(places, look.places) {
-		look.places = places
-		pipe := p.t.Client.Pipeline()
-		live = pipe.Exists(ctx, places...)
-		if _, err := pipe.Exec(ctx); err != nil {
-			return false
-		}
-	}
-	return live.Val() >= int64(p.t.FleetMax)
 }

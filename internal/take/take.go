@@ -70,6 +70,10 @@ type Taker struct {
 	// themselves (see internal/clock); nil takes the host's to be right.
 	Clock *clock.Clock
 	Log   zerolog.Logger
+	// Start, where set, are the words of the checks of a worker's start
+	// (see StartWords) that its next look makes in the same call; a look
+	// that Redis answered clears it.
+	Start string
 	// Memory is what earlier passes learned; nil until the first pass
 	// makes it.
 	Memory *Memory
