@@ -54,7 +54,7 @@ func benchTakeWaiting(b *testing.B, n int, colocated bool, waitKey func(schema.K
 	r := &Rotator{take.Taker{Client: rdb, Keys: keys, Token: testToken, TTL: time.Minute, MaxItemLen: 1 << 17, Log: zerolog.New(io.Discard)}}
 	b.ResetTimer()
 	for b.Loop() {
-		item, lock, err := r.Pass().Take(ctx, nil)
+		item, lock, err := takeLock(ctx, r, r.Pass(), nil)
 		if err != nil || item != items[n-1] {
 			b.Fatalf("Take = %q, %v; want %q", item, err, items[n-1])
 		}

@@ -50,7 +50,7 @@ func TestRecordBothPaths(t *testing.T) {
 		f := &finish.Finisher{Client: rdb, Record: r.Record}
 		rdb.RPush(ctx, r.Keys.List(), "a")
 		for i, end := range ends {
-			item, lock, err := r.Pass().Take(ctx, nil)
+			item, lock, err := takeLock(ctx, r, r.Pass(), nil)
 			if err != nil || item != "a" {
 				t.Fatalf("%s: Take = %q, %v", prefix, item, err)
 			}
@@ -145,7 +145,7 @@ func TestRecordConsecutiveFailures(t *testing.T) {
 		r, f := recordingRotator(t, rdb, colocated, 0)
 		var streaks []string
 		for _, res := range []schema.Result{schema.ResultFailure, schema.ResultTimeout, schema.ResultInterrupted, schema.ResultLockLost, schema.ResultSuccess, schema.ResultFailure} {
-			_, lock, err := r.Pass().Take(ctx, nil)
+			_, lock, err := takeLock(ctx, r, r.Pass(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,7 +171,7 @@ func TestRecordNeverFailsARun(t *testing.T) {
 	for _, colocated := range []bool{true, false} {
 		r, f := recordingRotator(t, rdb, colocated, 10)
 		rdb.Set(ctx, r.Keys.State("a"), "not a hash", 0)
-		item, lock, err := r.Pass().Take(ctx, nil)
+		item, lock, err := takeLock(ctx, r, r.Pass(), nil)
 		if err != nil || item != "a" {
 			t.Fatalf("colocated %v: Take = %q, %v", colocated, item, err)
 		}

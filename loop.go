@@ -120,7 +120,7 @@ func (l *continuous) fill(ctx context.Context) {
 			l.close("--max-items reached: no new items will be taken")
 			return
 		}
-		// Every take looks first (see Rotator.LookFirst), but --until-idle's,
+		// Every take looks first (see take.Taker.LookFirst), but --until-idle's,
 		// which must know that nothing is left: it passes over the whole
 		// list, as status.Reader.NothingLeft reads it.
 		pass := w.rotator.LookFirst()

@@ -20,6 +20,16 @@ import (
 // The ways an item is taken are tested in internal/take; these tests pin
 // what the loop gets from a take: the Lock it runs under.
 
+// takeLock takes the next item of pass and returns it with its Lock, as
+// worker.take does without its stop's cut and the give-back.
+func takeLock(ctx context.Context, r *Rotator, pass *take.Pass, stop <-chan struct{}) (string, *Lock, error) {
+	taken, err := pass.Take(ctx, stop)
+	if err != nil {
+		return "", nil, err
+	}
+	return taken.Item, r.lock(taken), nil
+}
+
 const testToken = "host:1:token"
 
 // testRotator returns a Rotator for prefix on rdb that logs JSON to logs.
@@ -43,7 +53,7 @@ func TestPassTakeGivesTheLock(t *testing.T) {
 		redistest.Seed(t, rdb, r.Keys.List(), "a", "b")
 		before := time.Now()
 		pass := r.Pass()
-		item, lock, err := pass.Take(ctx, nil)
+		item, lock, err := takeLock(ctx, r, pass, nil)
 		if err != nil || item != "a" {
 			t.Fatalf("colocated %v: Take = %q, %v; want a", colocated, item, err)
 		}
@@ -64,10 +74,10 @@ func TestPassTakeGivesTheLock(t *testing.T) {
 		if released, err := finish.Release(ctx, lock.client, lock.Key, lock.Token, lock.Item); !released || err != nil {
 			t.Errorf("colocated %v: finish.Release = %v, %v", colocated, released, err)
 		}
-		if item, _, err := pass.Take(ctx, nil); err != nil || item != "b" {
+		if item, _, err := takeLock(ctx, r, pass, nil); err != nil || item != "b" {
 			t.Errorf("colocated %v: the pass's second Take = %q, %v; want b", colocated, item, err)
 		}
-		if _, _, err := pass.Take(ctx, nil); !errors.Is(err, take.ErrNoWork) {
+		if _, _, err := takeLock(ctx, r, pass, nil); !errors.Is(err, take.ErrNoWork) {
 			t.Errorf("colocated %v: the pass's third Take = %v, want take.ErrNoWork", colocated, err)
 		}
 	}
@@ -83,15 +93,16 @@ func TestPassTakeStopped(t *testing.T) {
 		var logs bytes.Buffer
 		r := testRotator(rdb, fmt.Sprintf("stop-%v:", colocated), colocated, 0, &logs)
 		redistest.Seed(t, rdb, r.Keys.List(), "a")
-		if _, _, err := r.Pass().Take(context.Background(), stop); !errors.Is(err, jobctl.ErrStopped) {
+		if _, err := r.Pass().Take(context.Background(), stop); !errors.Is(err, jobctl.ErrStopped) {
 			t.Errorf("colocated %v: Take with stop closed = %v, want jobctl.ErrStopped", colocated, err)
 		}
 	}
 }
 
 // TestPassTakeUnconfirmed: a take that too few replicas confirm (here: a
-// server without replicas, asked for one) is an unconfirmedError holding
-// the Lock to give back, which is ours meanwhile.
+// server without replicas, asked for one) is a take.UnconfirmedError
+// holding what was taken, whose Lock (the one worker.held gives back) is
+// ours meanwhile.
 func TestPassTakeUnconfirmed(t *testing.T) {
 	rdb, ctx := redistest.Client(t)
 	for _, colocated := range []bool{false, true} {
@@ -100,12 +111,12 @@ func TestPassTakeUnconfirmed(t *testing.T) {
 		r.ReplicaAcks = 1
 		r.TTL = 2 * time.Second
 		redistest.Seed(t, rdb, r.Keys.List(), "a")
-		_, lock, err := r.Pass().Take(ctx, nil)
-		var unconfirmed *unconfirmedError
-		if lock != nil || !errors.As(err, &unconfirmed) || !errors.Is(err, redisconn.ErrNotReplicated) {
-			t.Fatalf("colocated %v: Take = %v, %v; want an unconfirmedError", colocated, lock, err)
+		_, err := r.Pass().Take(ctx, nil)
+		var unconfirmed *take.UnconfirmedError
+		if !errors.As(err, &unconfirmed) || !errors.Is(err, redisconn.ErrNotReplicated) {
+			t.Fatalf("colocated %v: Take = %v; want a take.UnconfirmedError", colocated, err)
 		}
-		if l := unconfirmed.lock; l.Key != r.Keys.Lock("a") || l.Token != testToken || l.Item != "a" || rdb.Get(ctx, l.Key).Val() != testToken {
+		if l := r.lock(unconfirmed.Taken); l.Key != r.Keys.Lock("a") || l.Token != testToken || l.Item != "a" || rdb.Get(ctx, l.Key).Val() != testToken {
 			t.Errorf("colocated %v: the lock to give back is %+v", colocated, l)
 		}
 	}

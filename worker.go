@@ -182,12 +182,22 @@ func (w *worker) takeNamed(ctx context.Context, item string) (*Lock, error) {
 		w.log.Info().Str("item", clip.Item(item)).Str("wait", duration.Format(time.Duration(w.opts.Wait))).Msgf("%v: waiting for it (--wait)", why)
 	}
 	taken, err := w.rotator.WaitNamed(ctx, item, w.opts.IgnorePause, time.Duration(w.opts.Wait), w.stops.Stopped(), held)
+	if errors.Is(err, jobctl.ErrStopped) {
+		return nil, w.stops.StopErr()
+	}
+	return w.held(ctx, taken, err, true)
+}
+
+// held is the Lock of what a take took, or its error. A lock that too few
+// replicas confirmed (--replica-acks, take.UnconfirmedError) is given back
+// before any child runs, where the client can still reach Redis (reach).
+func (w *worker) held(ctx context.Context, taken take.Taken, err error, reach bool) (*Lock, error) {
 	var unconfirmed *take.UnconfirmedError
 	switch {
-	case errors.Is(err, jobctl.ErrStopped):
-		return nil, w.stops.StopErr()
 	case errors.As(err, &unconfirmed):
-		w.giveBack(ctx, w.rotator.lock(unconfirmed.Taken))
+		if reach {
+			w.giveBack(ctx, w.rotator.lock(unconfirmed.Taken))
+		}
 		return nil, err
 	case err != nil:
 		return nil, err
@@ -236,30 +246,31 @@ func (w *worker) warnIfListMissing(ctx context.Context) {
 // replicas confirmed (--replica-acks) is given back before its error is
 // returned. After a stop, take returns jobctl.ErrStopped for anything but an item
 // taken.
-func (w *worker) take(ctx context.Context, pass *Pass, idle bool) (item string, lock *Lock, err error) {
+func (w *worker) take(ctx context.Context, pass *take.Pass, idle bool) (string, *Lock, error) {
 	var hangUp func()
 	if idle {
 		hangUp = w.hangUp
 	}
-	var hungUp bool
+	var (
+		taken  take.Taken
+		err    error
+		hungUp bool
+	)
 	for {
 		hungUp = take.CutShort(ctx, w.stops.Stopped(), takeGrace, hangUp, func(ctx context.Context) {
-			item, lock, err = pass.Take(ctx, w.stops.Stopped())
+			taken, err = pass.Take(ctx, w.stops.Stopped())
 		})
 		if hungUp || !(w.slotMoving(err) || w.startRefused(ctx, &err)) {
 			break
 		}
 	}
-	var unconfirmed *unconfirmedError
-	if errors.As(err, &unconfirmed) && !hungUp {
-		w.giveBack(ctx, unconfirmed.lock)
-	}
+	lock, err := w.held(ctx, taken, err, !hungUp)
 	// A take that succeeded after all cannot finish once the client is hung
 	// up on: its lock expires by itself after --key-expiry.
 	if (err != nil || hungUp) && w.stops.Stopping() {
 		return "", nil, jobctl.ErrStopped
 	}
-	return item, lock, err
+	return taken.Item, lock, err
 }
 
 // startRefused reports whether *err, a take's, is the refusal of the

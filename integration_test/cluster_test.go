@@ -173,19 +173,17 @@ func (m *slotMove) migrate(t *testing.T, keys ...string) {
 // two that moved it first.
 func (m *slotMove) finish(t *testing.T) {
 	t.Helper()
-	for deadline := time.Now().Add(poll.Timeout); ; {
-		if time.Now().After(deadline) {
-			t.Fatalf("slot %d still held keys after %s of moving them", m.slot, poll.Timeout)
-		}
+	poll.Repeat(t, poll.Timeout, fmt.Sprintf("slot %d to hold no keys", m.slot), func() bool {
 		keys, err := m.from.Client.ClusterGetKeysInSlot(ctx(t), int(m.slot), 2).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(keys) == 0 {
-			break
+			return true
 		}
 		m.migrate(t, keys...)
-	}
+		return false
+	})
 	must(t, m.to, "CLUSTER", "SETSLOT", m.slot, "NODE", m.toID)
 	must(t, m.from, "CLUSTER", "SETSLOT", m.slot, "NODE", m.toID)
 	for _, s := range m.c.Nodes {

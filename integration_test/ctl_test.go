@@ -165,20 +165,16 @@ func TestCtlPause(t *testing.T) {
 	// waitFor pops runs until item's, failing on a run of forever, or
 	// after poll.Timeout: free runs meanwhile, so the pops alone would
 	// not end.
-	waitFor := func(item string) run {
+	waitFor := func(item string) (r run) {
 		t.Helper()
-		for deadline := time.Now().Add(poll.Timeout); ; {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s did not run within %s", item, poll.Timeout)
-			}
-			r := s.popRun(t)
+		poll.Repeat(t, poll.Timeout, item+" to run", func() bool {
+			r = s.popRun(t)
 			if r.item == "forever" && item != "forever" {
 				t.Fatalf("forever ran while paused")
 			}
-			if r.item == item {
-				return r
-			}
-		}
+			return r.item == item
+		})
+		return r
 	}
 	timed := waitFor("timed")
 	if early := paused.Add(1500 * time.Millisecond).Sub(timed.at); early > 0 {

@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -225,22 +226,18 @@ func TestIdlePickups(t *testing.T) {
 	within := func(what, item string, since time.Time, bound time.Duration) run {
 		t.Helper()
 		// Other items' starts would keep the pops going: bound the wait.
-		for deadline := time.Now().Add(poll.Timeout); ; {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %q did not start within %s", what, item, poll.Timeout)
-			}
-			r := s.popRun(t)
+		var r run
+		poll.Repeat(t, poll.Timeout, fmt.Sprintf("%s: %q to start", what, item), func() bool {
+			r = s.popRun(t)
 			if r.cooling {
 				t.Errorf("%q started while its cooldown key existed", r.item)
 			}
-			if r.item != item {
-				continue
-			}
-			if late := r.at.Sub(since); late > bound {
-				t.Errorf("%s: %q started %s after it could, want within %s", what, item, late, bound)
-			}
-			return r
+			return r.item == item
+		})
+		if late := r.at.Sub(since); late > bound {
+			t.Errorf("%s: %q started %s after it could, want within %s", what, item, late, bound)
 		}
+		return r
 	}
 
 	// Appended from outside: within --idle-wait (1s), plus a second for a

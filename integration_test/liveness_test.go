@@ -169,13 +169,13 @@ func comesRound(t *testing.T, mode, prefix string, tc livenessCase) {
 	}
 	runUntil := func(what string, within time.Duration, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(within)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within %s", what, within)
+		poll.Repeat(t, within, what, func() bool {
+			if cond() {
+				return true
 			}
 			take()
-		}
+			return false
+		})
 	}
 	if !tc.fresh {
 		begin := time.Now()

@@ -3,12 +3,10 @@ package control
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -219,29 +217,7 @@ type scanned struct {
 // checkKeys looks at each lock, cooldown, backoff, pause and state key
 // under the prefix, and at each entry of the due index.
 func (f *Fleet) checkKeys(ctx context.Context, inList map[string]int, fix bool) ([]Finding, error) {
-	var keys []scanned
-	err := f.scan(ctx, func(batch []string) error {
-		pipe := f.Client.Pipeline()
-		var some []scanned
-		for _, key := range batch {
-			rest := strings.TrimPrefix(key, f.Keys.Prefix)
-			for _, k := range keyKinds {
-				if item, ok := strings.CutPrefix(rest, k.infix); ok {
-					some = append(some, scanned{key: key, infix: k.infix, item: item, want: k.want,
-						kind: pipe.Type(ctx, key), ttl: pipe.PTTL(ctx, key)})
-					break
-				}
-			}
-		}
-		if len(some) == 0 {
-			return nil
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return redisconn.Wrap("read the keys under "+strconv.Quote(f.Keys.Prefix), err)
-		}
-		keys = append(keys, some...)
-		return nil
-	})
+	keys, err := f.scanItemKeys(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -267,38 +243,7 @@ func (f *Fleet) checkKeys(ctx context.Context, inList map[string]int, fix bool) 
 	}
 	var out []Finding
 	for _, k := range keys {
-		kind, ttl := k.kind.Val(), k.ttl.Val()
-		if kind == "none" {
-			continue // expired or deleted since the scan
-		}
-		var d *Finding
-		switch {
-		case k.infix == "lock:" && kind != k.want:
-			d = &Finding{Kind: FindingWrongType, Problem: fmt.Sprintf("the lock %s is a %s, not a string: no worker can take %s until it is deleted", quote(k.key), kind, quote(k.item)),
-				Remedy: ptr(f.redisCLI() + " DEL " + shellQuote(k.key))}
-		case k.infix == "lock:" && ttl == -1:
-			holder, _ := f.Client.Get(ctx, k.key).Result()
-			d = &Finding{Kind: FindingLockWithoutExpiry, Problem: fmt.Sprintf("the lock %s, held by %q, has no expiry: if its holder is gone, no worker will take %s again", quote(k.key), holder, quote(k.item)),
-				Remedy: ptr(f.redisCLI() + " DEL " + shellQuote(k.key) + "  # once no run holds it")}
-		case k.infix == "lock:":
-			// A lock with an expiry is a run's, even of an item removed
-			// while it ran: it ends by itself.
-		case gone[k.item]:
-			d = &Finding{Kind: FindingOrphanKey, Problem: fmt.Sprintf("%s belongs to %s, which the list does not hold", quote(k.key), quote(k.item))}
-			if fix {
-				d.Fixed = f.del(ctx, k.key)
-			}
-		case k.want != "" && kind != k.want:
-			d = &Finding{Kind: FindingWrongType, Problem: fmt.Sprintf("%s is a %s, not a %s (w8y writes a %s there), and holds %s up %s", quote(k.key), kind, k.want, k.want, quote(k.item), untilWhen(ttl))}
-			if fix {
-				d.Fixed = f.del(ctx, k.key)
-			}
-		}
-		if d != nil {
-			d.Item, d.Key = k.item, k.key
-			if d.Fixed == nil && d.Remedy == nil && !fix {
-				d.Remedy = ptr(f.w8yctl() + " check --fix")
-			}
+		if d := f.judgeKey(ctx, k, gone[k.item], fix); d != nil {
 			out = append(out, *d)
 		}
 	}
@@ -306,129 +251,99 @@ func (f *Fleet) checkKeys(ctx context.Context, inList map[string]int, fix bool) 
 		if !gone[item] {
 			continue
 		}
-		d := Finding{Kind: FindingOrphanDue, Item: item, Key: f.Keys.Due(), Problem: fmt.Sprintf("the due index holds %s, which the list does not", quote(item))}
-		if fix {
-			if err := f.Client.ZRem(ctx, f.Keys.Due(), item).Err(); err != nil {
-				return nil, redisconn.Wrap("ZREM "+strconv.Quote(f.Keys.Due()), err)
-			}
-			d.Fixed = ptr("removed the entry")
-		} else {
-			d.Remedy = ptr(f.w8yctl() + " check --fix")
+		d, err := f.orphanDue(ctx, item, fix)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, d)
 	}
 	return out, nil
 }
 
-// notDueBatch is how many items of the list one pipeline of notDue looks
-// up: a ZSCORE and an EXISTS an item, well under a millisecond of Redis'
-// time, as --status's batches are.
-const notDueBatch = CheckBatch
-
-// notDue finds the items of the list (inList) that the due index lacks
-// and nothing holds, among those that the fleet has tried, where workers
-// keep the index (colocated keys): only the fleet's next sweep would find
-// them. Each is looked up again, with its place in the list against the
-// fleet's marks, so that an item that a look is about to try as appended
-// or untried is left out. With fix it is made due now (ZADD NX, score 0,
-// as w8yctl run-now writes).
-func (f *Fleet) notDue(ctx context.Context, inList map[string]int, maxLen int, fix bool) ([]Finding, error) {
-	if !f.Keys.Colocated {
-		return nil, nil
-	}
-	var candidates []string
-	for item := range inList {
-		if childcmd.ItemProblem(item, maxLen) == "" {
-			candidates = append(candidates, item)
-		}
-	}
-	slices.Sort(candidates)
-	var lost []string
-	for batch := range slices.Chunk(candidates, notDueBatch) {
+// scanItemKeys finds the keys under the prefix that are an item's (see
+// keyKinds), each with its type and expiry.
+func (f *Fleet) scanItemKeys(ctx context.Context) ([]scanned, error) {
+	var keys []scanned
+	err := f.scan(ctx, func(batch []string) error {
 		pipe := f.Client.Pipeline()
-		scores := make([]*redis.FloatCmd, len(batch))
-		held := make([]*redis.IntCmd, len(batch))
-		for i, item := range batch {
-			scores[i] = pipe.ZScore(ctx, f.Keys.Due(), item)
-			held[i] = pipe.Exists(ctx, f.Keys.Lock(item), f.Keys.Cooldown(item), f.Keys.Backoff(item), f.Keys.Pause(item))
-		}
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return nil, redisconn.Wrap("read the due index "+strconv.Quote(f.Keys.Due()), err)
-		}
-		for i, item := range batch {
-			if held[i].Val() == 0 && errors.Is(scores[i].Err(), redis.Nil) {
-				lost = append(lost, item)
+		var some []scanned
+		for _, key := range batch {
+			rest := strings.TrimPrefix(key, f.Keys.Prefix)
+			for _, k := range keyKinds {
+				if item, ok := strings.CutPrefix(rest, k.infix); ok {
+					some = append(some, scanned{key: key, infix: k.infix, item: item, want: k.want,
+						kind: pipe.Type(ctx, key), ttl: pipe.PTTL(ctx, key)})
+					break
+				}
 			}
 		}
+		if len(some) == 0 {
+			return nil
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return redisconn.Wrap("read the keys under "+strconv.Quote(f.Keys.Prefix), err)
+		}
+		keys = append(keys, some...)
+		return nil
+	})
+	return keys, err
+}
+
+// judgeKey is what is wrong with k, an item's key, or nil: a lock of
+// another type or without an expiry (which only its holder may delete), a
+// key whose item the list does not hold (gone), a key of the wrong type.
+// With fix, what check may repair is repaired.
+func (f *Fleet) judgeKey(ctx context.Context, k scanned, gone, fix bool) *Finding {
+	kind, ttl := k.kind.Val(), k.ttl.Val()
+	if kind == "none" {
+		return nil // expired or deleted since the scan
 	}
-	lost, err := f.triedAlready(ctx, lost)
-	if err != nil {
-		return nil, err
-	}
-	var out []Finding
-	for _, item := range lost {
-		d := Finding{Kind: FindingNotDue, Item: item, Key: f.Keys.Due(),
-			Problem: fmt.Sprintf("%s is in the list and nothing holds it, but the due index has no entry for it: no take finds it before the fleet's next sweep", quote(item))}
+	var d *Finding
+	switch {
+	case k.infix == "lock:" && kind != k.want:
+		d = &Finding{Kind: FindingWrongType, Problem: fmt.Sprintf("the lock %s is a %s, not a string: no worker can take %s until it is deleted", quote(k.key), kind, quote(k.item)),
+			Remedy: ptr(f.redisCLI() + " DEL " + shellQuote(k.key))}
+	case k.infix == "lock:" && ttl == -1:
+		holder, _ := f.Client.Get(ctx, k.key).Result()
+		d = &Finding{Kind: FindingLockWithoutExpiry, Problem: fmt.Sprintf("the lock %s, held by %q, has no expiry: if its holder is gone, no worker will take %s again", quote(k.key), holder, quote(k.item)),
+			Remedy: ptr(f.redisCLI() + " DEL " + shellQuote(k.key) + "  # once no run holds it")}
+	case k.infix == "lock:":
+		// A lock with an expiry is a run's, even of an item removed
+		// while it ran: it ends by itself.
+	case gone:
+		d = &Finding{Kind: FindingOrphanKey, Problem: fmt.Sprintf("%s belongs to %s, which the list does not hold", quote(k.key), quote(k.item))}
 		if fix {
-			pipe := f.Client.Pipeline()
-			pipe.ZAddNX(ctx, f.Keys.Due(), redis.Z{Score: 0, Member: item})
-			if _, err := pipe.Exec(ctx); err != nil {
-				return nil, redisconn.Wrap("ZADD "+strconv.Quote(f.Keys.Due()), err)
-			}
-			d.Fixed = ptr("made it due now")
-		} else {
-			d.Remedy = ptr(f.w8yctl() + " check --fix")
+			d.Fixed = f.del(ctx, k.key)
 		}
-		out = append(out, d)
+	case k.want != "" && kind != k.want:
+		d = &Finding{Kind: FindingWrongType, Problem: fmt.Sprintf("%s is a %s, not a %s (w8y writes a %s there), and holds %s up %s", quote(k.key), kind, k.want, k.want, quote(k.item), untilWhen(ttl))}
+		if fix {
+			d.Fixed = f.del(ctx, k.key)
+		}
 	}
-	return out, nil
+	if d == nil {
+		return nil
+	}
+	d.Item, d.Key = k.item, k.key
+	if d.Fixed == nil && d.Remedy == nil && !fix {
+		d.Remedy = ptr(f.w8yctl() + " check --fix")
+	}
+	return d
 }
 
-// triedAlready keeps the items of lost that the fleet has tried: those
-// that the list holds between the untried items at its head and the
-// appended ones after the seen mark (see internal/take's look.lua), looked
-// up with LPOS, absentBatch to a round trip. None where no worker has
-// looked at the list yet: it is all to be tried.
-func (f *Fleet) triedAlready(ctx context.Context, lost []string) ([]string, error) {
-	var out []string
-	for batch := range slices.Chunk(lost, absentBatch) {
-		pipe := f.Client.Pipeline()
-		marks := pipe.MGet(ctx, f.Keys.Seen(), f.Keys.Untried())
-		at := make([]*redis.IntCmd, len(batch))
-		for i, item := range batch {
-			at[i] = pipe.LPos(ctx, f.Keys.List(), item, redis.LPosArgs{})
-		}
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return nil, redisconn.Wrap("read "+strconv.Quote(f.Keys.List()), err)
-		}
-		seen, untried, known := readMarks(marks.Val())
-		if !known {
-			return nil, nil
-		}
-		for i, item := range batch {
-			if n, err := at[i].Result(); err == nil && n >= untried && n < seen {
-				out = append(out, item)
-			}
-		}
+// orphanDue is the finding of item's entry in the due index, whose item
+// the list does not hold; with fix, the entry is removed.
+func (f *Fleet) orphanDue(ctx context.Context, item string, fix bool) (Finding, error) {
+	d := Finding{Kind: FindingOrphanDue, Item: item, Key: f.Keys.Due(), Problem: fmt.Sprintf("the due index holds %s, which the list does not", quote(item))}
+	if !fix {
+		d.Remedy = ptr(f.w8yctl() + " check --fix")
+		return d, nil
 	}
-	return out, nil
-}
-
-// readMarks reads the fleet's marks (seen and untried, MGET in that order,
-// as internal/take's look.lua keeps them); known is false where no worker
-// has looked at the list yet.
-func readMarks(values []any) (seen, untried int64, known bool) {
-	read := func(v any) (int64, bool) {
-		text, _ := v.(string)
-		n, err := strconv.ParseInt(text, 10, 64)
-		return n, err == nil
+	if err := f.Client.ZRem(ctx, f.Keys.Due(), item).Err(); err != nil {
+		return d, redisconn.Wrap("ZREM "+strconv.Quote(f.Keys.Due()), err)
 	}
-	if len(values) != 2 {
-		return 0, 0, false
-	}
-	seen, ok := read(values[0])
-	untried, ok2 := read(values[1])
-	return seen, untried, ok && ok2
+	d.Fixed = ptr("removed the entry")
+	return d, nil
 }
 
 // del deletes key, and says so for Finding.Fixed; a failure is a line of
@@ -446,106 +361,6 @@ func untilWhen(ttl time.Duration) string {
 		return "for " + strconv.FormatInt(ttl.Milliseconds(), 10) + "ms more"
 	}
 	return "for good (it has no expiry)"
-}
-
-// absentBatch is how many LPOS one round trip of absent sends. An LPOS of
-// an item that the list lacks reads the whole list, about 1ms on a list of
-// 100,000 items, and Redis runs a pipeline's commands back to back: a
-// thousand of them in one pipeline held other clients up for half a
-// second (see docs/operating.md), eight for some 10ms.
-const absentBatch = 8
-
-// absent returns which of list the list does not hold, one LPOS each.
-func (f *Fleet) absent(ctx context.Context, list []string) (map[string]bool, error) {
-	gone := make(map[string]bool)
-	asked := make(map[string]bool)
-	for len(list) > 0 {
-		pipe := f.Client.Pipeline()
-		at := make(map[string]*redis.IntCmd)
-		for len(list) > 0 && len(at) < absentBatch {
-			item := list[0]
-			list = list[1:]
-			if !asked[item] {
-				asked[item] = true
-				at[item] = pipe.LPos(ctx, f.Keys.List(), item, redis.LPosArgs{})
-			}
-		}
-		if len(at) == 0 {
-			break
-		}
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return nil, redisconn.Wrap("read "+strconv.Quote(f.Keys.List()), err)
-		}
-		for item, cmd := range at {
-			if errors.Is(cmd.Err(), redis.Nil) {
-				gone[item] = true
-			}
-		}
-	}
-	return gone, nil
-}
-
-// scanner is a client that SCAN can be sent to: a server, or one master
-// of a Cluster.
-type scanner interface {
-	Scan(ctx context.Context, cursor uint64, match string, count int64) *redis.ScanCmd
-}
-
-// scan calls each with the keys under the prefix, CheckBatch at a time,
-// with SCAN MATCH on every master of a Cluster (whose keys, without a hash
-// tag, are spread over them all).
-func (f *Fleet) scan(ctx context.Context, each func([]string) error) error {
-	cluster, ok := f.Client.(interface {
-		ForEachMaster(context.Context, func(context.Context, *redis.Client) error) error
-	})
-	if !ok {
-		return f.scanNode(ctx, f.Client, each)
-	}
-	// ForEachMaster calls fn on every master at once.
-	var mu sync.Mutex
-	return cluster.ForEachMaster(ctx, func(ctx context.Context, master *redis.Client) error {
-		return f.scanNode(ctx, master, func(keys []string) error {
-			mu.Lock()
-			defer mu.Unlock()
-			return each(keys)
-		})
-	})
-}
-
-// scanNode is scan on one server.
-func (f *Fleet) scanNode(ctx context.Context, node scanner, each func([]string) error) error {
-	match := globEscape(f.Keys.Prefix) + "*"
-	var cursor uint64
-	for {
-		keys, next, err := node.Scan(ctx, cursor, match, CheckBatch).Result()
-		if err != nil {
-			return redisconn.Wrap("SCAN the keys under "+strconv.Quote(f.Keys.Prefix), err)
-		}
-		if err := each(keys); err != nil {
-			return err
-		}
-		if cursor = next; cursor == 0 {
-			return nil
-		}
-	}
-}
-
-// scanDue returns the members of the due index, CheckBatch a step.
-func (f *Fleet) scanDue(ctx context.Context) ([]string, error) {
-	var members []string
-	var cursor uint64
-	for {
-		pairs, next, err := f.Client.ZScan(ctx, f.Keys.Due(), cursor, "", CheckBatch).Result()
-		if err != nil {
-			return nil, redisconn.Wrap("ZSCAN "+strconv.Quote(f.Keys.Due()), err)
-		}
-		for i := 0; i < len(pairs); i += 2 {
-			members = append(members, pairs[i])
-		}
-		if cursor = next; cursor == 0 {
-			return members, nil
-		}
-	}
 }
 
 // cannotRun is the finding of an item that no child can be given.

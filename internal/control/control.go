@@ -23,6 +23,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/clip"
+	"github.com/w8y/w8y/internal/clock"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/status"
@@ -34,7 +35,7 @@ import (
 //go:embed control.lua
 var controlSource string
 
-var controlScript = redis.NewScript(controlSource)
+var controlScript = redis.NewScript(clock.Lua + controlSource)
 
 // Client is the part of the Redis client that control needs: Detail reads
 // through a status.Reader, and the rest is control's own.

@@ -30,17 +30,19 @@ var (
 	// finishScript releases a lock while it holds our token and writes
 	// what the run's end changes; given the lock's key alone, it only
 	// releases.
-	finishScript = redis.NewScript(finishSource)
+	finishScript = redis.NewScript(clock.Lua + finishSource)
 	// countScript counts a run's end in the state hash alone, and
 	// pauseScript sets a cooldown or backoff key alone: finish.lua's halves
 	// for where an item's keys live on different servers.
 	countScript = redis.NewScript(countSource)
-	pauseScript = redis.NewScript(pauseSource)
+	pauseScript = redis.NewScript(clock.Lua + pauseSource)
 )
 
 // Source is finish.lua's text, for a script that finishes a run and goes
 // on in the same call (internal/take's FinishThenLook): its KEYS and ARGV
-// are those that Call returns, and its reply is the one ReadReply reads.
+// are those that Call returns, and its reply is the one ReadReply reads. It
+// reads Redis' clock with clock.Lua's redisNow, which such a script starts
+// with.
 func Source() string { return finishSource }
 
 // Client is the part of the Redis client that recording and finishing a
@@ -272,44 +274,54 @@ func (f *Finisher) finishEach(ctx context.Context, lockKey, token string, end En
 		return out, redisconn.Wrap("set the cooldown of "+quoteItem(item), cooldown.Err())
 	}
 	if count != nil {
-		n, err := count.Int64()
-		problem, err := countProblem(err)
-		if err != nil {
-			return out, redisconn.Wrap("count the runs of "+quoteItem(item), err)
-		}
-		out.Problem = problem
-		if end.Failed() {
-			if problem == "" {
-				out.Failures = n
-			} else {
-				// Back off as after a first failure: the count is unreadable.
-				n = 1
-			}
-		}
-		if backingOff {
-			out.Delay = Delay(n, s.Backoff, factor)
-			if err := pauseScript.Eval(ctx, f.Client, []string{rec.Keys.Backoff(item)}, token, out.Delay.Milliseconds()).Err(); err != nil {
-				return out, redisconn.Wrap("set the backoff of "+quoteItem(item), err)
-			}
+		if err := f.counted(ctx, count, end, token, backingOff, factor, &out); err != nil {
+			return out, err
 		}
 	}
+	out.Released, err = f.released(ctx, release, lockKey, token, item)
+	return out, err
+}
 
-	var released bool
-	if release != nil {
-		var n int
-		n, err = release.Int()
-		released = n == 1
-		if err != nil {
-			err = redisconn.Wrap("release lock "+strconv.Quote(lockKey), err)
-		}
-	} else {
-		released, err = Release(ctx, f.Client, lockKey, token, item)
-	}
+// counted reads count.lua's reply (count) into out: the consecutive
+// failures of a failed end, or the problem that kept them from being
+// counted. When backingOff, it sets the item's backoff for the count.
+func (f *Finisher) counted(ctx context.Context, count *redis.Cmd, end End, token string, backingOff bool, factor string, out *Reply) error {
+	n, err := count.Int64()
+	problem, err := countProblem(err)
 	if err != nil {
-		return out, err
+		return redisconn.Wrap("count the runs of "+quoteItem(end.Item), err)
 	}
-	out.Released = released
-	return out, nil
+	out.Problem = problem
+	if end.Failed() {
+		if problem == "" {
+			out.Failures = n
+		} else {
+			// Back off as after a first failure: the count is unreadable.
+			n = 1
+		}
+	}
+	if !backingOff {
+		return nil
+	}
+	out.Delay = Delay(n, f.Schedule.Backoff, factor)
+	if err := pauseScript.Eval(ctx, f.Client, []string{f.Record.Keys.Backoff(end.Item)}, token, out.Delay.Milliseconds()).Err(); err != nil {
+		return redisconn.Wrap("set the backoff of "+quoteItem(end.Item), err)
+	}
+	return nil
+}
+
+// released reads the reply of the release that finishEach's pipeline sent
+// (release), or, where it sent none because a cooldown or backoff had to be
+// set first, releases the lock now.
+func (f *Finisher) released(ctx context.Context, release *redis.Cmd, lockKey, token, item string) (bool, error) {
+	if release == nil {
+		return Release(ctx, f.Client, lockKey, token, item)
+	}
+	n, err := release.Int()
+	if err != nil {
+		return false, redisconn.Wrap("release lock "+strconv.Quote(lockKey), err)
+	}
+	return n == 1, nil
 }
 
 // countProblem sorts an error from count.lua: the state hash of another type

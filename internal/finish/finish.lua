@@ -61,13 +61,8 @@
 -- instead (count.lua, pause.lua, this script with KEYS[1] alone and the
 -- record's plain commands), which must leave the same result.
 
--- now is Redis' clock, the fleet's one clock (docs/how-it-works.md, "One
--- clock: Redis'"): a host whose clock is wrong changes nothing here. A
--- Redis older than 5 replicates a script by its body, whose TIME a replica
--- would read again: it must replicate the script's effects instead.
-if redis.replicate_commands then redis.replicate_commands() end
-local clock = redis.call("TIME")
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+-- now is Redis' clock, the fleet's one clock (internal/clock's now.lua).
+local now = redisNow()
 
 -- Release: the lock is deleted only while it still holds our token.
 -- pcall: a key of another type is not our lock, not an error.

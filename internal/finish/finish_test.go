@@ -44,8 +44,10 @@ type finishCase struct {
 	due string
 }
 
-// dumpKeys describes every key under keys' prefix: its type, its value and
-// its remaining time to live, rounded to seconds, or "no expiry".
+// dumpKeys shows every key under keys' prefix (redistest.Dump) by its name
+// less the prefix: a string's value, a hash's fields, or another type's
+// name, with its remaining time to live, rounded to seconds, or "no
+// expiry".
 // endedAt rewrites in keys, as dumpKeys reads them, a state hash's
 // last_end that Redis' clock set (at most 10s after start, Redis' time
 // before the finish) as at, the time that the per-key path records, and
@@ -66,29 +68,20 @@ func endedAt(t *testing.T, keys map[string]string, start, at int64) {
 
 func dumpKeys(t *testing.T, rdb *redis.Client, keys schema.Keys) map[string]string {
 	t.Helper()
-	ctx := context.Background()
 	out := map[string]string{}
-	for _, key := range rdb.Keys(ctx, keys.Prefix+"*").Val() {
-		var value string
-		switch kind := rdb.Type(ctx, key).Val(); kind {
+	for _, k := range redistest.Dump(t, rdb, keys.Prefix+"*") {
+		value := k.Type
+		switch k.Type {
 		case "string":
-			value = rdb.Get(ctx, key).Val()
+			value = k.Parts[0]
 		case "hash":
-			fields := rdb.HGetAll(ctx, key).Val()
-			var parts []string
-			for f, v := range fields {
-				parts = append(parts, f+"="+v)
-			}
-			slices.Sort(parts)
-			value = "hash " + strings.Join(parts, ",")
-		default:
-			value = kind
+			value = "hash " + strings.Join(k.Parts, ",")
 		}
 		ttl := "no expiry"
-		if pttl := rdb.PTTL(ctx, key).Val(); pttl > 0 {
-			ttl = pttl.Round(time.Second).String()
+		if k.TTL > 0 {
+			ttl = k.TTL.Round(time.Second).String()
 		}
-		out[strings.TrimPrefix(key, keys.Prefix)] = value + " (" + ttl + ")"
+		out[strings.TrimPrefix(k.Name, keys.Prefix)] = value + " (" + ttl + ")"
 	}
 	return out
 }

@@ -11,9 +11,7 @@
 -- estimate of Redis' time.
 local ms = tonumber(ARGV[2])
 if ARGV[3] then
-  if redis.replicate_commands then redis.replicate_commands() end
-  local clock = redis.call("TIME")
-  local untilSlot = tonumber(ARGV[3]) - (tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000))
+  local untilSlot = tonumber(ARGV[3]) - redisNow()
   -- As finish.lua: a second or more apart, the host had no estimate yet.
   if math.abs(untilSlot - ms) < 1000 then
     ms = untilSlot

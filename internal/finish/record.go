@@ -38,17 +38,6 @@ type Recorder struct {
 // millis is t as Unix milliseconds, as the record stores times.
 func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
-// TakeWords are the settings that batch.lua and look.lua need to record a
-// take, as words for their options argument (the take sends the time
-// itself).
-func (rec *Recorder) TakeWords() string {
-	if rec == nil {
-		return ""
-	}
-	return " state_ttl=" + strconv.FormatInt(rec.StateTTL.Milliseconds(), 10) +
-		" events=" + strconv.FormatInt(rec.EventsMaxLen, 10)
-}
-
 // RecordStart writes what batch.lua writes after a take, for the path that
 // takes each candidate with its own commands: the start in the state hash
 // and a start event, pipelined.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -63,7 +64,7 @@ func TestCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Unbuffered: the first write shows before the writer writes more.
-	if !poll(func() bool { return stderr.String() == "first\x00\xff" }) {
+	if !poll.Poll(poll.Timeout, func() bool { return stderr.String() == "first\x00\xff" }) {
 		t.Fatalf("a write was not passed on at once: %q", stderr.String())
 	}
 	if _, err := errw.Write([]byte("second")); err != nil {
@@ -108,16 +109,6 @@ func TestCaptureHeldOpen(t *testing.T) {
 	if string(out) != "kept" {
 		t.Errorf("tail %q", out)
 	}
-}
-
-// poll reports whether cond holds within five seconds.
-func poll(cond func() bool) bool {
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-	}
-	return false
 }
 
 // TestCaptureReaderGone: the pipes pass a reader's going on to the child,
@@ -172,7 +163,7 @@ func TestCaptureReaderGone(t *testing.T) {
 	}
 	r.Close()
 	var werr error
-	if !poll(func() bool { _, werr = child.Write([]byte("more ")); return werr != nil }) || !errors.Is(werr, syscall.EPIPE) {
+	if !poll.Poll(poll.Timeout, func() bool { _, werr = child.Write([]byte("more ")); return werr != nil }) || !errors.Is(werr, syscall.EPIPE) {
 		t.Errorf("the child's writes once the reader went: %v, want EPIPE", werr)
 	}
 	if out, _ := c.Finish(time.Now()); !bytes.HasPrefix(out, []byte("read more ")) {

@@ -49,3 +49,18 @@ func waitWithin(tb testing.TB, d time.Duration, what string, cond func() bool) {
 		tb.Fatalf("timed out after %s waiting for %s", d, what)
 	}
 }
+
+// Repeat calls step until it reports that it is done, with no pause between
+// calls: for waits whose every step blocks or works itself (a blocking pop
+// of the next run, a key moved to another node, a take), where a pause
+// would only slow them. It fails the test with what once d has passed.
+// step runs on the test's goroutine, so it may fail the test itself.
+func Repeat(tb testing.TB, d time.Duration, what string, step func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(d)
+	for !step() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+	}
+}

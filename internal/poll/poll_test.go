@@ -34,3 +34,20 @@ func TestWaitForFailsWithWhat(t *testing.T) {
 		t.Errorf("WaitFor on a condition that holds failed: %s", failure)
 	}
 }
+
+// TestRepeat: Repeat calls its step until it is done, and fails with what
+// once its bound has passed.
+func TestRepeat(t *testing.T) {
+	calls := 0
+	if failure := Failure(t, func(tb testing.TB) {
+		Repeat(tb, time.Second, "the third call", func() bool { calls++; return calls == 3 })
+	}); failure != "" || calls != 3 {
+		t.Errorf("Repeat of a step done at its third call: %d calls, failure %q", calls, failure)
+	}
+	failure := Failure(t, func(tb testing.TB) {
+		Repeat(tb, 50*time.Millisecond, "the impossible", func() bool { time.Sleep(time.Millisecond); return false })
+	})
+	if !strings.Contains(failure, "waiting for the impossible") {
+		t.Errorf("failure %q does not say what it waited for", failure)
+	}
+}

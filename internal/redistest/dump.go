@@ -14,11 +14,16 @@ import (
 // Key is one key as Dump shows it.
 type Key struct {
 	Name, Type string
-	// Value is the key's value as text: a string quoted, a list's items
-	// in order, a set's members and a hash's fields sorted, a sorted set's
-	// members with their scores in order of them, a stream's entries'
-	// fields without their IDs.
+	// Value is the key's value as text: a string quoted, or its Parts
+	// quoted.
 	Value string
+	// Parts are the value's parts: a string's one value, a list's items in
+	// order, a set's members sorted, a hash's fields as field=value sorted,
+	// a sorted set's members as member:score in order of their scores, a
+	// stream's entries' fields without their IDs. A test that shows a key
+	// its own way (leaving out what changes from run to run) starts from
+	// these.
+	Parts []string
 	// TTL is how long the key has left, or 0 for no expiry.
 	TTL time.Duration
 }
@@ -47,39 +52,44 @@ func Dump(tb testing.TB, rdb redis.Cmdable, pattern string) []Key {
 	out := make([]Key, 0, len(names))
 	for _, name := range names {
 		k := Key{Name: name, Type: rdb.Type(ctx, name).Val()}
-		switch k.Type {
-		case "string":
-			k.Value = fmt.Sprintf("%q", rdb.Get(ctx, name).Val())
-		case "list":
-			k.Value = fmt.Sprintf("%q", rdb.LRange(ctx, name, 0, -1).Val())
-		case "set":
-			members := rdb.SMembers(ctx, name).Val()
-			slices.Sort(members)
-			k.Value = fmt.Sprintf("%q", members)
-		case "hash":
-			var fields []string
-			for f, v := range rdb.HGetAll(ctx, name).Val() {
-				fields = append(fields, f+"="+v)
-			}
-			slices.Sort(fields)
-			k.Value = fmt.Sprintf("%q", fields)
-		case "zset":
-			var members []string
-			for _, z := range rdb.ZRangeWithScores(ctx, name, 0, -1).Val() {
-				members = append(members, fmt.Sprintf("%v:%v", z.Member, z.Score))
-			}
-			k.Value = fmt.Sprintf("%q", members)
-		case "stream":
-			var entries []string
-			for _, m := range rdb.XRange(ctx, name, "-", "+").Val() {
-				entries = append(entries, fmt.Sprint(m.Values))
-			}
-			k.Value = fmt.Sprintf("%q", entries)
+		k.Parts = parts(ctx, rdb, name, k.Type)
+		if k.Type == "string" {
+			k.Value = fmt.Sprintf("%q", k.Parts[0])
+		} else {
+			k.Value = fmt.Sprintf("%q", k.Parts)
 		}
 		if ttl := rdb.PTTL(ctx, name).Val(); ttl > 0 {
 			k.TTL = ttl
 		}
 		out = append(out, k)
+	}
+	return out
+}
+
+// parts reads the parts of key, of type kind (see Key.Parts).
+func parts(ctx context.Context, rdb redis.Cmdable, key, kind string) []string {
+	var out []string
+	switch kind {
+	case "string":
+		out = []string{rdb.Get(ctx, key).Val()}
+	case "list":
+		out = rdb.LRange(ctx, key, 0, -1).Val()
+	case "set":
+		out = rdb.SMembers(ctx, key).Val()
+		slices.Sort(out)
+	case "hash":
+		for f, v := range rdb.HGetAll(ctx, key).Val() {
+			out = append(out, f+"="+v)
+		}
+		slices.Sort(out)
+	case "zset":
+		for _, z := range rdb.ZRangeWithScores(ctx, key, 0, -1).Val() {
+			out = append(out, fmt.Sprintf("%v:%v", z.Member, z.Score))
+		}
+	case "stream":
+		for _, m := range rdb.XRange(ctx, key, "-", "+").Val() {
+			out = append(out, fmt.Sprint(m.Values))
+		}
 	}
 	return out
 }

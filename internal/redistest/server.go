@@ -186,26 +186,7 @@ func (s *Server) launch(port int) error {
 	if err != nil {
 		return err
 	}
-	var args []string
-	if s.cfg.sentinel != "" {
-		args = append(args, s.cfg.sentinel, "--sentinel")
-	}
-	if s.cfg.tls != nil {
-		args = append(args, "--port", "0", "--tls-port", strconv.Itoa(port))
-		args = append(args, s.cfg.tls.serverArgs()...)
-	} else {
-		args = append(args, "--port", strconv.Itoa(port))
-	}
-	// Nothing on disk unless asked (SHUTDOWN SAVE); a replica's first sync
-	// at once, where redis-server would wait 5s for more replicas to share
-	// it.
-	args = append(args, "--bind", "127.0.0.1", "--dir", s.Dir,
-		"--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0")
-	if s.cfg.password != "" {
-		args = append(args, "--requirepass", s.cfg.password)
-	}
-	args = append(args, s.cfg.args...)
-
+	args := s.serverArgs(port)
 	cmd := exec.Command(s.kind.Server, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
@@ -231,10 +212,40 @@ func (s *Server) launch(port int) error {
 	}
 	s.Client = redis.NewClient(opt)
 
+	return s.ready(opt, logStart)
+}
+
+// serverArgs is the server's command line for port.
+func (s *Server) serverArgs(port int) []string {
+	var args []string
+	if s.cfg.sentinel != "" {
+		args = append(args, s.cfg.sentinel, "--sentinel")
+	}
+	if s.cfg.tls != nil {
+		args = append(args, "--port", "0", "--tls-port", strconv.Itoa(port))
+		args = append(args, s.cfg.tls.serverArgs()...)
+	} else {
+		args = append(args, "--port", strconv.Itoa(port))
+	}
+	// Nothing on disk unless asked (SHUTDOWN SAVE); a replica's first sync
+	// at once, where redis-server would wait 5s for more replicas to share
+	// it.
+	args = append(args, "--bind", "127.0.0.1", "--dir", s.Dir,
+		"--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0")
+	if s.cfg.password != "" {
+		args = append(args, "--requirepass", s.cfg.password)
+	}
+	return append(args, s.cfg.args...)
+}
+
+// ready waits until the server just started answers PING with the options
+// opt, or returns why it did not (its log from logStart on says).
+func (s *Server) ready(opt *redis.Options, logStart int64) error {
 	// The server gives no signal that it is ready but its answer. The probe
 	// gives up on a PING after a second, where Client would wait for its
 	// read timeout: on a port that another process took, a PING may get
 	// no answer at all.
+	port, exited := s.Port, s.exited
 	probeOpt := *opt
 	probeOpt.DialTimeout, probeOpt.ReadTimeout, probeOpt.WriteTimeout = time.Second, time.Second, time.Second
 	probe := redis.NewClient(&probeOpt)
@@ -253,7 +264,7 @@ func (s *Server) launch(port int) error {
 		if strings.Contains(log, "Address already in use") {
 			return fmt.Errorf("%s on port %d: %w:\n%s", s.kind.Server, port, errPortTaken, log)
 		}
-		return fmt.Errorf("%s on port %d exited at start (%v):\n%s", s.kind.Server, port, cmd.ProcessState, log)
+		return fmt.Errorf("%s on port %d exited at start (%v):\n%s", s.kind.Server, port, s.cmd.ProcessState, log)
 	default:
 	}
 	if !answered {

@@ -50,72 +50,17 @@ const summaryEvery = 15 * time.Second
 // with a line that says when it was read, after a blank line, so that the
 // turns stay apart.
 func Show(ctx context.Context, reader *Reader, view View, stdout io.Writer, log zerolog.Logger) error {
-	terminal := isTerminal(stdout)
-	width := 0
-	if terminal {
-		width = terminalWidth(stdout)
+	sc := &screen{reader: reader, view: view, terminal: isTerminal(stdout)}
+	if sc.terminal {
+		sc.width = terminalWidth(stdout)
 	}
-	watch := view.Watch
-	turns := 0
-	var summary *Summary
-	var summaryAt time.Time
-	show := func() error {
-		var buf bytes.Buffer
-		if terminal && watch > 0 {
-			// Home and clear, written with the new screen at once so that
-			// it does not flicker.
-			buf.WriteString("\x1b[H\x1b[2J")
-		}
-		now := time.Now()
-		if watch > 0 && !view.JSON {
-			if !terminal && turns > 0 {
-				buf.WriteString("\n")
-			}
-			fmt.Fprintf(&buf, "%s at %s (every %s)\n", reader.Keys.List(), now.Format("2006-01-02 15:04:05 MST"), watch)
-		}
-		turns++
-		whole := summary == nil || watch == 0 || now.Sub(summaryAt) >= summaryEvery
-		t, err := reader.turn(ctx, view.Filter, whole, now)
-		if err != nil {
-			return err
-		}
-		if t.Summary != nil {
-			summary, summaryAt = t.Summary, now
-		} else {
-			t.Summary, t.SummaryAgeMs = summary, now.Sub(summaryAt).Milliseconds()
-		}
-		missing := reader.Keys.NoList()
-		empty := t.Summary != nil && t.Summary.Items == 0
-		switch {
-		case empty && watch == 0:
-			// A mistake (a mistyped prefix) ends non-zero, with
-			// nothing on stdout to be taken for an empty list.
-			return missing
-		case view.JSON:
-			if empty {
-				log.Warn().Msg(missing.Error())
-			}
-			err = writeJSON(&buf, t)
-		case empty:
-			fmt.Fprintln(&buf, missing)
-		default:
-			t.write(&buf, view.Filter, now, width)
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := stdout.Write(buf.Bytes()); err != nil {
-			return errWrite{err}
-		}
-		return nil
+	if view.Watch == 0 {
+		return wrote(sc.show(ctx, stdout, log))
 	}
-	if watch == 0 {
-		return wrote(show())
-	}
-	ticker := time.NewTicker(watch)
+	ticker := time.NewTicker(view.Watch)
 	defer ticker.Stop()
 	for {
-		err := show()
+		err := sc.show(ctx, stdout, log)
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -131,6 +76,73 @@ func Show(ctx context.Context, reader *Reader, view View, stdout io.Writer, log 
 		case <-ticker.C:
 		}
 	}
+}
+
+// screen is what Show writes, turn after turn under --watch: the summary of
+// the whole list is read again only every summaryEvery, and shown with its
+// age in between.
+type screen struct {
+	reader   *Reader
+	view     View
+	terminal bool
+	width    int
+	turns    int
+	// summary is the last summary read, at summaryAt.
+	summary   *Summary
+	summaryAt time.Time
+}
+
+// show reads one turn and writes it to stdout.
+func (sc *screen) show(ctx context.Context, stdout io.Writer, log zerolog.Logger) error {
+	watch, view, reader := sc.view.Watch, sc.view, sc.reader
+	var buf bytes.Buffer
+	if sc.terminal && watch > 0 {
+		// Home and clear, written with the new screen at once so that
+		// it does not flicker.
+		buf.WriteString("\x1b[H\x1b[2J")
+	}
+	now := time.Now()
+	if watch > 0 && !view.JSON {
+		if !sc.terminal && sc.turns > 0 {
+			buf.WriteString("\n")
+		}
+		fmt.Fprintf(&buf, "%s at %s (every %s)\n", reader.Keys.List(), now.Format("2006-01-02 15:04:05 MST"), watch)
+	}
+	sc.turns++
+	whole := sc.summary == nil || watch == 0 || now.Sub(sc.summaryAt) >= summaryEvery
+	t, err := reader.turn(ctx, view.Filter, whole, now)
+	if err != nil {
+		return err
+	}
+	if t.Summary != nil {
+		sc.summary, sc.summaryAt = t.Summary, now
+	} else {
+		t.Summary, t.SummaryAgeMs = sc.summary, now.Sub(sc.summaryAt).Milliseconds()
+	}
+	missing := reader.Keys.NoList()
+	empty := t.Summary != nil && t.Summary.Items == 0
+	switch {
+	case empty && watch == 0:
+		// A mistake (a mistyped prefix) ends non-zero, with nothing on
+		// stdout to be taken for an empty list.
+		return missing
+	case view.JSON:
+		if empty {
+			log.Warn().Msg(missing.Error())
+		}
+		err = writeJSON(&buf, t)
+	case empty:
+		fmt.Fprintln(&buf, missing)
+	default:
+		t.write(&buf, view.Filter, now, sc.width)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := stdout.Write(buf.Bytes()); err != nil {
+		return errWrite{err}
+	}
+	return nil
 }
 
 // errWrite is a failure to write the status to stdout, which no retry

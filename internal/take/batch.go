@@ -68,9 +68,8 @@ type batchCall struct {
 	// Start is the list's length when the pass started, once known (-1
 	// before): a pass that ends without a take marks that many items tried.
 	Start int64
-	// Record holds the words that ask the script to record a take (see
-	// runs.Recorder.TakeWords), and Cap the cap's (see Taker.capWord).
-	Record, Cap string
+	// Words are the settings every take sends (see Taker.takeWords).
+	Words string
 }
 
 // batchReply is what one call of batchScript did.
@@ -101,7 +100,7 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 	if most <= 0 {
 		most = maxBatch
 	}
-	call := batchCall{Prefix: t.Keys.Prefix, Token: t.Token, TTL: t.TTL, MaxItemLen: t.MaxItemLen, Batch: min(max(firstBatch, t.Memory.batch), most), Start: p.length, Cap: t.capWord()}
+	call := batchCall{Prefix: t.Keys.Prefix, Token: t.Token, TTL: t.TTL, MaxItemLen: t.MaxItemLen, Batch: min(max(firstBatch, t.Memory.batch), most), Start: p.length, Words: t.takeWords()}
 	// looked is how many candidates this take has looked at, which the
 	// next take's first batch starts from: on a list where one item in a
 	// hundred is free, a take then costs one call or two, not the five
@@ -115,7 +114,7 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 			return Taken{}, jobctl.ErrStopped
 		}
 		sent := time.Now()
-		call.Left, call.Record = p.left, t.Record.TakeWords()
+		call.Left = p.left
 		reply, err := call.run(ctx, t.Client, t.ReplicaAcks, list)
 		if err != nil && !errors.Is(err, redisconn.ErrNotReplicated) {
 			return Taken{}, redisconn.Wrap("take a batch from "+quote(list), err)
@@ -169,7 +168,7 @@ func (b batchCall) run(ctx context.Context, client redisconn.ScriptClient, acks 
 	// No more arguments: Redis refuses commands of more than 10 parts
 	// before AUTH, and a server that wants a password we lack must say
 	// NOAUTH, not "Protocol error". New settings go into the options word.
-	options := "batch=" + strconv.Itoa(b.Batch) + b.Record + b.Cap
+	options := "batch=" + strconv.Itoa(b.Batch) + b.Words
 	if b.Start >= 0 {
 		options += " start=" + strconv.FormatInt(b.Start, 10)
 	}

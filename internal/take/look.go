@@ -176,8 +176,7 @@ func (t *Taker) logSwept(swept any) {
 // " head=0" to look on past untried items at the list's head, or "".
 func (t *Taker) lookArgs(head string) []any {
 	words := "most=" + strconv.Itoa(lookMost) +
-		" new=" + strconv.Itoa(lookNew) + sweepWords() + head +
-		t.Record.TakeWords() + t.capWord()
+		" new=" + strconv.Itoa(lookNew) + sweepWords() + head + t.takeWords()
 	return []any{t.Keys.Prefix, t.Token, t.TTL.Milliseconds(), t.MaxItemLen, words}
 }
 

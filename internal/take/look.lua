@@ -89,13 +89,8 @@ local opt = {}
 for name, value in string.gmatch(ARGV[5] or "", "([%w_]+)=(%S*)") do
   opt[name] = value
 end
--- now is Redis' clock, the fleet's one clock (docs/how-it-works.md, "One
--- clock: Redis'"): a host whose clock is wrong changes nothing here. A
--- Redis older than 5 replicates a script by its body, whose TIME a replica
--- would read again: it must replicate the script's effects instead.
-if redis.replicate_commands then redis.replicate_commands() end
-local clock = redis.call("TIME")
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+-- now is Redis' clock, the fleet's one clock (internal/clock's now.lua).
+local now = redisNow()
 local most, newMost = tonumber(opt.most or 10), tonumber(opt.new or 10)
 local clipLen = 64
 

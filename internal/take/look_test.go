@@ -162,20 +162,24 @@ func without(list, drop []string) []string {
 // out.
 func writtenKeys(t *testing.T, rdb *redis.Client, keys schema.Keys) string {
 	t.Helper()
-	ctx := context.Background()
-	var other []string
-	for _, key := range rdb.Keys(ctx, keys.Prefix+"*").Val() {
-		switch {
-		case key == keys.List(), key == keys.Seen(), key == keys.Untried(), key == keys.Sweep(), key == keys.Due(), key == keys.Fence(),
+	var due, fence, other []string
+	for _, k := range redistest.Dump(t, rdb, keys.Prefix+"*") {
+		switch key := k.Name; {
+		case key == keys.Due():
+			for _, m := range k.Parts {
+				due = append(due, m[:strings.LastIndexByte(m, ':')])
+			}
+			slices.Sort(due)
+		case key == keys.Fence():
+			fence = k.Parts
+		case key == keys.List(), key == keys.Seen(), key == keys.Untried(), key == keys.Sweep(),
 			strings.HasPrefix(key, keys.Prefix+"lock:"), strings.HasPrefix(key, keys.Prefix+"cooldown:"),
 			strings.HasPrefix(key, keys.Prefix+"backoff:"), strings.HasPrefix(key, keys.Prefix+"pause:"):
 		default:
 			other = append(other, strings.TrimPrefix(key, keys.Prefix))
 		}
 	}
-	due := rdb.ZRange(ctx, keys.Due(), 0, -1).Val()
-	slices.Sort(due)
-	return fmt.Sprintf("due %q, fence %q, others %q", due, rdb.Get(ctx, keys.Fence()).Val(), other)
+	return fmt.Sprintf("due %q, fence %q, others %q", due, fence, other)
 }
 
 // TestRotationKeepsAppendedItemsAppended: an item appended after the fleet

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/clock"
 )
 
 // The places of --fleet-max-running (Taker.FleetMax): a cap on the runs of
@@ -38,10 +39,11 @@ var ErrPlacesNotColocated = errors.New("--fleet-max-running needs every key of t
 //go:embed settled.lua
 var settledSource string
 
-// withPlaces is the script of a take's source, which settled.lua's guard
-// and place.lua's functions come before.
+// withPlaces is the script of a take's source, which Redis' clock
+// (clock.Lua's redisNow), settled.lua's guard and place.lua's functions
+// come before.
 func withPlaces(source string) *redis.Script {
-	return redis.NewScript(settledSource + "\n" + placeSource + "\n" + source)
+	return redis.NewScript(clock.Lua + settledSource + "\n" + placeSource + "\n" + source)
 }
 
 // CheckPlaces says whether this Taker can enforce its FleetMax: only where
@@ -53,14 +55,6 @@ func (t *Taker) CheckPlaces() error {
 		return ErrPlacesNotColocated
 	}
 	return nil
-}
-
-// capWord is the take scripts' option word for FleetMax, or "".
-func (t *Taker) capWord() string {
-	if t.FleetMax <= 0 {
-		return ""
-	}
-	return " cap=" + strconv.Itoa(t.FleetMax)
 }
 
 // fullFence is the fence that batch.lua and look.lua reply with when every

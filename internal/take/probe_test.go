@@ -92,47 +92,35 @@ func snapshot(t *testing.T, rdb *redis.Client, keys schema.Keys) string {
 	return describe(t, rdb, keys, true)
 }
 
-// describe describes every key under keys' prefix: lists in order, sorted
-// sets with their scores (or, unless scores, their members in order of
-// them), strings, hashes less the times of a run's start and end, and
-// streams' entries without their IDs, each marked when it expires.
+// describe shows every key under keys' prefix (redistest.Dump): lists in
+// order, sorted sets with their scores (or, unless scores, their members in
+// order of them), strings, hashes less the times of a run's start and end,
+// and streams' entries without their IDs, each marked when it expires.
 // Without scores, nothing in it depends on the moment of a call.
 func describe(t *testing.T, rdb *redis.Client, keys schema.Keys, scores bool) string {
 	t.Helper()
-	ctx := context.Background()
-	names := rdb.Keys(ctx, keys.Prefix+"*").Val()
-	slices.Sort(names)
 	var out []string
-	for _, key := range names {
-		var value any
-		switch kind := rdb.Type(ctx, key).Val(); {
-		case key == keys.Sweep():
+	for _, k := range redistest.Dump(t, rdb, keys.Prefix+"*") {
+		var value any = k.Parts
+		switch {
+		case k.Name == keys.Sweep():
 			// When the last sweep ended: its presence is what matters.
 			value = "(set)"
-		case kind == "string":
-			value = rdb.Get(ctx, key).Val()
-		case kind == "list":
-			value = rdb.LRange(ctx, key, 0, -1).Val()
-		case kind == "zset" && scores:
-			value = rdb.ZRangeWithScores(ctx, key, 0, -1).Val()
-		case kind == "zset":
-			value = rdb.ZRange(ctx, key, 0, -1).Val()
-		case kind == "hash":
-			h := rdb.HGetAll(ctx, key).Val()
-			delete(h, schema.FieldLastStart)
-			delete(h, schema.FieldLastEnd)
-			value = h
-		case kind == "stream":
-			var entries []string
-			for _, m := range rdb.XRange(ctx, key, "-", "+").Val() {
-				entries = append(entries, fmt.Sprint(m.Values))
+		case k.Type == "string":
+			value = k.Parts[0]
+		case k.Type == "zset" && !scores:
+			members := make([]string, len(k.Parts))
+			for i, m := range k.Parts {
+				members[i] = m[:strings.LastIndexByte(m, ':')]
 			}
-			value = entries
-		default:
-			value = kind
+			value = members
+		case k.Type == "hash":
+			value = slices.DeleteFunc(k.Parts, func(f string) bool {
+				return strings.HasPrefix(f, schema.FieldLastStart+"=") || strings.HasPrefix(f, schema.FieldLastEnd+"=")
+			})
 		}
-		line := fmt.Sprintf("%s=%v", strings.TrimPrefix(key, keys.Prefix), value)
-		if rdb.PTTL(ctx, key).Val() > 0 {
+		line := fmt.Sprintf("%s=%v", strings.TrimPrefix(k.Name, keys.Prefix), value)
+		if k.TTL > 0 {
 			line += " (expires)"
 		}
 		out = append(out, line)
