@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/w8y/w8y/internal/duration"
+	"github.com/w8y/w8y/internal/redisconn"
 )
 
 // What a --continuous worker does after a pass that found nothing: wait
@@ -72,16 +74,21 @@ func (l *continuous) wait(ctx context.Context, d time.Duration) {
 	}()
 }
 
-// woke ends the wait. A wait that Redis refused or failed is followed by a
-// pause, so that a wake key of another type, or a server that answers
-// nothing, does not make the worker spin: its take meets the same trouble,
-// and retries it as it should.
+// woke ends the wait. A wait that failed because Redis is unreachable is
+// the first failure of an outage, retried as a take's is (see retry); one
+// that Redis refused (a wake key of another type) is followed by a pause,
+// so that the worker does not spin.
 func (l *continuous) woke(err error) {
 	l.woken = nil
-	if err != nil && !l.closing {
-		l.w.log.Debug().Err(err).Msg("could not wait for a wake")
-		l.pause(duration.Jitter(probeEvery))
+	if err == nil || l.closing {
+		return
 	}
+	if err = redisconn.Wrap("wait for a wake", err); errors.Is(err, redisconn.ErrUnavailable) {
+		l.retry(err)
+		return
+	}
+	l.w.log.Debug().Err(err).Msg("could not wait for a wake")
+	l.pause(duration.Jitter(probeEvery))
 }
 
 // interrupt ends the wait under way, if any, now: a free slot, a stop or

@@ -127,6 +127,9 @@ func TestIdleWorkersWakeForWhatW8yWrites(t *testing.T) {
 	items := redistest.Items(10)
 	b.items(items...)
 	b.coolAll(t, b.prefix, items, time.Hour)
+	// No sweep of the fleet's comes in the test, whose step would end
+	// every worker's wait: only a wake can.
+	b.Client.Set(ctx(t), b.key("sweep"), "test", time.Hour)
 	const workers = 3
 	for range workers {
 		p := b.start("--continuous", "--idle-wait", "1h", "--cooldown", "1h", "sh", "-c", started)

@@ -233,6 +233,9 @@ var wakeWords = " wake_most=" + strconv.Itoa(schema.WakeMost) + " wake_ttl=" + s
 // The script records the changes in the events stream where the stream
 // lives on the list's server.
 func (f *Fleet) control(ctx context.Context, verb string, list []string, words, reason string) ([]Result, error) {
+	if f.Keys.Colocated {
+		words = strings.TrimSpace(words + wakeWords)
+	}
 	args := []any{verb, f.Keys.Prefix, words, reason, f.Who()}
 	for _, item := range list {
 		args = append(args, item)
@@ -240,7 +243,6 @@ func (f *Fleet) control(ctx context.Context, verb string, list []string, words, 
 	keys := []string{f.Keys.List()}
 	if f.Keys.Colocated {
 		keys = append(keys, f.Keys.Events(), f.Keys.Wake())
-		words = strings.TrimSpace(words + wakeWords)
 	}
 	reply, err := controlScript.Run(ctx, f.Client, keys, args...).Slice()
 	if err != nil {
