@@ -64,6 +64,10 @@ func (l *continuous) wait(ctx context.Context, d time.Duration) {
 		l.pause(d)
 		return
 	}
+	if d <= 0 {
+		// Nothing to wait for: the next take probes at once.
+		return
+	}
 	woken := make(chan error, 1)
 	l.woken = woken
 	// /healthz expects the next beat after the wait, however long.
@@ -74,13 +78,21 @@ func (l *continuous) wait(ctx context.Context, d time.Duration) {
 	}()
 }
 
-// woke ends the wait. A wait that failed because Redis is unreachable is
+// woke ends the wait. A wait that a Cluster slot's move refused is tried
+// again shortly, as a take is. A wait that failed because Redis is unreachable is
 // the first failure of an outage, retried as a take's is (see retry); one
 // that Redis refused (a wake key of another type) is followed by a pause,
 // so that the worker does not spin.
 func (l *continuous) woke(err error) {
 	l.woken = nil
 	if err == nil || l.closing {
+		return
+	}
+	if redisconn.SlotMoving(err) {
+		// A reshard: the two lists' slot is half-moved, and Redis refuses a
+		// command that names both; the take that follows says so, once,
+		// and waits the move out (see worker.slotMoving).
+		l.pause(duration.Jitter(slotRetry))
 		return
 	}
 	if err = redisconn.Wrap("wait for a wake", err); errors.Is(err, redisconn.ErrUnavailable) {

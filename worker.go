@@ -82,6 +82,9 @@ type worker struct {
 	// polling (see internal/wake); nil where its takes do not look, and in
 	// tests without one, where it pauses instead.
 	waker *wake.Waiter
+	// lookedLast is set while the last wait came after a look, not a probe
+	// (see idleWait).
+	lookedLast bool
 }
 
 // tell writes line to reports, if any.
@@ -311,8 +314,10 @@ const takeGrace = time.Second
 // RPUSH, a lock that expired). The fallback comes every --idle-wait,
 // spaced by how many workers look (see registry.LookInterval), so that the
 // fleet's fallbacks together come about every 50ms whatever its size. The
-// first wait after a look, which says nothing of what comes due, is no
-// longer than take.LookEvery: the probe after it does.
+// first wait after a look, which says nothing of what comes due, is none:
+// the probe that follows at once says; but where looks follow each other
+// without a probe between (a probe that says yes, then a look that finds
+// nothing), each waits take.LookEvery, so that the worker cannot spin.
 //
 // Workers that wait for the same moment would all wake at it for one item:
 // each wakes at a moment of its own, spread over the fleet's spacing
@@ -323,9 +328,13 @@ func (w *worker) idleWait(idleWait time.Duration) time.Duration {
 	lookers := w.presence.Lookers()
 	fallback := duration.Jitter(registry.LookInterval(idleWait, lookers))
 	in, probed := w.rotator.NextDue()
+	lookedLast := w.lookedLast
+	w.lookedLast = !probed
 	switch {
-	case !probed:
+	case !probed && lookedLast:
 		return min(fallback, duration.Jitter(take.LookEvery))
+	case !probed:
+		return 0
 	case in < 0:
 		return fallback
 	}
