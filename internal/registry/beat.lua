@@ -12,11 +12,10 @@
 -- ARGV[3] 1 if the worker looks for work now, else 0
 -- ARGV[4...] the entry's fields and their values
 --
--- Returns {lookers, live, seconds, microseconds}: the live lookers and
--- workers, and Redis' TIME, which the worker measures its clock's skew by.
-if redis.replicate_commands then redis.replicate_commands() end
-local clock = redis.call("TIME")
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+-- Returns {lookers, live, now}: the live lookers and workers, and Redis'
+-- clock in Unix milliseconds, which the worker measures its clock's skew
+-- by.
+local now = redisNow()
 local holder, ttl = ARGV[1], tonumber(ARGV[2])
 local expires, dead = now + ttl, "(" .. now
 local fields = {}
@@ -33,4 +32,4 @@ else
   redis.call("ZREM", KEYS[3], holder)
 end
 redis.call("ZREMRANGEBYSCORE", KEYS[3], "-inf", dead)
-return {redis.call("ZCOUNT", KEYS[3], dead, "+inf"), redis.call("ZCOUNT", KEYS[2], dead, "+inf"), clock[1], clock[2]}
+return {redis.call("ZCOUNT", KEYS[3], dead, "+inf"), redis.call("ZCOUNT", KEYS[2], dead, "+inf"), now}

@@ -259,7 +259,7 @@ var beatSource string
 
 // beatScript is a beat in one call (beat.lua), where the keys are
 // colocated.
-var beatScript = redis.NewScript(beatSource)
+var beatScript = redis.NewScript(clock.Lua + beatSource)
 
 // announce writes the entry and its expiry (three beats), drops the dead
 // workers' members, and counts the live workers and those that look, in
@@ -306,19 +306,15 @@ func (p *Presence) announceInOne(ctx context.Context, e Entry, looks bool, ttl t
 	args := []any{e.Holder, ttl.Milliseconds(), map[bool]int{true: 1}[looks]}
 	args = append(args, e.values()...)
 	sent := p.clock.Host()
-	reply, err := beatScript.Run(ctx, p.client, []string{p.keys.Worker(e.Holder), p.keys.Workers(), p.keys.Looking()}, args...).Slice()
-	if err == nil && len(reply) != 4 {
+	reply, err := beatScript.Run(ctx, p.client, []string{p.keys.Worker(e.Holder), p.keys.Workers(), p.keys.Looking()}, args...).Int64Slice()
+	if err == nil && len(reply) != 3 {
 		err = fmt.Errorf("unexpected reply from beat.lua: %v", reply)
 	}
 	if err != nil {
 		return redisconn.Wrap("announce the worker in "+strconv.Quote(p.keys.Workers()), err)
 	}
-	lookers, _ := reply[0].(int64)
-	live, _ := reply[1].(int64)
-	secs, _ := strconv.ParseInt(fmt.Sprint(reply[2]), 10, 64)
-	micros, _ := strconv.ParseInt(fmt.Sprint(reply[3]), 10, 64)
-	p.clock.Set(time.Unix(secs, micros*1000), sent, p.clock.Host())
-	p.counted(lookers, live)
+	p.clock.Set(time.UnixMilli(reply[2]), sent, p.clock.Host())
+	p.counted(reply[0], reply[1])
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/clock"
 )
 
 //go:embed probe.lua
@@ -20,7 +21,7 @@ var probeSource string
 //	ARGV[2] -> --fleet-max-running, or 0
 //
 // Returns {worth, full, next, now}, which probe reads.
-var probeScript = redis.NewScript(probeSource)
+var probeScript = redis.NewScript(clock.Lua + probeSource)
 
 // nextDue is what a probe said of the moment its answer may change without
 // a write that wakes the worker (an item's cooldown or pause ends, the

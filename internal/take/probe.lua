@@ -21,8 +21,7 @@
 -- at which the answer may change by itself, or -1 if never; now Redis'
 -- clock, in the same unit.
 local list, prefix, cap = KEYS[1], ARGV[1], tonumber(ARGV[2])
-local clock = redis.call("TIME")
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local now = redisNow()
 
 -- A key of another type is the look's to report, in its own words.
 local n = redis.pcall("LLEN", list)
