@@ -219,3 +219,29 @@ func TestIdleWorkerTakesAnOutsideRPUSHAtItsFallback(t *testing.T) {
 		t.Errorf("the wake list holds %d tokens after an outside RPUSH, want none: nothing of w8y's wrote one", n)
 	}
 }
+
+// TestAFreedPlaceWakesAWaitingWorker: a worker that waits for a place of
+// --fleet-max-running (its fallback's look an hour away) is woken by the
+// finish that frees one, and takes its item.
+func TestAFreedPlaceWakesAWaitingWorker(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "place")
+	b.items("a", "b")
+	b.Client.Set(ctx(t), b.key("sweep"), "test", time.Hour)
+	// A run of a, by name, holds the one place until the test opens its gate.
+	holder := b.start("--item", "a", "--fleet-max-running", "1", "--cooldown", "1h", "sh", "-c", started+`; redis-cli -p "$REDIS_PORT" blpop gate 30 >/dev/null`)
+	if got := b.popStarted(t); got != "a" {
+		t.Fatalf("%q started, want a", got)
+	}
+	p := b.start("--continuous", "--idle-wait", "1h", "--fleet-max-running", "1", "--cooldown", "1h", "sh", "-c", started)
+	t.Cleanup(func() { p.stop(t) })
+	poll.WaitFor(t, "the worker to wait for a place", func() bool {
+		waiting, _ := blocked(t, b.server)
+		return waiting == 1
+	})
+	b.Client.RPush(ctx(t), "gate", "go")
+	holder.wait(t).wantExit(t, 0)
+	if got := b.popStarted(t); got != "b" {
+		t.Fatalf("after the place was freed, %q started, want b", got)
+	}
+}

@@ -23,6 +23,7 @@ package wake
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -32,6 +33,7 @@ import (
 // Client is the part of a Redis client that waiting needs.
 type Client interface {
 	BLPop(ctx context.Context, timeout time.Duration, keys ...string) *redis.StringSliceCmd
+	Do(ctx context.Context, args ...any) *redis.Cmd
 	Pipeline() redis.Pipeliner
 }
 
@@ -47,6 +49,14 @@ type Waiter struct {
 // timeout of 0 as forever, and Redis counts its timeouts in milliseconds.
 const shortest = time.Millisecond
 
+// precise is the longest wait that Wait sends with its milliseconds:
+// go-redis' BLPop sends whole seconds (it truncates 1.9s to 1s, and 0.3s
+// to 1s), and a command of one's own waits for its reply no longer than
+// the client's read timeout (3s by default), so a wait this short is sent
+// as it is, and a longer one in whole seconds, which the next wait, after
+// the probe, makes good.
+const precise = 2 * time.Second
+
 // Wait blocks until a token wakes the worker, or d has passed: woken
 // reports a token (the fleet's, or the worker's own from Interrupt). An
 // error is Redis', which the take that follows meets too.
@@ -54,7 +64,12 @@ func (w *Waiter) Wait(ctx context.Context, d time.Duration) (woken bool, err err
 	if d < shortest {
 		return false, nil
 	}
-	err = w.Client.BLPop(ctx, d, w.Keys.Wake(), w.Keys.WakeOf(w.Holder)).Err()
+	keys := []string{w.Keys.Wake(), w.Keys.WakeOf(w.Holder)}
+	if d < precise {
+		err = w.Client.Do(ctx, "blpop", keys[0], keys[1], strconv.FormatFloat(d.Seconds(), 'f', 3, 64)).Err()
+	} else {
+		err = w.Client.BLPop(ctx, d.Truncate(time.Second), keys...).Err()
+	}
 	if errors.Is(err, redis.Nil) {
 		return false, nil
 	}
