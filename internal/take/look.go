@@ -18,13 +18,12 @@ import (
 // fleet's sweep that it makes while one is due (see index.go), which is
 // bounded too.
 const (
-	// LookEvery is the longest pause between an idle worker's looks,
-	// however long --idle-wait is, before jitter (±25%): a worker alone
-	// takes an item made due (run-now, a finish, an expiry, an outside
-	// RPUSH) about 60ms later at the median, and within about 160ms. What keeps
-	// this short pause cheap is the probe (see probe): a worker alone costs
-	// Redis eight probes a second (four plain reads each), under a
-	// millisecond of CPU; a larger fleet spaces its looks by its size (see registry.LookInterval).
+	// LookEvery is the pause, before jitter (±25%), of an idle worker
+	// whose looks follow each other without a probe between (a probe that
+	// said yes, then a look that found nothing): short, as such a worker
+	// has something to find, and long enough that it cannot spin. An idle
+	// worker otherwise waits for a wake (see internal/wake), until what
+	// its probe says comes due, or its fallback's look.
 	LookEvery = 125 * time.Millisecond
 	// lookMost is how many due entries one look tries.
 	lookMost = 10
