@@ -123,11 +123,12 @@ func (l *continuous) close(why string) {
 	if !l.closing && why != "" {
 		l.w.log.Info().Int("items", l.taken).Msg(why)
 	}
-	if !l.closing {
-		l.interrupt()
-	}
+	open := !l.closing
 	l.closing = true
 	l.closed.Store(true)
+	if open {
+		l.interrupt()
+	}
 }
 
 // end closes the loop so that it ends with err, unless it is ending with

@@ -106,15 +106,21 @@ func (l *continuous) woke(err error) {
 // interrupt ends the wait under way, if any, now: a free slot, a stop or
 // the loop's close must not wait for its timeout. The wait ends when the
 // token reaches it, a round trip later; a token that finds no wait ends
-// the next one at once.
+// the next one at once. A Redis that does not take the token within
+// takeGrace (paused, hung) cannot end the wait either: a loop that closes
+// with no child left then hangs up on it, as a take cut short does (see
+// worker.take), and the wait ends with the connection.
 func (l *continuous) interrupt() {
 	if l.woken == nil || l.w.waker == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), takeGrace)
 	defer cancel()
 	if err := l.w.waker.Interrupt(ctx); err != nil {
 		l.w.log.Debug().Err(err).Msg("could not end the wait for a wake early")
+		if l.closing && l.running == 0 && l.w.hangUp != nil {
+			l.w.hangUp()
+		}
 	}
 }
 
