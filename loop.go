@@ -21,9 +21,10 @@ import (
 
 // loop is --continuous: it keeps up to --parallel children running, each
 // slot taking the next item as it frees. After a pass that found nothing
-// it waits for a wake (see wait), retries Redis errors with backoff, and stops taking items after a
-// stop signal, --max-items or --max-runtime, or a failed run with
-// --stop-on-failure. It returns once the running children have finished.
+// it waits for a wake (see wait), retries Redis errors with backoff, and
+// stops taking items after a stop signal, --max-items or --max-runtime, or
+// a failed run with --stop-on-failure. It returns once the running
+// children have finished, and the wait under way has ended.
 func (w *worker) loop(ctx context.Context) error {
 	l := &continuous{w: w, done: make(chan slotEnd, w.opts.Parallel)}
 	stopped := w.stops.Stopped()

@@ -79,10 +79,10 @@ func (l *continuous) wait(ctx context.Context, d time.Duration) {
 }
 
 // woke ends the wait. A wait that a Cluster slot's move refused is tried
-// again shortly, as a take is. A wait that failed because Redis is unreachable is
-// the first failure of an outage, retried as a take's is (see retry); one
-// that Redis refused (a wake key of another type) is followed by a pause,
-// so that the worker does not spin.
+// again shortly, as a take is; one that failed because Redis is
+// unreachable is the first failure of an outage, retried as a take's is
+// (see retry); one that Redis refused (a wake key of another type) is
+// followed by a pause, so that the worker does not spin.
 func (l *continuous) woke(err error) {
 	l.woken = nil
 	if err == nil || l.closing {

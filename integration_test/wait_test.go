@@ -245,3 +245,23 @@ func TestAFreedPlaceWakesAWaitingWorker(t *testing.T) {
 		t.Fatalf("after the place was freed, %q started, want b", got)
 	}
 }
+
+// TestIdleWorkerWakesAtAPausesEnd: a worker alone, whose fallback's look is
+// an hour away, takes an item paused with --for when the pause ends: the
+// pause's end is in the due index, which its wait ends at.
+func TestIdleWorkerWakesAtAPausesEnd(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "paused")
+	b.items("p")
+	b.Client.Set(ctx(t), b.key("sweep"), "test", time.Hour)
+	paused := time.Now()
+	b.ctl("pause", "p", "--for", "1500ms").mustExit(t, 0)
+	p := b.start("--continuous", "--idle-wait", "1h", "--cooldown", "1h", "sh", "-c", started)
+	t.Cleanup(func() { p.stop(t) })
+	if got := b.popStarted(t); got != "p" {
+		t.Fatalf("%q started, want p", got)
+	}
+	if since := time.Since(paused); since < 1500*time.Millisecond {
+		t.Errorf("p started %s after its pause of 1.5s began", since)
+	}
+}
