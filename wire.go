@@ -143,9 +143,12 @@ func childCommand(opts *Options, stdin io.Reader, stdout, stderr io.Writer) (chi
 }
 
 // connect opens the worker's Redis client. Taking items uses one
-// connection at a time, each running child's lock refresher and finish one
-// more, and the registry's beat one, so that a beat never makes a refresh
-// wait for a connection. With a Cluster, that is per node.
+// connection at a time, and so does an idle worker's wait for a wake
+// (BLPOP), which never runs beside a take; each running child's lock
+// refresher and finish one more, and the registry's beat one, so that a
+// beat never makes a refresh wait for a connection. The push that ends a
+// wait early comes when a child has ended, whose connection is free. With
+// a Cluster, that is per node.
 func connect(opts *Options, log zerolog.Logger) (redis.UniversalClient, error) {
 	conns := opts.Parallel + 2
 	if opts.MetricsAddr != "" {
