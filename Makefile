@@ -108,15 +108,19 @@ soak:
 # The Go benchmarks measure the hot paths; scripts/bench.sh measures whole runs
 # against references in the same session and prints ratios, and
 # scripts/bench-fleet.sh the Redis CPU of idle and busy fleets and how soon
-# idle workers take what comes due, and scripts/bench-take.sh what a take costs
-# Redis over a long list (one-shot runs, starts, busy workers). None fails on a
-# figure that misses its target, only on a broken run.
+# idle workers take what comes due, scripts/bench-take.sh what a take costs
+# Redis over a long list (one-shot runs, starts, busy workers), and
+# scripts/bench-lean.sh the summary without the list, a whole --status, an
+# item's bytes and a busy item's commands and Redis CPU against a bare
+# EVALSHA. None fails on a figure that misses its target, only on a broken
+# run.
 bench:
 	bash scripts/ensure-redis.sh
 	go test -run '^$$' -bench . -benchmem ./...
 	bash scripts/bench.sh
 	bash scripts/bench-fleet.sh
 	bash scripts/bench-take.sh
+	bash scripts/bench-lean.sh
 
 lint:
 	@unformatted="$$(gofmt -l .)"; \

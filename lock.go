@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/clip"
+	"github.com/w8y/w8y/internal/clock"
 	"github.com/w8y/w8y/internal/lease"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
@@ -25,7 +26,7 @@ import (
 //go:embed refresh.lua
 var refreshSource string
 
-var refreshScript = redis.NewScript(refreshSource)
+var refreshScript = redis.NewScript(clock.Lua + refreshSource)
 
 // Lock is an item's lock that this run holds in Redis: the key's value is
 // Token, and the key expires TTL after it was last set or refreshed.
@@ -45,6 +46,9 @@ type Lock struct {
 	// the same call; "" where one script may not name it with the lock
 	// (see schema.Keys.Colocated), and no cancel can be asked for.
 	CancelKey string
+	// LocksKey is the counts' index of locks (schema.Keys.Locks), whose
+	// entry each refresh moves with the lock; "" where CancelKey is.
+	LocksKey string
 
 	client lockClient
 	// acks is --replica-acks: how many replicas must confirm a refresh for
@@ -94,6 +98,9 @@ func (l *Lock) Refresh(ctx context.Context) (*schema.CancelRequest, error) {
 	args := []any{l.Token, l.TTL.Milliseconds()}
 	if l.CancelKey != "" {
 		args = append(args, l.CancelKey)
+		if l.LocksKey != "" {
+			args = append(args, l.LocksKey, l.Item)
+		}
 	}
 	reply, err := redisconn.RunConfirmed(ctx, l.client, refreshScript, l.acks, l.TTL, []string{l.Key}, args...)
 	if reply == int64(0) {

@@ -535,9 +535,13 @@ func TestCtlACL(t *testing.T) {
 		t.Fatalf("%q: %v", rule, err)
 	}
 	s.seed(t, "ops:list", "a", "b")
+	// A list that a fleet of this version runs: its version, its events.
+	s.Client.Set(ctx(t), "ops:schema", 2, 0)
 	s.Client.XAdd(ctx(t), &redis.XAddArgs{Stream: "ops:events", Values: []string{"type", "start", "item", "a", "holder", "h"}})
-	// b runs somewhere, for cancel to ask its holder.
+	// b runs somewhere, for cancel to ask its holder: its lock, and its
+	// entry among the locks, as a take writes them.
 	s.Client.Set(ctx(t), "ops:lock:b", "elsewhere:1:abc", time.Minute)
+	s.Client.ZAdd(ctx(t), "ops:locks", redis.Z{Score: float64(s.Client.Time(ctx(t)).Val().Add(time.Minute).UnixMilli()), Member: "b"})
 	env := []string{"W8Y_REDIS_URL=redis://operator@127.0.0.1:" + itoa(s.Port), "W8Y_REDIS_PASSWORD=" + password, "W8Y_KEY_PREFIX=ops"}
 	for _, verb := range [][]string{
 		{"add", "c"}, {"pause", "a", "--for", "1h", "--reason", "r"}, {"status"}, {"resume", "a"}, {"run-now", "b"}, {"remove", "c"},
@@ -950,15 +954,23 @@ func TestCtlCheckNotDue(t *testing.T) {
 	// No worker has seen the list: every item is to be tried.
 	runCtl(t, nil, append(at, "check")...).mustExit(t, 0)
 
+	// What a fleet of this version left: its marks, and its version.
 	c.Set(ctx(t), "nd:seen", 4, 0)
 	c.Set(ctx(t), "nd:untried", 0, 0)
+	c.Set(ctx(t), "nd:schema", 2, 0)
 	c.ZAdd(ctx(t), "nd:due", redis.Z{Member: "a", Score: 1}, redis.Z{Member: "b", Score: float64(time.Now().Add(time.Hour).UnixMilli())})
 	c.Set(ctx(t), "nd:cooldown:c", "hand", time.Hour)
 	c.RPush(ctx(t), "nd:list", "appended")
 	r := runCtl(t, nil, append(at, "check")...)
 	r.wantExit(t, 1)
-	r.wantStdout(t, `not_due: "d" is in the list and nothing holds it, but the due index has no entry for it: no take finds it before the fleet's next sweep; to repair: w8yctl -u `+s.URL+" -k nd check --fix\n"+
-		`found 1 problem under "nd:"`+"\n")
+	// b's entry is in the future with nothing to hold it, and c's cooldown,
+	// set by hand, has no entry: the summary that does not read the list
+	// would count b as cooling and c as idle.
+	fix := "; to repair: w8yctl -u " + s.URL + " -k nd check --fix\n"
+	r.wantStdout(t, `counts_drift: the summaries count "b" otherwise than its keys say (a key set or deleted by hand)`+fix+
+		`counts_drift: the summaries count "c" otherwise than its keys say (a key set or deleted by hand)`+fix+
+		`not_due: "d" is in the list and nothing holds it, but the due index has no entry for it: no take finds it before the fleet's next sweep`+fix+
+		`found 3 problems under "nd:"`+"\n")
 	r = runCtl(t, nil, append(at, "check", "--fix")...)
 	r.wantExit(t, 0)
 	if !strings.Contains(r.Stdout, `not_due: "d" is in the list and nothing holds it, but the due index has no entry for it: no take finds it before the fleet's next sweep: made it due now`) {

@@ -46,9 +46,11 @@ func TestDashboardActionsInBrowser(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "ops")
 	b.items("alpha", "held", "gone")
-	// held runs (a lock as a worker's), and was paused meanwhile.
+	// held runs (a lock as a worker's take writes it, with its entry
+	// among the locks that the summary counts), and was paused meanwhile.
 	b.Client.Set(ctx(t), b.key("lock:held"), "vm:4242:tok", 10*time.Minute)
-	b.Client.HSet(ctx(t), b.key("pause:held"), "reason", "vendor maintenance", "by", "ops@vm")
+	b.Client.ZAdd(ctx(t), b.key("locks"), redis.Z{Score: float64(b.Client.Time(ctx(t)).Val().Add(10 * time.Minute).UnixMilli()), Member: "held"})
+	b.ctl("pause", "held", "--reason", "vendor maintenance").mustExit(t, 0)
 	const token = "s3cret"
 	url := serveDashboard(t, b, "W8Y_DASHBOARD_TOKEN="+token)
 	tab := browser(t)

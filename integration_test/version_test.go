@@ -20,16 +20,16 @@ func TestSchemaVersion(t *testing.T) {
 
 	b.items("a", "b")
 	b.run("true").mustExit(t, 0)
-	if v := b.Client.Get(ctx(t), b.key("schema")).Val(); v != "1" {
-		t.Errorf("%s holds %q after a run, want 1", b.key("schema"), v)
+	if v := b.Client.Get(ctx(t), b.key("schema")).Val(); v != "2" {
+		t.Errorf("%s holds %q after a run, want 2", b.key("schema"), v)
 	}
 	// An older version (or this one) runs.
 	b.Client.Set(ctx(t), b.key("schema"), "0", 0)
 	b.run("true").mustExit(t, 0)
 
 	for _, tt := range []struct{ found, want string }{
-		{"2", `the list "ver:list" is kept in version 2 of the layout of w8y's keys, by a newer w8y; this one knows version 1: upgrade w8y`},
-		{"two", `"ver:schema" holds "two", not a version of the layout of w8y's keys: delete it if no w8y wrote it (w8y writes 1)`},
+		{"3", `the list "ver:list" is kept in version 3 of the layout of w8y's keys, by a newer w8y; this one knows version 2: upgrade w8y`},
+		{"two", `"ver:schema" holds "two", not a version of the layout of w8y's keys: delete it if no w8y wrote it (w8y writes 2)`},
 	} {
 		b.Client.Set(ctx(t), b.key("schema"), tt.found, 0)
 		list := b.list()

@@ -141,6 +141,11 @@ func (f *Fleet) Check(ctx context.Context, maxLen int, fix bool) ([]Finding, err
 		return nil, err
 	}
 	out = append(out, found...)
+	found, err = f.checkCounts(ctx, counts, fix)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, found...)
 	out = append(out, f.checkServer(ctx)...)
 	slices.SortFunc(out, func(a, b Finding) int {
 		return strings.Compare(a.Kind+"\x00"+a.Key+"\x00"+a.Item, b.Kind+"\x00"+b.Key+"\x00"+b.Item)

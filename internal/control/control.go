@@ -57,6 +57,8 @@ type Client interface {
 	Get(ctx context.Context, key string) *redis.StringCmd
 	Del(ctx context.Context, keys ...string) *redis.IntCmd
 	ZRem(ctx context.Context, key string, members ...any) *redis.IntCmd
+	// check --fix records the layout's version of a list it indexed.
+	Set(ctx context.Context, key string, value any, expiration time.Duration) *redis.StatusCmd
 }
 
 // Fleet changes what the workers under one prefix do.

@@ -80,6 +80,27 @@ end
 local due = prefix .. "due"
 local pauseFor = tonumber(opt["for"] or 0)
 
+-- The counts' indexes (see schema.Keys.Locks), which the verbs keep in
+-- step with the keys they change. pcall: a key of another type does not
+-- undo the change.
+local counts = {"locks", "pauses", "backoffs", "failing"}
+
+-- heldUntil is when the last of item's lock, cooldown and backoff expires,
+-- or nil when none holds it, or one never expires.
+local function heldUntil(item)
+  local at
+  for _, infix in ipairs({"lock:", "cooldown:", "backoff:"}) do
+    local left = redis.call("PTTL", prefix .. infix .. item)
+    if left == -1 then
+      return nil
+    end
+    if left > 0 then
+      at = math.max(at or 0, now + left)
+    end
+  end
+  return at
+end
+
 -- record adds the event of verb's change of item. pcall: a stream key of
 -- another type is no stream, and does not undo the change.
 local function record(item)
@@ -117,10 +138,16 @@ for _, item in ipairs(items) do
     redis.call("DEL", prefix .. "cooldown:" .. item, prefix .. "backoff:" .. item,
       prefix .. "pause:" .. item, prefix .. "state:" .. item)
     redis.call("ZREM", due, item)
+    -- Out of every count, a run under way too: the list no longer holds
+    -- it, and its refreshes and its end leave the indexes alone.
+    for _, index in ipairs(counts) do
+      redis.pcall("ZREM", prefix .. index, item)
+    end
   elseif verb == "pause" then
     local key = prefix .. "pause:" .. item
     redis.call("DEL", key)
     redis.call("HSET", key, "reason", reason, "by", by, "at", now)
+    redis.pcall("ZADD", prefix .. "pauses", pauseFor > 0 and now + pauseFor or "+inf", item)
     if pauseFor > 0 then
       redis.call("PEXPIRE", key, pauseFor)
       -- An idle worker looks at the item when the pause ends. An entry
@@ -134,11 +161,16 @@ for _, item in ipairs(items) do
     changed = 1
   elseif verb == "resume" then
     changed = redis.call("DEL", prefix .. "pause:" .. item)
-    -- An idle worker looks at it within a second, and passes it by again
-    -- if a cooldown or backoff still holds it.
-    redis.call("ZADD", due, 0, item)
+    redis.pcall("ZREM", prefix .. "pauses", item)
+    -- An idle worker looks at it within a second; one that a lock, a
+    -- cooldown or a backoff still holds is due when the last of them
+    -- expires, as a finish would have written it, so that the summary
+    -- counts it as held until then.
+    redis.call("ZADD", due, heldUntil(item) or 0, item)
   elseif verb == "run_now" then
     changed = redis.call("DEL", prefix .. "cooldown:" .. item, prefix .. "backoff:" .. item, prefix .. "pause:" .. item)
+    redis.pcall("ZREM", prefix .. "pauses", item)
+    redis.pcall("ZREM", prefix .. "backoffs", item)
     -- Due now: an idle worker takes it within a second, unless its lock is
     -- held, which keeps it from running twice at once.
     redis.call("ZADD", due, 0, item)

@@ -66,13 +66,17 @@ type Server struct {
 
 	streams   chan struct{}
 	summaries *cached[*Summary]
-	charts    *cached[*Chart]
+	// listings is the whole list read for a search, where the summary is
+	// counted without it.
+	listings *cached[*Summary]
+	charts   *cached[*Chart]
 }
 
 // Handler returns the dashboard's routes.
 func (s *Server) Handler() http.Handler {
 	s.streams = make(chan struct{}, maxStreams)
 	s.summaries = newCached(summaryEvery, s.Now, s.readSummary)
+	s.listings = newCached(summaryEvery, s.Now, s.readListing)
 	s.charts = newCached(chartEvery, s.Now, s.readChart)
 	files, _ := fs.Sub(web, "web")
 	mux := http.NewServeMux()

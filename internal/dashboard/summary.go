@@ -13,11 +13,13 @@ import (
 	"github.com/w8y/w8y/internal/status"
 )
 
-// summaryEvery is the least time between two reads of the whole list: a
-// read of 100,000 items costs Redis about a second of small commands (see
-// docs/benchmarks.md), which every 5 seconds is a fifth of one core at most
-// (cached stretches the time for slower reads), whatever the number of
-// browsers open.
+// summaryEvery is the least time between two summaries, and between two
+// reads of the whole list for a search: a summary counted from the indexes
+// costs Redis well under a millisecond whatever the list's length, and a
+// whole read of 100,000 items about a fifth of a second of small commands
+// (see docs/benchmarks.md), which every 5 seconds is a twenty-fifth of one
+// core at most (cached stretches the time for slower reads), whatever the
+// number of browsers open.
 const summaryEvery = 5 * time.Second
 
 // Kinds an item is counted as in a summary: each item is counted once. An
@@ -80,6 +82,9 @@ type Summary struct {
 	folded []string
 	kinds  []string
 	fails  []bool
+	// listed says that names, folded, kinds and fails hold the whole list
+	// (readListing); a summary counted from the indexes has none.
+	listed bool
 }
 
 // kind is what st is counted as.
@@ -108,10 +113,46 @@ func failing(st status.Item) bool {
 	return st.ConsecutiveFailures > 0 || st.State == status.StateBackoff || st.State == status.StateBlocked || st.State == status.StateInvalid
 }
 
-// readSummary reads the whole list, a status.Batch at a time (one short
-// script and one pipeline of small reads per batch, so that no command
-// holds Redis up), and counts it.
+// readSummary counts the list: from the indexes that every writer keeps,
+// without reading the list, where they are kept (see status.Reader.Count),
+// else by reading the whole list (readListing), which a search then looks
+// through too. Then the lag, the places under a cap and what the server
+// says of itself.
 func (s *Server) readSummary(ctx context.Context) (*Summary, error) {
+	start := s.Now()
+	counted, err := s.Status.Count(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	var sum *Summary
+	if counted != nil {
+		sum = &Summary{Items: counted.Items, Duplicates: counted.Duplicates}
+		sum.Counts = Counts{
+			Running: counted.Running - counted.PausedRunning, Paused: counted.Paused, PausedRunning: counted.PausedRunning,
+			Backoff: counted.BackingOff, Cooling: counted.Cooling, Idle: counted.Idle,
+			Blocked: counted.Blocked, Invalid: counted.Invalid,
+			Failing: counted.Failing + counted.BackoffNotFailing + counted.Blocked + counted.Invalid,
+		}
+	} else if sum, err = s.readListing(ctx); err != nil {
+		return nil, err
+	}
+	end := s.Now()
+	if sum.Lag, err = readLag(ctx, s.Fleet.Client, s.Fleet.Keys, end); err != nil {
+		return nil, err
+	}
+	if sum.FleetMax, err = s.Status.Places(ctx); err != nil {
+		return nil, err
+	}
+	sum.Redis = readNeeds(ctx, s.Fleet.Client)
+	sum.At, sum.TookMs = end.UnixMilli(), end.Sub(start).Milliseconds()
+	return sum, nil
+}
+
+// readListing reads the whole list, a status.Batch at a time (one short
+// read and one or two pipelines of small reads per batch, so that no
+// command holds Redis up), and counts it, keeping each item's name and kind
+// for a search.
+func (s *Server) readListing(ctx context.Context) (*Summary, error) {
 	start := s.Now()
 	sum := &Summary{}
 	entries, err := s.Status.ReadCounting(ctx, func(batch []status.Item) error {
@@ -153,14 +194,9 @@ func (s *Server) readSummary(ctx context.Context) (*Summary, error) {
 	}
 	sum.Items, sum.Duplicates = entries, entries-int64(len(sum.names))
 	end := s.Now()
-	if sum.Lag, err = readLag(ctx, s.Fleet.Client, s.Fleet.Keys, end); err != nil {
-		return nil, err
-	}
-	if sum.FleetMax, err = s.Status.Places(ctx); err != nil {
-		return nil, err
-	}
-	sum.Redis = readNeeds(ctx, s.Fleet.Client)
 	sum.At, sum.TookMs = end.UnixMilli(), end.Sub(start).Milliseconds()
+	sum.listed = true
+	s.Status.RecordWhole(ctx, &status.Summary{Items: sum.Items, Duplicates: sum.Duplicates, Blocked: sum.Counts.Blocked, Invalid: sum.Counts.Invalid}, sum.At)
 	return sum, nil
 }
 
@@ -228,6 +264,11 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sum, err := s.summaries.get(r.Context())
+	if err == nil && !sum.listed {
+		// Counted without the list: a search reads it, for every browser
+		// at once and at most every summaryEvery (see cached).
+		sum, err = s.listings.get(r.Context())
+	}
 	if err != nil {
 		s.fail(w, err)
 		return

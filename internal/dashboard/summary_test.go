@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -35,17 +36,17 @@ func getJSON(t *testing.T, url string, v any) {
 // item as one kind, a paused item that still runs as paused (and again
 // in paused_running), never as running; it counts the list's entries as
 // w8y --status does, and the duplicates among them.
+//
+// Its keys are set by hand, which the counts' indexes do not see: the
+// list is one that an earlier fleet ran (its schema 1), which the
+// dashboard counts by reading it whole. TestSummaryFromTheIndexes counts
+// the same list from the indexes, as w8y's writers keep them.
 func TestSummaryCountsEachItemOnce(t *testing.T) {
 	items := []string{"run", "paused-run", "paused", "cool", "back", "idle", "fails", "idle"}
 	srv, rdb, keys := start(t, "", items...)
 	ctx := context.Background()
-	rdb.Set(ctx, keys.Lock("run"), "h:1:a", time.Minute)
-	rdb.Set(ctx, keys.Lock("paused-run"), "h:1:b", time.Minute)
-	rdb.HSet(ctx, keys.Pause("paused-run"), schema.PauseFieldReason, "vendor maintenance")
-	rdb.HSet(ctx, keys.Pause("paused"), schema.PauseFieldReason, "disk full")
-	rdb.Set(ctx, keys.Cooldown("cool"), "1", time.Minute)
-	rdb.Set(ctx, keys.Backoff("back"), "1", time.Minute)
-	rdb.HSet(ctx, keys.State("fails"), schema.FieldConsecutiveFailures, "2")
+	rdb.Set(ctx, keys.Schema(), schema.Unindexed, 0)
+	setKinds(ctx, rdb, keys)
 
 	var sum Summary
 	getJSON(t, srv.URL+"/api/summary", &sum)
@@ -53,6 +54,74 @@ func TestSummaryCountsEachItemOnce(t *testing.T) {
 	if sum.Items != 8 || sum.Duplicates != 1 || sum.Counts != want {
 		t.Errorf("summary = %d items, %d duplicates, %+v; want 8, 1, %+v", sum.Items, sum.Duplicates, sum.Counts, want)
 	}
+	c := sum.Counts
+	if total := c.Running + c.Paused + c.Backoff + c.Cooling + c.Idle + c.Blocked + c.Invalid; total != sum.Items-sum.Duplicates {
+		t.Errorf("the kinds add up to %d, not the %d items", total, sum.Items)
+	}
+}
+
+// TestSummaryFromTheIndexes: where the counts' indexes are kept, the
+// dashboard counts from them (without reading the list) what a whole read
+// counts, kind by kind, and a search still reads the list.
+func TestSummaryFromTheIndexes(t *testing.T) {
+	items := []string{"run", "paused-run", "paused", "cool", "back", "idle", "fails", "idle"}
+	s, srv, rdb, keys := startServer(t, "", items...)
+	ctx := context.Background()
+	setKinds(ctx, rdb, keys)
+	// What w8y's writers add beside the keys: the runs' locks, the
+	// pauses, the backoff (a failure on record), the due entries of what
+	// is held, the failing.
+	later := float64(time.Now().Add(time.Minute).UnixMilli())
+	rdb.ZAdd(ctx, keys.Locks(), redis.Z{Score: later, Member: "run"}, redis.Z{Score: later, Member: "paused-run"})
+	rdb.ZAdd(ctx, keys.Pauses(), redis.Z{Score: math.Inf(1), Member: "paused-run"}, redis.Z{Score: math.Inf(1), Member: "paused"})
+	rdb.ZAdd(ctx, keys.Backoffs(), redis.Z{Score: later, Member: "back"})
+	rdb.ZAdd(ctx, keys.Due(), redis.Z{Score: later, Member: "run"}, redis.Z{Score: later, Member: "paused-run"},
+		redis.Z{Score: later, Member: "cool"}, redis.Z{Score: later, Member: "back"})
+	rdb.ZAdd(ctx, keys.Failing(), redis.Z{Score: math.Inf(1), Member: "fails"})
+
+	whole, err := s.readListing(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb.ConfigResetStat(ctx)
+	var sum Summary
+	getJSON(t, srv.URL+"/api/summary", &sum)
+	if calls := redistest.CommandStats(t, rdb); calls["lrange"]+calls["lpos"] > 0 {
+		t.Errorf("the summary read the list: %v", calls)
+	}
+	// The backoff has no failure on record: "failing" counts it all the
+	// same, as a whole read does.
+	want := Counts{Running: 1, Paused: 2, PausedRunning: 1, Backoff: 1, Cooling: 1, Idle: 2, Failing: 2}
+	if sum.Counts != want || whole.Counts != want || sum.Items != 8 || sum.Duplicates != whole.Duplicates {
+		t.Errorf("from the indexes %d items, %d duplicates, %+v; a whole read %d, %d, %+v; want %+v",
+			sum.Items, sum.Duplicates, sum.Counts, whole.Items, whole.Duplicates, whole.Counts, want)
+	}
+	var found searchReply
+	getJSON(t, srv.URL+"/api/search?q=cool", &found)
+	if found.Matches != 1 || len(found.Items) != 1 || found.Items[0].Item != "cool" {
+		t.Errorf("search for cool: %+v", found)
+	}
+}
+
+// setKinds sets, by hand, the keys that make the items of
+// TestSummaryCountsEachItemOnce each of its kinds.
+func setKinds(ctx context.Context, rdb *redis.Client, keys schema.Keys) {
+	rdb.Set(ctx, keys.Lock("run"), "h:1:a", time.Minute)
+	rdb.Set(ctx, keys.Lock("paused-run"), "h:1:b", time.Minute)
+	rdb.HSet(ctx, keys.Pause("paused-run"), schema.PauseFieldReason, "vendor maintenance")
+	rdb.HSet(ctx, keys.Pause("paused"), schema.PauseFieldReason, "disk full")
+	rdb.Set(ctx, keys.Cooldown("cool"), "1", time.Minute)
+	rdb.Set(ctx, keys.Backoff("back"), "1", time.Minute)
+	rdb.HSet(ctx, keys.State("fails"), schema.FieldConsecutiveFailures, "2")
+}
+
+// TestSummarySaysWhatRedisNeeds: the summary says whether the server may
+// evict w8y's keys or is a replica.
+func TestSummarySaysWhatRedisNeeds(t *testing.T) {
+	srv, rdb, _ := start(t, "", "a")
+	ctx := context.Background()
+	var sum Summary
+	getJSON(t, srv.URL+"/api/summary", &sum)
 	if sum.Redis == nil || sum.Redis.MayEvict || sum.Redis.Replica {
 		t.Errorf("summary's redis = %+v, want a server that neither evicts nor is a replica", sum.Redis)
 	}
@@ -62,10 +131,6 @@ func TestSummaryCountsEachItemOnce(t *testing.T) {
 	fresh := readNeeds(ctx, rdb)
 	if fresh == nil || !fresh.MayEvict || fresh.Policy != "allkeys-lru" || fresh.MaxMemory != 64<<20 {
 		t.Errorf("readNeeds on an evicting server = %+v, want may_evict with its policy", fresh)
-	}
-	c := sum.Counts
-	if total := c.Running + c.Paused + c.Backoff + c.Cooling + c.Idle + c.Blocked + c.Invalid; total != sum.Items-sum.Duplicates {
-		t.Errorf("the kinds add up to %d, not the %d items", total, sum.Items)
 	}
 }
 

@@ -70,6 +70,18 @@ local released = 0
 if redis.pcall("GET", KEYS[1]) == ARGV[1] then
   released = redis.call("DEL", KEYS[1])
 end
+-- The counts' indexes (see schema.Keys.Locks) live under the lock's
+-- prefix, the lock key less "lock:" and the item: not declared keys, and
+-- so written with pcall, as the cancel request is read in refresh.lua.
+-- counted is 0 where the lock key is not named so (a test's lock).
+local keyPrefix = string.sub(KEYS[1], 1, #KEYS[1] - #(ARGV[2] or "") - 5)
+local counted = 0
+if ARGV[2] and KEYS[1] == keyPrefix .. "lock:" .. ARGV[2] then
+  counted = 1
+  if released == 1 then
+    redis.pcall("ZREM", keyPrefix .. "locks", ARGV[2])
+  end
+end
 if #KEYS < 4 then
   return released
 end
@@ -164,6 +176,9 @@ if released == 1 then
 end
 if opt.result == "success" then
   push(record, "consecutive_failures", 0)
+  if counted == 1 then
+    redis.pcall("ZREM", keyPrefix .. "failing", item)
+  end
   local cooldown = tonumber(opt.cooldown or 0)
   -- Under --schedule the cooldown lasts until the slot itself, on Redis'
   -- clock: the host's count of milliseconds rests on its estimate of
@@ -195,6 +210,22 @@ elseif opt.failed == "1" then
     delay = math.max(math.floor(nominal * tonumber(opt.jitter or 1)), 1)
     left[4] = pause(KEYS[4], delay)
   end
+  -- The counts' indexes: failing until the state hash expires, backing
+  -- off until the backoff does (+inf without an expiry).
+  if counted == 1 then
+    -- A count that could not be written (not a number) is no failure on
+    -- record, as a whole read sees it.
+    if failures > 0 then
+      redis.pcall("ZADD", keyPrefix .. "failing", now + tonumber(opt.state_ttl or 0), item)
+    end
+    if left[4] and left[4] ~= -2 then
+      redis.pcall("ZADD", keyPrefix .. "backoffs", left[4] == -1 and "+inf" or now + left[4], item)
+    end
+  end
+elseif kept == 1 and counted == 1 then
+  -- Neither: the state hash's expiry moved above, and its entry among the
+  -- failing, if it has one, with it.
+  redis.pcall("ZADD", keyPrefix .. "failing", "XX", now + tonumber(opt.state_ttl), item)
 end
 
 -- Due: when the item may run again, as its keys now say, for the idle

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -118,6 +119,8 @@ func TestFinishBothWaysAlike(t *testing.T) {
 			name: "a cancelled run sets no pause, leaves the count and records the reason", due: "0s",
 			setup: func(ctx context.Context, rdb *redis.Client, keys schema.Keys) {
 				rdb.HSet(ctx, keys.State("x"), "consecutive_failures", 2)
+				// As the failures' finishes counted it.
+				rdb.ZAdd(ctx, keys.Failing(), redis.Z{Score: math.Inf(1), Member: "x"})
 			},
 			steps: []finishStep{cancelled}, want: []string{"true -1 0s"},
 			keys: map[string]string{"state:x": "hash consecutive_failures=2,last_end=1000,last_reason=a deploy, say,last_result=cancelled,runs=1 (1h0m0s)"},
@@ -177,6 +180,8 @@ func TestFinishBothWaysAlike(t *testing.T) {
 			name: "an interrupted run sets no pause and leaves the count", due: "0s",
 			setup: func(ctx context.Context, rdb *redis.Client, keys schema.Keys) {
 				rdb.HSet(ctx, keys.State("x"), "consecutive_failures", 2)
+				// As the failures' finishes counted it.
+				rdb.ZAdd(ctx, keys.Failing(), redis.Z{Score: math.Inf(1), Member: "x"})
 			},
 			steps: []finishStep{stopped}, want: []string{"true -1 0s"},
 			keys: map[string]string{"state:x": state(2, 1, 0, schema.ResultInterrupted)},
@@ -284,8 +289,13 @@ func TestFinishBothWaysAlike(t *testing.T) {
 				left[i] = dumpKeys(t, rdb, keys)
 				if colocated {
 					endedAt(t, left[i], start, 1000)
+					indexesAgree(t, rdb, keys, "x")
 				}
-				delete(left[i], "due")
+				// The due index and the counts' indexes are kept only where
+				// the keys are colocated.
+				for _, index := range []string{"due", "locks", "backoffs", "failing"} {
+					delete(left[i], index)
+				}
 				// The token that wakes an idle worker is a signal, not the
 				// item's state: the per-key path, on a Cluster without a
 				// hash tag, where no worker waits for one, pushes none.
@@ -391,5 +401,30 @@ func TestFinishOnADemotedPrimary(t *testing.T) {
 				t.Errorf("%v: sent again", inPart)
 			}
 		}
+	}
+}
+
+// indexesAgree checks that the counts' indexes say of item what its keys
+// say (see schema.Keys.Locks): an entry in the future among the backoffs
+// while its backoff lasts, among the failing while its consecutive
+// failures are more than 0, and none among the locks once its run ended.
+func indexesAgree(t *testing.T, rdb *redis.Client, keys schema.Keys, item string) {
+	t.Helper()
+	ctx := context.Background()
+	now := float64(rdb.Time(ctx).Val().UnixMilli())
+	future := func(index string) bool {
+		score, err := rdb.ZScore(ctx, index, item).Result()
+		return err == nil && score > now
+	}
+	backoff := rdb.PTTL(ctx, keys.Backoff(item)).Val() > 0 || rdb.PTTL(ctx, keys.Backoff(item)).Val() == -1
+	if got := future(keys.Backoffs()); got != backoff {
+		t.Errorf("%s: backing off %v, but its entry among the backoffs says %v", item, backoff, got)
+	}
+	failures, _ := rdb.HGet(ctx, keys.State(item), schema.FieldConsecutiveFailures).Int()
+	if got := future(keys.Failing()); got != (failures > 0) {
+		t.Errorf("%s: %d consecutive failures, but its entry among the failing says %v", item, failures, got)
+	}
+	if future(keys.Locks()) {
+		t.Errorf("%s: its run ended, but the locks still count it", item)
 	}
 }

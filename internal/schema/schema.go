@@ -157,6 +157,48 @@ const (
 	WakeTTL = time.Minute
 )
 
+// The counts' indexes: sorted sets that every w8y writer keeps beside an
+// item's keys, member the item, score the Unix millisecond (on Redis'
+// clock) at which the key they mirror expires, +inf for one without
+// expiry. With the due index, whose entries in the future are the items
+// held by a lock, a cooldown, a backoff or a pause, they let w8y --status
+// count the whole list by state with ZCOUNT in O(log n), without reading
+// it (see internal/status's counts.lua). Entries whose score has passed
+// count for nothing; the step that ends the fleet's sweep drops them.
+// They are kept only where an item's keys are colocated with the list.
+
+// Locks mirrors the items' locks that w8y's takes set: each take adds the
+// lock's expiry, each refresh moves it, the release removes it.
+func (k Keys) Locks() string { return k.Prefix + "locks" }
+
+// Pauses mirrors the operators' pauses (w8yctl pause, resume, run-now,
+// remove).
+func (k Keys) Pauses() string { return k.Prefix + "pauses" }
+
+// Backoffs mirrors the failure backoffs that finishes set.
+func (k Keys) Backoffs() string { return k.Prefix + "backoffs" }
+
+// Failing is the items whose consecutive_failures is more than 0, scored
+// with their state hash's expiry: a failure adds it, a success removes
+// it, and every write that pushes the state hash's expiry back moves it.
+func (k Keys) Failing() string { return k.Prefix + "failing" }
+
+// Counted is what only a whole read of the list can count (items held
+// twice, items that no child can be given, locks of another type), as the
+// last such read found it: a hash of the Counted* fields, which w8y
+// --status, the dashboard and w8yctl check write after a whole read, and
+// a summary that does not read the list shows.
+func (k Keys) Counted() string { return k.Prefix + "counted" }
+
+// Fields of the Counted hash.
+const (
+	CountedDuplicates = "duplicates"
+	CountedBlocked    = "blocked"
+	CountedInvalid    = "invalid"
+	// CountedAt is when the read ended, in Unix milliseconds.
+	CountedAt = "at"
+)
+
 // Fields of a worker's registry hash (see Worker).
 const (
 	WorkerHolder  = "holder"

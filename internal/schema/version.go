@@ -16,7 +16,20 @@ import (
 // (a key of another type, a field that means something else) raises it, and
 // a change that they may ignore (a new key, a new field) does not. Versions
 // of w8y that record none (before it was kept) read this layout.
-const Version = 1
+//
+// Version 2 keeps the counts' indexes (Locks, Pauses, Backoffs, Failing)
+// and the due index in step with every item's keys, so that a summary
+// counts the list without reading it: a fleet recorded as 2 has no worker
+// of version 1, which would take and finish without them. A list that an
+// earlier fleet has run is recorded as 1 (Unindexed) until w8yctl check
+// --fix builds the indexes and records 2.
+const Version = 2
+
+// Unindexed is the version that a worker records on a list that an
+// earlier fleet has run without recording a version (its marks are
+// there): the layout it reads, without the counts' indexes, which only a
+// whole pass can build (w8yctl check --fix).
+const Unindexed = 1
 
 // Schema is the version of the layout that the fleet on the list keeps
 // (Version when it was written), a number without expiry. A worker sets it
@@ -70,7 +83,24 @@ func ClaimVersion(ctx context.Context, client VersionClient, keys Keys) error {
 	if n, err := client.Exists(ctx, keys.List()).Result(); err != nil || n == 0 {
 		return err
 	}
-	return client.SetNX(ctx, keys.Schema(), Version, 0).Err()
+	// A list that a fleet before the version has run (its marks, its
+	// fencing token or its events are there: w8yctl writes none of them)
+	// has items held by keys that no index mirrors: recorded as Unindexed, it is counted by a whole read
+	// until w8yctl check --fix indexes it.
+	// One EXISTS a key: on a Cluster without a hash tag they may live in
+	// other slots. This runs once a list, until a version is recorded.
+	version := Version
+	for _, mark := range []string{keys.Fence(), keys.Seen(), keys.Untried(), keys.Events()} {
+		n, err := client.Exists(ctx, mark).Result()
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			version = Unindexed
+			break
+		}
+	}
+	return client.SetNX(ctx, keys.Schema(), version, 0).Err()
 }
 
 // checkVersion refuses found, the recorded version, unless this w8y knows

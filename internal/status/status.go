@@ -8,6 +8,7 @@ package status
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -26,7 +27,8 @@ var (
 )
 
 // Batch is how many items --status reads per round trip: one call of
-// status.lua, then one pipeline of seven reads per item. Redis serves other
+// status.lua, then one pipeline of three reads per item, and one of five
+// more for the items that a lock, a backoff or a pause holds (see Items). Redis serves other
 // clients between the round trips, and between every few hundred commands
 // of a pipeline; a call costs it about 0.3ms on a list of 100,000 items, so
 // reading them all never holds it up for long at a time (see docs/benchmarks.md).
@@ -83,6 +85,7 @@ var stateFields = []string{
 type Client interface {
 	redis.Scripter
 	Pipeline() redis.Pipeliner
+	TxPipeline() redis.Pipeliner
 }
 
 // Reader reads the status of every item under one prefix.
@@ -119,7 +122,14 @@ func (s *Reader) ReadCounting(ctx context.Context, each func([]Item) error) (ent
 		if started {
 			args = []any{"1", anchor, at, min(batchSize, length-read)}
 		}
-		reply, err := readScript.Run(ctx, s.Client, []string{list}, args...).Slice()
+		count := batchSize
+		if started {
+			count = min(batchSize, length-read)
+		}
+		reply, ok, err := s.window(ctx, started, anchor, at, count, length)
+		if err == nil && !ok {
+			reply, err = readScript.Run(ctx, s.Client, []string{list}, args...).Slice()
+		}
 		if err != nil {
 			return int64(read), s.readError(ctx, err)
 		}
@@ -153,40 +163,123 @@ func (s *Reader) ReadCounting(ctx context.Context, each func([]Item) error) (ent
 	return int64(read), nil
 }
 
-// Items reads the lock, cooldown, backoff, pause and state of items in one
-// pipeline, whether the list holds them or not: Read's batches, and
-// w8yctl status ITEM.
+// window reads what status.lua would reply (the list's length, the index
+// of the first item read and the items) with plain commands in one
+// transaction, where it can do without the script's search: from the
+// head, or after anchor, the last item read, found at index at of a list
+// that still has length items. It reports !ok where the list moved under
+// it (rotated, or edited by others) and the script must find the anchor.
+// Lua's handling of a batch's values cost Redis about half of a whole
+// read's time, the commands themselves a twentieth (see
+// docs/benchmarks.md).
+func (s *Reader) window(ctx context.Context, started bool, anchor string, at int64, count, length int) ([]any, bool, error) {
+	list := s.Keys.List()
+	from := int64(0)
+	if started {
+		from = at + 1
+		if from >= int64(length) {
+			from = 0
+		}
+	}
+	to := from + int64(count) - 1
+	pipe := s.Client.TxPipeline()
+	n := pipe.LLen(ctx, list)
+	var found *redis.StringCmd
+	if started {
+		found = pipe.LIndex(ctx, list, at)
+	}
+	head := pipe.LRange(ctx, list, from, to)
+	var wrap *redis.StringSliceCmd
+	if started && to >= int64(length) {
+		wrap = pipe.LRange(ctx, list, 0, to-int64(length))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, false, err
+	}
+	if started && (n.Val() != int64(length) || found.Val() != anchor) {
+		return nil, false, nil
+	}
+	if n.Val() == 0 {
+		return []any{int64(0)}, true, nil
+	}
+	items := head.Val()
+	if wrap != nil {
+		items = append(items, wrap.Val()...)
+	}
+	if !started {
+		items = items[:min(len(items), int(n.Val()))]
+	}
+	reply := make([]any, 0, 2+len(items))
+	reply = append(reply, n.Val(), from)
+	for _, item := range items {
+		reply = append(reply, item)
+	}
+	return reply, true, nil
+}
+
+// Items reads the lock, cooldown, backoff, pause and state of items,
+// whether the list holds them or not: Read's batches, and w8yctl status
+// ITEM. It reads in two pipelines: for every item, whether a lock, a
+// backoff or a pause exists (one EXISTS), what is left of its cooldown and
+// its state hash's fields; then, only for the items that one of those
+// holds (a fleet's few runs, pauses and backoffs), the rest. A list's
+// usual item, never run or cooling down, costs three commands, not eight
+// (see docs/benchmarks.md).
 func (s *Reader) Items(ctx context.Context, items []string) ([]Item, error) {
 	if len(items) == 0 {
 		return nil, nil
 	}
 	type reads struct {
-		holder                            *redis.Cmd
-		lockTTL, cooldown, backoff, pause *redis.Cmd
-		state, paused                     *redis.SliceCmd
+		held, cooldown *redis.Cmd
+		state          *redis.SliceCmd
 	}
 	pipe := s.Client.Pipeline()
 	// Redis' clock, the one that the slots were found on (see
 	// internal/clock), read with the keys.
 	redisNow := pipe.Time(ctx)
-	all := make([]reads, len(items))
+	first := make([]reads, len(items))
 	for i, item := range items {
-		lock := s.Keys.Lock(item)
-		all[i] = reads{
-			holder:   pipe.Do(ctx, "GET", lock),
-			lockTTL:  pipe.Do(ctx, "PTTL", lock),
+		first[i] = reads{
 			cooldown: pipe.Do(ctx, "PTTL", s.Keys.Cooldown(item)),
-			backoff:  pipe.Do(ctx, "PTTL", s.Keys.Backoff(item)),
-			pause:    pipe.Do(ctx, "PTTL", s.Keys.Pause(item)),
 			state:    pipe.HMGet(ctx, s.Keys.State(item), stateFields...),
-			paused:   pipe.HMGet(ctx, s.Keys.Pause(item), schema.PauseFieldReason, schema.PauseFieldBy),
+		}
+		if s.Keys.Colocated {
+			first[i].held = pipe.Do(ctx, "EXISTS", s.Keys.Lock(item), s.Keys.Backoff(item), s.Keys.Pause(item))
 		}
 	}
 	// Errors are read per command below: a key of another type spoils only
 	// its own column.
-	_, err := pipe.Exec(ctx)
-	if err != nil && !redisconn.IsReply(err) {
+	if _, err := pipe.Exec(ctx); err != nil && !redisconn.IsReply(err) {
 		return nil, redisconn.Wrap("read the status of "+strconv.Itoa(len(items))+" items", err)
+	}
+	type heldReads struct {
+		holder, lockTTL, backoff, pause *redis.Cmd
+		paused                          *redis.SliceCmd
+	}
+	second := make([]*heldReads, len(items))
+	pipe = s.Client.Pipeline()
+	for i, item := range items {
+		// Where an item's keys live on several servers (a Cluster without
+		// a hash tag), one EXISTS cannot name them: every item is read
+		// whole.
+		if r := first[i].held; r != nil {
+			if n, err := r.Int64(); err == nil && n == 0 {
+				continue
+			}
+		}
+		lock := s.Keys.Lock(item)
+		second[i] = &heldReads{
+			holder:  pipe.Do(ctx, "GET", lock),
+			lockTTL: pipe.Do(ctx, "PTTL", lock),
+			backoff: pipe.Do(ctx, "PTTL", s.Keys.Backoff(item)),
+			pause:   pipe.Do(ctx, "PTTL", s.Keys.Pause(item)),
+			paused:  pipe.HMGet(ctx, s.Keys.Pause(item), schema.PauseFieldReason, schema.PauseFieldBy),
+		}
+	}
+	if pipe.Len() > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && !redisconn.IsReply(err) {
+			return nil, redisconn.Wrap("read the status of "+strconv.Itoa(len(items))+" items", err)
+		}
 	}
 	out := make([]Item, len(items))
 	now := time.Now().UnixMilli()
@@ -194,30 +287,31 @@ func (s *Reader) Items(ctx context.Context, items []string) ([]Item, error) {
 		now = at.UnixMilli()
 	}
 	for i, item := range items {
-		r := all[i]
 		st := Item{Item: item}
-		st.LockTTL = ttl(r.lockTTL)
-		st.Cooldown = ttl(r.cooldown)
-		st.Backoff = ttl(r.backoff)
-		st.Pause = ttl(r.pause)
-		// A pause key of another type (set by hand) pauses too, without a
-		// reason.
-		if values, err := r.paused.Result(); err == nil && st.Pause != nil {
-			if reason, ok := values[0].(string); ok {
-				st.PauseReason = &reason
-			}
-			if by, ok := values[1].(string); ok {
-				st.PausedBy = &by
-			}
-		}
+		st.Cooldown = ttl(first[i].cooldown)
 		var holderErr error
-		if st.LockTTL != nil {
-			var holder string
-			if holder, holderErr = r.holder.Text(); holderErr == nil {
-				st.Holder = &holder
+		if r := second[i]; r != nil {
+			st.LockTTL = ttl(r.lockTTL)
+			st.Backoff = ttl(r.backoff)
+			st.Pause = ttl(r.pause)
+			// A pause key of another type (set by hand) pauses too, without
+			// a reason.
+			if values, err := r.paused.Result(); err == nil && st.Pause != nil {
+				if reason, ok := values[0].(string); ok {
+					st.PauseReason = &reason
+				}
+				if by, ok := values[1].(string); ok {
+					st.PausedBy = &by
+				}
+			}
+			if st.LockTTL != nil {
+				var holder string
+				if holder, holderErr = r.holder.Text(); holderErr == nil {
+					st.Holder = &holder
+				}
 			}
 		}
-		if values, err := r.state.Result(); err == nil {
+		if values, err := first[i].state.Result(); err == nil {
 			st.setState(values, now)
 		}
 		st.classify(holderErr)

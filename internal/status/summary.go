@@ -38,6 +38,12 @@ type Summary struct {
 	// Blocked and Invalid items can never run as things are.
 	Blocked int64 `json:"blocked"`
 	Invalid int64 `json:"invalid"`
+	// WholeReadAt is null where this summary read the whole list, and
+	// otherwise when the last whole read (of --status, the dashboard's
+	// search or w8yctl check) counted Duplicates, Blocked and Invalid, which
+	// only such a read can count, in Unix milliseconds; null with those at
+	// 0 where there was none. The other counts are this summary's own.
+	WholeReadAt *int64 `json:"whole_read_at"`
 }
 
 // add counts st, an item, once: Items counts items until the read that

@@ -272,9 +272,9 @@ func TestWatchReadsTheWholeListNowAndThen(t *testing.T) {
 		t.Fatalf("%d turns, want %d (the watch timed out?)", w.turns, w.stopAt)
 	}
 	calls := redistest.CommandStats(t, srv.Client)
-	// status.lua reads a batch a call: 12 for the whole list, then 1 a turn.
-	if got, want := calls["evalsha"], 1200/100+w.stopAt-1; got != want {
-		t.Errorf("%d turns called status.lua %d times, want %d: the whole list once, then one batch a turn", w.turns, got, want)
+	// A batch is one LRANGE: 12 for the whole list, then 1 a turn.
+	if got, want := calls["lrange"], 1200/100+w.stopAt-1; got != want {
+		t.Errorf("%d turns read %d batches, want %d: the whole list once, then one batch a turn", w.turns, got, want)
 	}
 	if n := strings.Count(w.out.String(), "watch:list: 1200 items"); n != w.stopAt {
 		t.Errorf("%d of %d turns show the summary:\n%s", n, w.stopAt, w.out.String())
@@ -380,3 +380,38 @@ func deref(s *string) string {
 }
 
 func z(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
+
+// TestSummaryWithoutTheList: where the counts' indexes are kept, the
+// summary alone (--limit 0) reads nothing of the list but its length, and
+// counts what a whole read counts.
+func TestSummaryWithoutTheList(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	keys := schema.Keys{Prefix: "idx:", Colocated: true}
+	srv.Client.RPush(ctx, keys.List(), redistest.Values(redistest.Items(1200))...)
+	srv.Client.RPush(ctx, keys.List(), "i7")
+	var whole bytes.Buffer
+	r := &Reader{Client: srv.Client, Keys: keys, Batch: 100}
+	if err := Show(ctx, r, View{Filter: All}, &whole, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	srv.Client.ConfigResetStat(ctx)
+	var alone bytes.Buffer
+	if err := Show(ctx, r, View{Filter: Filter{Limit: 0}}, &alone, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	calls := redistest.CommandStats(t, srv.Client)
+	// One HMGET: the last whole read's record (schema.Keys.Counted).
+	for read, most := range map[string]int{"lrange": 0, "lindex": 0, "lpos": 0, "pttl": 0, "hmget": 1} {
+		if calls[read] > most {
+			t.Errorf("the summary alone called %s %d times: %v", read, calls[read], calls)
+		}
+	}
+	summary := func(out bytes.Buffer) string {
+		lines := strings.SplitN(out.String(), "\n", 3)
+		return lines[0] + "\n" + lines[1]
+	}
+	if want := "idx:list: 1201 items, 1 of them a duplicate (w8yctl check)\nrunning 0  paused 0  cooling 0  backoff 0  idle 1200  failing 0"; summary(alone) != want || summary(whole) != want {
+		t.Errorf("the summary alone says\n%s\na whole read\n%s\nwant\n%s", summary(alone), summary(whole), want)
+	}
+}

@@ -28,36 +28,49 @@ type turn struct {
 }
 
 // turn reads one turn at now: the rows that f chooses, the lag and the live
-// workers, and, when whole or when the rows need the whole list anyway, the
-// summary of the whole list. Without whole, the pass over the list stops
-// once f's limit of rows is read.
+// workers, and the summary of the whole list: counted from the indexes
+// without reading the list where they are kept (see Count), else, when
+// whole or when the rows need the whole list anyway, counted in the pass
+// over it. The pass stops once f's limit of rows is read unless it must
+// count the summary; a pass that reads the whole list counts the summary
+// itself, and records what only it counts (see RecordWhole).
 func (s *Reader) turn(ctx context.Context, f Filter, whole bool, now time.Time) (turn, error) {
 	t := turn{List: s.Keys.List(), Items: []Item{}}
-	var sum Summary
-	var matching int64
-	entries, err := s.ReadCounting(ctx, func(batch []Item) error {
-		for _, st := range batch {
-			sum.add(st)
-			if !f.matches(st) {
-				continue
-			}
-			matching++
-			if f.Limit < 0 || len(t.Items) < f.Limit {
-				t.Items = append(t.Items, st)
-			}
-		}
-		if !whole && f.Limit >= 0 && len(t.Items) >= f.Limit {
-			return errStop
-		}
-		return nil
-	})
-	switch {
-	case errors.Is(err, errStop):
-	case err != nil:
+	counted, err := s.Count(ctx, false)
+	if err != nil {
 		return turn{}, err
-	default:
-		sum.Items, sum.Duplicates = entries, entries-sum.Items
-		t.Summary, t.Matching = &sum, &matching
+	}
+	if counted != nil {
+		t.Summary, whole = &counted.Summary, false
+	}
+	if counted == nil || f.Limit != 0 {
+		var sum Summary
+		var matching int64
+		entries, err := s.ReadCounting(ctx, func(batch []Item) error {
+			for _, st := range batch {
+				sum.add(st)
+				if !f.matches(st) {
+					continue
+				}
+				matching++
+				if f.Limit < 0 || len(t.Items) < f.Limit {
+					t.Items = append(t.Items, st)
+				}
+			}
+			if !whole && f.Limit >= 0 && len(t.Items) >= f.Limit {
+				return errStop
+			}
+			return nil
+		})
+		switch {
+		case errors.Is(err, errStop):
+		case err != nil:
+			return turn{}, err
+		default:
+			sum.Items, sum.Duplicates = entries, entries-sum.Items
+			t.Summary, t.Matching = &sum, &matching
+			s.RecordWhole(ctx, &sum, now.UnixMilli())
+		}
 	}
 	if t.Lag, err = s.Lag(ctx, now); err != nil {
 		return turn{}, err

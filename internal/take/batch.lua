@@ -266,6 +266,7 @@ indexPassed(keyPrefix, passed, passedScores, now)
 -- (see look.lua). pcall: a key of another type must not fail the take.
 if took then
   redis.pcall("ZADD", keyPrefix .. "due", now + tonumber(ttl), items[looked])
+  countTake(keyPrefix, items[looked], now, ttl)
 end
 
 -- Record: a take is recorded in the item's state hash and

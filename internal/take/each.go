@@ -29,7 +29,9 @@ var eachSource string
 //	KEYS[3] -> with a cap, its record (see schema.Keys.FleetMax)
 //	ARGV[1] -> our token
 //	ARGV[2] -> the lock's TTL in milliseconds
-//	ARGV[3] -> the cap, --fleet-max-running (optional)
+//	ARGV[3] -> the cap, --fleet-max-running (0: none)
+//	ARGV[4] -> where the keys are colocated, the counts' index of locks
+//	ARGV[5] -> and the item
 //
 // Returns 1 when taken, 0 when another holder has it, -1 when every place
 // under the cap was in use, or the key's type (such as "hash") when it
@@ -149,7 +151,11 @@ func (t *Taker) tryLock(ctx context.Context, item string) (lockTry, error) {
 	if t.FleetMax > 0 {
 		// Only where one script may name the places with the lock (see
 		// the Cluster check of --fleet-max-running).
-		keys, args = append(keys, t.Keys.Running(), t.Keys.FleetMax()), append(args, t.FleetMax)
+		keys = append(keys, t.Keys.Running(), t.Keys.FleetMax())
+	}
+	args = append(args, t.FleetMax)
+	if t.Keys.Colocated {
+		args = append(args, t.Keys.Locks(), item)
 	}
 	got, err := redisconn.RunConfirmed(ctx, t.Client, eachScript, t.ReplicaAcks, t.TTL, keys, args...)
 	if got != int64(1) && err != nil {

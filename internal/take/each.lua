@@ -9,6 +9,11 @@
 -- places in use and KEYS[3] the cap's record (see place.lua), which must
 -- live on the lock's server: the lock is tried only while a place is
 -- free, and the take takes one; -1 says that every place was in use.
+-- ARGV[3] is 0 without a cap.
+--
+-- ARGV[4] and ARGV[5], where the item's keys live with the list's: the
+-- counts' index of locks (see schema.Keys.Locks) and the item, which the
+-- take adds with the lock's expiry.
 local cap = tonumber(ARGV[3] or 0)
 if cap > 0 then
   local free, err = placeFree(KEYS[2], cap)
@@ -22,6 +27,12 @@ end
 if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
   if cap > 0 then
     takePlace(KEYS[2], KEYS[3], KEYS[1], cap)
+  end
+  if ARGV[4] then
+    -- The counts' index of locks (see counts.lua), where the item's keys
+    -- live with the list's: not a declared key, and so read with pcall,
+    -- as refresh.lua reads the cancel request.
+    redis.pcall("ZADD", ARGV[4], redisNow() + tonumber(ARGV[2]), ARGV[5])
   end
   return 1
 end

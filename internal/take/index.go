@@ -17,14 +17,19 @@ import (
 //go:embed index.lua
 var indexSource string
 
+// countsSource is the upkeep of the counts' indexes at a take (counts.lua).
+//
+//go:embed counts.lua
+var countsSource string
+
 //go:embed start.lua
 var startSource string
 
 // indexed is the script of a take that passes over items or sweeps
-// (batch.lua, look.lua and next.lua): place.lua's functions, index.lua's
-// and start.lua's, then source.
+// (batch.lua, look.lua and next.lua): place.lua's functions, counts.lua's,
+// index.lua's and start.lua's, then source.
 func indexed(source string) *redis.Script {
-	return withPlaces(indexSource + "\n" + startSource + "\n" + source)
+	return withPlaces(countsSource + "\n" + indexSource + "\n" + startSource + "\n" + source)
 }
 
 const (

@@ -124,6 +124,7 @@ local function sweepStep(list, length, keyPrefix, now, maxLen, token, opt)
   end
   covered = math.min(covered, length)
   local upto = math.min(covered + step, length)
+  countsTrim(keyPrefix, now, step)
   local read = redis.call("LRANGE", list, -upto, -(covered + 1))
   local due = keyPrefix .. "due"
   local items, once = {}, {}

@@ -250,6 +250,7 @@ for c, item in ipairs(candidates) do
         -- list's end, stays there.
       end
       redis.call("ZADD", due, now + ttl, item)
+      countTake(keyPrefix, item, now, ttl)
       break
     end
   elseif fromIndex[item] then

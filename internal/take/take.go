@@ -105,6 +105,9 @@ type Taken struct {
 	// CancelKey is the item's cancel request key, where one script may
 	// read it with the lock (see schema.Keys.Colocated), else "".
 	CancelKey string
+	// LocksKey is the counts' index of locks (schema.Keys.Locks), whose
+	// entry the lock's refreshes move, where CancelKey is set; else "".
+	LocksKey string
 	// At is when the call that took it was sent: the run's start, as the
 	// item's state hash records it (last_start) and --schedule counts it.
 	At time.Time
@@ -284,7 +287,7 @@ func stopped(stop <-chan struct{}) bool {
 func (t *Taker) taken(item string, sent time.Time) Taken {
 	taken := Taken{Item: item, Key: t.Keys.Lock(item), Token: t.Token, At: sent, Expires: sent.Add(t.TTL)}
 	if t.Keys.Colocated {
-		taken.CancelKey = t.Keys.Cancel(item)
+		taken.CancelKey, taken.LocksKey = t.Keys.Cancel(item), t.Keys.Locks()
 	}
 	return taken
 }
