@@ -28,7 +28,7 @@ var exitStatuses = []cli.ExitStatus[string]{
 	{Code: "128+N", Meaning: "the child was killed by signal N; in one-shot mode also: w8y got stop signal N before any child started"},
 	{Code: strconv.Itoa(exitOK), Meaning: "no item could be taken (see --no-work-exit-code; also after --until-idle that took none), --continuous drained after a stop signal or ended after --max-items/--max-runtime/--until-idle, or every --parallel child exited 0"},
 	{Code: strconv.Itoa(exitNoList), Meaning: "the list does not exist (or is empty: Redis keeps no empty list), in a one-shot run, a --continuous --until-idle one that took no item, or --status; --continuous waits for it"},
-	{Code: strconv.Itoa(exitHeld), Meaning: "with --item, the lock stayed held (or no --fleet-max-running place free) for all of --wait; the command did not run"},
+	{Code: strconv.Itoa(exitHeld), Meaning: "with --item, the lock, a --fleet-max-running place or a --fleet-rate start stayed unavailable for all of --wait; the command did not run"},
 	{Code: strconv.Itoa(exitLockLost), Meaning: "the lock was lost while the child ran; the child was stopped"},
 	{Code: strconv.Itoa(exitCancelled), Meaning: "a cancel request (w8yctl cancel) stopped the child (one-shot mode)"},
 	{Code: strconv.Itoa(exitTimeout), Meaning: "the child ran past --timeout; it was stopped"},

@@ -14,6 +14,7 @@ import (
 	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/logging"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/status"
 	"github.com/w8y/w8y/internal/take"
 )
@@ -121,6 +122,7 @@ type ScheduleOptions struct {
 	Jitter           duration.Flag `long:"jitter" env:"W8Y_JITTER" value-name:"DURATION" description:"Spread each item's --schedule slot over DURATION" details:"Start each item up to DURATION after each --schedule slot, by an amount fixed per item (a hash of it), so that the items of a list do not all start at once. 0 means none."`
 	cron             finish.Cron
 	FleetMaxRunning  take.Places    `long:"fleet-max-running" env:"W8Y_FLEET_MAX_RUNNING" value-name:"N" description:"At most N children of the list at once, fleet-wide" details:"Run at most N children of the list at once across every worker and host, whatever their --parallel: a take checks the places in use (<prefix>running) and takes one in the same atomic step as the lock, and a worker that finds them all in use waits as an idle one does. A place is freed with its run's lock: when the run ends, or, if its worker dies, when the lock expires. Give every worker of the list the same N. Needs the list's keys on one server: on Redis Cluster, a hash tag in --key-prefix (else exit 125)."`
+	FleetRate        schema.Rate    `long:"fleet-rate" env:"W8Y_FLEET_RATE" value-name:"N/DURATION" description:"At most N item starts per DURATION, fleet-wide" details:"Start at most N of the list's items in any window of DURATION across every worker and host, whatever their number and --parallel (100/1h, 5/2s): a take checks the fleet's latest starts (<prefix>starts, on Redis' clock) and counts its own in the same atomic step as the lock, and a worker that the rate refuses waits as an idle one does. N from 1 to 1000000; DURATION at least 1ms. Every take counts, a run given back before its child started too. Give every worker of the list the same rate (each take holds to its own). Needs the list's keys on one server: on Redis Cluster, a hash tag in --key-prefix (else exit 125)."`
 	FailureBackoff   finish.Backoff `long:"failure-backoff" env:"W8Y_FAILURE_BACKOFF" value-name:"MIN[,MAX]" description:"After a failure, wait MIN, doubling up to MAX" details:"After a failed run (an exit code not in --exit-codes, a timeout, a lost lock), the item waits MIN, doubling with each consecutive failure up to MAX (by default 10 x MIN), less up to a quarter of jitter (the key <prefix>backoff:<item>). MIN is at least 10ms. A --continuous worker then goes on to the next item."`
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/w8y/w8y/internal/cli"
 	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/finish"
+	"github.com/w8y/w8y/internal/schema"
 )
 
 func TestParseOptions(t *testing.T) {
@@ -342,6 +343,19 @@ func TestParseOptions(t *testing.T) {
 		{name: "fleet cap zero", args: []string{"--fleet-max-running", "0", "true"}, wantErr: `--fleet-max-running "0": "0" is not a number of places: give a whole number of at least 1 (leave the option out for no cap)`},
 		{name: "fleet cap word", args: []string{"--fleet-max-running", "many", "true"}, wantErr: `--fleet-max-running "many": "many" is not a number of places`},
 		{name: "fleet cap fraction", args: []string{"--fleet-max-running", "2.5", "true"}, wantErr: `"2.5" is not a number of places`},
+		{
+			name: "fleet rate", args: []string{"true"}, env: map[string]string{"W8Y_FLEET_RATE": "100/1h"},
+			check: func(t *testing.T, o *Options) {
+				if o.FleetRate != (schema.Rate{Starts: 100, Per: time.Hour}) {
+					t.Errorf("FleetRate %+v, want 100/1h", o.FleetRate)
+				}
+			},
+		},
+		{name: "fleet rate without a window", args: []string{"--fleet-rate", "5", "true"}, wantErr: `--fleet-rate "5": "5" is not a rate: give N/DURATION, at most N starts in any DURATION, such as 100/1h or 5/2s`},
+		{name: "fleet rate zero", args: []string{"--fleet-rate", "0/1s", "true"}, wantErr: `--fleet-rate "0/1s": "0/1s" is not a rate: N must be a whole number of starts from 1 to 1000000, as in 100/1h (leave the option out for no rate)`},
+		{name: "fleet rate zero window", args: []string{"--fleet-rate", "5/0s", "true"}, wantErr: `--fleet-rate "5/0s": "5/0s" is not a rate: the DURATION after the slash must be at least 1ms and not inf, as in 100/1h`},
+		{name: "fleet rate word", args: []string{"--fleet-rate", "x/1s", "true"}, wantErr: `--fleet-rate "x/1s": "x/1s" is not a rate: N must be a whole number`},
+		{name: "fleet rate variable", args: []string{"true"}, env: map[string]string{"W8Y_FLEET_RATE": "fast"}, wantErr: `"fast" is not a rate`},
 		{name: "zero parallel", args: []string{"--parallel", "0", "true"}, wantErr: "--parallel must be at least 1"},
 		{name: "negative keep-output", args: []string{"--keep-output", "-1", "true"}, wantErr: "--keep-output must be from 0 to 1048576 bytes (1 MiB), got -1"},
 		{name: "keep-output past its bound", args: []string{"--keep-output", "1048577", "true"}, wantErr: "--keep-output must be from 0 to 1048576 bytes (1 MiB), got 1048577"},
@@ -498,8 +512,8 @@ func TestHelpAndVersion(t *testing.T) {
 	// --timeout-signal, --drain-timeout, --item, --wait and --ignore-pause
 	// (two lines each, and the exit code 121); 141 since
 	// --fleet-max-running; 143 since --unsafe-item-in-script; 147 since
-	// the exit code 120; 148 since --allow-eviction.
-	if len(lines) > 148 {
+	// the exit code 120; 148 since --allow-eviction; 150 since --fleet-rate.
+	if len(lines) > 150 {
 		t.Errorf("--help is %d lines long", len(lines))
 	}
 }

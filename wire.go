@@ -93,6 +93,7 @@ func runWorker(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zer
 	if err := w.rotator.CheckPlaces(); err != nil {
 		return err
 	}
+	w.rotator.WarnOtherRate(ctx)
 	w.reports = logging.FailureReports(opts.logging(), stderr)
 	defer announce(ctx, w, client, keys, token, log)()
 	log.Debug().Str("list", keys.List()).Str("holder", token).Bool("continuous", opts.Continuous).Msg("w8y starting")
@@ -173,7 +174,7 @@ func newWorker(opts *Options, command childcmd.Command, client redis.UniversalCl
 		rotator: &Rotator{take.Taker{
 			Client: client, Keys: keys, Token: token, TTL: time.Duration(opts.KeyExpiry),
 			MaxItemLen: command.MaxItemLen(keys.Lock(""), proc.ArgMax()), Log: log,
-			Record: record, ReplicaAcks: opts.ReplicaAcks, FleetMax: int(opts.FleetMaxRunning), Clock: clk,
+			Record: record, ReplicaAcks: opts.ReplicaAcks, FleetMax: int(opts.FleetMaxRunning), Rate: opts.FleetRate, Clock: clk,
 		}},
 		finisher: &finish.Finisher{
 			Client: client, Record: record, Jitter: finish.JitterFactor, Clock: clk,

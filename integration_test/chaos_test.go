@@ -52,9 +52,10 @@ type chaosWorker struct {
 }
 
 // TestChaos runs continuous workers over a list, capped by
-// --fleet-max-running, while injecting faults, and checks w8y's promises
+// --fleet-max-running and --fleet-rate, while injecting faults, and checks w8y's promises
 // from what the children and Redis record: no item is ever run twice at
-// once, no more locks are held at once than the cap, none is started while
+// once, no more locks are held at once than the cap, no window of the rate
+// holds more starts than it allows, none is started while
 // an operator has it paused (w8yctl pause), the list ends holding exactly
 // what the outside writers left in it, no child outlives its worker, no lock outlives a
 // graceful stop, and every worker exits with the documented code.
@@ -67,6 +68,13 @@ func TestChaos(t *testing.T) {
 		// fleetMax is the list's --fleet-max-running: fewer places than
 		// workers, so that workers wait for one as well as for items.
 		fleetMax = max(m-2, 1)
+		// rateN starts per rateWindow is the list's --fleet-rate: the
+		// list's length a second, about what the fleet starts without it
+		// (5 to 8 a second over 12 items), so that the rate holds the
+		// fleet's bursts back and workers wait for it as well as for
+		// places and items, while the runs that the faults meet stay
+		// about as many.
+		rateN, rateWindow = k, time.Second
 	)
 	s := startRedis(t)
 	dir := t.TempDir()
@@ -86,7 +94,8 @@ func TestChaos(t *testing.T) {
 		// base is "001" in every run, and chaos tests of other checkouts
 		// on the same machine would carry the same marker.
 		w := &chaosWorker{marker: fmt.Sprintf("W8Y_CHAOS_MARK=%s-%d", dir, generation)}
-		args := []string{"-u", s.URL, "-k", "chaos", "-c", "-x", ttl.String(), "--idle-wait", "50ms", "--log-level", "warn", "--fleet-max-running", itoa(fleetMax)}
+		args := []string{"-u", s.URL, "-k", "chaos", "-c", "-x", ttl.String(), "--idle-wait", "50ms", "--log-level", "warn", "--fleet-max-running", itoa(fleetMax),
+			"--fleet-rate", itoa(rateN) + "/" + rateWindow.String()}
 		// Every other worker cools items down, so that workers run out of
 		// eligible items, go idle and take what comes due through the due
 		// index rather than by passing over the list.
@@ -350,9 +359,19 @@ func TestChaos(t *testing.T) {
 	// the DEL of the due index took), then what holds an item longest here
 	// (another tool's lock, a long run of its own), and a second and a half
 	// of a loaded machine's. Without the sweep's step in the look, items
-	// waited 14 to 18s in four runs; with it, 6 to 8s in five.
+	// waited 14 to 18s in four runs; with it, 6 to 8s in five. Under the
+	// rate, an item due waits at most for the items due before it, fewer
+	// than the list's length, which the rate starts within
+	// ceil(k/rateN) windows.
 	longest, longestItem := checkLiveness(t, s, items, touched, began, time.Now(), &violations)
-	bound := take.SweepEvery(int64(k)) + chaosHold + time.Second + 5*ttl/2 + 1500*time.Millisecond
+	rateWait := time.Duration((k+rateN-1)/rateN) * rateWindow
+	bound := take.SweepEvery(int64(k)) + chaosHold + time.Second + 5*ttl/2 + 1500*time.Millisecond + rateWait
+	// No window of the rate held more than its N starts, whatever the
+	// faults (the events stream's IDs are Redis' clock, which the rate
+	// counts on, within streamSlack).
+	if most, at := mostInWindow(s.startTimes(t, "chaos"), rateWindow.Milliseconds()); most > rateN {
+		violations = append(violations, fmt.Sprintf("%d starts in the %s from %d, more than --fleet-rate %d/%s allows", most, rateWindow, at, rateN, rateWindow))
+	}
 	if longest > bound {
 		violations = append(violations, fmt.Sprintf("item %q waited %s between two starts, longer than the bound %s", longestItem, longest.Round(time.Millisecond), bound))
 	}
@@ -369,8 +388,8 @@ func TestChaos(t *testing.T) {
 	}
 	t.Logf("chaos: %d workers (%d started in all), %d items at the start, %d added and %d removed from outside, %d in the list at the end",
 		m, generation, k, added, faults["LREM an item"], len(s.list(t, "chaos:list")))
-	t.Logf("chaos: %d runs in %ds; children stopped on a lost lock: %d, by the guard of a stopped worker: %d; runs cancelled: %d; overlaps found: %d; most locks seen at once: %d (--fleet-max-running %d)",
-		len(runs), seconds, lockLost, guardStops, cancelled, len(overlaps), mostLocks, fleetMax)
+	t.Logf("chaos: %d runs in %ds; children stopped on a lost lock: %d, by the guard of a stopped worker: %d; runs cancelled: %d; overlaps found: %d; most locks seen at once: %d (--fleet-max-running %d); most starts in %s: %d (--fleet-rate %d/%s)",
+		len(runs), seconds, lockLost, guardStops, cancelled, len(overlaps), mostLocks, fleetMax, rateWindow, mostStarts(s.startTimes(t, "chaos"), rateWindow), rateN, rateWindow)
 	t.Logf("chaos: every item run; the longest wait between two starts %s (%s), bound %s", longest.Round(time.Millisecond), longestItem, bound)
 	for _, kind := range kinds {
 		t.Logf("chaos: fault %-31s x%d", kind, faults[kind])
@@ -525,4 +544,11 @@ func waitMarkerGone(marker string, timeout time.Duration) []int {
 		return len(left) == 0
 	})
 	return left
+}
+
+// mostStarts is the most of starts (Unix milliseconds) in any window of
+// length window.
+func mostStarts(starts []int64, window time.Duration) int {
+	most, _ := mostInWindow(starts, window.Milliseconds())
+	return most
 }

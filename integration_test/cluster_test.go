@@ -291,22 +291,35 @@ func TestCluster(t *testing.T) {
 				t.Errorf("locks left behind: %q", locks)
 			}
 
-			// --fleet-max-running: enforced in the take's one script with a
-			// hash tag; refused without one, before anything is taken.
+			// --fleet-max-running and --fleet-rate: enforced in the take's
+			// one script with a hash tag; refused without one, before
+			// anything is taken.
 			before, _ := c.Client.LRange(ctx(t), list, 0, -1).Result()
 			r = runW8y(t, nil, append(base, "--fleet-max-running", "2", "printf", "%s", "{}")...)
-			after, _ := c.Client.LRange(ctx(t), list, 0, -1).Result()
 			if tt.scan {
 				r.mustExit(t, 0)
 				if limit := c.Client.Get(ctx(t), tt.prefix+"fleet-max-running").Val(); limit != "2" || c.Client.SCard(ctx(t), tt.prefix+"running").Val() != 0 {
 					t.Errorf("after a capped run: the cap's record %q, places %d; want 2 and none", limit, c.Client.SCard(ctx(t), tt.prefix+"running").Val())
 				}
+			}
+			rated := runW8y(t, nil, append(base, "--fleet-rate", "1/1h", "printf", "%s", "{}")...)
+			after, _ := c.Client.LRange(ctx(t), list, 0, -1).Result()
+			if tt.scan {
+				rated.mustExit(t, 0)
+				if rate, starts := c.Client.Get(ctx(t), tt.prefix+"fleet-rate").Val(), c.Client.LLen(ctx(t), tt.prefix+"starts").Val(); rate != "1/3600000" || starts != 1 {
+					t.Errorf("after a run under a rate: the rate's record %q, starts %d; want 1/3600000 and one", rate, starts)
+				}
+				// The window is full: the next run takes nothing.
+				again := runW8y(t, nil, append(base, "--fleet-rate", "1/1h", "--no-work-exit-code", "3", "printf", "%s", "{}")...)
+				again.wantExit(t, 3)
 				return
 			}
 			r.wantExit(t, 125)
 			oneLine(t, r.Stderr, "--fleet-max-running needs every key of the list on one server: on Redis Cluster, put a hash tag in --key-prefix")
+			rated.wantExit(t, 125)
+			oneLine(t, rated.Stderr, "w8y: --fleet-rate needs every key of the list on one server: on Redis Cluster, put a hash tag in --key-prefix, such as {work}")
 			if !slices.Equal(after, before) {
-				t.Errorf("a refused --fleet-max-running changed the list: %q, was %q", after, before)
+				t.Errorf("a refused --fleet-max-running or --fleet-rate changed the list: %q, was %q", after, before)
 			}
 		})
 	}

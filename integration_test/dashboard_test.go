@@ -166,12 +166,13 @@ func TestDashboardInBrowser(t *testing.T) {
 	s.seed(t, "work:list", items...)
 	// broken fails, the others take a moment, so that the page has runs,
 	// failures and holders to show. The cap of 3 holds none of the three
-	// back; it is there for the page to show its places. Without
+	// back, nor does the rate of 1000 starts a minute; they are there for
+	// the page to show its places and its rate. Without
 	// --keep-output, a failed run's output is kept all the same.
 	child := `echo "out of $W8Y_ITEM"; case "$W8Y_ITEM" in broken) echo "ERROR: db timeout" >&2; exit 3;; esac; sleep 0.3`
 	for range 3 {
 		startW8y(t, portEnv(s), "-u", s.URL, "-k", "work", "-c", "-q", "--cooldown", "1s", "--failure-backoff", "1s",
-			"--idle-wait", "50ms", "--fleet-max-running", "3", "sh", "-c", child)
+			"--idle-wait", "50ms", "--fleet-max-running", "3", "--fleet-rate", "1000/1m", "sh", "-c", child)
 	}
 
 	// The recipe, as written, but on a free port.
@@ -224,6 +225,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	// The places of --fleet-max-running, under the lag.
 	shows(t, tab, "the places in use", `(() => { const f = document.getElementById("places");
 	  return !f.hidden && /^[0-3] of 3 in use \(--fleet-max-running\)$/.test(f.textContent); })()`)
+	// The rate of --fleet-rate and the starts in its window, under the
+	// places, as w8yctl status says them.
+	shows(t, tab, "the rate", `(() => { const r = document.getElementById("rate");
+	  return !r.hidden && /^rate: [1-9][0-9]* of 1000 in the last 1m \(--fleet-rate 1000\/1m\)$/.test(r.textContent) &&
+	    r.dataset.limit === "1000"; })()`)
 	// A server that may evict w8y's keys is said under the lag; none is
 	// said while it does not.
 	if !eval[bool](t, tab, `document.getElementById("redis").hidden`) {

@@ -139,8 +139,63 @@ fleet_cap() {
 		"from the DEL of the place's lock to a waiting worker's child's start"
 }
 
-# FLEET_PART=size measures the fleet's size alone (see fleet-size.sh), and
-# FLEET_PART=cap the workers that wait for a place (see fleet_cap).
+# fleet_rate measures what workers that wait for --fleet-rate cost Redis,
+# against idle ones, as fleet_cap does for a place: ten continuous workers
+# over 1,000 items all cooling down, without a rate (idle), then ten over
+# 1,000 free items with --fleet-rate 1/1h whose one start in the window a
+# start elsewhere made (waiting), each over the same window; then how soon
+# a waiting worker starts once that start has left the window.
+fleet_rate() {
+	local idle waiting n0 u0 n1 u1 m0 v0 m1 v1 t s now
+	local ratestarts="$tmp/ratestarts"
+	rcli FLUSHALL >/dev/null
+	load "r:" 1000 cooling
+	bg_pids=()
+	for _ in $(seq 10); do
+		"$w8y" -q -c -u "$url" -k r true &
+		bg_pids+=($!)
+	done
+	wait_for swept r
+	read -r n0 u0 < <(usec evalsha)
+	idle=$(window_cpu)
+	read -r n1 u1 < <(usec evalsha)
+	stop_bg
+
+	rcli FLUSHALL >/dev/null
+	load "r:" 1000 none
+	# A start elsewhere, now on Redis' clock: the window of 1/1h is full.
+	now=$(rcli TIME | tr -d '\r' | awk 'NR == 1 {s = $1} NR == 2 {printf "%d", s * 1000 + $1 / 1000}')
+	rcli LPUSH r:starts "$now" >/dev/null
+	: >"$ratestarts"
+	for _ in $(seq 10); do
+		"$w8y" -q -c -u "$url" -k r --fleet-rate 1/1h bash -c 'echo "$EPOCHREALTIME" >>"$0"' "$ratestarts" &
+		bg_pids+=($!)
+	done
+	ten_registered() { [ "$(rcli ZCARD r:workers)" = 10 ]; }
+	wait_for ten_registered
+	read -r m0 v0 < <(usec evalsha)
+	waiting=$(window_cpu)
+	read -r m1 v1 < <(usec evalsha)
+	[ ! -s "$ratestarts" ] || broken "a worker ran a child while the rate's window was full"
+	t=$EPOCHREALTIME
+	# The start leaves the window: an hour and a second ago.
+	rcli LSET r:starts 0 $((now - 3601000)) >/dev/null
+	wait_for test -s "$ratestarts"
+	s=$(head -1 "$ratestarts")
+	stop_bg
+	[ "$(wc -l <"$ratestarts")" = 1 ] || broken "$(wc -l <"$ratestarts") children started under --fleet-rate 1/1h, want 1"
+
+	printf '%-52s %10s   %s\n' "10 idle workers, 1000 items cooling: script us/s" "$(((u1 - u0) / window))" \
+		"$((n1 - n0)) looks and sweeps in ${window}s (INFO commandstats); Redis ${idle} ms/s in all"
+	verdict "10 workers waiting for --fleet-rate: Redis ms/s" "$waiting" le "$(awk -v i="$idle" 'BEGIN {printf "%.2f", i * 1.1}')" \
+		"$((m1 - m0)) script calls in ${window}s ($(((v1 - v0) / window)) us/s); target: the idle workers' (${idle} ms/s), within 10%"
+	verdict "pickup: the window has room (s)" "$(awk -v a="$t" -v b="$s" 'BEGIN {printf "%.2f", b - a}')" le 1.25 \
+		"from the LSET that ages the window's start to a waiting worker's child's start"
+}
+
+# FLEET_PART=size measures the fleet's size alone (see fleet-size.sh),
+# FLEET_PART=cap the workers that wait for a place (see fleet_cap), and
+# FLEET_PART=rate those that wait for --fleet-rate (see fleet_rate).
 case "${FLEET_PART:-all}" in
 size)
 	fleet_size
@@ -148,6 +203,10 @@ size)
 	;;
 cap)
 	fleet_cap
+	exit 0
+	;;
+rate)
+	fleet_rate
 	exit 0
 	;;
 esac
@@ -313,3 +372,6 @@ fleet_size
 
 # 7. Workers waiting for a place of --fleet-max-running (see fleet_cap).
 fleet_cap
+
+# 8. Workers waiting for --fleet-rate (see fleet_rate).
+fleet_rate

@@ -67,6 +67,9 @@ type Summary struct {
 	// FleetMax is the places of --fleet-max-running in use and the cap,
 	// or null without a cap (see status.Reader.Places).
 	FleetMax *status.Places `json:"fleet_max_running"`
+	// FleetRate is the rate of --fleet-rate and the fleet's starts in its
+	// window, or null without a rate (see status.Reader.Rate).
+	FleetRate *status.Rate `json:"fleet_rate"`
 	// Redis is what w8y needs of the server (see docs/operating.md, "The
 	// Redis w8y needs"), or null where INFO cannot be read.
 	Redis *RedisNeeds `json:"redis"`
@@ -116,8 +119,8 @@ func failing(st status.Item) bool {
 // readSummary counts the list: from the indexes that every writer keeps,
 // without reading the list, where they are kept (see status.Reader.Count),
 // else by reading the whole list (readListing), which a search then looks
-// through too. Then the lag, the places under a cap and what the server
-// says of itself.
+// through too. Then the lag, the places under a cap, the rate and what the
+// server says of itself.
 func (s *Server) readSummary(ctx context.Context) (*Summary, error) {
 	start := s.Now()
 	counted, err := s.Status.Count(ctx, true)
@@ -141,6 +144,9 @@ func (s *Server) readSummary(ctx context.Context) (*Summary, error) {
 		return nil, err
 	}
 	if sum.FleetMax, err = s.Status.Places(ctx); err != nil {
+		return nil, err
+	}
+	if sum.FleetRate, err = s.Status.Rate(ctx); err != nil {
 		return nil, err
 	}
 	sum.Redis = readNeeds(ctx, s.Fleet.Client)

@@ -27,6 +27,10 @@ type lagCollector struct {
 	// inUse and fleetMax are the places of --fleet-max-running, reported
 	// only where a cap is recorded.
 	inUse, fleetMax *prometheus.Desc
+	// rateStarts, rateLimit, rateWindow and rateNext are the rate of
+	// --fleet-rate and the fleet's starts in its window, reported only
+	// where a rate is recorded.
+	rateStarts, rateLimit, rateWindow, rateNext *prometheus.Desc
 }
 
 func newLagCollector(reader *status.Reader, now func() time.Time) *lagCollector {
@@ -46,6 +50,14 @@ func newLagCollector(reader *status.Reader, now func() time.Time) *lagCollector 
 			"Runs of the list that hold a place of --fleet-max-running, anywhere in the fleet (the same on every worker of the list).", nil, labels),
 		fleetMax: prometheus.NewDesc("w8y_fleet_max_running",
 			"The --fleet-max-running that the list's last take enforced: how many places the fleet shares.", nil, labels),
+		rateStarts: prometheus.NewDesc("w8y_fleet_rate_starts",
+			"Starts of the list's items in the last window of --fleet-rate, anywhere in the fleet, on Redis' clock (the same on every worker of the list).", nil, labels),
+		rateLimit: prometheus.NewDesc("w8y_fleet_rate_limit",
+			"The N of the --fleet-rate N/DURATION that the list's last take enforced: the most starts in any window of w8y_fleet_rate_window_seconds.", nil, labels),
+		rateWindow: prometheus.NewDesc("w8y_fleet_rate_window_seconds",
+			"The DURATION of the --fleet-rate N/DURATION that the list's last take enforced.", nil, labels),
+		rateNext: prometheus.NewDesc("w8y_fleet_rate_next_start_seconds",
+			"How long until --fleet-rate allows the fleet's next start: 0 while it allows one now.", nil, labels),
 	}
 }
 
@@ -56,12 +68,16 @@ func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.up
 	ch <- c.inUse
 	ch <- c.fleetMax
+	ch <- c.rateStarts
+	ch <- c.rateLimit
+	ch <- c.rateWindow
+	ch <- c.rateNext
 }
 
-// Collect reads the lag, and the places of --fleet-max-running where a cap
-// is recorded; a failed read reports w8y_redis_up 0 and leaves the lag out
-// rather than report a made-up 0 (a failed read of the places leaves them
-// out).
+// Collect reads the lag, the places of --fleet-max-running where a cap is
+// recorded, and the rate of --fleet-rate where a rate is; a failed read
+// reports w8y_redis_up 0 and leaves the lag out rather than report a
+// made-up 0 (a failed read of the places or the rate leaves them out).
 func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), lagTimeout)
 	defer cancel()
@@ -77,5 +93,11 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	if places, err := c.reader.Places(ctx); err == nil && places != nil {
 		ch <- prometheus.MustNewConstMetric(c.inUse, prometheus.GaugeValue, float64(places.InUse))
 		ch <- prometheus.MustNewConstMetric(c.fleetMax, prometheus.GaugeValue, float64(places.Limit))
+	}
+	if rate, err := c.reader.Rate(ctx); err == nil && rate != nil {
+		ch <- prometheus.MustNewConstMetric(c.rateStarts, prometheus.GaugeValue, float64(rate.Started))
+		ch <- prometheus.MustNewConstMetric(c.rateLimit, prometheus.GaugeValue, float64(rate.Limit))
+		ch <- prometheus.MustNewConstMetric(c.rateWindow, prometheus.GaugeValue, float64(rate.PerMs)/1000)
+		ch <- prometheus.MustNewConstMetric(c.rateNext, prometheus.GaugeValue, float64(rate.NextStartMs)/1000)
 	}
 }

@@ -85,6 +85,39 @@ w8y_fleet_running{list="m:list"} 2
 	}
 }
 
+// TestRateGauges: where a rate is recorded, a scrape reports it and the
+// fleet's starts in its window; without one, nothing of it.
+func TestRateGauges(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	keys := schema.Keys{Prefix: "m:"}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newLagCollector(&status.Reader{Client: srv.Client, Keys: keys}, time.Now))
+	rateMetrics := []string{"w8y_fleet_rate_starts", "w8y_fleet_rate_limit", "w8y_fleet_rate_window_seconds", "w8y_fleet_rate_next_start_seconds"}
+	if n, err := testutil.GatherAndCount(reg, rateMetrics...); err != nil || n != 0 {
+		t.Errorf("without a rate: %d series (%v), want none", n, err)
+	}
+	srv.Client.Set(ctx, keys.FleetRate(), "5/3600000", 0)
+	now := srv.Client.Time(ctx).Val().UnixMilli()
+	srv.Client.RPush(ctx, keys.Starts(), now-1000, now-2000, now-7200000)
+	want := `# HELP w8y_fleet_rate_limit The N of the --fleet-rate N/DURATION that the list's last take enforced: the most starts in any window of w8y_fleet_rate_window_seconds.
+# TYPE w8y_fleet_rate_limit gauge
+w8y_fleet_rate_limit{list="m:list"} 5
+# HELP w8y_fleet_rate_next_start_seconds How long until --fleet-rate allows the fleet's next start: 0 while it allows one now.
+# TYPE w8y_fleet_rate_next_start_seconds gauge
+w8y_fleet_rate_next_start_seconds{list="m:list"} 0
+# HELP w8y_fleet_rate_starts Starts of the list's items in the last window of --fleet-rate, anywhere in the fleet, on Redis' clock (the same on every worker of the list).
+# TYPE w8y_fleet_rate_starts gauge
+w8y_fleet_rate_starts{list="m:list"} 2
+# HELP w8y_fleet_rate_window_seconds The DURATION of the --fleet-rate N/DURATION that the list's last take enforced.
+# TYPE w8y_fleet_rate_window_seconds gauge
+w8y_fleet_rate_window_seconds{list="m:list"} 3600
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), rateMetrics...); err != nil {
+		t.Error(err)
+	}
+}
+
 // TestFailureStreaks: a run counts at every floor its item's streak has
 // reached, and an unknown streak (-1) or a success (0) at none.
 func TestFailureStreaks(t *testing.T) {

@@ -113,6 +113,22 @@ func (k Keys) Running() string { return k.Prefix + "running" }
 // the places in use; a take without a cap deletes it.
 func (k Keys) FleetMax() string { return k.Prefix + "fleet-max-running" }
 
+// Starts is the log of the fleet's latest starts under --fleet-rate: a list
+// of Unix milliseconds on Redis' clock, newest first, which every take
+// under a rate checks (may the N-th newest start be more than the rate's
+// window ago?) and pushes its own start to, in the same call as it takes
+// the lock (see internal/take's rate.lua). It keeps N entries (or as many
+// as a larger N once made it keep), and expires a second after the longest
+// window that a take pushed into it. Takes write it only where an item's
+// keys are colocated with the list.
+func (k Keys) Starts() string { return k.Prefix + "starts" }
+
+// FleetRate is the --fleet-rate that the last take under a rate enforced,
+// "N/MS" (N starts per MS milliseconds), which w8yctl status and the
+// dashboard show beside the starts in its window; a take without a rate
+// deletes it.
+func (k Keys) FleetRate() string { return k.Prefix + "fleet-rate" }
+
 // Worker is the registry entry of the live worker whose holder token is
 // holder (see Workers): a hash of what it is and what it runs now (the
 // Worker* fields), with an expiry that the worker's beat pushes back, so

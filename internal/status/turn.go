@@ -19,7 +19,10 @@ type turn struct {
 	// FleetMax is the places of --fleet-max-running, or null without a
 	// cap.
 	FleetMax *Places `json:"fleet_max_running"`
-	Lag      Lag     `json:"lag"`
+	// FleetRate is the rate of --fleet-rate and the starts in its window,
+	// or null without a rate.
+	FleetRate *Rate `json:"fleet_rate"`
+	Lag       Lag   `json:"lag"`
 	// Matching is how many items pass the filter's states and glob, when
 	// the whole list was read; null when the rows were read only up to
 	// --limit.
@@ -81,6 +84,9 @@ func (s *Reader) turn(ctx context.Context, f Filter, whole bool, now time.Time) 
 	if t.FleetMax, err = s.Places(ctx); err != nil {
 		return turn{}, err
 	}
+	if t.FleetRate, err = s.Rate(ctx); err != nil {
+		return turn{}, err
+	}
 	return t, nil
 }
 
@@ -114,7 +120,10 @@ func (t turn) write(w io.Writer, f Filter, now time.Time, width int) {
 //	live workers 4  overdue 12 (2 never tried), the most by 3m2s (report-42)
 //
 // with "2 of 3 in use (--fleet-max-running)" after the live workers under
-// a cap,
+// a cap, and a fourth line under a rate,
+//
+//	rate: 5 of 5 in the last 2s, next start in 400ms (--fleet-rate 5/2s)
+//
 // each clipped to width terminal columns when width > 0.
 func writeSummary(w io.Writer, t turn, width int) {
 	s := t.Summary
@@ -146,7 +155,11 @@ func writeSummary(w io.Writer, t turn, width int) {
 	if t.Lag.MostOverdue != nil {
 		behind += fmt.Sprintf(", the most by %s (%s)", short(time.Duration(t.Lag.MostOverdueMs)*time.Millisecond), cell(*t.Lag.MostOverdue))
 	}
-	for _, line := range []string{head, counts, behind} {
+	lines := []string{head, counts, behind}
+	if t.FleetRate != nil {
+		lines = append(lines, t.FleetRate.Line())
+	}
+	for _, line := range lines {
 		if width > 0 {
 			line = clipCell(line, width)
 		}

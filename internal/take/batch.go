@@ -50,7 +50,8 @@ var batchSource string
 //	ARGV[3] -> the lock's TTL in milliseconds
 //	ARGV[4] -> candidates left in this pass, or -1 to start a pass
 //	ARGV[5] -> the longest item the child can be given
-//	ARGV[6] -> options: "batch=N [state_ttl=MS events=N] [start=N] [cap=N]"
+//	ARGV[6] -> options: "batch=N [state_ttl=MS events=N] [start=N] [cap=N]
+//	           [rate=N/MS]"
 //
 // Returns {left, item or false, length or -1, fence, head1, size-or-type1,
 // ...}, which decodeBatchReply reads.
@@ -79,7 +80,10 @@ type batchReply struct {
 	// Length is the list's length when the call started a pass, or -1.
 	Length int64
 	// Item is the item whose lock is now ours, if Taken, and Fence the
-	// take's fencing token (0 if the fence key could not be incremented).
+	// take's fencing token (0 if the fence key could not be incremented),
+	// or, where the call looked at nothing, fullFence (every place of
+	// --fleet-max-running in use) or rateFence (--fleet-rate allowed no
+	// start).
 	Item  string
 	Taken bool
 	Fence int64
@@ -129,8 +133,11 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 			call.Start = reply.Length
 		}
 		p.left = reply.Left
-		if reply.Full {
+		switch reply.Fence {
+		case fullFence:
 			return Taken{}, ErrFull
+		case rateFence:
+			return Taken{}, ErrRateFull
 		}
 		call.Batch = min(2*call.Batch, most)
 		for _, s := range reply.Skipped {
@@ -204,7 +211,6 @@ func decodeBatchReply(reply []any) (batchReply, error) {
 	out.Item, out.Taken = reply[1].(string)
 	if len(reply) > 3 {
 		out.Fence, _ = reply[3].(int64)
-		out.Full = out.Fence == fullFence
 		out.Skipped = decodeSkipped(reply[4:])
 	}
 	return out, nil

@@ -28,6 +28,9 @@
 --           cap=N        --fleet-max-running: take only while fewer than N
 --                        runs of the fleet hold a place (see place.lua),
 --                        and take a place with the lock
+--           rate=N/MS    --fleet-rate: take only while fewer than N starts
+--                        of the fleet came in the last MS milliseconds (see
+--                        rate.lua), and count this one with the lock
 
 --
 -- Returns {left, taken, length, fence, head1, size1, head2, size2, ...}: the
@@ -35,7 +38,8 @@
 -- whose lock is now ours or nil, the list's length when this call read it
 -- (at the start of a pass) or -1, the take's fencing token (0 without a
 -- take; absent when the call ends early; -1 when cap=N found every place
--- in use, and the call looked at no candidate), and for each item skipped because
+-- in use, -2 when rate=N/MS found the rate's window full, and the call
+-- looked at no candidate), and for each item skipped because
 -- the child cannot be given it (empty, too long, holding a NUL byte) its
 -- first clipLen bytes and its size,
 -- then for each item whose lock key was found holding another type (a hash,
@@ -95,6 +99,13 @@ if err then
   return err
 elseif full then
   return {0, false, length or -1, -1}
+end
+-- So does one that --fleet-rate refuses (see rate.lua).
+local rateN, ratePer, rateIsFull, rateErr = ratesFull(keyPrefix, opt, now)
+if rateErr then
+  return rateErr
+elseif rateIsFull then
+  return {0, false, length or -1, -2}
 end
 
 -- The script runs atomically, so reading the candidates, trying their locks
@@ -202,6 +213,7 @@ if took then
     reply[4] = fence
   end
   takePlace(keyPrefix .. "running", keyPrefix .. "fleet-max-running", prefix .. items[looked], cap)
+  takeRate(keyPrefix .. "starts", keyPrefix .. "fleet-rate", rateN, ratePer, now)
 end
 
 -- A list shorter than the candidates wanted was read whole. Going round a

@@ -27,15 +27,18 @@ var eachSource string
 //	KEYS[1] -> the item's lock key
 //	KEYS[2] -> with a cap, the places in use (see schema.Keys.Running)
 //	KEYS[3] -> with a cap, its record (see schema.Keys.FleetMax)
+//	KEYS[4] -> with a rate, the log of the fleet's starts (schema.Keys.Starts)
+//	KEYS[5] -> with a rate, its record (see schema.Keys.FleetRate)
 //	ARGV[1] -> our token
 //	ARGV[2] -> the lock's TTL in milliseconds
 //	ARGV[3] -> the cap, --fleet-max-running (0: none)
 //	ARGV[4] -> where the keys are colocated, the counts' index of locks
 //	ARGV[5] -> and the item
+//	ARGV[6] -> and the rate, --fleet-rate, as N/MS ("" for none)
 //
 // Returns 1 when taken, 0 when another holder has it, -1 when every place
-// under the cap was in use, or the key's type (such as "hash") when it
-// holds something that is not a lock.
+// under the cap was in use, -2 when the rate allowed no start, or the
+// key's type (such as "hash") when it holds something that is not a lock.
 var eachScript = withPlaces(eachSource)
 
 // takeEach is Pass.Take with round trips per candidate. A candidate costs
@@ -87,7 +90,13 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (Taken, error
 		}
 		switch got := try.got.(type) {
 		case int64:
-			if got != 1 {
+			switch got {
+			case fullFence:
+				return Taken{}, ErrFull
+			case rateFence:
+				return Taken{}, ErrRateFull
+			case 1:
+			default:
 				continue
 			}
 			if taken, done, err := t.own(ctx, try); done {
@@ -148,14 +157,18 @@ type lockTry struct {
 func (t *Taker) tryLock(ctx context.Context, item string) (lockTry, error) {
 	taken := t.taken(item, time.Now())
 	keys, args := []string{taken.Key}, []any{taken.Token, t.TTL.Milliseconds()}
-	if t.FleetMax > 0 {
-		// Only where one script may name the places with the lock (see
-		// the Cluster check of --fleet-max-running).
-		keys = append(keys, t.Keys.Running(), t.Keys.FleetMax())
+	if t.FleetMax > 0 || !t.Rate.IsZero() {
+		// Only where one script may name the places and the rate's log
+		// with the lock (see CheckPlaces).
+		keys = append(keys, t.Keys.Running(), t.Keys.FleetMax(), t.Keys.Starts(), t.Keys.FleetRate())
 	}
 	args = append(args, t.FleetMax)
 	if t.Keys.Colocated {
-		args = append(args, t.Keys.Locks(), item)
+		rate := ""
+		if !t.Rate.IsZero() {
+			rate = t.Rate.Record()
+		}
+		args = append(args, t.Keys.Locks(), item, rate)
 	}
 	got, err := redisconn.RunConfirmed(ctx, t.Client, eachScript, t.ReplicaAcks, t.TTL, keys, args...)
 	if got != int64(1) && err != nil {

@@ -14,6 +14,12 @@
 -- ARGV[4] and ARGV[5], where the item's keys live with the list's: the
 -- counts' index of locks (see schema.Keys.Locks) and the item, which the
 -- take adds with the lock's expiry.
+--
+-- Under --fleet-rate (ARGV[6], N/MS, where the keys live with the list's),
+-- KEYS[4] is the log of the fleet's starts and KEYS[5] the rate's record
+-- (see rate.lua), which KEYS[2] and KEYS[3] come before: the lock is tried
+-- only while the rate allows a start, and the take counts its own; -2 says
+-- that the rate allowed none.
 local cap = tonumber(ARGV[3] or 0)
 if cap > 0 then
   local free, err = placeFree(KEYS[2], cap)
@@ -24,9 +30,24 @@ if cap > 0 then
     return -1
   end
 end
+local rateN, ratePer = rateOf({rate = ARGV[6]})
+local now
+if rateN then
+  now = redisNow()
+  local full, err = rateFull(KEYS[4], rateN, ratePer, now)
+  if err then
+    return err
+  end
+  if full then
+    return -2
+  end
+end
 if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
   if cap > 0 then
     takePlace(KEYS[2], KEYS[3], KEYS[1], cap)
+  end
+  if rateN then
+    takeRate(KEYS[4], KEYS[5], rateN, ratePer, now)
   end
   if ARGV[4] then
     -- The counts' index of locks (see counts.lua), where the item's keys

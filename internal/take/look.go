@@ -51,7 +51,7 @@ var lookSource string
 //	ARGV[4] -> the longest item the child can be given
 //	ARGV[5] -> options: "most=N new=N sweep=N every_ms=MS sweep_min=MS
 //	           sweep_max=MS sweep_lease=MS [head=0] [state_ttl=MS events=N]
-//	           [cap=N]"
+//	           [cap=N] [rate=N/MS]"
 //
 // Returns {unseen, item or false, swept, fence, untried, sweeping, head1,
 // size-or-type1, ...}, which look reads.
@@ -91,9 +91,10 @@ type lookReply struct {
 	// sweeping is set when this caller drives the fleet's sweep, whose next
 	// step may come at once (see index.lua's sweepStep).
 	sweeping bool
-	// full is set when every place of --fleet-max-running was in use: the
-	// look tried nothing.
-	full    bool
+	// full is ErrFull when every place of --fleet-max-running was in use,
+	// ErrRateFull when --fleet-rate allowed no start: the look tried
+	// nothing.
+	full    error
 	untried int64
 }
 
@@ -147,19 +148,32 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 	if err != nil && !errors.Is(err, redisconn.ErrNotReplicated) {
 		return lookReply{}, redisconn.Wrap("look at "+quote(list), err)
 	}
-	if fence, _ := reply[3].(int64); fence == fullFence {
-		// Every place is in use: the next take probes first, as after a
-		// look that found nothing, and the probe counts the places (see
-		// probe), so that a worker waiting for a place costs Redis what
-		// an idle one does.
+	if full := refusal(reply[3]); full != nil {
+		// Every place is in use, or the rate allows no start: the next
+		// take probes first, as after a look that found nothing, and the
+		// probe counts the places and reads the rate's log (see probe),
+		// so that a worker waiting for a place or for the rate costs
+		// Redis what an idle one does.
 		look.quiet = true
-		return lookReply{full: true}, nil
+		return lookReply{full: full}, nil
 	}
 	sweeping, _ := reply[5].(int64)
 	out := lookReply{more: unseen > 0, untried: untried, sweeping: sweeping == 1}
 	look.quiet = !out.more && untried == 0 && !out.sweeping
 	look.next = nextDue{}
 	return out, nil
+}
+
+// refusal is the error of a take script's fence that says it looked at
+// nothing (fullFence, rateFence), or nil.
+func refusal(fence any) error {
+	switch fence {
+	case int64(fullFence):
+		return ErrFull
+	case int64(rateFence):
+		return ErrRateFull
+	}
+	return nil
 }
 
 // logSwept tells of the items that the step of the sweep in a look's reply

@@ -59,6 +59,7 @@
 --                        than reply at once for the caller to pass over them
 --           state_ttl=MS, events=N   record a take as batch.lua does
 --           cap=N        --fleet-max-running, as batch.lua takes it
+--           rate=N/MS    --fleet-rate, as batch.lua takes it
 --           stream_ttl_set=1
 --                        the events stream's expiry was set earlier in the
 --                        same call (next.lua's finish): not set again
@@ -69,7 +70,8 @@
 -- whose lock is now ours or false, how many items the sweep's step gave an
 -- entry in the due index (or an earlier one), the take's
 -- fencing token as batch.lua returns it (0 without a take, -1 when cap=N
--- found every place in use and the look tried nothing), how many items
+-- found every place in use and the look tried nothing, -2 when rate=N/MS
+-- found the rate's window full and the look tried nothing), how many items
 -- at the list's head no worker has tried yet (a caller that took nothing
 -- passes over them with batch.lua, as a pass of that many), 1 when this
 -- caller drives the fleet's sweep and its next step may come at once (a
@@ -129,6 +131,14 @@ if err then
   return err
 elseif full then
   return {0, false, 0, -1, 0, 0}
+end
+-- So does a look that --fleet-rate refuses: the fleet started N items in
+-- the rate's last window (see rate.lua).
+local rateN, ratePer, rateIsFull, rateErr = ratesFull(keyPrefix, opt, now)
+if rateErr then
+  return rateErr
+elseif rateIsFull then
+  return {0, false, 0, -2, 0, 0}
 end
 -- A pass tries the head first: while items there are untried, the caller
 -- (unless it asks for the rest, head=0) passes over them before anything
@@ -279,6 +289,7 @@ if taken then
     reply[4] = fence
   end
   takePlace(keyPrefix .. "running", keyPrefix .. "fleet-max-running", keyPrefix .. "lock:" .. taken, cap)
+  takeRate(keyPrefix .. "starts", keyPrefix .. "fleet-rate", rateN, ratePer, now)
   if opt.state_ttl then
     local state = keyPrefix .. "state:" .. taken
     redis.pcall("HSET", state, "last_start", now, "last_holder", token, "last_fence", reply[4])

@@ -24,9 +24,10 @@ var ErrPaused = errors.New("it is paused")
 // w8y, a load that no Redis notices.
 const namedPoll = 250 * time.Millisecond
 
-// HeldError is a named item's lock that stayed held, or places of
-// --fleet-max-running that stayed in use (Why: ErrHeld or ErrFull), for all
-// of the wait (w8y --item --wait).
+// HeldError is a named item's lock that stayed held, places of
+// --fleet-max-running that stayed in use, or a --fleet-rate that allowed
+// no start (Why: ErrHeld, ErrFull or ErrRateFull), for all of the wait
+// (w8y --item --wait).
 type HeldError struct {
 	Item string
 	Wait time.Duration
@@ -43,8 +44,8 @@ func (e HeldError) Error() string {
 func (e HeldError) Is(target error) bool { return target == ErrHeld }
 
 // WaitNamed takes item's lock as TakeNamed does, trying again every
-// namedPoll while another holder has it or every place of
-// --fleet-max-running is in use, for up to wait (w8y --item --wait). held
+// namedPoll while another holder has it, every place of
+// --fleet-max-running is in use or --fleet-rate allows no start, for up to wait (w8y --item --wait). held
 // is called once, with why it waits, when it first has to. It returns a
 // HeldError once wait has passed, jobctl.ErrStopped if stop is closed first, and
 // a paused item's error with what runs it anyway.
@@ -60,7 +61,7 @@ func (t *Taker) WaitNamed(ctx context.Context, item string, ignorePause bool, wa
 		switch {
 		case errors.Is(err, ErrPaused):
 			return Taken{}, fmt.Errorf("item %s: %w: --ignore-pause runs it anyway", quote(item), err)
-		case !errors.Is(err, ErrHeld) && !errors.Is(err, ErrFull):
+		case !errors.Is(err, ErrHeld) && !errors.Is(err, ErrFull) && !errors.Is(err, ErrRateFull):
 			return taken, err
 		}
 		left := time.Until(deadline)
@@ -91,7 +92,8 @@ func (t *Taker) WaitNamed(ctx context.Context, item string, ignorePause bool, wa
 // asked for it by name. A pause does, unless ignorePause: checked before
 // the lock is tried, and again once it is ours, since a pause may come in
 // between (the lock is then given back). Under FleetMax, it takes a place
-// too, and returns ErrFull when every place is in use.
+// too, and returns ErrFull when every place is in use; under a Rate, it
+// counts its start, and returns ErrRateFull when the rate allows none.
 func (t *Taker) TakeNamed(ctx context.Context, item string, ignorePause bool) (Taken, error) {
 	if reason := childcmd.ItemProblem(item, t.MaxItemLen); reason != "" {
 		return Taken{}, fmt.Errorf("item %s cannot be run: %s", quote(item), reason)
@@ -112,6 +114,8 @@ func (t *Taker) TakeNamed(ctx context.Context, item string, ignorePause bool) (T
 		switch got {
 		case fullFence:
 			return Taken{}, ErrFull
+		case rateFence:
+			return Taken{}, ErrRateFull
 		case 0:
 			return Taken{}, ErrHeld
 		}

@@ -63,6 +63,11 @@ func (t *Taker) FinishThenLook(ctx context.Context, f *finish.Finisher, lockKey,
 		return done, Taken{}, false, nil
 	}
 	t.logSwept(look[2])
+	if refusal(look[3]) != nil && t.Memory != nil {
+		// Every place in use, or the rate full: the worker's next take
+		// probes first, as after a look of its own that met the same.
+		t.Memory.look.quiet = true
+	}
 	next, ok = t.readTaken(look, sent)
 	return done, next, ok, nil
 }

@@ -31,7 +31,21 @@ import (
 // each in turn, more than once, on the same machine.
 //
 //	go test -run '^$' -bench FinishThenLook -benchtime 4000x ./internal/take/
+//
+// Under --fleet-rate (rate=1000000/1h, a rate that counts every start and
+// refuses none), each take also reads the rate's log and pushes its start.
 func BenchmarkFinishThenLook(b *testing.B) {
+	for _, rate := range []schema.Rate{{}, {Starts: schema.MaxRateStarts, Per: time.Hour}} {
+		name := "rate=none"
+		if !rate.IsZero() {
+			name = "rate=" + rate.String()
+		}
+		b.Run(name, func(b *testing.B) { benchFinishThenLook(b, rate) })
+	}
+}
+
+// benchFinishThenLook is BenchmarkFinishThenLook under rate.
+func benchFinishThenLook(b *testing.B, rate schema.Rate) {
 	const items = 1_000_000
 	rdb := redistest.Start(b).Client
 	ctx := context.Background()
@@ -51,6 +65,7 @@ func BenchmarkFinishThenLook(b *testing.B) {
 
 	taker := testTaker(rdb, keys.Prefix, true, 0, nil)
 	taker.Log = zerolog.New(io.Discard)
+	taker.Rate = rate
 	rec := &finish.Recorder{Keys: keys, StateTTL: 168 * time.Hour, EventsMaxLen: 10_000}
 	taker.Record = rec
 	finisher := &finish.Finisher{Client: rdb, Record: rec, Schedule: finish.Schedule{Cooldown: time.Hour}, Jitter: func() string { return "1" }}

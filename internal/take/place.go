@@ -40,19 +40,23 @@ var ErrPlacesNotColocated = errors.New("--fleet-max-running needs every key of t
 var settledSource string
 
 // withPlaces is the script of a take's source, which Redis' clock
-// (clock.Lua's redisNow), settled.lua's guard and place.lua's functions
-// come before.
+// (clock.Lua's redisNow), settled.lua's guard, place.lua's functions and
+// rate.lua's come before.
 func withPlaces(source string) *redis.Script {
-	return redis.NewScript(clock.Lua + settledSource + "\n" + placeSource + "\n" + source)
+	return redis.NewScript(clock.Lua + settledSource + "\n" + placeSource + "\n" + rateSource + "\n" + source)
 }
 
-// CheckPlaces says whether this Taker can enforce its FleetMax: only where
-// one script reaches the list, the places and every item's lock together
+// CheckPlaces says whether this Taker can enforce its FleetMax and its
+// Rate: only where one script reaches the list, the places, the rate's log
+// and every item's lock together
 // (see schema.Keys.Colocated), so that no two takes can both count a
 // place as free.
 func (t *Taker) CheckPlaces() error {
-	if t.FleetMax > 0 && !t.Keys.Colocated {
+	switch {
+	case t.FleetMax > 0 && !t.Keys.Colocated:
 		return ErrPlacesNotColocated
+	case !t.Rate.IsZero() && !t.Keys.Colocated:
+		return ErrRateNotColocated
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ var probeSource string
 //	KEYS[1] -> the list
 //	ARGV[1] -> the key prefix
 //	ARGV[2] -> --fleet-max-running, or 0
+//	ARGV[3] -> --fleet-rate's N, or 0; ARGV[4] -> its D in milliseconds
 //
 // Returns {worth, full, next, now}, which probe reads.
 var probeScript = redis.NewScript(clock.Lua + probeSource)
@@ -37,23 +38,32 @@ type nextDue struct {
 // found nothing: one call of probe.lua, which costs Redis a fraction of a
 // look, and reports whether a look could find anything. Where it says no,
 // look.lua would try no candidate and write nothing, so the probe's "no" is
-// the look's own answer, and the worker takes nothing. With
-// --fleet-max-running, full says that the answer is no because every place
-// is in use, as the look would have found. A probe that fails says yes: the
-// look that follows meets the same error, and says it in its own words.
-func (p *Pass) probe(ctx context.Context) (worth, full bool) {
+// the look's own answer, and the worker takes nothing. Where a look could
+// find something, full says why the answer is no all the same: ErrFull
+// when every place of --fleet-max-running is in use, as the look would have
+// found, ErrRateFull when --fleet-rate allows no start. A probe that fails
+// says yes: the look that follows meets the same error, and says it in its
+// own words.
+func (p *Pass) probe(ctx context.Context) (worth bool, full error) {
 	t := p.t
 	look := &t.Memory.look
 	look.next = nextDue{}
-	reply, err := probeScript.Run(ctx, t.Client, []string{t.Keys.List()}, t.Keys.Prefix, t.FleetMax).Int64Slice()
+	args := []any{t.Keys.Prefix, t.FleetMax, t.Rate.Starts, t.Rate.Per.Milliseconds()}
+	reply, err := probeScript.Run(ctx, t.Client, []string{t.Keys.List()}, args...).Int64Slice()
 	if err != nil || len(reply) != 4 {
-		return true, false
+		return true, nil
 	}
 	look.next = nextDue{at: time.Now(), in: -1, probed: true}
 	if reply[2] >= 0 {
 		look.next.in = time.Duration(max(reply[2]-reply[3], 0)) * time.Millisecond
 	}
-	return reply[0] == 1, reply[1] == 1
+	switch reply[1] {
+	case 1:
+		return false, ErrFull
+	case 2:
+		return false, ErrRateFull
+	}
+	return reply[0] == 1, nil
 }
 
 // NextDue is how long after now the answer of this Taker's last probe may

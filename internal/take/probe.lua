@@ -15,12 +15,16 @@
 --         could find something finds nothing while every place is in use
 --         (place.lua counts them so: a place is in use while its lock
 --         lives)
+-- ARGV[3] --fleet-rate's N, or 0 for none, and ARGV[4] its D in
+--         milliseconds: a look starts nothing while the N-th newest start
+--         of the fleet's log (<prefix>starts) is D old or less (rate.lua)
 --
 -- Returns {worth, full, next, now}: worth 1 or 0; full 1 when worth is 0
--- because every place is in use; next the Unix millisecond on Redis' clock
--- at which the answer may change by itself, or -1 if never; now Redis'
--- clock, in the same unit.
+-- because every place is in use, 2 because the rate allows no start; next
+-- the Unix millisecond on Redis' clock at which the answer may change by
+-- itself, or -1 if never; now Redis' clock, in the same unit.
 local list, prefix, cap = KEYS[1], ARGV[1], tonumber(ARGV[2])
+local rateStarts, ratePer = tonumber(ARGV[3] or 0), tonumber(ARGV[4] or 0)
 local now = redisNow()
 
 -- A key of another type is the look's to report, in its own words.
@@ -57,6 +61,15 @@ else
     soonest(now + sweep)
   end
   worth = worth or (nextAt >= 0 and nextAt <= now)
+end
+
+if worth and rateStarts > 0 then
+  local at = redis.pcall("LINDEX", prefix .. "starts", rateStarts - 1)
+  at = type(at) == "string" and tonumber(at)
+  if at and now - at <= ratePer then
+    -- The rate's window passes by itself: the wait ends then.
+    return {0, 2, at + ratePer + 1, now}
+  end
 end
 
 if worth and cap > 0 then

@@ -62,7 +62,7 @@ func TestProbeSaysWhatALookWouldFind(t *testing.T) {
 			tt.change(keys)
 			before := snapshot(t, rdb, keys)
 			pass := taker.LookFirst()
-			if got, full := pass.probe(ctx); got != tt.worth || full {
+			if got, full := pass.probe(ctx); got != tt.worth || full != nil {
 				t.Errorf("the probe says %v (full %v), want %v", got, full, tt.worth)
 			}
 			look, err := pass.look(ctx)
@@ -161,7 +161,7 @@ func TestProbeCountsThePlaces(t *testing.T) {
 		t.Fatalf("a take with every place in use: %+v, %v; want ErrFull", taken, err)
 	}
 	before := snapshot(t, rdb, keys)
-	if worth, full := taker.LookFirst().probe(ctx); worth || !full {
+	if worth, full := taker.LookFirst().probe(ctx); worth || full != ErrFull {
 		t.Errorf("the probe says %v (full %v) while every place is in use, want no, full", worth, full)
 	}
 	if after := snapshot(t, rdb, keys); after != before {
@@ -171,7 +171,7 @@ func TestProbeCountsThePlaces(t *testing.T) {
 	// is still in the set.
 	rdb.Del(ctx, keys.Lock("y"))
 	pass := taker.LookFirst()
-	if worth, full := pass.probe(ctx); !worth || full {
+	if worth, full := pass.probe(ctx); !worth || full != nil {
 		t.Errorf("the probe says %v (full %v) with a place free, want yes", worth, full)
 	}
 	if taken, err := pass.Take(ctx, nil); err != nil || taken.Item != "i1" {

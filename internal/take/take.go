@@ -66,6 +66,11 @@ type Taker struct {
 	// takes one (see place.go); 0 means no cap. It needs Keys.Colocated
 	// (see CheckPlaces).
 	FleetMax int
+	// Rate is --fleet-rate: a take runs only while the fleet started fewer
+	// than Rate.Starts items in the last Rate.Per, and counts its own start
+	// (see rate.go); the zero Rate is none. It needs Keys.Colocated (see
+	// CheckPlaces).
+	Rate schema.Rate
 	// Clock puts the probe's "now" on Redis' clock, which the scripts read
 	// themselves (see internal/clock); nil takes the host's to be right.
 	Clock *clock.Clock
@@ -199,8 +204,8 @@ func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
 			if p.t.Memory.look.quiet && !p.looked {
 				if worth, full := p.probe(ctx); !worth {
 					p.left = 0
-					if full {
-						return Taken{}, ErrFull
+					if full != nil {
+						return Taken{}, full
 					}
 					return Taken{}, ErrNoWork
 				}
@@ -213,9 +218,9 @@ func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
 			case look.ok:
 				p.looked = true
 				return look.taken, nil
-			case look.full:
+			case look.full != nil:
 				p.left = 0
-				return Taken{}, ErrFull
+				return Taken{}, look.full
 			case look.more:
 				// Appended items are still to be tried: a bounded batch each
 				// look, each tried once by the fleet.
@@ -242,7 +247,7 @@ func (p *Pass) Take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
 		} else {
 			taken, err = p.takeEach(ctx, stop)
 		}
-		if p.head && errors.Is(err, ErrNoWork) && !errors.Is(err, ErrFull) {
+		if p.head && errors.Is(err, ErrNoWork) && !errors.Is(err, ErrFull) && !errors.Is(err, ErrRateFull) {
 			// The untried items are tried now: the look may elect a sweep.
 			p.looks, p.head, p.left = true, false, -1
 			continue

@@ -11,8 +11,9 @@ import "strconv"
 
 // takeWords are the words that every take script reads from this Taker's
 // settings: how to record a take (state_ttl, events; nothing without a
-// Record) and --fleet-max-running (cap; nothing without a cap). Each word
-// starts with a space, so that the words follow a script's own.
+// Record), --fleet-max-running (cap; nothing without a cap) and
+// --fleet-rate (rate=N/MS; nothing without a rate). Each word starts with a
+// space, so that the words follow a script's own.
 func (t *Taker) takeWords() string {
 	var words string
 	if rec := t.Record; rec != nil {
@@ -21,6 +22,9 @@ func (t *Taker) takeWords() string {
 	}
 	if t.FleetMax > 0 {
 		words += " cap=" + strconv.Itoa(t.FleetMax)
+	}
+	if !t.Rate.IsZero() {
+		words += " rate=" + t.Rate.Record()
 	}
 	return words
 }

@@ -120,6 +120,16 @@ function showSummary(sum) {
     f.dataset.inUse = places.in_use;
     f.dataset.limit = places.limit;
   }
+  // The rate of --fleet-rate and the fleet's starts in its window, as
+  // w8yctl status says them; the next start is counted from the read.
+  const rate = sum.fleet_rate, rt = $("rate");
+  rt.hidden = !rate;
+  if (rate) {
+    rt.textContent = "rate: " + rate.started + " of " + rate.limit + " in the last " + rate.rate.split("/")[1] +
+      (rate.next_start_ms > 0 ? ", next start in " + duration(rate.next_start_ms) : "") + " (--fleet-rate " + rate.rate + ")";
+    rt.dataset.started = rate.started;
+    rt.dataset.limit = rate.limit;
+  }
   // What the server breaks of w8y's promises (docs/operating.md, "The
   // Redis w8y needs"); nothing where all is well or INFO is hidden.
   const r = sum.redis, rp = $("redis");
