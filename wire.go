@@ -93,7 +93,12 @@ func runWorker(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zer
 	if err := w.rotator.CheckPlaces(); err != nil {
 		return err
 	}
-	w.rotator.WarnOtherRate(ctx)
+	// A one-shot run whose start the first take checks (see startFolded)
+	// and that has no --fleet-rate of its own reads no rate's record: its
+	// two calls are its take and its finish.
+	if !folded || !opts.FleetRate.IsZero() {
+		w.rotator.WarnOtherRate(ctx)
+	}
 	w.reports = logging.FailureReports(opts.logging(), stderr)
 	defer announce(ctx, w, client, keys, token, log)()
 	log.Debug().Str("list", keys.List()).Str("holder", token).Bool("continuous", opts.Continuous).Msg("w8y starting")
