@@ -25,6 +25,7 @@ import (
 	"github.com/w8y/w8y/internal/settings"
 	"github.com/w8y/w8y/internal/status"
 	"github.com/w8y/w8y/internal/take"
+	"github.com/w8y/w8y/internal/wake"
 )
 
 // runWorker wires a worker from opts and runs it until it is done: the child's
@@ -61,24 +62,17 @@ func runWorker(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zer
 	defer p.Close()
 	keys := schema.Keys{Prefix: opts.KeyPrefix, Colocated: redisconn.Colocated(client, opts.KeyPrefix)}
 	// A Redis that may evict w8y's keys, or a replica, is refused before
-	// anything is taken (see needs.go).
+	// anything is taken (see needs.go), and so is a list that a newer w8y
+	// keeps in a layout this one does not know: by the first take itself
+	// where it can (see startFolded), else here.
 	needs := &needs{client: client, allow: opts.AllowEviction, log: log}
-	if err := needs.check(ctx); err != nil {
-		return err
+	folded := startFolded(opts, keys)
+	if !folded {
+		if err := checkStart(ctx, needs, client, keys, log); err != nil {
+			return err
+		}
 	}
 	go needs.watch(ctx)
-	// A worker refuses a list that a newer w8y keeps in a layout it does
-	// not know, before it takes anything. Redis' other errors are the
-	// take's to report, or to ride out (a Redis not up yet).
-	// Bounded: a server that never answers is the take's to name.
-	claimCtx, cancelClaim := context.WithTimeout(ctx, 2*time.Second)
-	err = schema.ClaimVersion(claimCtx, client, keys)
-	cancelClaim()
-	if errors.Is(err, schema.ErrNewerSchema) {
-		return err
-	} else if err != nil {
-		log.Debug().Err(err).Msg("could not read or record the version of the layout of the list's keys")
-	}
 	var counts observer = noMetrics{}
 	var beat *health.Heartbeat
 	if opts.MetricsAddr != "" {
@@ -91,14 +85,53 @@ func runWorker(opts *Options, stdin io.Reader, stdout, stderr io.Writer, log zer
 	}
 	w := newWorker(opts, command, client, keys, token, p, counts, beat, log)
 	w.needs = needs
+	if folded {
+		w.rotator.Start = take.StartWords(true, schema.Version)
+	}
+	if opts.Continuous && keys.Colocated {
+		w.waker = &wake.Waiter{Client: client, Keys: keys, Holder: token}
+	}
 	if err := w.rotator.CheckPlaces(); err != nil {
 		return err
 	}
-	w.rotator.WarnOtherRate(ctx)
+	// A one-shot run whose start the first take checks (see startFolded)
+	// and that has no --fleet-rate of its own reads no rate's record: its
+	// two calls are its take and its finish.
+	if !folded || !opts.FleetRate.IsZero() {
+		w.rotator.WarnOtherRate(ctx)
+	}
 	w.reports = logging.FailureReports(opts.logging(), stderr)
 	defer announce(ctx, w, client, keys, token, log)()
 	log.Debug().Str("list", keys.List()).Str("holder", token).Bool("continuous", opts.Continuous).Msg("w8y starting")
 	return needs.full(ctx, w.run(ctx))
+}
+
+// startFolded reports whether the checks of the start (the server's needs,
+// the layout's version) are made by the first take, in the same call (see
+// take.StartWords): a one-shot run over the list whose first look reaches
+// every key, without --allow-eviction, which reads INFO for itself. It
+// then costs Redis two calls, its take and its finish.
+func startFolded(opts *Options, keys schema.Keys) bool {
+	return !opts.Continuous && opts.Item == "" && keys.Colocated && !opts.AllowEviction
+}
+
+// checkStart makes the checks of the start by themselves: the server's
+// needs, then the layout's version, which it records where none is. Redis'
+// other errors are the take's to report, or to ride out (a Redis not up
+// yet); bounded, as a server that never answers is the take's to name.
+func checkStart(ctx context.Context, needs *needs, client redis.UniversalClient, keys schema.Keys, log zerolog.Logger) error {
+	if err := needs.check(ctx); err != nil {
+		return err
+	}
+	claimCtx, cancelClaim := context.WithTimeout(ctx, 2*time.Second)
+	err := schema.ClaimVersion(claimCtx, client, keys)
+	cancelClaim()
+	if errors.Is(err, schema.ErrNewerSchema) {
+		return err
+	} else if err != nil {
+		log.Debug().Err(err).Msg("could not read or record the version of the layout of the list's keys")
+	}
+	return nil
 }
 
 // childCommand resolves the executable of opts, so that one that cannot run
@@ -117,9 +150,12 @@ func childCommand(opts *Options, stdin io.Reader, stdout, stderr io.Writer) (chi
 }
 
 // connect opens the worker's Redis client. Taking items uses one
-// connection at a time, each running child's lock refresher and finish one
-// more, and the registry's beat one, so that a beat never makes a refresh
-// wait for a connection. With a Cluster, that is per node.
+// connection at a time, and so does an idle worker's wait for a wake
+// (BLPOP), which never runs beside a take; each running child's lock
+// refresher and finish one more, and the registry's beat one, so that a
+// beat never makes a refresh wait for a connection. The push that ends a
+// wait early comes when a child has ended, whose connection is free. With
+// a Cluster, that is per node.
 func connect(opts *Options, log zerolog.Logger) (redis.UniversalClient, error) {
 	conns := opts.Parallel + 2
 	if opts.MetricsAddr != "" {
@@ -228,12 +264,16 @@ func announce(ctx context.Context, w *worker, client redis.UniversalClient, keys
 	// beat then measures it again. Unmeasured, the host's clock stands.
 	// Bounded as the version's read is: a server that never answers is the
 	// take's to name.
+	// A one-shot run without --schedule computes no time that Redis
+	// compares (its scripts read Redis' clock themselves), so it reads none.
 	clk := w.rotator.Clock
-	measureCtx, cancelMeasure := context.WithTimeout(ctx, 2*time.Second)
-	err = clk.Measure(measureCtx, client)
-	cancelMeasure()
-	if err != nil {
-		log.Debug().Err(err).Msg("could not read Redis' clock (TIME); the host's clock stands in for it until a beat reads it")
+	if opts.Continuous || opts.Schedule != "" {
+		measureCtx, cancelMeasure := context.WithTimeout(ctx, 2*time.Second)
+		err = clk.Measure(measureCtx, client)
+		cancelMeasure()
+		if err != nil {
+			log.Debug().Err(err).Msg("could not read Redis' clock (TIME); the host's clock stands in for it until a beat reads it")
+		}
 	}
 	w.presence = registry.NewPresence(client, keys, registry.Self{
 		Holder: token, Host: host, PID: os.Getpid(), Version: v, Started: time.Now(),

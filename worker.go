@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -15,8 +16,10 @@ import (
 	"github.com/w8y/w8y/internal/jobctl"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/registry"
+	"github.com/w8y/w8y/internal/schema"
 	"github.com/w8y/w8y/internal/status"
 	"github.com/w8y/w8y/internal/take"
+	"github.com/w8y/w8y/internal/wake"
 )
 
 const (
@@ -75,6 +78,13 @@ type worker struct {
 	// presence is the worker's entry in the registry of live workers (see
 	// announce); nil in tests without one.
 	presence *registry.Presence
+	// waker is how an idle --continuous worker waits for a wake instead of
+	// polling (see internal/wake); nil where its takes do not look, and in
+	// tests without one, where it pauses instead.
+	waker *wake.Waiter
+	// lookedLast is set while the last wait came after a look, not a probe
+	// (see idleWait).
+	lookedLast bool
 }
 
 // tell writes line to reports, if any.
@@ -253,7 +263,7 @@ func (w *worker) take(ctx context.Context, pass *take.Pass, idle bool) (string, 
 		hungUp = take.CutShort(ctx, w.stops.Stopped(), takeGrace, hangUp, func(ctx context.Context) {
 			taken, err = pass.Take(ctx, w.stops.Stopped())
 		})
-		if hungUp || !w.slotMoving(err) {
+		if hungUp || !(w.slotMoving(err) || w.startRefused(ctx, &err)) {
 			break
 		}
 	}
@@ -266,17 +276,70 @@ func (w *worker) take(ctx context.Context, pass *take.Pass, idle bool) (string, 
 	return taken.Item, lock, err
 }
 
+// startRefused reports whether *err, a take's, is the refusal of the
+// checks that a one-shot run's first take makes (see startFolded), and
+// whether to take again: a list kept in a later layout becomes its
+// schema.SchemaError; a server that may not keep w8y's keys is read again
+// by needs.check, whose refusal says how, and which lets the take go on
+// without the check where INFO is refused (having said so once).
+func (w *worker) startRefused(ctx context.Context, err *error) (again bool) {
+	var refused *take.StartRefusal
+	if !errors.As(*err, &refused) {
+		return false
+	}
+	w.rotator.Start = take.StartWords(false, schema.Version)
+	if !refused.Needs {
+		*err = &schema.SchemaError{Keys: w.rotator.Keys, Found: refused.Found}
+		return false
+	}
+	if w.needs != nil {
+		if nerr := w.needs.check(ctx); nerr != nil {
+			*err = nerr
+			return false
+		}
+	}
+	return true
+}
+
 // takeGrace is how long a take may go on after a stop signal before take
 // hangs up on Redis: ample for a Redis that answers at all, where a take
 // costs milliseconds, so that its lock is released as usual, and short
 // enough for a person who pressed Ctrl-C.
 const takeGrace = time.Second
 
-// lookPause is an idle worker's pause before its next look, with
-// --idle-wait idleWait: the fleet's looks are spaced by how many workers
-// look (see registry.LookInterval).
-func (w *worker) lookPause(idleWait time.Duration) time.Duration {
-	return registry.LookInterval(min(idleWait, take.LookEvery), w.presence.Lookers())
+// idleWait is how long an idle worker waits for a wake, with --idle-wait
+// idleWait: until the moment its last probe said that an item comes due
+// (its cooldown or pause ends, the fleet's sweep is due), and no longer
+// than the fallback's look, which finds what no wake tells of (an outside
+// RPUSH, a lock that expired). The fallback comes every --idle-wait,
+// spaced by how many workers look (see registry.LookInterval), so that the
+// fleet's fallbacks together come about every 50ms whatever its size. The
+// first wait after a look, which says nothing of what comes due, is none:
+// the probe that follows at once says; but where looks follow each other
+// without a probe between (a probe that says yes, then a look that finds
+// nothing), each waits take.LookEvery, so that the worker cannot spin.
+//
+// Workers that wait for the same moment would all wake at it for one item:
+// each wakes at a moment of its own, spread over the fleet's spacing
+// times the number of workers that look, so that the first wakes within
+// about one spacing of it and the rest, whose probe finds the item taken,
+// one after another, at the rate of the fallbacks.
+func (w *worker) idleWait(idleWait time.Duration) time.Duration {
+	lookers := w.presence.Lookers()
+	fallback := duration.Jitter(registry.LookInterval(idleWait, lookers))
+	in, probed := w.rotator.NextDue()
+	lookedLast := w.lookedLast
+	w.lookedLast = !probed
+	switch {
+	case !probed && lookedLast:
+		return min(fallback, duration.Jitter(take.LookEvery))
+	case !probed:
+		return 0
+	case in < 0:
+		return fallback
+	}
+	spread := time.Duration(rand.Float64() * float64(lookers-1) * float64(min(registry.FleetLookSpacing, idleWait)))
+	return min(fallback, in+spread)
 }
 
 // sleepCtx waits d, and reports false if ctx ended first.

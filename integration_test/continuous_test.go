@@ -36,11 +36,11 @@ func (s *server) commandsProcessed(t *testing.T) int {
 }
 
 // TestContinuousIdleIsQuiet: with every item locked by someone else, a
-// continuous worker probes what came due about eight times a second (every
-// 125ms ±25%: a pipeline of four plain reads, no script), and runs a look's
-// script only when the probe finds a step of the fleet's sweep due, which
-// for a list this short is one look every take.SweepMin (5s): not a busy
-// loop.
+// continuous worker does not poll: it waits for a wake (BLPOP) until its
+// fallback's look, every --idle-wait (1s ±25%), or the fleet's next sweep,
+// which for a list this short is a step every take.SweepMin (5s), and
+// after each wait sends one probe (a script call) and, when the sweep is
+// due, one look; its registry beat is one script call every 5s.
 func TestContinuousIdleIsQuiet(t *testing.T) {
 	t.Parallel()
 	s := setup(t, "idle")
@@ -51,39 +51,29 @@ func TestContinuousIdleIsQuiet(t *testing.T) {
 	}
 	p := s.start("-c", "true")
 
-	// Wait until the first look has been made, then count script calls and
-	// commands over a window longer than the sweep's interval.
+	// Wait until the first look has been made, then count waits, script
+	// calls and commands over a window longer than the sweep's interval.
 	poll.WaitFor(t, "the first look", func() bool { return s.looks(t) > 0 })
 	const window = 6 * time.Second
 	before, commands := redistest.CommandStats(t, s.Client), s.commandsProcessed(t)
 	time.Sleep(window) // a measurement window, not a synchronisation
 	after := redistest.CommandStats(t, s.Client)
 	sent := s.commandsProcessed(t) - commands - 2 // less our own INFOs
+	waits := after["blpop"] - before["blpop"]
 	calls := after["evalsha"] - before["evalsha"]
-	// A probe's one EXISTS (of the sweep key), less the sweep's (one for
-	// each of the three locks that hold their items, in the step).
-	probes := after["exists"] - before["exists"] - 3*calls
 
-	// A step of the sweep every 5s (take.SweepMin: three items are one
-	// step), each in one look, plus one that straddles the window's start.
-	// Each look runs at most twenty commands on a list this short (LLEN,
-	// the marks, the sweep's keys, LRANGE, ZMSCORE, MGET of the cooldowns,
-	// an EXISTS an item, ZRANGEBYSCORE, the sweep key's SET). A probe at
-	// least every 93ms, four commands each. And one beat of the worker's
-	// entry in the registry (every 5s), ten commands at most (one is the TIME
-	// that measures the skew of Redis' clock), twice.
-	most := int(window/(5*time.Second)) + 1
-	if calls < 1 || calls > most {
-		t.Errorf("%d script calls in %s while idle; want between 1 and %d", calls, window, most)
+	// A wait at least every 750ms (--idle-wait less its jitter), one more
+	// at each of the sweep's steps (two in the window, at most), and one
+	// short one after each look.
+	steps := int(window/(5*time.Second)) + 1
+	if most := int(window/(750*time.Millisecond)) + 2*steps + 1; waits < 1 || waits > most {
+		t.Errorf("%d waits for a wake in %s while idle; want between 1 and %d", waits, window, most)
 	}
-	mostProbes := int(window/(93*time.Millisecond)) + 1
-	if probes < 1 || probes > mostProbes {
-		t.Errorf("%d probes in %s while idle; want between 1 and %d", probes, window, mostProbes)
+	// A probe after each wait, a look for each step, and two beats.
+	if most := waits + steps + 2; calls > most {
+		t.Errorf("%d script calls for %d waits in %s while idle; want at most %d", calls, waits, window, most)
 	}
-	if sent > 20*calls+4*probes+20 {
-		t.Errorf("%d commands for %d script calls and %d probes while idle; want at most 20 a call, 4 a probe and 10 for each beat", sent, calls, probes)
-	}
-	t.Logf("idle: %d script calls, %d probes and %d commands in %s (%.1f/s)", calls, probes, sent, window, float64(sent)/window.Seconds())
+	t.Logf("idle: %d waits, %d script calls and %d commands counting the scripts' own in %s (%.1f/s)", waits, calls, sent, window, float64(sent)/window.Seconds())
 
 	p.stop(t)
 	// SIGTERM may land mid-pass, so the list may be rotated, but it holds

@@ -234,6 +234,9 @@ func TestStatus(t *testing.T) {
 	s.Client.Set(ctx(t), s.key("cooldown:cool"), "x", time.Minute)
 	s.Client.Set(ctx(t), s.key("backoff:back"), "x", 30*time.Second)
 	busy := s.stateOf(t, "ss", "busy")
+	// A one-shot run is announced in the registry once it has run for a
+	// second.
+	poll.WaitFor(t, "the one-shot run to be announced", func() bool { return s.Client.ZCard(ctx(t), s.key("workers")).Val() == 1 })
 
 	out := statusOutput(t, nil, s.at()...)
 	rows := parseTable(t, out)

@@ -186,7 +186,7 @@ func TestSchedulingOperatorCommands(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
 		switch {
 		case strings.HasPrefix(line, "#"):
-		case strings.Contains(line, " DEL ") || strings.Contains(line, " ZADD "):
+		case strings.Contains(line, " DEL ") || strings.Contains(line, " ZADD ") || strings.Contains(line, " RPUSH "):
 			runNow = append(runNow, line)
 		default:
 			pause = append(pause, line)

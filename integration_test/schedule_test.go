@@ -257,8 +257,9 @@ func TestInterruptedRunIsNotAFailure(t *testing.T) {
 	// item may run again at once.
 	// And the fleet's marks of what it has tried of the list, and when its
 	// next sweep is due (see internal/take's look.lua), and the version of
-	// the layout of the keys (schema).
-	if keys := s.keys(t, s.key("*")); !slices.Equal(keys, []string{s.key("due"), s.key("events"), s.key("fence"), s.key("list"), s.key("schema"), s.key("seen"), s.key("state:a"), s.key("sweep"), s.key("untried")}) {
+	// the layout of the keys (schema). And a token in the wake list, as the
+	// end leaves the item due now: it wakes an idle worker, if one waits.
+	if keys := s.keys(t, s.key("*")); !slices.Equal(keys, []string{s.key("due"), s.key("events"), s.key("fence"), s.key("list"), s.key("schema"), s.key("seen"), s.key("state:a"), s.key("sweep"), s.key("untried"), s.key("wake")}) {
 		t.Errorf("keys after an interrupted run: %q", keys)
 	}
 	if due, err := s.Client.ZScore(ctx(t), s.key("due"), "a").Result(); err != nil || due > float64(time.Now().UnixMilli()) {

@@ -109,7 +109,7 @@ func TestTLS(t *testing.T) {
 const aclCommands = "+evalsha +eval +llen +lmove +rpoplpush +wait " +
 	"+lrange +exists +mget +set +rpush +ltrim +type +get +pexpire +del " +
 	"+hset +hincrby +hdel +hget +xadd +lindex +lpos +pttl +hmget +ping +incr " +
-	"+zadd +zrem +zrangebyscore +zcount +lrem +zremrangebyscore +zmscore +zscore +time +info +multi +exec +hgetall"
+	"+zadd +zrem +zrangebyscore +zcount +lrem +zremrangebyscore +zmscore +zscore +time +info +multi +exec +blpop +zrange +hgetall"
 
 // checkRecord fails the test unless each of items ran once, as its state
 // hash says, and events holds a start and an end for each: the ACL rule

@@ -243,18 +243,25 @@ func (f *Fleet) RunNow(ctx context.Context, run []string) ([]Result, error) {
 	})
 }
 
+// wakeWords are control.lua's options for the tokens that wake idle
+// workers (see schema.Keys.Wake).
+var wakeWords = " wake_most=" + strconv.Itoa(schema.WakeMost) + " wake_ttl=" + strconv.FormatInt(schema.WakeTTL.Milliseconds(), 10)
+
 // control runs control.lua for verb (one of the event types of an
 // operator's change, schema.EventAdd...) over list and decodes its reply.
 // The script records the changes in the events stream where the stream
 // lives on the list's server.
 func (f *Fleet) control(ctx context.Context, verb string, list []string, words, reason string) ([]Result, error) {
+	if f.Keys.Colocated {
+		words = strings.TrimSpace(words + wakeWords)
+	}
 	args := []any{verb, f.Keys.Prefix, words, reason, f.Who()}
 	for _, item := range list {
 		args = append(args, item)
 	}
 	keys := []string{f.Keys.List()}
 	if f.Keys.Colocated {
-		keys = append(keys, f.Keys.Events())
+		keys = append(keys, f.Keys.Events(), f.Keys.Wake())
 	}
 	reply, err := controlScript.Run(ctx, f.Client, keys, args...).Slice()
 	if err != nil {

@@ -3,8 +3,9 @@
 -- is seen whole by every worker: add items to the list, remove them with
 -- everything about them, pause or resume them, or make them run now.
 --
--- KEYS[1] the list, KEYS[2] the events stream (optional: given where it
---         lives on the list's server)
+-- KEYS[1] the list, KEYS[2] the events stream and KEYS[3] the wake list
+--         (see schema.Keys.Wake), both optional: given where they live on
+--         the list's server
 -- ARGV[1] the verb: add, remove, pause, resume or run_now, which is also
 --         the type of the event that records the change (schema.EventAdd...)
 -- ARGV[2] key prefix: an item's keys are ARGV[2] .. "lock:" .. item and so on
@@ -40,7 +41,7 @@
 -- is given no KEYS[2], whose event the client adds after. The other verbs
 -- are sent only where the keys live on the list's server, which the client
 -- checks; elsewhere it sends one command per key instead.
-local list, events = KEYS[1], KEYS[2]
+local list, events, wake = KEYS[1], KEYS[2], KEYS[3]
 local verb, prefix, reason, by = ARGV[1], ARGV[2], ARGV[4], ARGV[5]
 local opt = {}
 for name, value in string.gmatch(ARGV[3] or "", "([%w_]+)=(%S*)") do
@@ -120,6 +121,12 @@ local function record(item)
   redis.pcall("XADD", events, "NOMKSTREAM", "*", unpack(fields))
 end
 
+-- woken counts the items that the command makes takeable now: each pushes
+-- a token to the wake list, which wakes one idle worker (see
+-- schema.Keys.Wake), up to wakeMost tokens, which expire after wakeTTL.
+local woken = 0
+local wakeMost, wakeTTL = tonumber(opt.wake_most or 16), tonumber(opt.wake_ttl or 60000)
+
 local reply = {"ok"}
 for _, item in ipairs(items) do
   local changed = 0
@@ -187,6 +194,9 @@ for _, item in ipairs(items) do
   if verb ~= "add" or changed == 1 then
     record(item)
   end
+  if (verb == "add" and changed == 1) or verb == "resume" or verb == "run_now" then
+    woken = woken + 1
+  end
   reply[#reply + 1] = item
   reply[#reply + 1] = changed
   -- add touches the list alone (see above): whether the item runs is not
@@ -196,5 +206,13 @@ for _, item in ipairs(items) do
   else
     reply[#reply + 1] = holder(item)
   end
+end
+-- pcall: a wake key of another type wakes nobody, and fails nothing.
+local have = wake and woken > 0 and redis.pcall("LLEN", wake)
+if type(have) == "number" and have < wakeMost then
+  for _ = 1, math.min(woken, wakeMost - have) do
+    redis.call("RPUSH", wake, "1")
+  end
+  redis.call("PEXPIRE", wake, wakeTTL)
 end
 return reply

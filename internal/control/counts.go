@@ -50,34 +50,71 @@ func (f *Fleet) checkCounts(ctx context.Context, inList map[string]int, fix bool
 	if !f.Keys.Colocated {
 		return nil, nil
 	}
-	version, err := f.Client.Get(ctx, f.Keys.Schema()).Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, redisconn.Wrap("read "+strconv.Quote(f.Keys.Schema()), err)
+	version, indexed, err := f.indexed(ctx)
+	if err != nil {
+		return nil, err
 	}
-	// As counts.lua judges it: a version before this one, or none on a
-	// list that a fleet before the version ran (see schema.ClaimVersion).
-	indexed := true
+	out, err := f.reindex(ctx, inList, indexed, fix)
+	if err != nil {
+		return nil, err
+	}
+	stray, err := f.strayEntries(ctx, inList, fix)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, stray...)
+	if !indexed {
+		d := Finding{Kind: FindingNotIndexed, Key: f.Keys.Schema(),
+			Problem: fmt.Sprintf("the list is kept in version %s of the layout, whose counts no index keeps: every summary reads the whole list", version)}
+		if fix {
+			if err := f.Client.Set(ctx, f.Keys.Schema(), schema.Version, 0).Err(); err != nil {
+				return nil, redisconn.Wrap("record the version of "+strconv.Quote(f.Keys.List()), err)
+			}
+		}
+		f.fixedOr(&d, fix, fmt.Sprintf("indexed every item, and recorded version %d: workers of an earlier w8y now refuse the list", schema.Version))
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// indexed reads the list's recorded version of the layout, and says whether
+// the counts' indexes are kept for it, as counts.lua judges it: not for a
+// version before this one, nor for none on a list that a fleet before the
+// version ran (see schema.ClaimVersion).
+func (f *Fleet) indexed(ctx context.Context) (version string, indexed bool, err error) {
+	version, err = f.Client.Get(ctx, f.Keys.Schema()).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", false, redisconn.Wrap("read "+strconv.Quote(f.Keys.Schema()), err)
+	}
 	if n, err := strconv.Atoi(version); version != "" && (err != nil || n < schema.Version) {
-		indexed = false
+		return version, false, nil
 	} else if version == "" {
 		marks, err := f.Client.Exists(ctx, f.Keys.Fence(), f.Keys.Seen(), f.Keys.Untried(), f.Keys.Events()).Result()
 		if err != nil {
-			return nil, redisconn.Wrap("read the marks under "+strconv.Quote(f.Keys.Prefix), err)
+			return "", false, redisconn.Wrap("read the marks under "+strconv.Quote(f.Keys.Prefix), err)
 		}
-		indexed = marks == 0
+		return version, marks == 0, nil
 	}
+	return version, true, nil
+}
+
+// reindex compares each item's entries in the counts' indexes with its
+// keys, CheckBatch items a call of reindex.lua, which with fix writes them
+// as the keys say. Where the list is not indexed yet, nothing is reported:
+// the finding is that it is not.
+func (f *Fleet) reindex(ctx context.Context, inList map[string]int, indexed, fix bool) ([]Finding, error) {
 	items := make([]string, 0, len(inList))
 	for item := range inList {
 		items = append(items, item)
 	}
-	var out []Finding
 	flag := "0"
 	if fix {
 		flag = "1"
 	}
+	var out []Finding
+	k := f.Keys
 	for from := 0; from < len(items); from += CheckBatch {
 		batch := items[from:min(from+CheckBatch, len(items))]
-		k := f.Keys
 		keys := make([]string, 0, 6+5*len(batch))
 		keys = append(keys, k.List(), k.Locks(), k.Pauses(), k.Backoffs(), k.Failing(), k.Due())
 		args := make([]any, 0, 1+len(batch))
@@ -100,6 +137,13 @@ func (f *Fleet) checkCounts(ctx context.Context, inList map[string]int, fix bool
 			out = append(out, d)
 		}
 	}
+	return out, nil
+}
+
+// strayEntries finds the entries of the counts' indexes whose items the
+// list does not hold (inList, or looked up again); with fix, they go.
+func (f *Fleet) strayEntries(ctx context.Context, inList map[string]int, fix bool) ([]Finding, error) {
+	var out []Finding
 	for _, index := range countIndexes {
 		key := index(f.Keys)
 		var cursor uint64
@@ -131,17 +175,6 @@ func (f *Fleet) checkCounts(ctx context.Context, inList map[string]int, fix bool
 				break
 			}
 		}
-	}
-	if !indexed {
-		d := Finding{Kind: FindingNotIndexed, Key: f.Keys.Schema(),
-			Problem: fmt.Sprintf("the list is kept in version %s of the layout, whose counts no index keeps: every summary reads the whole list", version)}
-		if fix {
-			if err := f.Client.Set(ctx, f.Keys.Schema(), schema.Version, 0).Err(); err != nil {
-				return nil, redisconn.Wrap("record the version of "+strconv.Quote(f.Keys.List()), err)
-			}
-		}
-		f.fixedOr(&d, fix, fmt.Sprintf("indexed every item, and recorded version %d: workers of an earlier w8y now refuse the list", schema.Version))
-		out = append(out, d)
 	}
 	return out, nil
 }

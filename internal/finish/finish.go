@@ -180,9 +180,14 @@ func (f *Finisher) call(lockKey, token string, end End, factor string) ([]string
 	if end.Output != nil {
 		stdout, stderr = end.Output.Stdout, end.Output.Stderr
 	}
-	words := rec.finishWords(end) + f.scheduleWords(end, factor)
+	words := rec.finishWords(end) + f.scheduleWords(end, factor) + wakeWords
 	return keys, []any{token, item, words, reason, by, stdout, stderr}
 }
+
+// wakeWords are finish.lua's options for the token that wakes an idle
+// worker when a run's end leaves something takeable now (see
+// schema.Keys.Wake).
+var wakeWords = " wake=" + strconv.Itoa(schema.WakeMost) + " wake_ttl=" + strconv.FormatInt(schema.WakeTTL.Milliseconds(), 10)
 
 // ReadReply reads finish.lua's reply to the finish of the run that held
 // lockKey.

@@ -38,6 +38,14 @@
 --           event_output=N  with output=1, the end event of a run that did
 --                           not succeed carries the last N bytes of each
 --                           tail that is not empty (stdout, stderr)
+--           wake=N          where the run's end leaves something takeable
+--                           now (its item due now, or a place of
+--                           --fleet-max-running freed), push a token to the
+--                           wake list, beside the due index (its name less
+--                           "due", then "wake": see schema.Keys.Wake), to
+--                           wake an idle worker, while it holds fewer than
+--                           N (absent or 0: none)
+--           wake_ttl=MS     the wake list's expiry after a push
 -- ARGV[4] the reason that a cancelled run's request gave, and ARGV[5] who
 --         asked: free text, so not among the words
 -- ARGV[6] the last bytes of the child's stdout, and ARGV[7] of its stderr
@@ -80,8 +88,9 @@ end
 -- The run's place under --fleet-max-running goes with its lock, in the same
 -- step, and only if the lock was still ours: a lock lost and taken again
 -- by another run is that run's place now.
+local freed = 0
 if released == 1 then
-  redis.pcall("SREM", KEYS[7], KEYS[1])
+  freed = redis.pcall("SREM", KEYS[7], KEYS[1])
 end
 -- Everything below is written whether or not the lock was still ours: a
 -- lost lock is a failed run.
@@ -242,6 +251,19 @@ if dueAt then
   redis.pcall("ZADD", KEYS[5], dueAt, item)
 else
   redis.pcall("ZREM", KEYS[5], item)
+end
+
+-- Wake: an item due now, or a place freed, is worth a look to an idle
+-- worker, which a token in the wake list wakes at once (see
+-- schema.Keys.Wake). pcall: a wake key of another type wakes nobody.
+local wakeMost = tonumber(opt.wake or 0)
+if wakeMost > 0 and ((released == 1 and dueAt == now) or freed == 1) then
+  local wake = string.sub(KEYS[5], 1, -4) .. "wake"
+  local have = redis.pcall("LLEN", wake)
+  if type(have) == "number" and have < wakeMost then
+    redis.call("RPUSH", wake, "1")
+    redis.call("PEXPIRE", wake, opt.wake_ttl)
+  end
 end
 
 -- Cancel: a request aimed at our token is spent, whether or not it stopped

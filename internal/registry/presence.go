@@ -2,13 +2,16 @@ package registry
 
 import (
 	"context"
+	_ "embed"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/clock"
 	"github.com/w8y/w8y/internal/redisconn"
@@ -31,6 +34,11 @@ const (
 	// announces at most four times a second, not twice an item, and the
 	// registry still shows a run within a quarter of a second.
 	changeGap = 250 * time.Millisecond
+	// oneShotQuiet is how long a one-shot run goes unannounced: a run
+	// that ends sooner (most cron runs) costs Redis no write for the
+	// registry, and one that runs longer is shown from then on, while the
+	// operator can still see it.
+	oneShotQuiet = time.Second
 	// beatTimeout bounds one beat.
 	beatTimeout = 5 * time.Second
 	// removeTimeout bounds the removal at the end: a worker that stops
@@ -60,7 +68,7 @@ type Self struct {
 // and then every beatEvery, until Run's context ends and it removes the
 // entry.
 type Presence struct {
-	client Client
+	client BeatClient
 	keys   schema.Keys
 	self   Self
 	log    zerolog.Logger
@@ -91,7 +99,7 @@ func beatInterval(live int64) time.Duration {
 
 // NewPresence makes the Presence of the worker self under keys, whose
 // expiries clk puts on Redis' clock; Run announces it.
-func NewPresence(client Client, keys schema.Keys, self Self, clk *clock.Clock, log zerolog.Logger) *Presence {
+func NewPresence(client BeatClient, keys schema.Keys, self Self, clk *clock.Clock, log zerolog.Logger) *Presence {
 	return &Presence{client: client, keys: keys, self: self, clock: clk, log: log, since: self.Started, changed: make(chan struct{}, 1), interval: beatEvery}
 }
 
@@ -169,11 +177,16 @@ func (p *Presence) entry(now time.Time, ttl time.Duration) (Entry, bool) {
 // (a refused password), and one lost beat costs nothing; a Redis that is
 // unreachable the loop reports itself. A removal that fails is left to
 // the entry's expiry.
+//
+// A one-shot run announces itself only once it has run for oneShotQuiet,
+// and removes an entry only where it wrote one.
 func (p *Presence) Run(ctx context.Context) {
 	failures := 0
+	announced := false
 	beat := func() {
 		bctx, cancel := context.WithTimeout(ctx, beatTimeout)
 		defer cancel()
+		announced = true
 		err := p.announce(bctx, p.clock.Now())
 		if ctx.Err() != nil {
 			return
@@ -195,12 +208,19 @@ func (p *Presence) Run(ctx context.Context) {
 			p.log.Warn().Err(err).Msg("could not announce this worker in the registry of live workers (see the ACL rule in docs/recipes.md); w8yctl workers does not show it until it can")
 		}
 	}
-	beat()
-	timer := time.NewTimer(p.interval)
+	first := oneShotQuiet
+	if p.self.Continuous {
+		beat()
+		first = p.interval
+	}
+	timer := time.NewTimer(first)
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			if !announced {
+				return
+			}
 			// A beat that ctx cut short was written before the removal, so
 			// Redis has it first; at worst its entry lingers until TTL.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
@@ -210,6 +230,10 @@ func (p *Presence) Run(ctx context.Context) {
 			}
 			return
 		case <-p.changed:
+			if !announced {
+				// Not yet shown: the first beat tells what runs then.
+				continue
+			}
 			// Coalesce the changes of the next changeGap into one beat.
 			select {
 			case <-ctx.Done():
@@ -223,12 +247,31 @@ func (p *Presence) Run(ctx context.Context) {
 	}
 }
 
+// BeatClient is the part of the Redis client that a worker's beat needs:
+// a script where the registry's keys live on one server, else a pipeline.
+type BeatClient interface {
+	Client
+	redis.Scripter
+}
+
+//go:embed beat.lua
+var beatSource string
+
+// beatScript is a beat in one call (beat.lua), where the keys are
+// colocated.
+var beatScript = redis.NewScript(clock.Lua + beatSource)
+
 // announce writes the entry and its expiry (three beats), drops the dead
 // workers' members, and counts the live workers and those that look, in
-// one round trip.
+// one round trip: one script call where the keys live on one server, else
+// a pipeline of the same writes, whose expiries are on Redis' clock as
+// this host knows it.
 func (p *Presence) announce(ctx context.Context, now time.Time) error {
 	ttl := 3 * p.interval
 	e, looks := p.entry(now, ttl)
+	if p.keys.Colocated {
+		return p.announceInOne(ctx, e, looks, ttl)
+	}
 	hash, expires := p.keys.Worker(e.Holder), float64(e.Expires.UnixMilli())
 	dead := "(" + strconv.FormatInt(now.UnixMilli(), 10)
 	pipe := p.client.Pipeline()
@@ -252,9 +295,34 @@ func (p *Presence) announce(ctx context.Context, now time.Time) error {
 		return redisconn.Wrap("announce the worker in "+strconv.Quote(p.keys.Workers()), err)
 	}
 	p.clock.Set(redisNow.Val(), sent, p.clock.Host())
-	p.lookers.Store(lookers.Val())
-	p.interval = beatInterval(live.Val())
+	p.counted(lookers.Val(), live.Val())
 	return nil
+}
+
+// announceInOne is announce's beat in one script call, which reads Redis'
+// clock itself: an idle worker's beat costs Redis one command every few
+// seconds.
+func (p *Presence) announceInOne(ctx context.Context, e Entry, looks bool, ttl time.Duration) error {
+	args := []any{e.Holder, ttl.Milliseconds(), map[bool]int{true: 1}[looks]}
+	args = append(args, e.values()...)
+	sent := p.clock.Host()
+	reply, err := beatScript.Run(ctx, p.client, []string{p.keys.Worker(e.Holder), p.keys.Workers(), p.keys.Looking()}, args...).Int64Slice()
+	if err == nil && len(reply) != 3 {
+		err = fmt.Errorf("unexpected reply from beat.lua: %v", reply)
+	}
+	if err != nil {
+		return redisconn.Wrap("announce the worker in "+strconv.Quote(p.keys.Workers()), err)
+	}
+	p.clock.Set(time.UnixMilli(reply[2]), sent, p.clock.Host())
+	p.counted(reply[0], reply[1])
+	return nil
+}
+
+// counted keeps what a beat counted: the live workers that look, which
+// space the looks, and all the live ones, which space the beats.
+func (p *Presence) counted(lookers, live int64) {
+	p.lookers.Store(lookers)
+	p.interval = beatInterval(live)
 }
 
 // remove deletes the entry, in one round trip.

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -173,5 +174,60 @@ func TestBeatInterval(t *testing.T) {
 		if got := beatInterval(live); got != want {
 			t.Errorf("beatInterval(%d) = %s, want %s", live, got, want)
 		}
+	}
+}
+
+// TestBeatBothWaysAlike: a beat in one script call (the keys colocated) and
+// as a pipeline (a Cluster without a hash tag) leave the same entry, the
+// same members and the same counts.
+func TestBeatBothWaysAlike(t *testing.T) {
+	s := redistest.Start(t)
+	var seen [2]string
+	for i, colocated := range []bool{true, false} {
+		keys := schema.Keys{Prefix: map[bool]string{true: "in1:", false: "each:"}[colocated], Colocated: colocated}
+		s.Client.ZAdd(testCtx(t), keys.Workers(), redis.Z{Score: float64(time.Now().Add(-time.Second).UnixMilli()), Member: "dead"})
+		s.Client.ZAdd(testCtx(t), keys.Looking(), redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: "other"})
+		p := NewPresence(s.Client, keys, self("w:1:a", true), nil, zerolog.Nop())
+		p.Started("item")
+		if err := p.announce(testCtx(t), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		e := readOne(t, s, keys)
+		ttl := s.Client.PTTL(testCtx(t), keys.Worker("w:1:a")).Val()
+		seen[i] = fmt.Sprintf("%s %s %s %v workers=%q looking=%q lookers=%d ttl>0=%v", e.Holder, e.Mode, e.State, len(e.Running),
+			s.Client.ZRange(testCtx(t), keys.Workers(), 0, -1).Val(), s.Client.ZRange(testCtx(t), keys.Looking(), 0, -1).Val(),
+			p.Lookers(), ttl > 0)
+		if ttl <= 0 || ttl > 3*beatEvery {
+			t.Errorf("colocated=%v: the entry's expiry is %s, want within three beats", colocated, ttl)
+		}
+	}
+	if seen[0] != seen[1] {
+		t.Errorf("a beat in one call left\n%s\nas a pipeline\n%s", seen[0], seen[1])
+	}
+}
+
+// TestOneShotAnnouncesAfterASecond: a one-shot run that ends within
+// oneShotQuiet writes nothing to the registry, and removes nothing; one
+// that runs longer is announced, and removed at its end.
+func TestOneShotAnnouncesAfterASecond(t *testing.T) {
+	s := redistest.Start(t)
+	keys := schema.Keys{Prefix: "o:", Colocated: true}
+	p := NewPresence(s.Client, keys, self("o:1:a", false), nil, zerolog.Nop())
+	stop := present(t, p)
+	p.Started("item")
+	stop()
+	if n := s.Client.DBSize(testCtx(t)).Val(); n != 0 {
+		t.Errorf("a one-shot run shorter than %s left %d keys: %q", oneShotQuiet, n, s.Client.Keys(testCtx(t), "*").Val())
+	}
+	p = NewPresence(s.Client, keys, self("o:1:b", false), nil, zerolog.Nop())
+	stop = present(t, p)
+	p.Started("item")
+	poll.WaitFor(t, "the one-shot run's entry", func() bool { return s.Client.Exists(testCtx(t), keys.Worker("o:1:b")).Val() == 1 })
+	if e := readOne(t, s, keys); e.State != schema.WorkerBusy || len(e.Running) != 1 {
+		t.Errorf("the one-shot run's entry %+v, want busy with its item", e)
+	}
+	stop()
+	if n := s.Client.DBSize(testCtx(t)).Val(); n != 0 {
+		t.Errorf("the one-shot run's end left %d keys: %q", n, s.Client.Keys(testCtx(t), "*").Val())
 	}
 }

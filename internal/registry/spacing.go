@@ -2,16 +2,18 @@ package registry
 
 import "time"
 
-// FleetLookSpacing is the mean time between two looks of the whole fleet,
-// once it is large enough (more than 125ms/FleetLookSpacing = 2.5 idle
-// workers, at w8y's longest pause between looks): two workers look every
-// 125ms each, a thousand every 50 s each, and either fleet looks about 20
-// times a second. An idle worker's look is mostly a probe of plain reads
-// (see take.LookEvery), well under 0.1 ms of Redis' time, so an idle fleet
-// of any size costs it about 2 ms/s of CPU in looks; and as the looks of
-// many workers come at random moments, an item made due waits for the
-// next one about ln 2 × 50ms ≈ 35ms at the median, well within the 100ms
-// that a pickup may take.
+// FleetLookSpacing is the mean time between two fallback looks of the
+// whole fleet of idle workers (see internal/wake: an idle worker waits for
+// a wake, and looks again at the latest when its fallback comes), once it
+// is large enough (more than --idle-wait/FleetLookSpacing workers, 20 at
+// the default): a worker alone looks every second, a thousand every 50 s
+// each, and a fleet of any size about 20 times a second. A fallback is one
+// wait and one probe (a read-only script call), well under 0.1 ms of
+// Redis' time, so an idle fleet of any size costs it a few ms/s of CPU in
+// them; what an item waits for them (an outside RPUSH, which wakes no one)
+// is about ln 2 × 50ms ≈ 35ms at the median in a large fleet. What w8y
+// writes wakes a worker at once, and the spacing is also what spreads the
+// workers that wait for the same due moment (see worker.idleWait).
 const FleetLookSpacing = 50 * time.Millisecond
 
 // LookInterval is the pause (before jitter) between one worker's looks,

@@ -157,6 +157,31 @@ func (k Keys) Workers() string { return k.Prefix + "workers" }
 // grow with the fleet.
 func (k Keys) Looking() string { return k.Prefix + "looking" }
 
+// Wake is the list that wakes an idle worker: each worker that waits for
+// work blocks on it (BLPOP), and w8y's own writes that make an item
+// takeable now push a token to it (w8yctl run-now, add and resume, a finish
+// that leaves its item due or frees a place of --fleet-max-running). A
+// token wakes one waiting worker, the one that has waited longest, so that
+// one run-now does not send the whole fleet after one item. It holds at
+// most WakeMost tokens and expires WakeTTL after the last push: a token
+// that no worker was waiting for wakes the next one to wait, once, for
+// nothing.
+func (k Keys) Wake() string { return k.Prefix + "wake" }
+
+// WakeOf is the list that wakes the worker whose holder token is holder
+// alone: a waiting worker blocks on it beside Wake, and pushes to it itself
+// to end its own wait early (a stop signal, a child that ended).
+func (k Keys) WakeOf(holder string) string { return k.Prefix + "wake:" + holder }
+
+const (
+	// WakeMost is the most tokens Wake holds: enough to wake a worker for
+	// each of a burst of items made due at once, few enough that tokens
+	// pushed while no worker waits cost the next waiters a look each.
+	WakeMost = 16
+	// WakeTTL is how long Wake lives after its last push.
+	WakeTTL = time.Minute
+)
+
 // The counts' indexes: sorted sets that every w8y writer keeps beside an
 // item's keys, member the item, score the Unix millisecond (on Redis'
 // clock) at which the key they mirror expires, +inf for one without

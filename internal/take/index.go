@@ -22,11 +22,14 @@ var indexSource string
 //go:embed counts.lua
 var countsSource string
 
+//go:embed start.lua
+var startSource string
+
 // indexed is the script of a take that passes over items or sweeps
 // (batch.lua, look.lua and next.lua): place.lua's functions, counts.lua's,
-// index.lua's and settings.lua's, then source.
+// index.lua's, start.lua's and settings.lua's, then source.
 func indexed(source string) *redis.Script {
-	return withPlaces(countsSource + "\n" + indexSource + "\n" + settingsSource + "\n" + source)
+	return withPlaces(countsSource + "\n" + indexSource + "\n" + startSource + "\n" + settingsSource + "\n" + source)
 }
 
 const (

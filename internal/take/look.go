@@ -5,11 +5,9 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redisconn"
 )
 
@@ -20,13 +18,12 @@ import (
 // fleet's sweep that it makes while one is due (see index.go), which is
 // bounded too.
 const (
-	// LookEvery is the longest pause between an idle worker's looks,
-	// however long --idle-wait is, before jitter (±25%): a worker alone
-	// takes an item made due (run-now, a finish, an expiry, an outside
-	// RPUSH) about 60ms later at the median, and within about 160ms. What keeps
-	// this short pause cheap is the probe (see probe): a worker alone costs
-	// Redis eight probes a second (four plain reads each), under a
-	// millisecond of CPU; a larger fleet spaces its looks by its size (see registry.LookInterval).
+	// LookEvery is the pause, before jitter (±25%), of an idle worker
+	// whose looks follow each other without a probe between (a probe that
+	// said yes, then a look that found nothing): short, as such a worker
+	// has something to find, and long enough that it cannot spin. An idle
+	// worker otherwise waits for a wake (see internal/wake), until what
+	// its probe says comes due, or its fallback's look.
 	LookEvery = 125 * time.Millisecond
 	// lookMost is how many due entries one look tries.
 	lookMost = 10
@@ -70,9 +67,9 @@ type looking struct {
 	// quiet is set while the last look found nothing at all: the next one
 	// probes first (see probe).
 	quiet bool
-	// places are the places of --fleet-max-running that the last probe
-	// found, whose locks the next probe counts in the same round trip.
-	places []string
+	// next is what the last probe said of when its answer may change by
+	// itself (see Taker.NextDue); zero after a look.
+	next nextDue
 }
 
 // Looks reports whether a take of this Taker starts with a look instead of
@@ -113,8 +110,18 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 		// could take that item again.
 		head = " head=0"
 	}
-	got, err := redisconn.RunConfirmed(ctx, t.Client, lookScript, t.ReplicaAcks, t.TTL, []string{list}, t.lookArgs(head)...)
+	args := t.lookArgs(head)
+	if t.Start != "" {
+		args[4] = args[4].(string) + " " + t.Start
+	}
+	got, err := redisconn.RunConfirmed(ctx, t.Client, lookScript, t.ReplicaAcks, t.TTL, []string{list}, args...)
+	if refused := startRefusal(err); refused != nil {
+		return lookReply{}, refused
+	}
 	reply, isList := got.([]any)
+	if isList {
+		t.Start = ""
+	}
 	if !isList {
 		if err != nil && redisconn.UnknownCommand(err, "lpos") {
 			look.off = true
@@ -153,6 +160,7 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 	sweeping, _ := reply[5].(int64)
 	out := lookReply{more: unseen > 0, untried: untried, sweeping: sweeping == 1}
 	look.quiet = !out.more && untried == 0 && !out.sweeping
+	look.next = nextDue{}
 	return out, nil
 }
 
@@ -200,105 +208,4 @@ func (t *Taker) readTaken(reply []any, sent time.Time) (Taken, bool) {
 	t.ownReply(&taken, reply[6])
 	t.warnNoFence(taken)
 	return taken, true
-}
-
-// probe is what an idle worker sends instead of a look while its last look
-// found nothing: one pipelined round trip of four plain reads (LLEN, MGET,
-// ZRANGEBYSCORE, EXISTS) that costs Redis a fraction of a script's call,
-// and reports whether a look could find anything. A look can only when the
-// list's length is not the fleet's "seen" mark (items were appended, or
-// removed), items at the head are untried, an entry of the due index has
-// passed, or the sweep key is gone (a step of the fleet's sweep is due). Otherwise
-// lookScript would try no candidate and write nothing, so the probe's "no"
-// is the look's own answer, and the worker takes nothing. Where a look
-// could find something, full says why the answer is no all the same:
-// ErrFull when every place of --fleet-max-running is in use, as the look
-// would have found (see placesInUse), ErrRateFull when --fleet-rate allows
-// no start (an LINDEX of its log in the same round trip, see rateFull).
-func (p *Pass) probe(ctx context.Context) (worth bool, full error) {
-	t := p.t
-	k := t.Keys
-	pipe := t.Client.Pipeline()
-	length := pipe.LLen(ctx, k.List())
-	marks := pipe.MGet(ctx, k.Seen(), k.Untried())
-	now := t.Clock.Now()
-	due := pipe.ZRangeByScore(ctx, k.Due(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10), Count: 1})
-	sweep := pipe.Exists(ctx, k.Sweep())
-	var places *redis.StringSliceCmd
-	var live *redis.IntCmd
-	if t.FleetMax > 0 {
-		places = pipe.SMembers(ctx, k.Running())
-		if known := t.Memory.look.places; len(known) > 0 {
-			live = pipe.Exists(ctx, known...)
-		}
-	}
-	var started *redis.StringCmd
-	if !t.Rate.IsZero() {
-		started = pipe.LIndex(ctx, k.Starts(), int64(t.Rate.Starts-1))
-	}
-	if _, err := pipe.Exec(ctx); (err != nil && !errors.Is(err, redis.Nil)) || len(marks.Val()) != 2 {
-		// The look that follows meets the same error, and says it in its
-		// own words (a key of another type, say).
-		return true, nil
-	}
-	seen, untried := marks.Val()[0], marks.Val()[1]
-	n := length.Val()
-	var could bool
-	switch {
-	case n == 0:
-		// An empty or missing list: nothing to take, which the look would
-		// find too; the look is what forgets the marks of an emptied list.
-		return seen != nil || untried != nil, nil
-	case seen != strconv.FormatInt(n, 10) || untried != "0":
-		could = true
-	default:
-		could = len(due.Val()) > 0 || sweep.Val() == 0
-	}
-	if !could {
-		return false, nil
-	}
-	if started != nil && p.rateFull(started, now) {
-		return false, ErrRateFull
-	}
-	if places == nil || len(places.Val()) < t.FleetMax {
-		return true, nil
-	}
-	if p.placesInUse(ctx, places.Val(), live) {
-		return false, ErrFull
-	}
-	return true, nil
-}
-
-// rateFull reports whether the N-th newest start of the rate's log, which
-// the probe read (started), came within the rate's window before now, as
-// rate.lua's rateFull says: the look would start nothing. now is the
-// host's estimate of Redis' clock: a "no" where the script says yes costs
-// one look, a "yes" where it says no one probe's pause more.
-func (p *Pass) rateFull(started *redis.StringCmd, now time.Time) bool {
-	at, err := started.Int64()
-	if err != nil {
-		return false
-	}
-	return now.UnixMilli()-at <= p.t.Rate.Per.Milliseconds()
-}
-
-// placesInUse reports whether every place of --fleet-max-running is in use,
-// as place.lua counts them: a place is in use while the lock it names
-// lives. A "no" lets the look run, whose script counts again, prunes the
-// places whose lock is gone and takes one; a "yes" would be its answer too.
-// live is the count of the places the last probe found, sent with this
-// probe; while the places stay the same, as they do while a worker waits,
-// it is the answer, and a probe costs one round trip.
-func (p *Pass) placesInUse(ctx context.Context, places []string, live *redis.IntCmd) bool {
-	slices.Sort(places)
-	look := &p.t.Memory.look
-	if live == nil || !slices.Equal(places, look.places) {
-		look.places = places
-		pipe := p.t.Client.Pipeline()
-		live = pipe.Exists(ctx, places...)
-		if _, err := pipe.Exec(ctx); err != nil {
-			return false
-		}
-	}
-	return live.Val() >= int64(p.t.FleetMax)
 }

@@ -102,6 +102,11 @@ local length = redis.pcall("LLEN", list)
 if type(length) == "table" then
   return length
 end
+-- A worker's first look makes the checks of its start (see start.lua).
+local refused = startChecks(keyPrefix, length, opt)
+if refused then
+  return refused
+end
 -- untried is how many items at the list's head no worker has tried since
 -- w8y first saw the list: all of them, the first time (no key). The caller
 -- passes over them (batch.lua rotates them, as a one-shot run always has)

@@ -76,6 +76,10 @@ type Taker struct {
 	// themselves (see internal/clock); nil takes the host's to be right.
 	Clock *clock.Clock
 	Log   zerolog.Logger
+	// Start, where set, are the words of the checks of a worker's start
+	// (see StartWords) that its next look makes in the same call; a look
+	// that Redis answered clears it.
+	Start string
 	// Settings are the worker's own options that an item's own settings
 	// stand in for (see internal/settings): each Taken's Run is made from
 	// them and the settings that come back with the lock.

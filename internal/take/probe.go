@@ -1,0 +1,84 @@
+package take
+
+import (
+	"context"
+	_ "embed"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/clock"
+)
+
+//go:embed probe.lua
+var probeSource string
+
+// probeScript is an idle worker's probe (probe.lua): it writes nothing and
+// says whether a look could find anything, and when that may change by
+// itself.
+//
+//	KEYS[1] -> the list
+//	ARGV[1] -> the key prefix
+//	ARGV[2] -> --fleet-max-running, or 0
+//	ARGV[3] -> --fleet-rate's N, or 0; ARGV[4] -> its D in milliseconds
+//
+// Returns {worth, full, next, now}, which probe reads.
+var probeScript = redis.NewScript(clock.Lua + probeSource)
+
+// nextDue is what a probe said of the moment its answer may change without
+// a write that wakes the worker (an item's cooldown or pause ends, the
+// fleet's sweep is due): in, from the moment at of the probe, or -1 for
+// never; probed, whether a probe said.
+type nextDue struct {
+	at     time.Time
+	in     time.Duration
+	probed bool
+}
+
+// probe is what an idle worker sends instead of a look while its last look
+// found nothing: one call of probe.lua, which costs Redis a fraction of a
+// look, and reports whether a look could find anything. Where it says no,
+// look.lua would try no candidate and write nothing, so the probe's "no" is
+// the look's own answer, and the worker takes nothing. Where a look could
+// find something, full says why the answer is no all the same: ErrFull
+// when every place of --fleet-max-running is in use, as the look would have
+// found, ErrRateFull when --fleet-rate allows no start. A probe that fails
+// says yes: the look that follows meets the same error, and says it in its
+// own words.
+func (p *Pass) probe(ctx context.Context) (worth bool, full error) {
+	t := p.t
+	look := &t.Memory.look
+	look.next = nextDue{}
+	args := []any{t.Keys.Prefix, t.FleetMax, t.Rate.Starts, t.Rate.Per.Milliseconds()}
+	reply, err := probeScript.Run(ctx, t.Client, []string{t.Keys.List()}, args...).Int64Slice()
+	if err != nil || len(reply) != 4 {
+		return true, nil
+	}
+	look.next = nextDue{at: time.Now(), in: -1, probed: true}
+	if reply[2] >= 0 {
+		look.next.in = time.Duration(max(reply[2]-reply[3], 0)) * time.Millisecond
+	}
+	switch reply[1] {
+	case 1:
+		return false, ErrFull
+	case 2:
+		return false, ErrRateFull
+	}
+	return reply[0] == 1, nil
+}
+
+// NextDue is how long after now the answer of this Taker's last probe may
+// change by itself: the due index's first entry passes, or the fleet's
+// sweep comes due; in is negative when nothing comes due by itself, and
+// probed unset when no probe has said since the last look. The time is
+// Redis' own (the probe reads its clock), counted on this host from the
+// probe's moment.
+func (t *Taker) NextDue() (in time.Duration, probed bool) {
+	if t.Memory == nil || !t.Memory.look.next.probed {
+		return 0, false
+	}
+	next := t.Memory.look.next
+	if next.in < 0 {
+		return -1, true
+	}
+	return max(next.in-time.Since(next.at), 0), true
+}
