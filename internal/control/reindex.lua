@@ -29,7 +29,10 @@ local due = KEYS[6]
 -- ends is when a key with time to live ttl (PTTL's reply) ends: nil for
 -- no key, +inf for one without expiry.
 local function ends(ttl)
-  if ttl == -2 then
+  -- -2: no key. 0: a key that expires this very millisecond, which holds
+  -- nothing any more (a take at this moment would find it gone a moment
+  -- later), and whose entries a finish wrote for this moment too.
+  if ttl == -2 or ttl == 0 then
     return nil
   end
   if ttl == -1 then
@@ -127,8 +130,13 @@ for i = 2, #ARGV do
   -- it.
   local score = redis.call("ZSCORE", due, item)
   local at = score and tonumber(score)
+  -- A due entry that says "now" for an item held a moment longer (its
+  -- cooldown's key expiring within a second of its entry's score, as the
+  -- indexes' scores are judged) is no drift: the look it brings finds the
+  -- item free a moment later, or writes its entry again.
+  local hold = math.max(cooldown or 0, backoff or 0)
   if cooldown or backoff then
-    if not at or at <= now then
+    if not at or (at <= now and hold > now + 1000) then
       wrong = true
       if fix then
         local last = math.max(cooldown or 0, backoff or 0, lock or 0, pause or 0)
