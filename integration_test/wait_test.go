@@ -228,8 +228,11 @@ func TestAFreedPlaceWakesAWaitingWorker(t *testing.T) {
 	b := setup(t, "place")
 	b.items("a", "b")
 	b.Client.Set(ctx(t), b.key("sweep"), "test", time.Hour)
-	// A run of a, by name, holds the one place until the test opens its gate.
-	holder := b.start("--item", "a", "--fleet-max-running", "1", "--cooldown", "1h", "sh", "-c", started+`; redis-cli -p "$REDIS_PORT" blpop gate 30 >/dev/null`)
+	// A run of a, by name, holds the one place until the test opens its gate:
+	// its child waits in BRPOP, not BLPOP, so that blocked counts only the
+	// worker's wait (the child's BLPOP made it see two waits, or one before
+	// the worker's began).
+	holder := b.start("--item", "a", "--fleet-max-running", "1", "--cooldown", "1h", "sh", "-c", started+`; redis-cli -p "$REDIS_PORT" brpop gate 30 >/dev/null`)
 	if got := b.popStarted(t); got != "a" {
 		t.Fatalf("%q started, want a", got)
 	}
