@@ -30,7 +30,7 @@ func TestParseOptions(t *testing.T) {
 				if o.URL != "redis://localhost:6379" || o.KeyPrefix != "" || time.Duration(o.KeyExpiry) != 5*time.Second {
 					t.Errorf("defaults: url %q prefix %q expiry %s", o.URL, o.KeyPrefix, time.Duration(o.KeyExpiry))
 				}
-				if !slices.Equal(o.ExitCodes, []int{0}) || o.NoWorkExitCode != 0 || time.Duration(o.IdleWait) != time.Second {
+				if !slices.Equal(o.ExitCodes, []int{0}) || o.NoWorkExitCode != 0 || time.Duration(o.IdleWait) != 1500*time.Millisecond {
 					t.Errorf("defaults: exit codes %v, no-work %d, idle %s", o.ExitCodes, o.NoWorkExitCode, time.Duration(o.IdleWait))
 				}
 				// 10s does not fit in the default 5s expiry: a third of it does.

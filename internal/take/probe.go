@@ -21,17 +21,29 @@ var probeSource string
 //	ARGV[2] -> --fleet-max-running, or 0
 //	ARGV[3] -> --fleet-rate's N, or 0; ARGV[4] -> its D in milliseconds
 //
-// Returns {worth, full, next, now}, which probe reads.
+// Returns {worth, full, next, now, sweep}, which probe reads.
 var probeScript = redis.NewScript(clock.Lua + probeSource)
 
 // nextDue is what a probe said of the moment its answer may change without
-// a write that wakes the worker (an item's cooldown or pause ends, the
-// fleet's sweep is due): in, from the moment at of the probe, or -1 for
-// never; probed, whether a probe said.
+// a write that wakes the worker: in, from the moment at of the probe, when
+// the due index's first entry passes (an item's cooldown or pause ends),
+// or -1 for never; sweep, when the fleet's sweep is due, or -1 if the probe
+// did not say; probed, whether a probe said.
 type nextDue struct {
 	at     time.Time
 	in     time.Duration
+	sweep  time.Duration
 	probed bool
+}
+
+// passed reports whether a moment that the probe named has passed by now:
+// the probe's "no" is stale, and a look would find what changed.
+func (n nextDue) passed(now time.Time) bool {
+	if !n.probed {
+		return false
+	}
+	since := now.Sub(n.at)
+	return (n.in >= 0 && since >= n.in) || (n.sweep >= 0 && since >= n.sweep)
 }
 
 // probe is what an idle worker sends instead of a look while its last look
@@ -50,12 +62,15 @@ func (p *Pass) probe(ctx context.Context) (worth bool, full error) {
 	look.next = nextDue{}
 	args := []any{t.Keys.Prefix, t.FleetMax, t.Rate.Starts, t.Rate.Per.Milliseconds()}
 	reply, err := probeScript.Run(ctx, t.Client, []string{t.Keys.List()}, args...).Int64Slice()
-	if err != nil || len(reply) != 4 {
+	if err != nil || len(reply) != 5 {
 		return true, nil
 	}
-	look.next = nextDue{at: time.Now(), in: -1, probed: true}
+	look.next = nextDue{at: time.Now(), in: -1, sweep: -1, probed: true}
 	if reply[2] >= 0 {
 		look.next.in = time.Duration(max(reply[2]-reply[3], 0)) * time.Millisecond
+	}
+	if reply[4] >= 0 {
+		look.next.sweep = time.Duration(max(reply[4]-reply[3], 0)) * time.Millisecond
 	}
 	switch reply[1] {
 	case 1:
@@ -66,19 +81,32 @@ func (p *Pass) probe(ctx context.Context) (worth bool, full error) {
 	return reply[0] == 1, nil
 }
 
+// SweepGrace is how long past its due moment the fleet's sweep may wait
+// for an idle worker's fallback look to make its step: a wait does not end
+// for the sweep alone, whose step is no item's pickup, unless the fallback
+// would come later than this (a long --idle-wait), so that a lone worker
+// at the default --idle-wait (1.5s, at most 1.875s) spends no wait and
+// probe of its own on it, and the sweep still comes round within its
+// interval and SweepGrace whatever --idle-wait says.
+const SweepGrace = 2 * time.Second
+
 // NextDue is how long after now the answer of this Taker's last probe may
 // change by itself: the due index's first entry passes, or the fleet's
-// sweep comes due; in is negative when nothing comes due by itself, and
-// probed unset when no probe has said since the last look. The time is
-// Redis' own (the probe reads its clock), counted on this host from the
-// probe's moment.
+// sweep has been due for SweepGrace; in is negative when nothing comes due
+// by itself, and probed unset when no probe has said since the last look.
+// The time is Redis' own (the probe reads its clock), counted on this host
+// from the probe's moment.
 func (t *Taker) NextDue() (in time.Duration, probed bool) {
 	if t.Memory == nil || !t.Memory.look.next.probed {
 		return 0, false
 	}
 	next := t.Memory.look.next
-	if next.in < 0 {
+	in = next.in
+	if next.sweep >= 0 && (in < 0 || next.sweep+SweepGrace < in) {
+		in = next.sweep + SweepGrace
+	}
+	if in < 0 {
 		return -1, true
 	}
-	return max(next.in-time.Since(next.at), 0), true
+	return max(in-time.Since(next.at), 0), true
 }

@@ -6,7 +6,9 @@
 -- gone (a step of the fleet's sweep is due). Otherwise look.lua would try
 -- no candidate and write nothing. It also says when that could change
 -- without a write that wakes the worker (see schema.Keys.Wake): the due
--- index's first score, or the sweep key's expiry, whichever is sooner.
+-- index's first score; and when the fleet's sweep comes due (the sweep
+-- key's expiry), which no wait ends for: its step is no item's pickup, and
+-- waits for the worker's fallback (see probe.go).
 --
 -- KEYS[1] the list
 -- ARGV[1] the key prefix (the marks, the due index, the sweep key and the
@@ -19,10 +21,12 @@
 --         milliseconds: a look starts nothing while the N-th newest start
 --         of the fleet's log (<prefix>starts) is D old or less (rate.lua)
 --
--- Returns {worth, full, next, now}: worth 1 or 0; full 1 when worth is 0
--- because every place is in use, 2 because the rate allows no start; next
--- the Unix millisecond on Redis' clock at which the answer may change by
--- itself, or -1 if never; now Redis' clock, in the same unit.
+-- Returns {worth, full, next, now, sweep}: worth 1 or 0; full 1 when worth
+-- is 0 because every place is in use, 2 because the rate allows no start;
+-- next the Unix millisecond on Redis' clock at which the due index's first
+-- entry passes, or -1 if none; now Redis' clock, in the same unit; sweep
+-- the moment the sweep's next step is due, or -1 if the probe did not read
+-- it.
 local list, prefix, cap = KEYS[1], ARGV[1], tonumber(ARGV[2])
 local rateStarts, ratePer = tonumber(ARGV[3] or 0), tonumber(ARGV[4] or 0)
 local now = redisNow()
@@ -32,15 +36,10 @@ local n = redis.pcall("LLEN", list)
 local seen = redis.pcall("GET", prefix .. "seen")
 local untried = redis.pcall("GET", prefix .. "untried")
 if type(n) ~= "number" or type(seen) == "table" or type(untried) == "table" then
-  return {1, 0, -1, now}
+  return {1, 0, -1, now, -1}
 end
 
-local nextAt = -1
-local function soonest(at)
-  if at >= 0 and (nextAt < 0 or at < nextAt) then
-    nextAt = at
-  end
-end
+local nextAt, sweepAt = -1, -1
 
 local worth
 if n == 0 then
@@ -52,13 +51,13 @@ elseif seen ~= tostring(n) or untried ~= "0" then
 else
   local first = redis.pcall("ZRANGE", prefix .. "due", 0, 0, "WITHSCORES")
   if type(first) == "table" and first[2] then
-    soonest(tonumber(first[2]))
+    nextAt = tonumber(first[2])
   end
   local sweep = redis.call("PTTL", prefix .. "sweep")
   if sweep == -2 then
     worth = true
   elseif sweep > 0 then
-    soonest(now + sweep)
+    sweepAt = now + sweep
   end
   worth = worth or (nextAt >= 0 and nextAt <= now)
 end
@@ -68,7 +67,7 @@ if worth and rateStarts > 0 then
   at = type(at) == "string" and tonumber(at)
   if at and now - at <= ratePer then
     -- The rate's window passes by itself: the wait ends then.
-    return {0, 2, at + ratePer + 1, now}
+    return {0, 2, at + ratePer + 1, now, -1}
   end
 end
 
@@ -83,8 +82,8 @@ if worth and cap > 0 then
     if live >= cap then
       -- A place frees when its run's finish wakes the worker, or when a
       -- dead worker's lock expires, which the fallback's look finds.
-      return {0, 1, -1, now}
+      return {0, 1, -1, now, -1}
     end
   end
 end
-return {worth and 1 or 0, 0, nextAt, now}
+return {worth and 1 or 0, 0, nextAt, now, sweepAt}

@@ -243,7 +243,12 @@ func (p *Pass) take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
 			if stopped(stop) {
 				return Taken{}, jobctl.ErrStopped
 			}
-			if p.t.Memory.look.quiet && !p.looked {
+			// A probe that named a moment now passed (an item's due entry,
+			// the sweep's step) would say yes: the look goes first, and
+			// what it finds is the next probe's to say.
+			if next := &p.t.Memory.look.next; next.passed(time.Now()) {
+				*next = nextDue{}
+			} else if p.t.Memory.look.quiet && !p.looked {
 				if worth, full := p.probe(ctx); !worth {
 					p.left = 0
 					if full != nil {
