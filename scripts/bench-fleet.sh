@@ -193,9 +193,60 @@ fleet_rate() {
 		"from the LSET that ages the window's start to a waiting worker's child's start"
 }
 
+# 4. Pickups: how soon an idle worker (over 1,000 cooling items, default
+# --idle-wait) takes an item that becomes eligible. Its child records the
+# moment it starts; each way is timed from the moment it happened.
+fleet_pickup() {
+	rcli FLUSHALL >/dev/null
+	load "p:" 1000 cooling
+	starts="$tmp/starts"
+	: >"$starts"
+	"$w8y" -q -c -u "$url" -k p --cooldown 3s bash -c 'echo "$W8Y_ITEM $EPOCHREALTIME" >>"$0"' "$starts" &
+	bg_pids=($!)
+	wait_for swept p
+	# started_at waits for the child of item $1 and prints when it started.
+	started_at() {
+		wait_for grep -q "^$1 " "$starts"
+		awk -v i="$1" '$1 == i {t = $2} END {print t}' "$starts"
+	}
+	pickup() {
+		verdict "pickup: $1 (s)" "$(awk -v a="$3" -v b="$4" 'BEGIN {printf "%.2f", b - a}')" le "$2" "$5"
+	}
+	# An outside program pushes at any moment of the worker's wait: a random
+	# one, up to two seconds after the worker's last start.
+	sleep "$(awk -v r="$RANDOM" 'BEGIN {printf "%.3f", r / 32768 * 2}')" # the push's moment, not a synchronisation
+	t=$EPOCHREALTIME
+	rcli RPUSH p:list new >/dev/null
+	s=$(started_at new)
+	pickup "RPUSH from outside" 1.25 "$t" "$s" "from RPUSH to the child's start"
+	# Its cooldown (3s, set by the run above) expires: the finish wrote when.
+	sed -i '/^new /d' "$starts"
+	s2=$(started_at new)
+	pickup "cooldown expired" 0.1 "$(awk -v s="$s" 'BEGIN {printf "%.6f", s + 3}')" "$s2" "from the end of the 3s cooldown to the next start (the child takes a few ms)"
+	# From here on "new" stays in cooldown.
+	rcli SET p:cooldown:new other PX 3600000 >/dev/null
+	# Run it now: an operator deletes a cooldown and makes the item due.
+	t=$EPOCHREALTIME
+	rcli DEL p:cooldown:i7 >/dev/null
+	rcli ZADD p:due 0 i7 >/dev/null
+	s=$(started_at i7)
+	pickup "run it now (DEL cooldown, ZADD due 0)" 1 "$t" "$s" "from the ZADD to the child's start"
+	# A lock released by a one-shot worker that finishes: it runs i8 by name
+	# (--item), and its finish makes i8 due as it releases the lock.
+	rcli DEL p:cooldown:i8 >/dev/null
+	"$w8y" -q -u "$url" -k p --item i8 bash -c 'sleep 1; echo "$EPOCHREALTIME" >"$0"' "$tmp/released" &
+	oneshot=$!
+	wait "$oneshot" || broken "the one-shot worker exited $?"
+	t=$(cat "$tmp/released")
+	s=$(started_at i8)
+	pickup "lock released by a finishing worker" 1.25 "$t" "$s" "from the other worker's child's end to this one's start"
+	stop_bg
+}
+
 # FLEET_PART=size measures the fleet's size alone (see fleet-size.sh),
 # FLEET_PART=cap the workers that wait for a place (see fleet_cap), and
-# FLEET_PART=rate those that wait for --fleet-rate (see fleet_rate).
+# FLEET_PART=rate those that wait for --fleet-rate (see fleet_rate), and
+# FLEET_PART=pickup a lone idle worker's pickups (see fleet_pickup).
 case "${FLEET_PART:-all}" in
 size)
 	fleet_size
@@ -207,6 +258,10 @@ cap)
 	;;
 rate)
 	fleet_rate
+	exit 0
+	;;
+pickup)
+	fleet_pickup
 	exit 0
 	;;
 esac
@@ -307,50 +362,7 @@ items=$(((x1 - x0) / 2))
 verdict "busy, $busy_workers workers: Redis CPU ms per item" "$(awk -v c="$busy" -v w="$window" -v n="$items" 'BEGIN {printf "%.3f", c * w / n}')" le 0.15 \
 	"$((items / window)) items/s; $(awk -v a="$c0" -v b="$c1" -v n="$items" 'BEGIN {printf "%.1f", (b - a) / n}') commands run by Redis per item"
 
-# 4. Pickups: how soon an idle worker (over 1,000 cooling items, default
-# --idle-wait) takes an item that becomes eligible. Its child records the
-# moment it starts; each way is timed from the moment it happened.
-rcli FLUSHALL >/dev/null
-load "p:" 1000 cooling
-starts="$tmp/starts"
-: >"$starts"
-"$w8y" -q -c -u "$url" -k p --cooldown 3s bash -c 'echo "$W8Y_ITEM $EPOCHREALTIME" >>"$0"' "$starts" &
-bg_pids=($!)
-wait_for swept p
-# started_at waits for the child of item $1 and prints when it started.
-started_at() {
-	wait_for grep -q "^$1 " "$starts"
-	awk -v i="$1" '$1 == i {t = $2} END {print t}' "$starts"
-}
-pickup() {
-	verdict "pickup: $1 (s)" "$(awk -v a="$3" -v b="$4" 'BEGIN {printf "%.2f", b - a}')" le "$2" "$5"
-}
-t=$EPOCHREALTIME
-rcli RPUSH p:list new >/dev/null
-s=$(started_at new)
-pickup "RPUSH from outside" 1.25 "$t" "$s" "from RPUSH to the child's start"
-# Its cooldown (3s, set by the run above) expires: the finish wrote when.
-sed -i '/^new /d' "$starts"
-s2=$(started_at new)
-pickup "cooldown expired" 1.25 "$(awk -v s="$s" 'BEGIN {printf "%.6f", s + 3}')" "$s2" "from the end of the 3s cooldown to the next start (the child takes a few ms)"
-# From here on "new" stays in cooldown.
-rcli SET p:cooldown:new other PX 3600000 >/dev/null
-# Run it now: an operator deletes a cooldown and makes the item due.
-t=$EPOCHREALTIME
-rcli DEL p:cooldown:i7 >/dev/null
-rcli ZADD p:due 0 i7 >/dev/null
-s=$(started_at i7)
-pickup "run it now (DEL cooldown, ZADD due 0)" 1 "$t" "$s" "from the ZADD to the child's start"
-# A lock released by a one-shot worker that finishes: it runs i8 by name
-# (--item), and its finish makes i8 due as it releases the lock.
-rcli DEL p:cooldown:i8 >/dev/null
-"$w8y" -q -u "$url" -k p --item i8 bash -c 'sleep 1; echo "$EPOCHREALTIME" >"$0"' "$tmp/released" &
-oneshot=$!
-wait "$oneshot" || broken "the one-shot worker exited $?"
-t=$(cat "$tmp/released")
-s=$(started_at i8)
-pickup "lock released by a finishing worker" 1.25 "$t" "$s" "from the other worker's child's end to this one's start"
-stop_bg
+fleet_pickup
 
 # 5. --status over a million items: Redis CPU for the whole table, and the
 # longest any one command held the server (SLOWLOG, from 5 ms).

@@ -29,7 +29,11 @@ fleet_pickups() {
 	done
 	verdict "pickup, $n idle workers: run-now, median ms" "$(fleet_median "${runnow[@]}")" le 50 \
 		"from before w8yctl run-now to the child's start: ${runnow[*]} ms (w8yctl itself: median $(fleet_median "${took[@]}") ms)"
+	# An outside program pushes at any moment of the workers' waits: a
+	# random one, up to two seconds after the last start (the fallback is
+	# 1.5s ±25%); pushed at once, every push would meet a fresh wait.
 	for i in $(seq $((from + 1)) $((from + samples))); do
+		sleep "$(awk -v r="$RANDOM" 'BEGIN {printf "%.3f", r / 32768 * 2}')" # the push's moment, not a synchronisation
 		t=$EPOCHREALTIME
 		rcli RPUSH f:list "new$i" >/dev/null
 		s=$(fstarted_at "new$i")
