@@ -46,6 +46,11 @@
 --                           wake an idle worker, while it holds fewer than
 --                           N (absent or 0: none)
 --           wake_ttl=MS     the wake list's expiry after a push
+--           placed=0        the run took no place of --fleet-max-running
+--                           (its take had no cap): its lock is not looked
+--                           for among the places (a member that another
+--                           run left there is dropped by the next capped
+--                           take that counts it, once its lock is gone)
 -- ARGV[4] the reason that a cancelled run's request gave, and ARGV[5] who
 --         asked: free text, so not among the words
 -- ARGV[6] the last bytes of the child's stdout, and ARGV[7] of its stderr
@@ -88,18 +93,17 @@ end
 -- The run's place under --fleet-max-running goes with its lock, in the same
 -- step, and only if the lock was still ours: a lock lost and taken again
 -- by another run is that run's place now.
-local freed = 0
-if released == 1 then
-  freed = redis.pcall("SREM", KEYS[7], KEYS[1])
-end
--- Everything below is written whether or not the lock was still ours: a
--- lost lock is a failed run.
-
 local token, item = ARGV[1], ARGV[2]
 local opt = {}
 for name, value in string.gmatch(ARGV[3] or "", "([%w_]+)=(%S*)") do
   opt[name] = value
 end
+local freed = 0
+if released == 1 and opt.placed ~= "0" then
+  freed = redis.pcall("SREM", KEYS[7], KEYS[1])
+end
+-- Everything below is written whether or not the lock was still ours: a
+-- lost lock is a failed run.
 local state = KEYS[2]
 -- A primary that a failover demoted runs the script as a replica, which
 -- refuses every write: redis.pcall's below would fail one by one, unseen,
