@@ -78,19 +78,8 @@ func TestRefreshFindsCancel(t *testing.T) {
 // in a real Redis under the hash that EVALSHA finds it by.
 func TestRefreshOnlyOurs(t *testing.T) {
 	redistest.ScriptsLoad(t, map[string]*redis.Script{"refresh": refreshScript})
-	rdb, ctx := redistest.Client(t)
-	if err := rdb.Set(ctx, "w:lock:x", "me", time.Minute).Err(); err != nil {
-		t.Fatal(err)
-	}
-	for i, st := range []struct {
-		token string
-		want  any
-	}{{"me", int64(1)}, {"other", int64(0)}} {
-		got, err := refreshScript.Run(ctx, rdb, []string{"w:lock:x"}, st.token, 60000).Result()
-		if err != nil || got != st.want {
-			t.Errorf("step %d: %v, %v; want %v", i, got, err, st.want)
-		}
-	}
+	rdb, ctx := redistest.OnlyOurs(t, refreshScript, "w:lock:x", []any{60000},
+		redistest.TokenStep{Token: "me", Want: 1}, redistest.TokenStep{Token: "other"})
 	rdb.Del(ctx, "w:lock:x")
 	if got, err := refreshScript.Run(ctx, rdb, []string{"w:lock:x"}, "me", 60000).Result(); err != nil || got != int64(0) {
 		t.Errorf("no lock: %v, %v; want 0", got, err)

@@ -43,9 +43,7 @@ func (s *server) lastEvent(t *testing.T, prefix string) map[string]any {
 // cancelled with the reason, counts as no failure, and the worker goes on
 // and takes the item again.
 func TestCancel(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "cx")
-	s.items("a")
+	s := withList(t, "cx", "a")
 	dir := t.TempDir()
 	const expiry = 3 * time.Second
 	s.setenv("DIR=" + dir)
@@ -105,9 +103,7 @@ func TestCancel(t *testing.T) {
 // so the same token, runs it: the finish spends the request. Nor does a
 // request aimed at another holder's token stop a run.
 func TestCancelMissesTheNextRun(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "cn")
-	s.items("a")
+	s := withList(t, "cn", "a")
 	dir := t.TempDir()
 	// Refreshes come every 2s: the first run ends long before its first.
 	s.setenv("DIR=" + dir)
@@ -168,9 +164,7 @@ func waitRefresh(t *testing.T, s *server, lock string) {
 // TestCancelNothingRuns: a cancel of an item that no run holds says so and
 // changes nothing in Redis, and the next run of the item is not cancelled.
 func TestCancelNothingRuns(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "cz")
-	s.items("a", "b")
+	s := withList(t, "cz", "a", "b")
 	// b's lock was set by hand, without an expiry: no run holds it.
 	s.Client.Set(ctx(t), s.key("lock:b"), "by hand", 0)
 	s.Client.HSet(ctx(t), s.key("state:a"), "consecutive_failures", 1)
@@ -250,9 +244,7 @@ func TestCancelOneShot(t *testing.T) {
 // TestCancelOneOfParallel: with --parallel, a cancel stops only the child
 // of its item; the other runs on under its own lock.
 func TestCancelOneOfParallel(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "cp")
-	s.items("a", "b")
+	s := withList(t, "cp", "a", "b")
 	dir := t.TempDir()
 	s.setenv("DIR=" + dir)
 	p := s.start("-c", "--parallel", "2", "-x", "1.5", "--kill-after", "300ms",
@@ -290,9 +282,7 @@ func TestCancelOneOfParallel(t *testing.T) {
 // a cancel of an item nobody runs says so and changes nothing; remove
 // --cancel removes a running item and stops its run.
 func TestCtlCancel(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "cc")
-	s.items("a", "b")
+	s := withList(t, "cc", "a", "b")
 	child := []string{"-u", s.URL, "-k", "cc", "-x", "1.5", "--kill-after", "300ms", "-q", "sh", "-c", started + "; exec sleep 1000"}
 	w := startW8y(t, s.env, child...)
 	if got := s.popStarted(t); got != "a" {

@@ -24,10 +24,8 @@ func clockEnv(b *bundle, offset string) []string {
 // slots and so would move no slot: a worker that found the slot on its own
 // clock would start the item a slot late, or twice in one.
 func TestOneClockSchedule(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "oneclock")
 	items := []string{"a", "b", "c"}
-	b.items(items...)
+	b := withList(t, "oneclock", items...)
 	args := b.at("-c", "-q", "--schedule", everyTwoSeconds, "--idle-wait", "50ms", "sh", "-c", stampTake("oneclock"))
 	fleet := []*proc{
 		startW8y(t, clockEnv(b, "-5m1s"), args...),
@@ -56,9 +54,7 @@ func TestOneClockSchedule(t *testing.T) {
 // with a right clock would: within a few of its looks, not at the fleet's
 // next sweep (5s later on a list this short) nor ten minutes later.
 func TestOneClockCooldown(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "cool")
-	b.items("a")
+	b := withList(t, "cool", "a")
 	const cooldown = 3 * time.Second
 	// The child records Redis' time at its start and its end.
 	stamp := func(list string) string {

@@ -16,9 +16,7 @@ import (
 // list order, goes on after exit codes listed in -i, and stops with the
 // first code that is not listed.
 func TestContinuousRunsItemsInTurn(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "turn")
-	b.items("a", "b", "c", "d")
+	b := withList(t, "turn", "a", "b", "c", "d")
 	// a and b succeed, c exits 3 (listed), d exits 4 (not listed).
 	r := b.run("-c", "-i", "0", "-i", "3", "-q", "sh", "-c", started+`; case "$W8Y_ITEM" in c) exit 3;; d) exit 4;; esac`)
 	r.wantExit(t, 4)
@@ -42,10 +40,8 @@ func (s *server) commandsProcessed(t *testing.T) int {
 // after each wait sends one probe (a script call) and, when the sweep is
 // due, one look; its registry beat is one script call every 5s.
 func TestContinuousIdleIsQuiet(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "idle")
 	items := []string{"a", "b", "c"}
-	s.items(items...)
+	s := withList(t, "idle", items...)
 	for _, item := range items {
 		s.Client.Set(ctx(t), s.key("lock:"+item), "someone-else", time.Hour)
 	}

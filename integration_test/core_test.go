@@ -111,8 +111,7 @@ func TestNothingEligible(t *testing.T) {
 		// A mistyped prefix must not look like a list whose items are all
 		// taken (see TestAMissingListIsAMistake).
 		r := runW8y(t, nil, append([]string{"-u", s.URL, "-k", "none", "-t", "--no-work-exit-code", "3"}, child...)...)
-		r.wantExit(t, 120)
-		r.wantStderr(t, `w8y: the list "none:list" does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right?`)
+		r.wantEnd(t, 120, `w8y: the list "none:list" does not exist or is empty: is --key-prefix (W8Y_KEY_PREFIX) right?`)
 	})
 	items := []string{"p", "q", "r", "s"}
 	s.seed(t, "busy:list", items...)
@@ -199,9 +198,7 @@ func TestArgumentsAfterTheExecutable(t *testing.T) {
 }
 
 func TestChildEnvironment(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "env")
-	s.items("item one")
+	s := withList(t, "env", "item one")
 	r := runW8y(t, append(s.env, "W8Y_ENV_VAR=JOB", "W8Y_KEY_PREFIX=env", "W8Y_QUIET=true", "W8Y_REDIS_URL="+s.URL),
 		"sh", "-c", `printf '%s|%s|%s|' "$JOB" "$W8Y_ITEM" "$W8Y_LOCK_KEY"; redis-cli -p "$REDIS_PORT" get "$W8Y_LOCK_KEY" | tr -d '\n'; printf '|%s' "$W8Y_HOLDER"`)
 	// W8Y_HOLDER is the lock's value while the child runs.

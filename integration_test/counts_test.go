@@ -7,30 +7,16 @@ import (
 	"time"
 
 	"github.com/w8y/w8y/internal/poll"
+	"github.com/w8y/w8y/internal/status"
 )
 
-// summaryOf is --status --json's summary, as w8y prints it with args.
-type summaryOf struct {
-	Items       int64  `json:"items"`
-	Duplicates  int64  `json:"duplicates"`
-	Running     int64  `json:"running"`
-	Paused      int64  `json:"paused"`
-	Cooling     int64  `json:"cooling"`
-	BackingOff  int64  `json:"backing_off"`
-	Idle        int64  `json:"idle"`
-	Failing     int64  `json:"failing"`
-	Blocked     int64  `json:"blocked"`
-	Invalid     int64  `json:"invalid"`
-	WholeReadAt *int64 `json:"whole_read_at"`
-}
-
 // summary is the summary that w8y --status --json prints with args.
-func (b *bundle) summary(args ...string) summaryOf {
+func (b *bundle) summary(args ...string) status.Summary {
 	b.t.Helper()
 	r := b.run(append([]string{"--status", "--json"}, args...)...)
 	r.mustExit(b.t, 0)
 	var got struct {
-		Summary summaryOf `json:"summary"`
+		Summary status.Summary `json:"summary"`
 	}
 	if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil {
 		b.t.Fatalf("--status --json %q: %v\n%s", args, err, r.Stdout)
@@ -40,7 +26,7 @@ func (b *bundle) summary(args ...string) summaryOf {
 
 // counts is what --status --json counts: whole, by reading every item
 // (the reference), and without the list (--limit 0, from the indexes).
-func (b *bundle) counts() (whole, indexed summaryOf) {
+func (b *bundle) counts() (whole, indexed status.Summary) {
 	b.t.Helper()
 	whole = b.summary()
 	indexed = b.summary("--limit", "0")
@@ -56,7 +42,7 @@ func (b *bundle) counts() (whole, indexed summaryOf) {
 
 // wantCounts fails the test unless the summary without the list is the
 // whole read's, and the whole read's is want.
-func (b *bundle) wantCounts(when string, want summaryOf) {
+func (b *bundle) wantCounts(when string, want status.Summary) {
 	b.t.Helper()
 	whole, indexed := b.counts()
 	if whole != want {
@@ -76,10 +62,8 @@ func (b *bundle) wantCounts(when string, want summaryOf) {
 // expired, removed with w8yctl while it runs, and added and removed by
 // outside writers, a duplicate and a blocked item among them.
 func TestCountsWithoutTheList(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "cnt")
-	b.items("n0", "n1", "n2", "c1", "c2", "c3", "c4", "c5", "f1", "f2", "p1", "r1")
-	b.wantCounts("never run", summaryOf{Items: 12, Idle: 12})
+	b := withList(t, "cnt", "n0", "n1", "n2", "c1", "c2", "c3", "c4", "c5", "f1", "f2", "p1", "r1")
+	b.wantCounts("never run", status.Summary{Items: 12, Idle: 12})
 
 	for _, item := range []string{"c1", "c2", "c3", "c5"} {
 		b.run("-q", "--item", item, "--cooldown", "1h", "true").mustExit(t, 0)
@@ -107,7 +91,7 @@ func TestCountsWithoutTheList(t *testing.T) {
 		})
 	}
 	poll.WaitFor(t, "the end of c4's cooldown", func() bool { return b.Client.Exists(ctx(t), b.key("cooldown:c4")).Val() == 0 })
-	b.wantCounts("run", summaryOf{Items: 12, Running: 2, Cooling: 4, BackingOff: 1, Failing: 2, Idle: 5})
+	b.wantCounts("run", status.Summary{Items: 12, Running: 2, Cooling: 4, BackingOff: 1, Failing: 2, Idle: 5})
 
 	b.ctl("pause", "p1").mustExit(t, 0)
 	b.ctl("pause", "c2", "--for", "1h").mustExit(t, 0)
@@ -116,19 +100,19 @@ func TestCountsWithoutTheList(t *testing.T) {
 	b.ctl("pause", "c5").mustExit(t, 0)
 	b.ctl("resume", "c5").mustExit(t, 0)
 	b.ctl("run-now", "c3").mustExit(t, 0)
-	b.wantCounts("paused", summaryOf{Items: 12, Running: 2, Paused: 4, Cooling: 2, Failing: 2, Idle: 5})
+	b.wantCounts("paused", status.Summary{Items: 12, Running: 2, Paused: 4, Cooling: 2, Failing: 2, Idle: 5})
 
 	// Outside writers: two items pushed, one of them twice; an idle item
 	// removed; a lock key of another type.
 	b.Client.RPush(ctx(t), b.key("list"), "a1", "a2", "a2")
 	b.Client.LRem(ctx(t), b.key("list"), 0, "n1")
 	b.Client.HSet(ctx(t), b.key("lock:n2"), "not", "a lock")
-	b.wantCounts("written by others", summaryOf{Items: 14, Duplicates: 1, Running: 2, Paused: 4, Cooling: 2, Failing: 2, Idle: 5, Blocked: 1})
+	b.wantCounts("written by others", status.Summary{Items: 14, Duplicates: 1, Running: 2, Paused: 4, Cooling: 2, Failing: 2, Idle: 5, Blocked: 1})
 
 	// w8yctl remove of a running item: the list no longer holds it, and
 	// its run, which goes on, counts for nothing.
 	b.ctl("remove", "n0").mustExit(t, 0)
-	b.wantCounts("removed while it runs", summaryOf{Items: 13, Duplicates: 1, Running: 1, Paused: 4, Cooling: 2, Failing: 2, Idle: 5, Blocked: 1})
+	b.wantCounts("removed while it runs", status.Summary{Items: 13, Duplicates: 1, Running: 1, Paused: 4, Cooling: 2, Failing: 2, Idle: 5, Blocked: 1})
 
 	// What drifts: a cooling item removed by an outside LREM (the summary
 	// counts it until its cooldown ends), a cooldown deleted by hand (until
@@ -150,16 +134,14 @@ func TestCountsWithoutTheList(t *testing.T) {
 	}
 	// The lock of another type is left to an operator: exit 1.
 	b.ctl("check", "--fix").mustExit(t, 1)
-	b.wantCounts("mended by w8yctl check --fix", summaryOf{Items: 11, Running: 1, Paused: 4, Cooling: 1, Failing: 2, Idle: 5, Blocked: 1})
+	b.wantCounts("mended by w8yctl check --fix", status.Summary{Items: 11, Running: 1, Paused: 4, Cooling: 1, Failing: 2, Idle: 5, Blocked: 1})
 }
 
 // TestCountsOfAListRunBefore: a list that a fleet before the counts'
 // indexes ran is recorded as such by the first worker of this version, and
 // counted by reading it whole until w8yctl check --fix indexes it.
 func TestCountsOfAListRunBefore(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "old")
-	b.items("a", "b", "c")
+	b := withList(t, "old", "a", "b", "c")
 	// What an earlier fleet leaves: its fencing token, its marks, a
 	// cooldown that no index mirrors.
 	b.Client.Set(ctx(t), b.key("fence"), 7, 0)
@@ -168,7 +150,7 @@ func TestCountsOfAListRunBefore(t *testing.T) {
 	if v := b.Client.Get(ctx(t), b.key("schema")).Val(); v != "1" {
 		t.Errorf("the first worker recorded version %q on a list run before, want 1", v)
 	}
-	want := summaryOf{Items: 3, Cooling: 1, Idle: 2}
+	want := status.Summary{Items: 3, Cooling: 1, Idle: 2}
 	if got := b.summary("--limit", "0"); got.WholeReadAt != nil || got.Cooling != 1 {
 		t.Errorf("a list run before is counted without a whole read: %+v", got)
 	}

@@ -2,19 +2,13 @@ package integration_test
 
 import (
 	"encoding/json"
-	"fmt"
-	"os"
-	"os/user"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/w8y/w8y/internal/doctest"
 	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
@@ -42,9 +36,7 @@ func (s *server) snapshot(t *testing.T) []string {
 // refuses, a line each, items that no worker could run, and then adds
 // nothing; a missing list is started only with --create.
 func TestCtlAdd(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "ad")
-	s.items("a", "b")
+	s := withList(t, "ad", "a", "b")
 
 	r := s.ctl("add", "b", "c", "d")
 	r.mustExit(t, 0)
@@ -91,9 +83,7 @@ func TestCtlAdd(t *testing.T) {
 // item's cooldown, backoff, pause, state and settings; a running item is left to
 // finish, and its run ends as it would have.
 func TestCtlRemove(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "rm")
-	s.items("a", "b", "a", "c")
+	s := withList(t, "rm", "a", "b", "a", "c")
 	for _, key := range []string{"cooldown:a", "backoff:a", "pause:a"} {
 		s.Client.Set(ctx(t), s.key(key), "x", time.Hour)
 	}
@@ -138,9 +128,7 @@ func TestCtlRemove(t *testing.T) {
 // --for ends by itself and the item is then taken, promptly; resume ends
 // a pause without one. A paused item that runs finishes its run.
 func TestCtlPause(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "pz")
-	s.items("forever", "timed", "free")
+	s := withList(t, "pz", "forever", "timed", "free")
 	paused := time.Now()
 	r := s.ctl("pause", "forever", "--reason", "broken disk")
 	r.mustExit(t, 0)
@@ -205,9 +193,7 @@ func TestCtlPause(t *testing.T) {
 // TestCtlPauseRunningItem: pausing an item that runs says so, and the run
 // goes on to its end.
 func TestCtlPauseRunningItem(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "pr")
-	s.items("a")
+	s := withList(t, "pr", "a")
 	w := s.start(append([]string{"-q"}, gated...)...)
 	s.popStarted(t)
 	holder := s.Client.Get(ctx(t), s.key("lock:a")).Val()
@@ -223,98 +209,11 @@ func TestCtlPauseRunningItem(t *testing.T) {
 	s.run("-q", "--no-work-exit-code", "3", "true").wantExit(t, 3)
 }
 
-// TestOneWhoForPauseAndCancel: a pause and a cancel given by one person
-// record the same who: $USER, else the login name (not "uid 0"), at the
-// host.
-func TestOneWhoForPauseAndCancel(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "who")
-	s.items("a", "b")
-	me, err := user.Current()
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, err := os.Hostname()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tt := range []struct {
-		env  []string
-		want string
-	}{
-		{nil, me.Username + "@" + host},
-		{[]string{"USER=ops"}, "ops@" + host},
-	} {
-		// b runs somewhere, for cancel to ask its holder.
-		s.Client.Set(ctx(t), s.key("lock:b"), "elsewhere:1:abc", time.Minute)
-		at := []string{"-u", s.URL, "-k", "who"}
-		runCtl(t, tt.env, append(at, "pause", "a")...).mustExit(t, 0)
-		runCtl(t, tt.env, append(at, "cancel", "b")...).mustExit(t, 0)
-		paused := s.Client.HGet(ctx(t), s.key("pause:a"), "by").Val()
-		cancelled := s.Client.HGet(ctx(t), s.key("cancel:b"), "by").Val()
-		if paused != tt.want || cancelled != tt.want {
-			t.Errorf("with %q: pause by %q, cancel by %q, want both %q", tt.env, paused, cancelled, tt.want)
-		}
-		s.Client.Del(ctx(t), s.key("cancel:b"))
-	}
-}
-
-// TestCtlChangesAreEvents: pause, run-now and remove given as alice are
-// entries of the events stream, after the workers' starts and ends, with
-// who gave them, and a pause's reason and length, a number in --json; the
-// text lines show who too.
-func TestCtlChangesAreEvents(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "ce")
-	s.items("a", "b", "c")
-	host, err := os.Hostname()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A run starts the stream, as any fleet that keeps events has one.
-	s.run("-q", "true").mustExit(t, 0)
-	alice := []string{"USER=alice"}
-	at := []string{"-u", s.URL, "-k", "ce"}
-	runCtl(t, alice, append(at, "pause", "a", "--for", "1h", "--reason", "disk full")...).mustExit(t, 0)
-	runCtl(t, alice, append(at, "run-now", "b")...).mustExit(t, 0)
-	runCtl(t, alice, append(at, "remove", "c")...).mustExit(t, 0)
-
-	r := s.ctl("events", "--json")
-	r.mustExit(t, 0)
-	var changes []map[string]any
-	for _, line := range strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n") {
-		var event map[string]any
-		if err := json.Unmarshal([]byte(line), &event); err != nil {
-			t.Fatalf("events --json: %v in %q", err, line)
-		}
-		if event["type"] != "start" && event["type"] != "finish" {
-			delete(event, "id")
-			delete(event, "time")
-			changes = append(changes, event)
-		}
-	}
-	by := "alice@" + host
-	want := []map[string]any{
-		{"type": "pause", "item": "a", "by": by, "reason": "disk full", "for_ms": float64(3_600_000)},
-		{"type": "run_now", "item": "b", "by": by},
-		{"type": "remove", "item": "c", "by": by},
-	}
-	if fmt.Sprint(changes) != fmt.Sprint(want) {
-		t.Errorf("events --json's changes:\n%v\nwant\n%v", changes, want)
-	}
-	r = s.ctl("events", "--item", "c", "-n", "1")
-	if !strings.HasSuffix(r.Stdout, ` remove "c" by=`+by+"\n") {
-		t.Errorf("events --item c -n 1: %s", r)
-	}
-}
-
 // TestCtlRunNow: an item in an hour's cooldown is taken by an idle
 // continuous worker within a second of run-now; an item that runs is not
 // started twice.
 func TestCtlRunNow(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "rn")
-	s.items("cool", "busy")
+	s := withList(t, "rn", "cool", "busy")
 	s.Client.Set(ctx(t), s.key("cooldown:cool"), "an earlier run", time.Hour)
 	// Two slots: busy holds one at its gate, the other is idle and looks.
 	child := `if [ "$W8Y_ITEM" = busy ]; then ` + started + `; redis-cli -p "$REDIS_PORT" blpop gate:busy 30 >/dev/null; fi; ` + stamp("rn")
@@ -354,138 +253,6 @@ func TestCtlRunNow(t *testing.T) {
 	w.stop(t)
 }
 
-// TestCtlEvents: events shows the latest runs' starts and ends, and
-// --follow prints a new one within a second, until SIGINT, which ends it
-// with 0.
-func TestCtlEvents(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "ev")
-	s.items("a", "b")
-	at := []string{"-u", s.URL, "-k", "ev"}
-	s.run("-q", "true").mustExit(t, 0)
-	s.run("-q", "false").mustExit(t, 1)
-
-	r := s.ctl("events")
-	r.mustExit(t, 0)
-	lines := strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n")
-	if len(lines) != 4 || !strings.Contains(lines[0], ` start "a" holder=`) ||
-		!strings.Contains(lines[3], ` finish "b" holder=`) || !strings.Contains(lines[3], " result=failure exit_code=1 duration_ms=") {
-		t.Errorf("events: %s", r)
-	}
-	r = s.ctl("events", "--item", "a", "-n", "1", "--json")
-	r.mustExit(t, 0)
-	var event map[string]any
-	if err := json.Unmarshal([]byte(r.Stdout), &event); err != nil || event["type"] != "finish" || event["item"] != "a" || event["result"] != "success" {
-		t.Errorf("events --item a -n 1 --json: %v %s", err, r)
-	}
-	// Numbers are numbers, as in status --json.
-	if _, ok := event["duration_ms"].(float64); !ok || event["exit_code"] != float64(0) {
-		t.Errorf("events --json's exit_code and duration_ms are not numbers: %s", r.Stdout)
-	}
-	r = s.ctl("events", "--item", "a", "-n", "2", "--json")
-	if !strings.Contains(r.Stdout, `"fence":`) || strings.Contains(r.Stdout, `"fence":"`) {
-		t.Errorf("events --json's fence is not a number: %s", r.Stdout)
-	}
-
-	// From the third event on, by its ID; and those of the last hour.
-	third := s.Client.XRange(ctx(t), s.key("events"), "-", "+").Val()[2].ID
-	r = s.ctl("events", "--since", third)
-	r.mustExit(t, 0)
-	if got := strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n"); !slices.Equal(got, lines[2:]) {
-		t.Errorf("events --since %s: %s, want the last two of\n%s", third, r, strings.Join(lines, "\n"))
-	}
-	r = s.ctl("events", "--since", "1h")
-	if r.Code != 0 || strings.Count(r.Stdout, "\n") != 4 {
-		t.Errorf("events --since 1h: %s", r)
-	}
-
-	f := startCtl(t, nil, append(at, "events", "--follow", "-n", "1")...)
-	poll.WaitFor(t, "the latest event", func() bool { return strings.Count(f.stdoutSoFar(), "\n") == 1 })
-	// From before the run, so that the time bounds the run and both its
-	// events' way to the screen.
-	before := time.Now()
-	s.run("-q", "true").mustExit(t, 0)
-	poll.WaitFor(t, "the new events", func() bool { return strings.Count(f.stdoutSoFar(), "\n") == 3 })
-	late := time.Since(before)
-	if late > time.Second {
-		t.Errorf("the new run's events were printed %s after it started, want within a second", late)
-	}
-	t.Logf("events --follow: a run's start and end were printed within %s of its start", late)
-	if got := f.stdoutSoFar(); !strings.Contains(got, ` start "a"`) || !strings.Contains(got, ` finish "a"`) {
-		t.Errorf("followed: %q", got)
-	}
-	f.signal(t, syscall.SIGINT)
-	if r := f.wait(t); r.Code != 0 || r.Stderr != "" {
-		t.Errorf("events --follow after SIGINT: %s", r)
-	}
-}
-
-// TestCtlBadInput: each kind of bad input gets exit 125, one line in the
-// user's words, and changes nothing in Redis.
-func TestCtlBadInput(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "bad")
-	s.items("a", "b")
-	s.Client.HSet(ctx(t), "hash:list", "f", "v")
-	secured := startRedis(t, redistest.Password("right-horse-battery"))
-	secured.seed(t, s.key("list"), "a")
-	at := []string{"-u", s.URL, "-k", "bad"}
-	tests := []struct {
-		name string
-		env  []string
-		args []string
-		want string
-	}{
-		{"unknown verb", nil, append(at, "frobnicate", "a"), `unknown verb "frobnicate"`},
-		{"no verb", nil, at, "missing verb"},
-		{"missing item", nil, append(at, "pause"), "pause needs at least one ITEM"},
-		{"item given twice", nil, append(at, "run-now", "a", "b", "a"), `item "a" is given twice`},
-		{"--for that does not parse", nil, append(at, "pause", "a", "--for", "a while"), `--for "a while"`},
-		{"--for negative", nil, append(at, "pause", "a", "--for=-1h"), "a pause cannot last a negative time"},
-		{"option of another verb", nil, append(at, "resume", "a", "--reason", "x"), "--reason goes with pause or cancel, not resume"},
-		{"list of another type", nil, []string{"-u", s.URL, "-k", "hash", "remove", "a"}, `"hash:list" holds a hash, not a list`},
-		{"item not in the list", nil, append(at, "pause", "a", "zz"), `"zz" is not in the list "bad:list"`},
-		{"unreachable Redis", nil, []string{"-u", fmt.Sprintf("redis://127.0.0.1:%d", redistest.FreePort(t)), "-k", "bad", "pause", "a"}, "connect to Redis"},
-		{"refused password", []string{"W8Y_REDIS_PASSWORD=wrong"}, []string{"-u", secured.URL, "-k", "bad", "pause", "a"}, "WRONGPASS"},
-		{"no password", nil, []string{"-u", secured.URL, "-k", "bad", "pause", "a"}, "NOAUTH"},
-		{"status of an item given twice", nil, append(at, "status", "a", "a"), `item "a" is given twice`},
-		{"status --watch of items", nil, append(at, "status", "--watch", "a"), "--watch shows the table of every item: give it without ITEMs"},
-		{"check on a list of another type", nil, []string{"-u", s.URL, "-k", "hash", "check", "--fix"}, `"hash:list" holds a hash, not a list`},
-		{"unknown option", nil, append(at, "check", "--frobnicate"), "--frobnicate: no such option (see w8yctl --help)"},
-		{"check given an item", nil, append(at, "check", "a"), "check takes no items"},
-		{"--fix with another verb", nil, append(at, "resume", "a", "--fix"), "--fix goes with check, not resume"},
-		{"check on an unreachable Redis", nil, []string{"-u", fmt.Sprintf("redis://127.0.0.1:%d", redistest.FreePort(t)), "-k", "bad", "check"}, "connect to Redis"},
-		{"bad variable", []string{"W8Y_REDIS_CLUSTER=perhaps"}, append(at, "pause", "a"), `W8Y_REDIS_CLUSTER="perhaps": not true or false`},
-		{"status of an item nothing is known of", nil, append(at, "status", "a", "zz"), `"zz" is not in the list "bad:list", and nothing of it is kept (no key, no event)`},
-		{"cancel of an item neither listed nor running", nil, append(at, "cancel", "zz"), `"zz" is not in the list "bad:list", and no run holds it (nothing was changed)`},
-		{"events of an item nothing is known of", nil, append(at, "events", "--item", "zz"), `"zz" is not in the list "bad:list", and the events stream holds none of its events`},
-		{"set without a setting", nil, append(at, "set", "a"), "set needs at least one setting: --cooldown, --timeout, --failure-backoff or --schedule"},
-		{"set a duration that does not parse", nil, append(at, "set", "a", "--cooldown", "soon"), `--cooldown "soon"`},
-		{"set a negative timeout", nil, append(at, "set", "a", "b", "--timeout=-1s"), `--timeout "-1s" must not be negative`},
-		{"set a backoff upside down", nil, append(at, "set", "a", "--failure-backoff", "5s,1s"), "MAX 1s is less than MIN 5s"},
-		{"set a schedule that is not cron", nil, append(at, "set", "a", "--schedule", "every hour"), `--schedule "every hour" is not a cron expression`},
-		{"set a cooldown and a schedule", nil, append(at, "set", "a", "--cooldown", "1h", "--schedule", "@hourly"), "--cooldown and --schedule are alternatives: give one"},
-		{"set an item not in the list", nil, append(at, "set", "a", "zz", "--timeout", "1s"), `"zz" is not in the list "bad:list"`},
-		{"unset with a value", nil, append(at, "unset", "a", "--cooldown=1h"), "unset removes settings and takes no values: give --cooldown alone"},
-		{"a setting with another verb", nil, append(at, "pause", "a", "--timeout", "1h"), "--timeout goes with set or unset, not pause"},
-	}
-	before, securedBefore := s.snapshot(t), secured.snapshot(t)
-	for _, tt := range tests {
-		r := runCtl(t, tt.env, tt.args...)
-		r.wantExit(t, 125)
-		oneLineOf(t, "w8yctl", r.Stderr, tt.want)
-		if r.Stdout != "" || goSpeak.MatchString(r.Stderr) {
-			t.Errorf("%s: %s", tt.name, r)
-		}
-	}
-	if after := s.snapshot(t); !slices.Equal(after, before) {
-		t.Errorf("bad input changed Redis")
-	}
-	if after := secured.snapshot(t); !slices.Equal(after, securedBefore) {
-		t.Errorf("bad input changed the secured Redis")
-	}
-}
-
 // TestDocsCtlSession runs docs/operating.md's w8yctl session as it is written, with w8y
 // and w8yctl pointed at the test's Redis by W8Y_REDIS_URL, and checks that it
 // prints what the page shows, but for the times, holders, durations and
@@ -493,92 +260,10 @@ func TestCtlBadInput(t *testing.T) {
 func TestDocsCtlSession(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
-	session := doctest.Block(t, "docs/operating.md", "sh", "w8yctl -k work add --create")
-	bin := t.TempDir()
-	for name, path := range map[string]string{"w8y": binary, "w8yctl": ctlBinary} {
-		if err := os.Symlink(path, filepath.Join(bin, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r := startCommand(t, []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "W8Y_REDIS_URL=" + s.URL},
-		"bash", "-c", "set -e\n"+session).wait(t)
-	r.mustExit(t, 0)
-	if r.Stderr != "" {
-		t.Errorf("the session wrote on stderr: %s", r)
-	}
-	varying := regexp.MustCompile(`\d{4}-\d\d-\d\dT[\d:.]+Z|holder=[^ \n]+|by=[^ \n]+|duration_ms=\d+`)
-	same := func(text string) string {
-		return varying.ReplaceAllStringFunc(text, func(m string) string { return m[:3] })
-	}
-	if got, want := same(r.Stdout), same(doctest.Block(t, "docs/operating.md", "", `added 3 items to "work:list"`)); got != want {
-		t.Errorf("the session printed:\n%s\nwant the page's:\n%s", r.Stdout, want)
-	}
+	pageSession(t, s.URL, "docs/operating.md", "w8yctl -k work add --create", `added 3 items to "work:list"`)
 	if got := s.list(t, "work:list"); !slices.Equal(got, []string{"report:alpha", "report:beta"}) {
 		t.Errorf("the list after the session: %q", got)
 	}
-}
-
-// TestCtlACL runs every verb of w8yctl as the recipes' ACL user for it, and
-// its bad input as a user without the rights: it must be refused with one
-// line that says so.
-func TestCtlACL(t *testing.T) {
-	t.Parallel()
-	s := startRedis(t)
-	const password = "Operator-Staple-77"
-	rule := strings.Fields(strings.TrimSpace(doctest.Block(t, "docs/recipes.md", "", "ACL SETUSER operator")))
-	for i, word := range rule {
-		switch {
-		case word == ">secret":
-			rule[i] = ">" + password
-		case word == "~reports:*":
-			rule[i] = "~ops:*"
-		case word == "+cluster|slots":
-			// Not a Cluster.
-			rule[i] = "+ping"
-		}
-	}
-	args := make([]any, len(rule))
-	for i, word := range rule {
-		args[i] = word
-	}
-	if err := s.Client.Do(ctx(t), args...).Err(); err != nil {
-		t.Fatalf("%q: %v", rule, err)
-	}
-	s.seed(t, "ops:list", "a", "b")
-	// A list that a fleet of this version runs: its version, its events.
-	s.Client.Set(ctx(t), "ops:schema", 2, 0)
-	s.Client.XAdd(ctx(t), &redis.XAddArgs{Stream: "ops:events", Values: []string{"type", "start", "item", "a", "holder", "h"}})
-	// b runs somewhere, for cancel to ask its holder: its lock, and its
-	// entry among the locks, as a take writes them.
-	s.Client.Set(ctx(t), "ops:lock:b", "elsewhere:1:abc", time.Minute)
-	s.Client.ZAdd(ctx(t), "ops:locks", redis.Z{Score: float64(s.Client.Time(ctx(t)).Val().Add(time.Minute).UnixMilli()), Member: "b"})
-	env := []string{"W8Y_REDIS_URL=redis://operator@127.0.0.1:" + itoa(s.Port), "W8Y_REDIS_PASSWORD=" + password, "W8Y_KEY_PREFIX=ops"}
-	for _, verb := range [][]string{
-		{"add", "c"}, {"pause", "a", "--for", "1h", "--reason", "r"}, {"status"}, {"resume", "a"}, {"run-now", "b"}, {"remove", "c"},
-		{"events", "--item", "a"}, {"events", "--since", "1h"}, {"check"}, {"check", "--fix"}, {"status", "a", "b"}, {"cancel", "--reason", "r", "b"}, {"workers"},
-		{"set", "a", "--timeout", "1h", "--schedule", "@hourly"}, {"status", "a"}, {"unset", "a", "--timeout"}, {"unset", "a"},
-	} {
-		r := runCtl(t, env, verb...)
-		r.wantExit(t, 0)
-		if r.Stderr != "" {
-			t.Errorf("as the recipes' ACL user: %s", r)
-		}
-	}
-	if got := s.Client.HGet(ctx(t), "ops:cancel:b", "holder").Val(); got != "elsewhere:1:abc" {
-		t.Errorf("the cancel request of b is aimed at %q, want its lock's holder", got)
-	}
-	// Each change is recorded: the rule allows its XADD, which the script
-	// would otherwise leave out without a word.
-	var changes []string
-	for _, m := range s.Client.XRange(ctx(t), "ops:events", "-", "+").Val() {
-		changes = append(changes, fmt.Sprint(m.Values["type"], " ", m.Values["item"]))
-	}
-	if want := []string{"start a", "add c", "pause a", "resume a", "run_now b", "remove c", "set a", "unset a", "unset a"}; !slices.Equal(changes, want) {
-		t.Errorf("as the recipes' ACL user, the events are %q, want %q", changes, want)
-	}
-	r := runCtl(t, env, "-k", "other", "pause", "a")
-	r.wantExit(t, 125)
-	oneLineOf(t, "w8yctl", r.Stderr, "NOPERM")
 }
 
 // TestCtlCluster runs w8yctl's verbs on a Cluster, with a hash tag in the
@@ -711,287 +396,4 @@ func TestCtlStatusItems(t *testing.T) {
 
 	c.RPush(ctx(t), "gate:b", "0")
 	w.wait(t).wantExit(t, 0)
-}
-
-// TestCtlCheck seeds a mess of each kind that check finds beside a running
-// worker: check reports each, with the command that repairs it; --fix
-// repairs exactly the safe ones and says so, a second check finds only the
-// locks and the item that it leaves to an operator, and the running
-// worker's lock, and a removed item's lock that expires, are untouched.
-func TestCtlCheck(t *testing.T) {
-	t.Parallel()
-	s := startRedis(t)
-	c := s.Client
-	s.seed(t, "ck:list", "run")
-	w := startW8y(t, portEnv(s), append([]string{"-u", s.URL, "-k", "ck", "-q"}, gated...)...)
-	if got := s.popStarted(t); got != "run" {
-		t.Fatalf("the worker took %q, want run", got)
-	}
-	holder := c.Get(ctx(t), "ck:lock:run").Val()
-	c.RPush(ctx(t), "ck:list", "a", "b", "a", "c", "a", "")
-	c.Set(ctx(t), "ck:lock:b", "lost-holder", 0)
-	c.HSet(ctx(t), "ck:lock:c", "f", "v")
-	c.HSet(ctx(t), "ck:cooldown:a", "f", "v")
-	c.RPush(ctx(t), "ck:backoff:a", "x")
-	c.Set(ctx(t), "ck:pause:c", "x", time.Hour)
-	c.HSet(ctx(t), "ck:state:old", "runs", 3)
-	c.Set(ctx(t), "ck:cooldown:old", "x", time.Hour)
-	c.HSet(ctx(t), "ck:pause:old", "reason", "r")
-	c.HSet(ctx(t), "ck:settings:old", "timeout", "1h0m0s")
-	c.ZAdd(ctx(t), "ck:due", redis.Z{Member: "old"}, redis.Z{Member: "a"})
-	// An item removed while it runs: its lock ends by itself.
-	c.Set(ctx(t), "ck:lock:old", "removed-run", time.Hour)
-	// Keys of another fleet, and w8y's own keys: none is a finding.
-	c.Set(ctx(t), "ckx:lock:z", "x", 0)
-	c.Set(ctx(t), "ck:fence", "7", 0)
-
-	at := []string{"-u", s.URL, "-k", "ck"}
-	// The repairs carry the connection options, so that pasted into a
-	// shell they go to this Redis, not to whatever listens on 6379.
-	ctl := "w8yctl -u " + s.URL + " -k ck"
-	cli := fmt.Sprintf("redis-cli -h 127.0.0.1 -p %d", s.Port)
-	want := []string{
-		`cannot_run: "" can never run: it is empty, and every worker skips it; to repair: ` + ctl + ` remove -- ''`,
-		`duplicate: "a" is in the list 3 times, and runs 3 times as often as the others; to repair: ` + ctl + ` check --fix`,
-		`lock_without_expiry: the lock "ck:lock:b", held by "lost-holder", has no expiry: if its holder is gone, no worker will take "b" again; to repair: ` + cli + ` DEL 'ck:lock:b'  # once no run holds it`,
-		`orphan_due: the due index holds "old", which the list does not; to repair: ` + ctl + ` check --fix`,
-		`orphan_key: "ck:cooldown:old" belongs to "old", which the list does not hold; to repair: ` + ctl + ` check --fix`,
-		`orphan_key: "ck:pause:old" belongs to "old", which the list does not hold; to repair: ` + ctl + ` check --fix`,
-		`orphan_key: "ck:settings:old" belongs to "old", which the list does not hold; to repair: ` + ctl + ` check --fix`,
-		`orphan_key: "ck:state:old" belongs to "old", which the list does not hold; to repair: ` + ctl + ` check --fix`,
-		`wrong_type: "ck:backoff:a" is a list, not a string (w8y writes a string there), and holds "a" up for good (it has no expiry); to repair: ` + ctl + ` check --fix`,
-		`wrong_type: "ck:cooldown:a" is a hash, not a string (w8y writes a string there), and holds "a" up for good (it has no expiry); to repair: ` + ctl + ` check --fix`,
-		`wrong_type: the lock "ck:lock:c" is a hash, not a string: no worker can take "c" until it is deleted; to repair: ` + cli + ` DEL 'ck:lock:c'`,
-	}
-	pauseLine := `wrong_type: "ck:pause:c" is a string, not a hash (w8y writes a hash there), and holds "c" up for `
-	before := s.snapshot(t)
-	r := runCtl(t, nil, append(at, "check")...)
-	r.wantExit(t, 1)
-	got := strings.Split(strings.TrimSuffix(r.Stdout, "\n"), "\n")
-	if len(got) != len(want)+2 || !strings.HasPrefix(got[len(got)-2], pauseLine) || got[len(got)-1] != `found 12 problems under "ck:"` ||
-		!slices.Equal(got[:len(got)-2], want) || r.Stderr != "" {
-		t.Errorf("check printed:\n%s\nwant:\n%s\n%s...\nfound 12 problems under \"ck:\"\n(stderr %q)", r.Stdout, strings.Join(want, "\n"), pauseLine, r.Stderr)
-	}
-	if after := s.snapshot(t); !slices.Equal(after, before) {
-		t.Errorf("check without --fix changed Redis")
-	}
-
-	r = runCtl(t, nil, append(at, "check", "--json")...)
-	r.wantExit(t, 1)
-	var findings []struct {
-		Kind, Item, Key, Problem string
-		Fixed, Remedy            *string
-	}
-	if err := json.Unmarshal([]byte(r.Stdout), &findings); err != nil || len(findings) != 12 {
-		t.Fatalf("check --json: %v\n%s", err, r)
-	}
-	if f := findings[2]; f.Kind != "lock_without_expiry" || f.Item != "b" || f.Key != "ck:lock:b" || f.Fixed != nil || f.Remedy == nil {
-		t.Errorf("check --json's third finding: %+v", f)
-	}
-
-	r = runCtl(t, nil, append(at, "check", "--fix")...)
-	r.wantExit(t, 1)
-	for _, line := range []string{
-		`duplicate: "a" is in the list 3 times, and runs 3 times as often as the others: removed 2 extra occurrences, kept the first`,
-		`orphan_due: the due index holds "old", which the list does not: removed the entry`,
-		`orphan_key: "ck:state:old" belongs to "old", which the list does not hold: deleted it`,
-		`wrong_type: "ck:cooldown:a" is a hash, not a string (w8y writes a string there), and holds "a" up for good (it has no expiry): deleted it`,
-		`wrong_type: the lock "ck:lock:c" is a hash, not a string: no worker can take "c" until it is deleted; to repair: ` + cli + ` DEL 'ck:lock:c'`,
-		`orphan_key: "ck:settings:old" belongs to "old", which the list does not hold: deleted it`,
-		`found 12 problems under "ck:", repaired 9`,
-	} {
-		if !strings.Contains(r.Stdout, line+"\n") {
-			t.Errorf("check --fix did not print %q:\n%s", line, r.Stdout)
-		}
-	}
-	if got := s.list(t, "ck:list"); !slices.Equal(got, []string{"run", "a", "b", "c", ""}) {
-		t.Errorf("the list after check --fix: %q", got)
-	}
-	for _, key := range []string{"ck:cooldown:a", "ck:backoff:a", "ck:pause:c", "ck:state:old", "ck:cooldown:old", "ck:pause:old"} {
-		if c.Exists(ctx(t), key).Val() != 0 {
-			t.Errorf("check --fix left %s", key)
-		}
-	}
-	// The worker's take put "run" there, due when its lock would expire.
-	due := c.ZRange(ctx(t), "ck:due", 0, -1).Val()
-	slices.Sort(due)
-	if !slices.Equal(due, []string{"a", "run"}) {
-		t.Errorf("the due index after check --fix: %q", due)
-	}
-	for key, value := range map[string]string{"ck:lock:run": holder, "ck:lock:old": "removed-run", "ck:lock:b": "lost-holder", "ckx:lock:z": "x", "ck:fence": "7"} {
-		if got := c.Get(ctx(t), key).Val(); got != value {
-			t.Errorf("%s is %q after check --fix, want %q", key, got, value)
-		}
-	}
-	if ttl := c.PTTL(ctx(t), "ck:lock:run").Val(); ttl <= 0 {
-		t.Errorf("the running worker's lock has PTTL %v after check --fix", ttl)
-	}
-	if c.Type(ctx(t), "ck:lock:c").Val() != "hash" {
-		t.Errorf("check --fix touched the lock of another type")
-	}
-
-	// What is left is an operator's: the remedies, run, leave none.
-	r = runCtl(t, nil, append(at, "check")...)
-	r.wantExit(t, 1)
-	if n := strings.Count(r.Stdout, "\n"); n != 4 || !strings.Contains(r.Stdout, "cannot_run:") || !strings.Contains(r.Stdout, "lock_without_expiry:") ||
-		!strings.Contains(r.Stdout, `wrong_type: the lock "ck:lock:c"`) {
-		t.Errorf("the second check:\n%s", r.Stdout)
-	}
-	// Run as a shell runs them, where W8Y_REDIS_URL is not set. A remedy
-	// without this server's port is not run: it would go to port 6379.
-	r = runCtl(t, nil, append(at, "check", "--json")...)
-	findings = nil
-	if err := json.Unmarshal([]byte(r.Stdout), &findings); err != nil || len(findings) != 3 {
-		t.Fatalf("check --json: %v\n%s", err, r)
-	}
-	bin := t.TempDir()
-	if err := os.Symlink(ctlBinary, filepath.Join(bin, "w8yctl")); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range findings {
-		if f.Remedy == nil || !strings.HasPrefix(*f.Remedy, ctl+" ") && !strings.HasPrefix(*f.Remedy, cli+" ") {
-			t.Errorf("the repair of %s is not one for this Redis: %v", f.Key, f.Remedy)
-			continue
-		}
-		r := startCommand(t, []string{"PATH=" + bin + ":" + os.Getenv("PATH")}, "bash", "-c", *f.Remedy).wait(t)
-		r.mustExit(t, 0)
-	}
-	r = runCtl(t, nil, append(at, "check")...)
-	r.mustExit(t, 0)
-	r.wantStdout(t, "found 0 problems under \"ck:\"\n")
-	r = runCtl(t, nil, append(at, "check", "--json")...)
-	r.mustExit(t, 0)
-	r.wantStdout(t, "[]\n")
-
-	c.RPush(ctx(t), "gate:run", "0")
-	w.wait(t).wantExit(t, 0)
-}
-
-// TestCtlCheckCluster: on a Cluster, with a hash tag in the prefix and
-// without (where the keys lie on every node), check finds and --fix
-// repairs a duplicate and the keys of an item gone from the list, beside a
-// worker whose locks it leaves alone.
-func TestCtlCheckCluster(t *testing.T) {
-	t.Parallel()
-	c := startCluster(t, 3)
-	for _, prefix := range []string{"{ck}:", "ck:"} {
-		t.Run(prefix, func(t *testing.T) {
-			at := []string{"--redis-cluster", "-u", c.URL, "-k", prefix}
-			items := []string{"a", "b", "c", "d", "e", "f"}
-			if err := c.Client.RPush(ctx(t), prefix+"list", "a", "b", "c", "d", "e", "f", "a").Err(); err != nil {
-				t.Fatal(err)
-			}
-			var gone []string
-			for i := range 20 {
-				key := fmt.Sprintf("%sstate:gone%d", prefix, i)
-				c.Client.HSet(ctx(t), key, "runs", 1)
-				gone = append(gone, key)
-			}
-			w := startW8y(t, nil, append(at, "-c", "-q", "--idle-wait", "50ms", "--cooldown", "50ms", "true")...)
-			r := runCtl(t, nil, append(at, "check")...)
-			r.wantExit(t, 1)
-			if n := strings.Count(r.Stdout, "orphan_key:"); n != 20 || !strings.Contains(r.Stdout, `duplicate: "a" is in the list 2 times`) {
-				t.Errorf("check on the Cluster:\n%s", r)
-			}
-			r = runCtl(t, nil, append(at, "check", "--fix")...)
-			r.mustExit(t, 0)
-			for _, key := range gone {
-				if c.Client.Exists(ctx(t), key).Val() != 0 {
-					t.Errorf("check --fix left %s", key)
-				}
-			}
-			got, _ := c.Client.LRange(ctx(t), prefix+"list", 0, -1).Result()
-			slices.Sort(got)
-			if !slices.Equal(got, items) {
-				t.Errorf("the list after check --fix: %q", got)
-			}
-			r = runCtl(t, nil, append(at, "check")...)
-			r.mustExit(t, 0)
-			poll.WaitFor(t, "the worker to run every item", func() bool {
-				for _, item := range items {
-					if c.Client.Exists(ctx(t), prefix+"state:"+item).Val() == 0 {
-						return false
-					}
-				}
-				return true
-			})
-			w.stop(t)
-		})
-	}
-}
-
-// TestDocsCtlCheck runs docs/operating.md's check session, a command at a
-// time, on the mess that the page describes, and checks that it prints what
-// the page shows and ends each command as the page says: 1, 0, 0.
-func TestDocsCtlCheck(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "work")
-	s.items("report:alpha", "report:beta", "report:alpha")
-	s.Client.HSet(ctx(t), s.key("state:report:old"), "runs", 3)
-	s.Client.HSet(ctx(t), s.key("cooldown:report:beta"), "by", "hand")
-	session := doctest.Block(t, "docs/operating.md", "sh", "w8yctl -k work check --fix")
-	bin := t.TempDir()
-	if err := os.Symlink(ctlBinary, filepath.Join(bin, "w8yctl")); err != nil {
-		t.Fatal(err)
-	}
-	var stdout strings.Builder
-	var codes []int
-	for _, line := range strings.Split(strings.TrimSpace(session), "\n") {
-		r := startCommand(t, []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "W8Y_REDIS_URL=" + s.URL}, "bash", "-c", line).wait(t)
-		if r.Stderr != "" {
-			t.Errorf("%q wrote on stderr: %s", line, r)
-		}
-		stdout.WriteString(r.Stdout)
-		codes = append(codes, r.Code)
-	}
-	// The page's server, where the repairs go.
-	printed := strings.ReplaceAll(stdout.String(), "-u "+s.URL+" ", "-u redis://redis.internal:6379 ")
-	if want := doctest.Block(t, "docs/operating.md", "", `found 3 problems under "work:"`); printed != want {
-		t.Errorf("the session printed:\n%s\nwant the page's:\n%s", stdout.String(), want)
-	}
-	if !slices.Equal(codes, []int{1, 0, 0}) {
-		t.Errorf("the session's exit codes: %v, want [1 0 0]", codes)
-	}
-}
-
-// TestCtlCheckNotDue: check names the items that nothing will run before
-// the fleet's next sweep (in the list, tried by the fleet, held by
-// nothing, absent from the due index), and --fix makes them due; an item
-// that a cooldown holds, one with an entry, and those that the fleet has
-// yet to try (appended, or a list no worker has seen) are not findings.
-func TestCtlCheckNotDue(t *testing.T) {
-	t.Parallel()
-	s := startRedis(t)
-	c := s.Client
-	at := []string{"-u", s.URL, "-k", "nd"}
-	s.seed(t, "nd:list", "a", "b", "c", "d")
-	// No worker has seen the list: every item is to be tried.
-	runCtl(t, nil, append(at, "check")...).mustExit(t, 0)
-
-	// What a fleet of this version left: its marks, and its version.
-	c.Set(ctx(t), "nd:seen", 4, 0)
-	c.Set(ctx(t), "nd:untried", 0, 0)
-	c.Set(ctx(t), "nd:schema", 2, 0)
-	c.ZAdd(ctx(t), "nd:due", redis.Z{Member: "a", Score: 1}, redis.Z{Member: "b", Score: float64(time.Now().Add(time.Hour).UnixMilli())})
-	c.Set(ctx(t), "nd:cooldown:c", "hand", time.Hour)
-	c.RPush(ctx(t), "nd:list", "appended")
-	r := runCtl(t, nil, append(at, "check")...)
-	r.wantExit(t, 1)
-	// b's entry is in the future with nothing to hold it, and c's cooldown,
-	// set by hand, has no entry: the summary that does not read the list
-	// would count b as cooling and c as idle.
-	fix := "; to repair: w8yctl -u " + s.URL + " -k nd check --fix\n"
-	r.wantStdout(t, `counts_drift: the summaries count "b" otherwise than its keys say (a key set or deleted by hand)`+fix+
-		`counts_drift: the summaries count "c" otherwise than its keys say (a key set or deleted by hand)`+fix+
-		`not_due: "d" is in the list and nothing holds it, but the due index has no entry for it: no take finds it before the fleet's next sweep`+fix+
-		`found 3 problems under "nd:"`+"\n")
-	r = runCtl(t, nil, append(at, "check", "--fix")...)
-	r.wantExit(t, 0)
-	if !strings.Contains(r.Stdout, `not_due: "d" is in the list and nothing holds it, but the due index has no entry for it: no take finds it before the fleet's next sweep: made it due now`) {
-		t.Errorf("check --fix:\n%s", r)
-	}
-	if score, err := c.ZScore(ctx(t), "nd:due", "d").Result(); err != nil || score != 0 {
-		t.Errorf("d's entry after check --fix: %v (%v), want 0 (now)", score, err)
-	}
-	runCtl(t, nil, append(at, "check")...).mustExit(t, 0)
 }

@@ -43,9 +43,7 @@ func count(name string) string {
 // cancel carries the reason typed; items are added and removed from the
 // page. No worker runs, so that each item stays as the test set it.
 func TestDashboardActionsInBrowser(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "ops")
-	b.items("alpha", "held", "gone")
+	b := withList(t, "ops", "alpha", "held", "gone")
 	// held runs (a lock as a worker's take writes it, with its entry
 	// among the locks that the summary counts), and was paused meanwhile.
 	b.Client.Set(ctx(t), b.key("lock:held"), "vm:4242:tok", 10*time.Minute)
@@ -107,9 +105,7 @@ func TestDashboardActionsInBrowser(t *testing.T) {
 // page counts the whole list, shows the lag, and finds an item far past
 // its first page by search; without a token, no action shows.
 func TestDashboardOnAHundredThousandItems(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "big")
-	b.items(redistest.Items(100_000)...)
+	b := withList(t, "big", redistest.Items(100_000)...)
 	// The fleet has tried all but the last 10 (appended since).
 	b.Client.Set(ctx(t), b.key("seen"), 99_990, 0)
 	b.Client.Set(ctx(t), b.key("untried"), 0, 0)
@@ -160,9 +156,7 @@ func TestDashboardOnAHundredThousandItems(t *testing.T) {
 // slot under --schedule shows that slot in its row and in its view, in UTC
 // to the second, as status shows it; an item under --cooldown shows none.
 func TestDashboardShowsTheNextSlot(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "dslot")
-	b.items("nightly", "often")
+	b := withList(t, "dslot", "nightly", "often")
 	b.run("-q", "--schedule", "0 2 * * *", "--jitter", "30m", "--first-run-now", "true").mustExit(t, 0)
 	b.run("-q", "--cooldown", "1h", "true").mustExit(t, 0)
 	ms := atoi(t, b.Client.HGet(ctx(t), b.key("state:nightly"), "next_slot").Val())
@@ -185,9 +179,7 @@ func TestDashboardShowsTheNextSlot(t *testing.T) {
 // in its row, whole on hover, and in its view, which follows an unset as
 // it comes; an item without shows none.
 func TestDashboardShowsItemSettings(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "downs")
-	b.items("big-customer", "small")
+	b := withList(t, "downs", "big-customer", "small")
 	// The events stream, which a fleet's first run starts, and which
 	// w8yctl's changes then add to (it starts none).
 	b.Client.XAdd(ctx(t), &redis.XAddArgs{Stream: b.key("events"), Values: []string{"type", "add", "item", "small", "by", "test"}})
@@ -223,9 +215,7 @@ func TestDashboardShowsItemSettings(t *testing.T) {
 // backup-files), "BACKUP-db" Backup-DB alone, and "σίσυφος" the Greek
 // ΣΊΣΥΦΟΣ, whose final sigma lower-casing alone does not match.
 func TestDashboardSearchIgnoresCase(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "case")
-	b.items("Backup-DB", "backup-files", "ΣΊΣΥΦΟΣ", "Reports")
+	b := withList(t, "case", "Backup-DB", "backup-files", "ΣΊΣΥΦΟΣ", "Reports")
 	url := serveDashboard(t, b)
 	tab := browser(t)
 	act(t, tab, "open the dashboard", chromedp.Navigate(url), chromedp.WaitVisible(`#items tbody tr`))

@@ -179,11 +179,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	home := t.TempDir()
 	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	recipe := strings.ReplaceAll(doctest.Block(t, "docs/operating.md", "sh", "serve --addr"), "127.0.0.1:8080", addr)
-	bin := t.TempDir()
-	if err := os.Symlink(ctlBinary, filepath.Join(bin, "w8yctl")); err != nil {
-		t.Fatal(err)
-	}
-	serve := startCommand(t, []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "HOME=" + home, "W8Y_REDIS_URL=" + s.URL},
+	path := commandsPath(t)
+	serve := startCommand(t, []string{path, "HOME=" + home, "W8Y_REDIS_URL=" + s.URL},
 		"bash", "-c", "set -e\n"+recipe)
 	url := "http://" + addr + "/"
 	poll.WaitFor(t, "w8yctl serve to say where it serves", func() bool {
@@ -376,9 +373,7 @@ func sameItems(got, want []string) bool {
 // TestServeRefusesABusyAddr: an address that cannot be listened on is
 // w8yctl's own failure, said in one line.
 func TestServeRefusesABusyAddr(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "work")
-	s.items("a")
+	s := withList(t, "work", "a")
 	// The Redis server holds its own port.
 	r := runCtl(t, []string{"W8Y_REDIS_URL=" + s.URL}, "-k", "work", "serve", "--addr", fmt.Sprintf("127.0.0.1:%d", s.Port))
 	r.wantExit(t, 125)

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/w8y/w8y/internal/doctest"
 	"github.com/w8y/w8y/internal/poll"
 )
 
@@ -258,30 +257,8 @@ func TestFleetMaxRunning(t *testing.T) {
 // they record themselves, run two at once at most and at least once, and
 // the page's status line shows the places in use.
 func TestFleetMaxRunningExample(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "work")
-	block := doctest.Block(t, "docs/scheduling.md", "sh", "--fleet-max-running")
-	var line, statusLine []string
-	for l := range strings.Lines(block) {
-		switch f := strings.Fields(l); {
-		case len(f) > 0 && f[0] == "w8y":
-			line = f[1:]
-		case len(f) > 0 && f[0] == "w8yctl":
-			statusLine = f[1:]
-		}
-	}
-	if len(line) == 0 || len(statusLine) == 0 || line[len(line)-2] != "./export.sh" {
-		t.Fatalf("the page's block has no w8y line ending in ./export.sh {}, and w8yctl line:\n%s", block)
-	}
-	dir := t.TempDir()
-	writeExecutable(t, filepath.Join(dir, "export.sh"), []byte("#!/bin/sh\n"+capChild+"\n"))
-	b.setenv("DIR=" + dir)
-	b.items("a", "b", "c", "d", "e", "f")
-	line[len(line)-2] = filepath.Join(dir, "export.sh")
-	var hosts []*proc
-	for range 3 {
-		hosts = append(hosts, startW8y(t, b.env, append([]string{"-u", b.URL, "--drain-timeout", "20s"}, line...)...))
-	}
+	b := withList(t, "work", "a", "b", "c", "d", "e", "f")
+	dir, hosts, statusLine := pageFleet(t, b, "--fleet-max-running", "export.sh", capChild)
 	poll.WaitFor(t, "two exports at once", func() bool { return mostAtOnce(spans(t, dir), 0, time.Now().UnixNano()) == 2 })
 	// The three hosts registered as live workers (each does as it starts,
 	// which a loaded machine may not have got to yet).

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/w8y/w8y/internal/doctest"
 	"github.com/w8y/w8y/internal/poll"
 	"github.com/w8y/w8y/internal/redistest"
 )
@@ -69,9 +68,7 @@ func mostInWindow(starts []int64, window int64) (most int, at int64) {
 // any window), however many workers and slots wait. w8yctl status and
 // w8y --status show the rate and the starts in its window.
 func TestFleetRate(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "rate")
-	b.items(redistest.Items(40)...)
+	b := withList(t, "rate", redistest.Items(40)...)
 	var workers []*proc
 	for range 4 {
 		workers = append(workers, b.start("-c", "--parallel", "2", "--fleet-rate", "5/2s", "--idle-wait", "100ms",
@@ -132,9 +129,7 @@ func TestFleetRate(t *testing.T) {
 // line that names the option (or its variable) and exit 125, before w8y
 // touches the list.
 func TestFleetRateRefused(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "badrate")
-	b.items("a", "b")
+	b := withList(t, "badrate", "a", "b")
 	before := b.snapshot(t)
 	for _, tt := range []struct {
 		args []string
@@ -195,9 +190,7 @@ func TestFleetRateItem(t *testing.T) {
 // starts at no more than the laxer rate, and each worker warns at its start
 // that its rate is not the one the list's last take recorded.
 func TestFleetRateTwoFleets(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "tworates")
-	b.items(redistest.Items(20)...)
+	b := withList(t, "tworates", redistest.Items(20)...)
 	strict := b.start("-c", "--fleet-rate", "2/3s", "--idle-wait", "100ms", "--", "sh", "-c", "sleep 0.1")
 	poll.WaitFor(t, "the stricter fleet's first start", func() bool { return len(b.startTimes(t, b.prefix)) > 0 })
 	lax := b.start("-c", "--fleet-rate", "4/3s", "--idle-wait", "100ms", "--", "sh", "-c", "sleep 0.1")
@@ -220,31 +213,9 @@ func TestFleetRateTwoFleets(t *testing.T) {
 // as three hosts would, each its own w8y with the page's line: the page's
 // status line shows the starts in the rate's window.
 func TestFleetRateExample(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "repos")
-	block := doctest.Block(t, "docs/scheduling.md", "sh", "--fleet-rate")
-	var line, statusLine []string
-	for l := range strings.Lines(block) {
-		switch f := strings.Fields(l); {
-		case len(f) > 0 && f[0] == "w8y":
-			line = f[1:]
-		case len(f) > 0 && f[0] == "w8yctl":
-			statusLine = f[1:]
-		}
-	}
-	if len(line) == 0 || len(statusLine) == 0 || line[len(line)-2] != "./sync-repo.sh" {
-		t.Fatalf("the page's block has no w8y line ending in ./sync-repo.sh {}, and w8yctl line:\n%s", block)
-	}
-	dir := t.TempDir()
-	writeExecutable(t, filepath.Join(dir, "sync-repo.sh"), []byte("#!/bin/sh\nexit 0\n"))
-	items := []string{"w8y/w8y", "redis/redis", "golang/go", "torvalds/linux", "rust-lang/rust", "nodejs/node"}
-	b.items(items...)
-	line[len(line)-2] = filepath.Join(dir, "sync-repo.sh")
-	var hosts []*proc
-	for range 3 {
-		hosts = append(hosts, startW8y(t, b.env, append([]string{"-u", b.URL, "--drain-timeout", "20s"}, line...)...))
-	}
-	poll.WaitFor(t, "every repository synced", func() bool { return len(b.startTimes(t, b.prefix)) == len(items) })
+	b := withList(t, "repos", "w8y/w8y", "redis/redis", "golang/go", "torvalds/linux", "rust-lang/rust", "nodejs/node")
+	_, hosts, statusLine := pageFleet(t, b, "--fleet-rate", "sync-repo.sh", "exit 0")
+	poll.WaitFor(t, "every repository synced", func() bool { return len(b.startTimes(t, b.prefix)) == 6 })
 	r := runCtl(t, nil, append([]string{"-u", b.URL}, statusLine...)...)
 	r.mustExit(t, 0)
 	if !strings.Contains(r.Stdout, "\nrate: 6 of 100 in the last 1h (--fleet-rate 100/1h)\n") {
@@ -256,9 +227,7 @@ func TestFleetRateExample(t *testing.T) {
 // TestFleetRateUntilIdle: a --until-idle worker that the rate holds back
 // is not idle: it waits for the rate, runs every item once, then exits 0.
 func TestFleetRateUntilIdle(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "rateidle")
-	b.items("a", "b", "c", "d", "e")
+	b := withList(t, "rateidle", "a", "b", "c", "d", "e")
 	r := b.run("-c", "--until-idle", "--cooldown", "1h", "--fleet-rate", "2/1s", "--idle-wait", "100ms", "true")
 	r.wantExit(t, 0)
 	starts := b.startTimes(t, b.prefix)

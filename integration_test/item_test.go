@@ -22,9 +22,7 @@ const countingChild = `redis-cli -p "$REDIS_PORT" rpush seen "$(redis-cli -p "$R
 // or backoff), exits with the command's code, and leaves the list as it
 // was. A cooldown does not hold it back.
 func TestItemRuns(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "item")
-	s.items("a", "b")
+	s := withList(t, "item", "a", "b")
 	s.run("--item", "x", "--cooldown", "1h", "sh", "-c", countingChild, "sh", "item").wantExit(t, 0)
 	if got := s.popStarted(t); got != "item x 1" {
 		t.Errorf("the child started as %q, want \"item x 1\" (item x, fence 1)", got)
@@ -68,9 +66,7 @@ func TestItemRuns(t *testing.T) {
 // TestItemWaitsForTheFleet: while a fleet worker runs an item, --item
 // waits for its lock, then runs; the two never run at once.
 func TestItemWaitsForTheFleet(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "itemwait")
-	s.items("a")
+	s := withList(t, "itemwait", "a")
 	fleet := s.start("sh", "-c", countingChild, "sh", "fleet", "block")
 	if got := s.popStarted(t); got != "fleet a 1" {
 		t.Fatalf("the fleet started %q", got)
@@ -82,22 +78,14 @@ func TestItemWaitsForTheFleet(t *testing.T) {
 	s.Client.RPush(ctx(t), "go", "1")
 	fleet.wait(t).wantExit(t, 0)
 	one.wait(t).wantExit(t, 0)
-	if got := s.popStarted(t); got != "item a 2" {
-		t.Errorf("--item started as %q, want \"item a 2\"", got)
-	}
-	if seen := s.Client.LRange(ctx(t), "seen", 0, -1).Val(); strings.Join(seen, ",") != "1,1" {
-		t.Errorf("the children saw %q running, want 1 each: they overlapped", seen)
-	}
-	s.noLocks()
+	s.wantInTurn("item a 2")
 }
 
 // TestFleetWaitsForTheItem: while --item runs an item, a fleet worker does
 // not take it (a one-shot run finds no work), and takes it once --item has
 // ended; the two never run at once.
 func TestFleetWaitsForTheItem(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "itemfirst")
-	s.items("a")
+	s := withList(t, "itemfirst", "a")
 	one := s.start("--item", "a", "sh", "-c", countingChild, "sh", "item", "block")
 	if got := s.popStarted(t); got != "item a 1" {
 		t.Fatalf("--item started %q", got)
@@ -106,22 +94,14 @@ func TestFleetWaitsForTheItem(t *testing.T) {
 	s.Client.RPush(ctx(t), "go", "1")
 	one.wait(t).wantExit(t, 0)
 	s.run("sh", "-c", countingChild, "sh", "fleet").wantExit(t, 0)
-	if got := s.popStarted(t); got != "fleet a 2" {
-		t.Errorf("the fleet started %q once --item had ended, want \"fleet a 2\"", got)
-	}
-	if seen := s.Client.LRange(ctx(t), "seen", 0, -1).Val(); strings.Join(seen, ",") != "1,1" {
-		t.Errorf("the children saw %q running, want 1 each: they overlapped", seen)
-	}
-	s.noLocks()
+	s.wantInTurn("fleet a 2")
 }
 
 // TestItemGivesUp: a lock held for all of --wait (or at once, with no
 // --wait) ends --item with 121 and one line, without running the command
 // or touching the holder's lock.
 func TestItemGivesUp(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "itemheld")
-	s.items("a")
+	s := withList(t, "itemheld", "a")
 	s.Client.Set(ctx(t), s.key("lock:a"), "someone", 0)
 	for _, wait := range []string{"0", "300ms"} {
 		r := s.run("-q", "--item", "a", "--wait", wait, "sh", "-c", countingChild, "sh", "item")
@@ -139,9 +119,7 @@ func TestItemGivesUp(t *testing.T) {
 // TestItemPaused: a paused item is refused (125, one line) unless
 // --ignore-pause, which runs it and leaves the pause.
 func TestItemPaused(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "itempause")
-	s.items("a")
+	s := withList(t, "itempause", "a")
 	s.ctl("pause", "a").wantExit(t, 0)
 	r := s.run("--item", "a", "sh", "-c", countingChild, "sh", "item")
 	r.wantExit(t, 125)
@@ -154,4 +132,18 @@ func TestItemPaused(t *testing.T) {
 		t.Error("--ignore-pause removed the pause")
 	}
 	s.noLocks()
+}
+
+// wantInTurn fails the test unless the second of two runs of countingChild
+// started as second, and the two never ran at once (each child saw itself
+// alone), and no lock is left.
+func (b *bundle) wantInTurn(second string) {
+	b.t.Helper()
+	if got := b.popStarted(b.t); got != second {
+		b.t.Errorf("the second run started as %q, want %q", got, second)
+	}
+	if seen := b.Client.LRange(ctx(b.t), "seen", 0, -1).Val(); strings.Join(seen, ",") != "1,1" {
+		b.t.Errorf("the children saw %q running, want 1 each: they overlapped", seen)
+	}
+	b.noLocks()
 }

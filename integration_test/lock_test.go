@@ -39,8 +39,7 @@ func TestLockLostStopsTheChild(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := p.wait(t)
-			r.wantExit(t, 122)
-			r.wantStderr(t, "lock lost")
+			r.wantEnd(t, 122, "lock lost")
 			processGone(t, grandchild)
 			got, _ := s.Client.Get(ctx(t), s.key("lock:a")).Result()
 			if got != tt.after {
@@ -54,9 +53,7 @@ func TestLockLostStopsTheChild(t *testing.T) {
 // TestLockIsRefreshed runs a child for several lock expiries: the lock stays
 // ours throughout, and the child's exit code comes through.
 func TestLockIsRefreshed(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "long")
-	s.items("a")
+	s := withList(t, "long", "a")
 	// The child waits on Redis for the test, which first watches the lock
 	// outlive three expiries.
 	p := s.start(append([]string{"-x", "1s"},
@@ -92,9 +89,7 @@ func TestLockIsRefreshed(t *testing.T) {
 // refreshes cannot get through: w8y stops the child's group before the lease
 // could run out, without waiting for Redis, and exits 122.
 func TestLockLostWhenRedisStalls(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "stall")
-	s.items("a")
+	s := withList(t, "stall", "a")
 	const ttl = 3 * time.Second
 	p, _, grandchild := s.startGroupChild("-x", ttl.String())
 
@@ -113,8 +108,7 @@ func TestLockLostWhenRedisStalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := p.wait(t)
-	r.wantExit(t, 122)
-	r.wantStderr(t, "before its lease ran out")
+	r.wantEnd(t, 122, "before its lease ran out")
 	s.noLocks()
 }
 
@@ -124,9 +118,7 @@ func TestLockLostWhenRedisStalls(t *testing.T) {
 // fence, as from a run on a host that was paused past its lease, is
 // refused and changes nothing; and the session shown prints what it shows.
 func TestFenceRefusesALateWrite(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "work")
-	s.items("a")
+	s := withList(t, "work", "a")
 	store := startRedis(t)
 	bin := t.TempDir()
 	writeExecutable(t, filepath.Join(bin, "store-report"), []byte(doctest.Block(t, "docs/reference.md", "sh", "store-report BODY")))
@@ -181,9 +173,7 @@ func TestFenceRefusesALateWrite(t *testing.T) {
 // child for one that overran its lease. The child runs longer than what
 // was left of the first lease, and ends well.
 func TestLateTakeStartsWithAWholeLease(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "late")
-	s.items("a")
+	s := withList(t, "late", "a")
 	const ttl = 3 * time.Second
 	// A first run leaves the item due and the scripts loaded: the next
 	// run's first call, a look, takes it.
@@ -218,9 +208,7 @@ func TestLateTakeStartsWithAWholeLease(t *testing.T) {
 // strictly increasing in the order of the takes, and each item's state hash
 // keeps its last run's.
 func TestFence(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "fc")
-	s.items(redistest.Items(6)...)
+	s := withList(t, "fc", redistest.Items(6)...)
 	child := `redis-cli -p "$REDIS_PORT" rpush fences "$W8Y_ITEM $W8Y_FENCE $W8Y_HOLDER" >/dev/null`
 	var workers []*proc
 	for range 3 {

@@ -118,9 +118,7 @@ func TestEvictionPolicies(t *testing.T) {
 // take; the run says so in one plain line, how full Redis is, without a
 // script's hash or Lua line, and changes nothing.
 func TestFullServerBeforeARun(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "full")
-	b.items("a", "b", "c")
+	b := withList(t, "full", "a", "b", "c")
 	b.policy(t, "8mb", "noeviction")
 	b.fill(t)
 	r := b.run("true")
@@ -147,9 +145,7 @@ func TestFullServerBeforeARun(t *testing.T) {
 // its lock through its refreshes, and its finish is recorded; the next
 // take is refused until there is room, and then runs.
 func TestFullServerDuringARun(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "fullrun")
-	b.items("a", "b")
+	b := withList(t, "fullrun", "a", "b")
 	b.policy(t, "16mb", "noeviction")
 	// The child waits for the test to fill the server, then outlives
 	// three refreshes (-x 600ms refreshes every 200ms) on a full server.
@@ -188,9 +184,7 @@ sleep 1`, "sh", "{}")
 // TestReplicaAsURL: a replica given as --redis-url is named as one, with
 // its primary's address and the fix; w8yctl check reports it.
 func TestReplicaAsURL(t *testing.T) {
-	t.Parallel()
-	primary := setup(t, "rep")
-	primary.items("a")
+	primary := withList(t, "rep", "a")
 	replica := startRedis(t, redistest.Args("--replicaof", "127.0.0.1", itoa(primary.Port)))
 	poll.WaitFor(t, "the replica to have the list", func() bool {
 		return replica.Client.LLen(ctx(t), "rep:list").Val() == 1
@@ -213,9 +207,7 @@ func TestReplicaAsURL(t *testing.T) {
 // TestEvictionsLogged: a worker that runs on an evicting server with
 // --allow-eviction logs a rise of Redis' evicted_keys.
 func TestEvictionsLogged(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "evlog")
-	b.items("a")
+	b := withList(t, "evlog", "a")
 	b.policy(t, "8mb", "volatile-lru")
 	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	p := b.start("--allow-eviction", "-c", "--cooldown", "1h", "--metrics-addr", addr, "true")
@@ -246,9 +238,7 @@ func TestEvictionsLogged(t *testing.T) {
 // with an evicting policy stops a continuous worker, with the same line
 // as at start.
 func TestEvictionCheckedOnReconnect(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "evre")
-	b.items("a")
+	b := withList(t, "evre", "a")
 	p := b.start("-c", "--cooldown", "1h", "true")
 	poll.WaitFor(t, "the worker to run a", func() bool {
 		return b.Client.HGet(ctx(t), b.key("state:a"), "runs").Val() == "1"
@@ -259,8 +249,7 @@ func TestEvictionCheckedOnReconnect(t *testing.T) {
 	})
 	b.RestartWith(t, redistest.Args("--maxmemory", "64mb", "--maxmemory-policy", "volatile-lru"))
 	r := p.wait(t)
-	r.wantExit(t, 125)
-	r.wantStderr(t, "maxmemory-policy volatile-lru")
+	r.wantEnd(t, 125, "maxmemory-policy volatile-lru")
 	b.wantList("a")
 }
 

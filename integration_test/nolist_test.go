@@ -111,9 +111,7 @@ func TestCtlOneRuleForEveryVerb(t *testing.T) {
 // workers tells it, whether a worker will take the item now or only the
 // next one to start.
 func TestCtlRunNowSaysWhatHappens(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "rns")
-	s.items("a", "b")
+	s := withList(t, "rns", "a", "b")
 	r := s.ctl("run-now", "a")
 	r.wantExit(t, 0)
 	r.wantStdout(t, `"a" is due now, but no worker is live under "rns:": the next worker to start takes it (the next run of a cron job, say)`+"\n")

@@ -27,9 +27,7 @@ func TestRestartDuringARun(t *testing.T) {
 	// millisecond, the test's polling 10ms, and the race detector and a
 	// loaded machine the rest.
 	const refreshedWithin = 100 * time.Millisecond
-	t.Parallel()
-	b := setup(t, "rs")
-	b.items("a")
+	b := withList(t, "rs", "a")
 	for i := range 3 {
 		p := b.start("-x", "5", "--", "sh", "-c", "sleep 5")
 		poll.WaitFor(t, "the lock of a", func() bool { return b.Client.Exists(ctx(t), b.key("lock:a")).Val() == 1 })
@@ -183,10 +181,8 @@ func TestBusyWorkerBackWithinASecond(t *testing.T) {
 // no item may run twice at once (the children's flock, see overlapChild);
 // and the list must hold every item at the end.
 func TestRestartsDuringRuns(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "rr")
 	items := []string{"a", "b", "c", "d", "e-slow", "f-slow"}
-	b.items(items...)
+	b := withList(t, "rr", items...)
 	dir := t.TempDir()
 	env := append(slices.Clone(b.env), "DIR="+dir, "SLOW=2")
 	var workers []*proc

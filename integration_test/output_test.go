@@ -19,9 +19,7 @@ import (
 // w8y's byte for byte (binary, and megabytes of it), and the item's state
 // hash keeps the last BYTES of each.
 func TestKeepOutput(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "ko")
-	s.items("a")
+	s := withList(t, "ko", "a")
 	dir := t.TempDir()
 	blob := make([]byte, 5<<19)
 	if _, err := rand.Read(blob); err != nil {
@@ -52,9 +50,7 @@ func TestKeepOutput(t *testing.T) {
 // TestKeepOutputUnbuffered: what the child writes reaches w8y's stdout while
 // the child still runs, without waiting for a newline or its end.
 func TestKeepOutputUnbuffered(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "ku")
-	s.items("a")
+	s := withList(t, "ku", "a")
 	dir := t.TempDir()
 	s.env = append(s.env, "DIR="+dir)
 	p := s.start("-q", "--keep-output", "10", "sh", "-c", `printf partial; `+started+`; while [ ! -e "$DIR/gate" ]; do sleep 0.01; done; printf ' and more'`)
@@ -79,9 +75,7 @@ func TestKeepOutputUnbuffered(t *testing.T) {
 // (a file here) and keeps nothing. (At a terminal the child keeps it by
 // default: TestTerminalReadsReachTheChild.)
 func TestKeepOutputByDefault(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "kf")
-	s.items("bad")
+	s := withList(t, "kf", "bad")
 	state := func() map[string]string { return s.Client.HGetAll(ctx(t), s.key("state:bad")).Val() }
 	// Longer than the default keeps: 5,000 bytes of stdout, then the error.
 	fail := `head -c 5000 /dev/zero | tr '\0' x; echo; echo "ERROR: db timeout" >&2; exit 7`
@@ -151,9 +145,7 @@ func TestKeepOutputByDefault(t *testing.T) {
 // TestJSONLogs: --log-format json writes one JSON object per line, with an
 // event for the start and the end of the item.
 func TestJSONLogs(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "json")
-	s.items("a")
+	s := withList(t, "json", "a")
 	r := s.run("--log-format", "json", "sh", "-c", "exit 3")
 	r.mustExit(t, 3)
 	events := map[string]map[string]any{}
@@ -184,9 +176,7 @@ func TestJSONLogs(t *testing.T) {
 // TestQuietAndLogFile: --quiet leaves stderr to the child alone, and
 // --log-file appends w8y's logs to the file across runs.
 func TestQuietAndLogFile(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "quiet")
-	s.items("a", "b")
+	s := withList(t, "quiet", "a", "b")
 	r := s.run("-q", "sh", "-c", "echo child-out; echo child-err >&2")
 	r.wantExit(t, 0)
 	r.wantStdout(t, "child-out\n")
@@ -245,9 +235,7 @@ func TestPasswords(t *testing.T) {
 // by w8y and w8yctl alike, whether the URL or the variable gives it; a
 // password that the server asks for, or none at all, is not.
 func TestUnneededPasswordIsSaid(t *testing.T) {
-	t.Parallel()
-	open := setup(t, "np")
-	open.items("a", "b", "c")
+	open := withList(t, "np", "a", "b", "c")
 	secured := setup(t, "np", redistest.Password("right-horse-battery"))
 	secured.items("a")
 	const warning = "asks for no password, yet "
@@ -289,9 +277,7 @@ func TestUnneededPasswordIsSaid(t *testing.T) {
 // Redis refuses it, refuses the user a command, or the URL is refused
 // before Redis is reached.
 func TestPercentEncodedPasswordNeverShows(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "pe")
-	s.items("a")
+	s := withList(t, "pe", "a")
 	// The right password, p@ss, for a user who may only PING: its first
 	// script is refused with NOPERM.
 	if err := s.Client.Do(ctx(t), "ACL", "SETUSER", "pinger", "on", ">p@ss Tower-9", "~*", "resetchannels", "-@all", "+ping").Err(); err != nil {

@@ -143,12 +143,9 @@ func TestREADMETour(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
 	tour := doctest.Block(t, "README.md", "sh", "w8y --status -k work")
-	bin := t.TempDir()
-	if err := os.Symlink(binary, filepath.Join(bin, "w8y")); err != nil {
-		t.Fatal(err)
-	}
+	path := commandsPath(t)
 	script := fmt.Sprintf("set -e\nredis-cli() { command redis-cli -p %d \"$@\"; }\n%s", s.Port, tour)
-	r := startCommand(t, []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "W8Y_REDIS_URL=" + s.URL}, "bash", "-c", script).wait(t)
+	r := startCommand(t, []string{path, "W8Y_REDIS_URL=" + s.URL}, "bash", "-c", script).wait(t)
 	r.mustExit(t, 0)
 	if r.Stderr != "" {
 		t.Errorf("the tour wrote on stderr: %s", r)

@@ -101,9 +101,7 @@ func TestScanOnePass(t *testing.T) {
 // TestScanSurvivesScriptFlush: a flushed script cache (SCRIPT FLUSH, a
 // restarted or failed-over server) costs one EVAL, not an error.
 func TestScanSurvivesScriptFlush(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "flush")
-	s.items("a", "b", "c")
+	s := withList(t, "flush", "a", "b", "c")
 	for _, want := range []string{"a", "b", "c"} {
 		if err := s.Client.ScriptFlush(ctx(t)).Err(); err != nil {
 			t.Fatal(err)

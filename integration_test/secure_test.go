@@ -103,13 +103,16 @@ func TestTLS(t *testing.T) {
 // fencing token, the record (HDEL of a cancelled run's reason), the cancel
 // request (HMGET at each refresh, HGET and DEL at the finish), the due
 // index (ZMSCORE and ZSCORE to keep it: see internal/take/index.lua),
-// --status (ZCOUNT for its lag) and /healthz. The scripts call the record's with pcall, so a
+// --status (ZCOUNT for its lag) and /healthz, --fleet-max-running's set of
+// running locks (SADD, SREM, SCARD, SMEMBERS) and --fleet-rate's log of
+// starts (LPUSH). The scripts call the record's with pcall, so a
 // missing one would only show as a missing record: the tests check it, and
 // the cooldown and backoff (checkSchedule).
 const aclCommands = "+evalsha +eval +llen +lmove +rpoplpush +wait " +
 	"+lrange +exists +mget +set +rpush +ltrim +type +get +pexpire +del " +
 	"+hset +hincrby +hdel +hget +xadd +lindex +lpos +pttl +hmget +ping +incr " +
-	"+zadd +zrem +zrangebyscore +zcount +lrem +zremrangebyscore +zmscore +zscore +time +info +multi +exec +blpop +zrange +hgetall"
+	"+zadd +zrem +zrangebyscore +zcount +lrem +zremrangebyscore +zmscore +zscore +time +info +multi +exec +blpop +zrange +hgetall " +
+	"+sadd +srem +scard +smembers +lpush"
 
 // checkRecord fails the test unless each of items ran once, as its state
 // hash says, and events holds a start and an end for each: the ACL rule
@@ -336,6 +339,38 @@ func checkLook(t *testing.T, c redis.Cmdable, env, args []string, prefix, item s
 		return len(got) > before && got[len(got)-1] == item
 	})
 	p.stop(t)
+}
+
+// TestACLFleetCaps runs w8y as the recipes' ACL user under
+// --fleet-max-running and --fleet-rate, one-shot and continuous: the rule
+// must let a take count the running locks and claim a place, a finish free
+// it, an idle worker's probe read the places, and a take push its start to
+// the rate's log.
+func TestACLFleetCaps(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	const password = "Horse-Battery-93f1"
+	s.setACLUser(t, "worker", password, "~caps:*", strings.Fields(aclCommands)...)
+	s.seed(t, "caps:list", "a", "b")
+	env := []string{"W8Y_REDIS_PASSWORD=" + password}
+	args := []string{"-u", "redis://worker@127.0.0.1:" + itoa(s.Port), "-k", "caps", "--fleet-max-running", "1", "--fleet-rate", "10/1h"}
+	r := runW8y(t, env, append(slices.Clone(args), "printf", "%s ", "{}")...)
+	r.wantExit(t, 0)
+	r.wantStdout(t, "a ")
+	r = runW8y(t, env, append(slices.Clone(args), "-c", "--until-idle", "--cooldown", "1h", "--idle-wait", "50ms", "printf", "%s ", "{}")...)
+	r.wantExit(t, 0)
+	if r.Stdout != "b a " && r.Stdout != "a b " {
+		t.Errorf("the continuous worker ran %q, want each item once", r.Stdout)
+	}
+	if strings.Contains(r.Stderr, " WRN ") || strings.Contains(r.Stderr, " ERR ") {
+		t.Errorf("the worker complained: %s", r)
+	}
+	if n := s.Client.SCard(ctx(t), "caps:running").Val(); n != 0 {
+		t.Errorf("%d places left in use after the runs", n)
+	}
+	if n := s.Client.LLen(ctx(t), "caps:starts").Val(); n != 3 {
+		t.Errorf("the rate's log holds %d starts, want 3", n)
+	}
 }
 
 // TestACLCluster runs w8y as a limited ACL user on a Cluster without a hash

@@ -190,8 +190,7 @@ func TestReplicaAcks(t *testing.T) {
 	detach()
 	started := time.Now()
 	r = p.wait(t)
-	r.wantExit(t, 122) // lock lost
-	r.wantStderr(t, "lock lost")
+	r.wantEnd(t, 122, "lock lost")
 	r.wantStderr(t, "0 of the 1 replicas wanted confirmed it")
 	// The lease was confirmed at the latest when the replica left: the
 	// child must be gone within the key expiry of that.

@@ -1,14 +1,10 @@
 package integration_test
 
 import (
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/w8y/w8y/internal/doctest"
 	"github.com/w8y/w8y/internal/poll"
 )
 
@@ -26,9 +22,7 @@ case "$W8Y_ITEM" in c) sleep 2;; esac`
 // options; a value written by hand that does not read is told of once,
 // and the worker's option stands in its place.
 func TestItemSettings(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "own")
-	s.items("a", "b", "c")
+	s := withList(t, "own", "a", "b", "c")
 	s.ctl("set", "b", "--cooldown", "1h").wantStdout(t, `set "b" --cooldown 1h0m0s`+"\n")
 	s.ctl("set", "c", "--timeout", "1s").wantStdout(t, `set "c" --timeout 1s`+"\n")
 	if r := s.ctl("status", "b"); !strings.Contains(r.Stdout, "\n  settings: --cooldown 1h0m0s\n") {
@@ -117,26 +111,7 @@ func TestItemSettings(t *testing.T) {
 func TestDocsItemSettings(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
-	session := doctest.Block(t, "docs/operating.md", "sh", "w8yctl -k work add --create big-customer")
-	bin := t.TempDir()
-	for name, path := range map[string]string{"w8y": binary, "w8yctl": ctlBinary} {
-		if err := os.Symlink(path, filepath.Join(bin, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r := startCommand(t, []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "W8Y_REDIS_URL=" + s.URL},
-		"bash", "-c", "set -e\n"+session).wait(t)
-	r.mustExit(t, 0)
-	if r.Stderr != "" {
-		t.Errorf("the session wrote on stderr: %s", r)
-	}
-	varying := regexp.MustCompile(`\d{4}-\d\d-\d\dT[\d:.]+Z|holder=[^ \n]+|by=[^ \n]+|duration_ms=\d+|\(23h59m[\d.]+s left|: 23h59m[\d.]+s left`)
-	same := func(text string) string {
-		return varying.ReplaceAllStringFunc(text, func(m string) string { return m[:3] })
-	}
-	if got, want := same(r.Stdout), same(doctest.Block(t, "docs/operating.md", "", `added 2 items to "work:list"`)); got != want {
-		t.Errorf("the session printed:\n%s\nwant the page's:\n%s", r.Stdout, want)
-	}
+	pageSession(t, s.URL, "docs/operating.md", "w8yctl -k work add --create big-customer", `added 2 items to "work:list"`, `\(23h59m[\d.]+s left`, `: 23h59m[\d.]+s left`)
 	if got := s.Client.HGetAll(ctx(t), "work:settings:big-customer").Val(); got["timeout"] != "2h0m0s" || got["schedule"] != "0 * * * *" || len(got) != 2 {
 		t.Errorf("big-customer's settings are %v", got)
 	}

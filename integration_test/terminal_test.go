@@ -62,9 +62,7 @@ func runInTerminal(t *testing.T, s *server, child string, typeKeys func(keyboard
 // is typed, instead of being stopped for reading from a background group,
 // and writes to the terminal itself.
 func TestTerminalReadsReachTheChild(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "tty")
-	s.items("a")
+	s := withList(t, "tty", "a")
 	r := runInTerminal(t, s.server, started+`; read line; echo "got $line for $W8Y_ITEM"; [ -t 1 ] && [ -t 2 ] && echo "writes to the terminal"`, func(keyboard io.Writer) {
 		io.WriteString(keyboard, "hello\n")
 	})
@@ -83,9 +81,7 @@ func TestTerminalReadsReachTheChild(t *testing.T) {
 // TestTerminalCtrlCReachesTheChild: Ctrl-C interrupts the child's group,
 // and w8y exits with the child's status, 130.
 func TestTerminalCtrlCReachesTheChild(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "tty")
-	s.items("a")
+	s := withList(t, "tty", "a")
 	// The start is reported from the background and the shell becomes the
 	// sleep, so the group's foreground process dies of SIGINT whenever the
 	// key arrives. (With "started; sleep", a Ctrl-C that lands while the shell

@@ -20,9 +20,7 @@ import (
 // sends; a second connection (a registry beat, a check of its own) or a
 // third call fails the test.
 func TestOneShotIsOneConnectionAndTwoCalls(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "lean")
-	b.items("a", "b")
+	b := withList(t, "lean", "a", "b")
 	// The first runs over the list try its untried head (a pass, as a
 	// one-shot run always made), which later runs do not.
 	for range 2 {
@@ -122,10 +120,8 @@ func blocked(t *testing.T, s *server) (waiting, forLong int) {
 // at. One run-now wakes one worker, not the fleet: the others go on
 // waiting, never woken.
 func TestIdleWorkersWakeForWhatW8yWrites(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "wake")
 	items := redistest.Items(10)
-	b.items(items...)
+	b := withList(t, "wake", items...)
 	b.coolAll(t, b.prefix, items, time.Hour)
 	// No sweep of the fleet's comes in the test, whose step would end
 	// every worker's wait: only a wake can.
@@ -175,9 +171,7 @@ func TestIdleWorkersWakeForWhatW8yWrites(t *testing.T) {
 // is an hour away, runs its item again when the item's cooldown ends: its
 // wait ends when the due index says the item comes due.
 func TestIdleWorkerWakesAtACooldownsEnd(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "cooled")
-	b.items("only")
+	b := withList(t, "cooled", "only")
 	p := b.start("--continuous", "--idle-wait", "1h", "--cooldown", "1500ms", "sh", "-c", started)
 	t.Cleanup(func() { p.stop(t) })
 	if got := b.popStarted(t); got != "only" {
@@ -200,10 +194,8 @@ func TestIdleWorkerWakesAtACooldownsEnd(t *testing.T) {
 // program appends with RPUSH wakes no worker, and the fallback's look, every
 // --idle-wait, finds it.
 func TestIdleWorkerTakesAnOutsideRPUSHAtItsFallback(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "outside")
 	items := redistest.Items(3)
-	b.items(items...)
+	b := withList(t, "outside", items...)
 	b.coolAll(t, b.prefix, items, time.Hour)
 	p := b.start("--continuous", "--idle-wait", "200ms", "--cooldown", "1h", "sh", "-c", started)
 	t.Cleanup(func() { p.stop(t) })
@@ -224,9 +216,7 @@ func TestIdleWorkerTakesAnOutsideRPUSHAtItsFallback(t *testing.T) {
 // --fleet-max-running (its fallback's look an hour away) is woken by the
 // finish that frees one, and takes its item.
 func TestAFreedPlaceWakesAWaitingWorker(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "place")
-	b.items("a", "b")
+	b := withList(t, "place", "a", "b")
 	b.Client.Set(ctx(t), b.key("sweep"), "test", time.Hour)
 	// A run of a, by name, holds the one place until the test opens its gate:
 	// its child waits in BRPOP, not BLPOP, so that blocked counts only the
@@ -253,9 +243,7 @@ func TestAFreedPlaceWakesAWaitingWorker(t *testing.T) {
 // an hour away, takes an item paused with --for when the pause ends: the
 // pause's end is in the due index, which its wait ends at.
 func TestIdleWorkerWakesAtAPausesEnd(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "paused")
-	b.items("p")
+	b := withList(t, "paused", "p")
 	b.Client.Set(ctx(t), b.key("sweep"), "test", time.Hour)
 	paused := time.Now()
 	b.ctl("pause", "p", "--for", "1500ms").mustExit(t, 0)

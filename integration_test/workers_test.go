@@ -2,8 +2,6 @@ package integration_test
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -62,9 +60,7 @@ func (b *bundle) gone(holder string) bool {
 // (SIGTERM), or within the expiry when it dies (SIGKILL); w8yctl workers
 // shows it as a table and as JSON, and the status counts it.
 func TestWorkersRegistry(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "wr")
-	s.items("a")
+	s := withList(t, "wr", "a")
 	// Each child reports its start, then waits for the test to let it end
 	// (an RPUSH of gate:ITEM); with an hour's cooldown the first worker then
 	// has nothing left to run.
@@ -226,10 +222,8 @@ func TestFleetLooksBounded(t *testing.T) {
 // run-now starts well within a second, as Redis sees it: the start event's
 // ID is the moment the take ran.
 func TestRunNowPickupInAFleet(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "pk")
 	items := []string{"i0", "i1", "i2", "i3", "i4", "i5"}
-	s.items(items...)
+	s := withList(t, "pk", items...)
 	for _, item := range items {
 		s.Client.Set(ctx(t), s.key("cooldown:"+item), "x", time.Hour)
 	}
@@ -280,9 +274,7 @@ func TestRunNowPickupInAFleet(t *testing.T) {
 // with one busy and one idle worker, and checks that it prints a table of
 // the page's columns and a JSON array of both.
 func TestDocsWorkersExample(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "work")
-	s.items("report:alpha")
+	s := withList(t, "work", "report:alpha")
 	s.start(append([]string{"-c"}, report(":", `redis-cli -p "$REDIS_PORT" blpop gate 30 >/dev/null`)...)...)
 	s.popStarted(t)
 	s.start("-c", "true")
@@ -291,11 +283,8 @@ func TestDocsWorkersExample(t *testing.T) {
 		return err == nil && len(entries) == 2 && entries[0].State == schema.WorkerBusy
 	})
 	example := doctest.Block(t, "docs/operating.md", "sh", "w8yctl -k work workers")
-	bin := t.TempDir()
-	if err := os.Symlink(ctlBinary, filepath.Join(bin, "w8yctl")); err != nil {
-		t.Fatal(err)
-	}
-	r := startCommand(t, []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "W8Y_REDIS_URL=" + s.URL}, "bash", "-c", "set -e\n"+example).wait(t)
+	path := commandsPath(t)
+	r := startCommand(t, []string{path, "W8Y_REDIS_URL=" + s.URL}, "bash", "-c", "set -e\n"+example).wait(t)
 	r.mustExit(t, 0)
 	if r.Stderr != "" {
 		t.Errorf("the example wrote on stderr: %s", r)

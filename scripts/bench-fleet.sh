@@ -27,19 +27,6 @@ bench_name=bench-fleet
 # shellcheck source=scripts/lib/bench.sh
 source "$root/scripts/lib/bench.sh"
 
-# cpu_ms prints the server's CPU time so far, user and system, in ms.
-cpu_ms() {
-	rcli INFO cpu | tr -d '\r' | awk -F: '/^used_cpu_(user|sys):/ {s += $2} END {printf "%.1f", s * 1000}'
-}
-# stat prints the number of calls of one command so far (0 before any).
-stat() {
-	rcli INFO commandstats | tr -d '\r' | awk -F'[:=,]' -v c="cmdstat_$1" '$1 == c {n = $3} END {print n + 0}'
-}
-# usec prints the calls of one command so far and the microseconds Redis
-# spent in them.
-usec() {
-	rcli INFO commandstats | tr -d '\r' | awk -F'[:=,]' -v c="cmdstat_$1" '$1 == c {n = $3; u = $5} END {print n + 0, u + 0}'
-}
 # window_cpu prints the server's CPU in ms per second over $window seconds.
 # The sleep is the measurement's window, not a synchronisation.
 window_cpu() {
@@ -81,114 +68,109 @@ swept() { has_key "$1:sweep" && [ "$(rcli GET "$1:untried")" = 0 ]; }
 # shellcheck source=scripts/lib/fleet-size.sh
 source "$root/scripts/lib/fleet-size.sh"
 
-# fleet_cap measures what workers that wait for a place of
-# --fleet-max-running cost Redis, against idle ones: ten continuous workers
-# over 1,000 items all cooling down, without a cap (idle: looks and the
-# fleet's sweeps), then ten over 1,000 free items with --fleet-max-running 1
-# whose one place a run elsewhere holds (waiting), each over the same
-# window. The figure is the Redis time of their scripts (EVALSHA in INFO
-# commandstats), outside the noise of the whole server; then how soon a
-# waiting worker starts once that run's lock goes.
-fleet_cap() {
-	local idle waiting n0 u0 n1 u1 m0 v0 m1 v1 t s
-	local capstarts="$tmp/capstarts"
+# idle_ten measures the reference of fleet_cap and fleet_rate: ten
+# continuous workers over 1,000 items of prefix $1, all cooling down (their
+# looks and the fleet's sweeps). It sets idle, Redis' ms/s in all, and
+# idle_line, the line that shows their scripts' time.
+idle_ten() {
+	local n0 u0 n1 u1
 	rcli FLUSHALL >/dev/null
-	load "c:" 1000 cooling
+	load "$1:" 1000 cooling
 	bg_pids=()
 	for _ in $(seq 10); do
-		"$w8y" -q -c -u "$url" -k c true &
+		"$w8y" -q -c -u "$url" -k "$1" true &
 		bg_pids+=($!)
 	done
-	wait_for swept c
+	wait_for swept "$1"
 	read -r n0 u0 < <(usec evalsha)
 	idle=$(window_cpu)
 	read -r n1 u1 < <(usec evalsha)
 	stop_bg
+	idle_line=$(printf '%-52s %10s   %s' "10 idle workers, 1000 items cooling: script us/s" "$(((u1 - u0) / window))" \
+		"$((n1 - n0)) looks and sweeps in ${window}s (INFO commandstats); Redis ${idle} ms/s in all")
+}
 
-	rcli FLUSHALL >/dev/null
-	load "c:" 1000 none
-	rcli SET c:lock:held other PX 3600000 >/dev/null
-	rcli SADD c:running c:lock:held >/dev/null
-	: >"$capstarts"
+# waiting_ten starts ten continuous workers over prefix $1 with the options
+# that follow $2, each child appending its start time to file $2, and once
+# all ten are registered measures them over the window. It sets waiting,
+# Redis' ms/s in all, and waiting_calls, their scripts' share; the workers run on
+# until stop_bg.
+waiting_ten() {
+	local prefix=$1 starts=$2 m0 v0 m1 v1
+	shift 2
+	: >"$starts"
 	for _ in $(seq 10); do
-		"$w8y" -q -c -u "$url" -k c --fleet-max-running 1 bash -c 'echo "$EPOCHREALTIME" >>"$0"' "$capstarts" &
+		"$w8y" -q -c -u "$url" -k "$prefix" "$@" bash -c 'echo "$EPOCHREALTIME" >>"$0"' "$starts" &
 		bg_pids+=($!)
 	done
-	ten_registered() { [ "$(rcli ZCARD c:workers)" = 10 ]; }
+	ten_registered() { [ "$(rcli ZCARD "$prefix:workers")" = 10 ]; }
 	wait_for ten_registered
 	read -r m0 v0 < <(usec evalsha)
 	waiting=$(window_cpu)
 	read -r m1 v1 < <(usec evalsha)
-	[ ! -s "$capstarts" ] || broken "a worker ran a child while the one place was in use"
+	waiting_calls="$((m1 - m0)) script calls in ${window}s ($(((v1 - v0) / window)) us/s)"
+}
+
+# against_idle prints the verdict of waiting workers ($1, what they wait
+# for) against the idle ones. Idle and waiting workers both probe (see
+# internal/take's probe) and seldom run a script, so the figure to compare
+# is all the server's CPU; 10% over the idle workers' is the noise of two
+# 20 s windows on a shared machine.
+against_idle() {
+	echo "$idle_line"
+	verdict "10 workers waiting for $1: Redis ms/s" "$waiting" le "$(awk -v i="$idle" 'BEGIN {printf "%.2f", i * 1.1}')" \
+		"$waiting_calls; target: the idle workers' (${idle} ms/s), within 10%"
+}
+
+# fleet_cap measures what workers that wait for a place of
+# --fleet-max-running cost Redis, against idle ones (idle_ten): ten over
+# 1,000 free items with --fleet-max-running 1 whose one place a run
+# elsewhere holds, over the same window; then how soon a waiting worker
+# starts once that run's lock goes.
+fleet_cap() {
+	local t s starts="$tmp/capstarts"
+	idle_ten c
+	rcli FLUSHALL >/dev/null
+	load "c:" 1000 none
+	rcli SET c:lock:held other PX 3600000 >/dev/null
+	rcli SADD c:running c:lock:held >/dev/null
+	waiting_ten c "$starts" --fleet-max-running 1
+	[ ! -s "$starts" ] || broken "a worker ran a child while the one place was in use"
 	t=$EPOCHREALTIME
 	rcli DEL c:lock:held >/dev/null
-	wait_for test -s "$capstarts"
-	s=$(head -1 "$capstarts")
+	wait_for test -s "$starts"
+	s=$(head -1 "$starts")
 	stop_bg
 
-	# The reference, which has no target of its own.
-	printf '%-52s %10s   %s\n' "10 idle workers, 1000 items cooling: script us/s" "$(((u1 - u0) / window))" \
-		"$((n1 - n0)) looks and sweeps in ${window}s (INFO commandstats); Redis ${idle} ms/s in all"
-	# Idle and waiting workers both probe (see internal/take's probe) and
-	# seldom run a script, so the figure to compare is all the server's
-	# CPU; 10% over the idle workers' is the noise of two 20 s windows on
-	# a shared machine.
-	verdict "10 workers waiting for a place: Redis ms/s" "$waiting" le "$(awk -v i="$idle" 'BEGIN {printf "%.2f", i * 1.1}')" \
-		"$((m1 - m0)) script calls in ${window}s ($(((v1 - v0) / window)) us/s); target: the idle workers' (${idle} ms/s), within 10%"
+	against_idle "a place"
 	verdict "pickup: the one place freed (s)" "$(awk -v a="$t" -v b="$s" 'BEGIN {printf "%.2f", b - a}')" le 1.25 \
 		"from the DEL of the place's lock to a waiting worker's child's start"
 }
 
 # fleet_rate measures what workers that wait for --fleet-rate cost Redis,
-# against idle ones, as fleet_cap does for a place: ten continuous workers
-# over 1,000 items all cooling down, without a rate (idle), then ten over
-# 1,000 free items with --fleet-rate 1/1h whose one start in the window a
-# start elsewhere made (waiting), each over the same window; then how soon
-# a waiting worker starts once that start has left the window.
+# against idle ones, as fleet_cap does for a place: ten over 1,000 free
+# items with --fleet-rate 1/1h whose one start in the window a start
+# elsewhere made; then how soon a waiting worker starts once that start
+# has left the window.
 fleet_rate() {
-	local idle waiting n0 u0 n1 u1 m0 v0 m1 v1 t s now
-	local ratestarts="$tmp/ratestarts"
-	rcli FLUSHALL >/dev/null
-	load "r:" 1000 cooling
-	bg_pids=()
-	for _ in $(seq 10); do
-		"$w8y" -q -c -u "$url" -k r true &
-		bg_pids+=($!)
-	done
-	wait_for swept r
-	read -r n0 u0 < <(usec evalsha)
-	idle=$(window_cpu)
-	read -r n1 u1 < <(usec evalsha)
-	stop_bg
-
+	local t s now starts="$tmp/ratestarts"
+	idle_ten r
 	rcli FLUSHALL >/dev/null
 	load "r:" 1000 none
 	# A start elsewhere, now on Redis' clock: the window of 1/1h is full.
 	now=$(rcli TIME | tr -d '\r' | awk 'NR == 1 {s = $1} NR == 2 {printf "%d", s * 1000 + $1 / 1000}')
 	rcli LPUSH r:starts "$now" >/dev/null
-	: >"$ratestarts"
-	for _ in $(seq 10); do
-		"$w8y" -q -c -u "$url" -k r --fleet-rate 1/1h bash -c 'echo "$EPOCHREALTIME" >>"$0"' "$ratestarts" &
-		bg_pids+=($!)
-	done
-	ten_registered() { [ "$(rcli ZCARD r:workers)" = 10 ]; }
-	wait_for ten_registered
-	read -r m0 v0 < <(usec evalsha)
-	waiting=$(window_cpu)
-	read -r m1 v1 < <(usec evalsha)
-	[ ! -s "$ratestarts" ] || broken "a worker ran a child while the rate's window was full"
+	waiting_ten r "$starts" --fleet-rate 1/1h
+	[ ! -s "$starts" ] || broken "a worker ran a child while the rate's window was full"
 	t=$EPOCHREALTIME
 	# The start leaves the window: an hour and a second ago.
 	rcli LSET r:starts 0 $((now - 3601000)) >/dev/null
-	wait_for test -s "$ratestarts"
-	s=$(head -1 "$ratestarts")
+	wait_for test -s "$starts"
+	s=$(head -1 "$starts")
 	stop_bg
-	[ "$(wc -l <"$ratestarts")" = 1 ] || broken "$(wc -l <"$ratestarts") children started under --fleet-rate 1/1h, want 1"
+	[ "$(wc -l <"$starts")" = 1 ] || broken "$(wc -l <"$starts") children started under --fleet-rate 1/1h, want 1"
 
-	printf '%-52s %10s   %s\n' "10 idle workers, 1000 items cooling: script us/s" "$(((u1 - u0) / window))" \
-		"$((n1 - n0)) looks and sweeps in ${window}s (INFO commandstats); Redis ${idle} ms/s in all"
-	verdict "10 workers waiting for --fleet-rate: Redis ms/s" "$waiting" le "$(awk -v i="$idle" 'BEGIN {printf "%.2f", i * 1.1}')" \
-		"$((m1 - m0)) script calls in ${window}s ($(((v1 - v0) / window)) us/s); target: the idle workers' (${idle} ms/s), within 10%"
+	against_idle "--fleet-rate"
 	verdict "pickup: the window has room (s)" "$(awk -v a="$t" -v b="$s" 'BEGIN {printf "%.2f", b - a}')" le 1.25 \
 		"from the LSET that ages the window's start to a waiting worker's child's start"
 }
@@ -277,9 +259,9 @@ done
 wait_for swept b
 settled() {
 	local a
-	a=$(stat lrange)
+	a=$(calls lrange)
 	sleep 1
-	[ "$(stat lrange)" = "$a" ]
+	[ "$(calls lrange)" = "$a" ]
 }
 wait_for settled
 idle=$(window_cpu)
@@ -298,9 +280,9 @@ for _ in $(seq "$busy_workers"); do
 	bg_pids+=($!)
 done
 wait_for has_key busy:events
-x0=$(stat xadd) c0=$(rcli INFO stats | tr -d '\r' | awk -F: '/^total_commands_processed:/ {print $2}')
+x0=$(calls xadd) c0=$(rcli INFO stats | tr -d '\r' | awk -F: '/^total_commands_processed:/ {print $2}')
 busy=$(window_cpu)
-x1=$(stat xadd) c1=$(rcli INFO stats | tr -d '\r' | awk -F: '/^total_commands_processed:/ {print $2}')
+x1=$(calls xadd) c1=$(rcli INFO stats | tr -d '\r' | awk -F: '/^total_commands_processed:/ {print $2}')
 stop_bg
 items=$(((x1 - x0) / 2))
 [ "$items" -gt 0 ] || broken "the busy workers ran nothing"

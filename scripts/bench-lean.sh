@@ -36,12 +36,7 @@ busy_runs=4000
 bench_name=bench-lean
 # shellcheck source=scripts/lib/bench.sh
 source "$root/scripts/lib/bench.sh"
-w8y=${W8Y:-$w8y}
 
-cpu_ms() {
-	rcli INFO cpu | tr -d '\r' | awk -F: '/^used_cpu_(user|sys):/ {s += $2} END {printf "%.1f", s * 1000}'
-}
-since() { awk -v a="$1" -v b="$(cpu_ms)" 'BEGIN {printf "%.1f", b - a}'; }
 used_memory() { rcli INFO memory | tr -d '\r' | awk -F: '$1 == "used_memory" {print $2}'; }
 # verdict prints a figure's line: name, value, target (at most), and how
 # it was measured and is reproduced.

@@ -32,18 +32,7 @@ busy_runs=4000
 bench_name=bench-take
 # shellcheck source=scripts/lib/bench.sh
 source "$root/scripts/lib/bench.sh"
-w8y=${W8Y:-$w8y}
 
-# cpu_ms prints the server's CPU time so far, user and system, in ms.
-cpu_ms() {
-	rcli INFO cpu | tr -d '\r' | awk -F: '/^used_cpu_(user|sys):/ {s += $2} END {printf "%.1f", s * 1000}'
-}
-# since prints the CPU in ms since $1, a cpu_ms reading.
-since() { awk -v a="$1" -v b="$(cpu_ms)" 'BEGIN {printf "%.1f", b - a}'; }
-# calls prints how many times Redis ran one command so far.
-calls() {
-	rcli INFO commandstats | tr -d '\r' | awk -F'[:=,]' -v c="cmdstat_$1" '$1 == c {n = $3} END {print n + 0}'
-}
 verdict() {
 	local ok
 	ok=$(awk -v v="$2" -v t="$4" 'BEGIN {print (v <= t) ? "PASS" : "MISS"}')

@@ -267,19 +267,8 @@ func (f *Fleet) control(ctx context.Context, verb string, list []string, words, 
 	if err != nil {
 		return nil, redisconn.Wrap(verb+" in "+strconv.Quote(f.Keys.List()), err)
 	}
-	status, _ := reply[0].(string)
-	switch status {
-	case "ok":
-	case "no_list":
-		return nil, f.noList(verb == "add")
-	case "wrong_type":
-		kind, _ := reply[1].(string)
-		return nil, f.wrongType(kind)
-	case "not_in_list":
-		item, _ := reply[1].(string)
-		return nil, f.notInList(item)
-	default:
-		return nil, fmt.Errorf("unexpected reply from control.lua: %q", status)
+	if err := f.refused("control.lua", reply, verb == schema.EventAdd); err != nil {
+		return nil, err
 	}
 	var out []Result
 	for i := 1; i+2 < len(reply); i += 3 {
@@ -292,6 +281,28 @@ func (f *Fleet) control(ctx context.Context, verb string, list []string, words, 
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// refused is the error that a reply of control.lua or settings.lua (name)
+// says in its first element, or nil where it says ok: the list is missing
+// (which an add creates where adding), of another type or without an item
+// asked for, or an item's settings are of another type.
+func (f *Fleet) refused(name string, reply []any, adding bool) error {
+	word := func(i int) string { s, _ := reply[i].(string); return s }
+	switch status := word(0); status {
+	case "ok":
+		return nil
+	case "no_list":
+		return f.noList(adding)
+	case "wrong_type":
+		return f.wrongType(word(1))
+	case "not_in_list":
+		return f.notInList(word(1))
+	case "wrong_settings_type":
+		return f.wrongSettingsType(word(1), word(2))
+	default:
+		return fmt.Errorf("unexpected reply from %s: %q", name, status)
+	}
 }
 
 // eachKey is a command for where an item's keys may live on other servers

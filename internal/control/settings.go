@@ -91,23 +91,8 @@ func (f *Fleet) settings(ctx context.Context, verb string, items []string, pairs
 	if err != nil {
 		return nil, redisconn.Wrap(verb+" in "+strconv.Quote(f.Keys.List()), err)
 	}
-	status, _ := reply[0].(string)
-	switch status {
-	case "ok":
-	case "no_list":
-		return nil, f.noList(false)
-	case "wrong_type":
-		kind, _ := reply[1].(string)
-		return nil, f.wrongType(kind)
-	case "not_in_list":
-		item, _ := reply[1].(string)
-		return nil, f.notInList(item)
-	case "wrong_settings_type":
-		item, _ := reply[1].(string)
-		kind, _ := reply[2].(string)
-		return nil, f.wrongSettingsType(item, kind)
-	default:
-		return nil, fmt.Errorf("unexpected reply from settings.lua: %q", status)
+	if err := f.refused("settings.lua", reply, false); err != nil {
+		return nil, err
 	}
 	var out []SettingsResult
 	for i := 1; i+2 < len(reply); i += 3 {

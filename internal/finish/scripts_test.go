@@ -2,7 +2,6 @@ package finish
 
 import (
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redistest"
@@ -20,17 +19,6 @@ func TestScriptsLoad(t *testing.T) {
 // compare-and-delete. (The refresh of a lock is tested at the root, its
 // take in internal/take.)
 func TestReleaseOnlyOurs(t *testing.T) {
-	rdb, ctx := redistest.Client(t)
-	if err := rdb.Set(ctx, "w:lock:x", "me", time.Minute).Err(); err != nil {
-		t.Fatal(err)
-	}
-	for i, st := range []struct {
-		token string
-		want  any
-	}{{"other", int64(0)}, {"me", int64(1)}, {"me", int64(0)}} {
-		got, err := finishScript.Run(ctx, rdb, []string{"w:lock:x"}, st.token, "x", "").Result()
-		if err != nil || got != st.want {
-			t.Errorf("step %d: %v, %v; want %v", i, got, err, st.want)
-		}
-	}
+	redistest.OnlyOurs(t, finishScript, "w:lock:x", []any{"x", ""}, redistest.TokenStep{Token: "other"},
+		redistest.TokenStep{Token: "me", Want: 1}, redistest.TokenStep{Token: "me"})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/w8y/w8y/internal/proc"
+	"github.com/w8y/w8y/internal/proctest"
 )
 
 // TestMain plays w8y's guard when a Spawner starts this test binary as one.
@@ -73,21 +74,9 @@ func startChild(t *testing.T, r *Router, script string, lease Pausable) *proc.Ch
 	t.Helper()
 	s := proc.NewSpawner(proc.Terminal{}, nil, testMarker, r.Heard)
 	t.Cleanup(s.Close)
-	ready, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ready.Close()
-	cmd := exec.Command("sh", "-c", script)
-	cmd.Stdout = w
-	child, err := r.StartChild(func() (*proc.Child, error) { return s.Start(cmd, proc.NoDeadline) }, lease)
-	w.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ready.Read(make([]byte, 1)); err != nil {
-		t.Fatalf("the child never said it was ready: %v", err)
-	}
+	child := proctest.StartReady(t, script, func(cmd *exec.Cmd) (*proc.Child, error) {
+		return r.StartChild(func() (*proc.Child, error) { return s.Start(cmd, proc.NoDeadline) }, lease)
+	})
 	t.Cleanup(func() {
 		r.ChildDone(child)
 		child.Kill()

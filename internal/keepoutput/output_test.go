@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/w8y/w8y/internal/poll"
+	"github.com/w8y/w8y/internal/proctest"
 	"github.com/w8y/w8y/internal/redistest"
 )
 
@@ -117,16 +118,7 @@ func TestCaptureHeldOpen(t *testing.T) {
 // a write finds the reader gone, the child's next write fails too. What
 // came before is kept.
 func TestCaptureReaderGone(t *testing.T) {
-	gone := func() *os.File {
-		r, w, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.Close()
-		t.Cleanup(func() { w.Close() })
-		return w
-	}
-	before := gone()
+	before := proctest.ClosedPipe(t)
 	c, err := Start(before, io.Discard, 100)
 	if err != nil {
 		t.Fatal(err)

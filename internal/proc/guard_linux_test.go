@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/w8y/w8y/internal/proctest"
 )
 
 // TestMain lets this test binary serve as its own guard and relay, as w8y
@@ -110,25 +112,11 @@ func testSpawner(t *testing.T) *Spawner {
 // the script has said it is ready (on stdout): its traps are set.
 func spawnUnder(t *testing.T, s *Spawner, script string, deadline Deadline) *Child {
 	t.Helper()
-	ready, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ready.Close()
-	cmd := exec.Command("sh", "-c", script)
-	cmd.Stdout = w
-	c, err := s.Start(cmd, deadline)
-	w.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := proctest.StartReady(t, script, func(cmd *exec.Cmd) (*Child, error) { return s.Start(cmd, deadline) })
 	t.Cleanup(func() {
 		c.Kill()
 		c.Close()
 	})
-	if _, err := ready.Read(make([]byte, 1)); err != nil {
-		t.Fatalf("the child never said it was ready: %v", err)
-	}
 	return c
 }
 

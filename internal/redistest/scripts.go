@@ -1,12 +1,12 @@
 package redistest
 
 import (
-	"github.com/w8y/w8y/internal/poll"
-
 	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/poll"
 )
 
 // ScriptsLoad fails the test unless every script compiles in a real Redis,
@@ -28,4 +28,32 @@ func ScriptsLoad(tb testing.TB, scripts map[string]*redis.Script) {
 			tb.Errorf("%s.lua loaded as %s, want %s", name, sha, script.Hash())
 		}
 	}
+}
+
+// TokenStep is one call of a script that acts on a lock for its holder
+// alone (see OnlyOurs): the token it is called with, and its reply.
+type TokenStep struct {
+	Token string
+	Want  int64
+}
+
+// OnlyOurs runs script, in turn, on a lock key that the token "me" holds
+// for a minute, once for each step with the step's token and args after
+// it, and fails the test where a reply is not the step's: a
+// compare-and-delete or a compare-and-expire must leave another holder's
+// lock alone. It returns the client of the Redis it started, and its
+// context, for what the test checks next.
+func OnlyOurs(tb testing.TB, script *redis.Script, key string, args []any, steps ...TokenStep) (*redis.Client, context.Context) {
+	tb.Helper()
+	rdb, ctx := Client(tb)
+	if err := rdb.Set(ctx, key, "me", time.Minute).Err(); err != nil {
+		tb.Fatal(err)
+	}
+	for i, st := range steps {
+		got, err := script.Run(ctx, rdb, []string{key}, append([]any{st.Token}, args...)...).Result()
+		if err != nil || got != st.Want {
+			tb.Errorf("step %d, token %q: %v, %v; want %d", i, st.Token, got, err, st.Want)
+		}
+	}
+	return rdb, ctx
 }

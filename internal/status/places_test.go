@@ -5,16 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 )
 
 // TestPlaces: no cap recorded reads as none; under a cap, a place counts
 // while its lock exists, and reading drops nothing.
 func TestPlaces(t *testing.T) {
-	rdb, ctx := redistest.Client(t)
-	keys := schema.Keys{Prefix: "p:"}
-	r := &Reader{Client: rdb, Keys: keys}
+	r, rdb, ctx := newReader(t, schema.Keys{Prefix: "p:"})
+	keys := r.Keys
 	if got, err := r.Places(ctx); err != nil || got != nil {
 		t.Fatalf("without a cap: %+v, %v; want nil", got, err)
 	}

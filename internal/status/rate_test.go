@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
 )
 
@@ -14,9 +13,8 @@ import (
 // newest leaves the window, and reading writes nothing. The summary shows
 // it on a line of its own.
 func TestRate(t *testing.T) {
-	rdb, ctx := redistest.Client(t)
-	keys := schema.Keys{Prefix: "r:"}
-	r := &Reader{Client: rdb, Keys: keys}
+	r, rdb, ctx := newReader(t, schema.Keys{Prefix: "r:"})
+	keys := r.Keys
 	if got, err := r.Rate(ctx); err != nil || got != nil {
 		t.Fatalf("without a rate: %+v, %v; want nil", got, err)
 	}

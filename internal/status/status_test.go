@@ -172,3 +172,11 @@ func TestPageReadsOnlyItsWindow(t *testing.T) {
 		t.Errorf("Page of a missing list = %d, %d items, %v; want 0, none, nil", length, len(page), err)
 	}
 }
+
+// newReader is a Reader of keys on a redis-server of the test's own, with
+// its client and a context.
+func newReader(t *testing.T, keys schema.Keys) (*Reader, *redis.Client, context.Context) {
+	t.Helper()
+	rdb, ctx := redistest.Client(t)
+	return &Reader{Client: rdb, Keys: keys}, rdb, ctx
+}

@@ -21,10 +21,8 @@ import (
 // and whose item is neither locked nor paused, and the most overdue is the
 // oldest of those with a known time (a run-now's 0 has none).
 func TestLagReadsTheDueIndex(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
-	keys := schema.Keys{Prefix: "lag:"}
-	r := &Reader{Client: rdb, Keys: keys}
+	r, rdb, ctx := newReader(t, schema.Keys{Prefix: "lag:"})
+	keys := r.Keys
 	now := time.UnixMilli(1_800_000_000_000)
 	ms := func(d time.Duration) float64 { return float64(now.Add(d).UnixMilli()) }
 
@@ -56,10 +54,8 @@ func TestLagReadsTheDueIndex(t *testing.T) {
 // worker died): nothing was to run them. A worker that starts makes them
 // all late.
 func TestLagWithoutALiveWorker(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
-	keys := schema.Keys{Prefix: "idle:"}
-	r := &Reader{Client: rdb, Keys: keys}
+	r, rdb, ctx := newReader(t, schema.Keys{Prefix: "idle:"})
+	keys := r.Keys
 	now := time.UnixMilli(1_800_000_000_000)
 	ms := func(d time.Duration) float64 { return float64(now.Add(d).UnixMilli()) }
 	ended := func(item string, start, end time.Duration) {
@@ -92,10 +88,8 @@ func TestLagWithoutALiveWorker(t *testing.T) {
 // (no marks) whole, then the untried items at its head and those appended
 // after the seen mark, besides the due index's overdue entries.
 func TestLagCountsItemsNeverTried(t *testing.T) {
-	rdb := redistest.Start(t).Client
-	ctx := context.Background()
-	keys := schema.Keys{Prefix: "never:", Colocated: true}
-	r := &Reader{Client: rdb, Keys: keys}
+	r, rdb, ctx := newReader(t, schema.Keys{Prefix: "never:", Colocated: true})
+	keys := r.Keys
 	now := time.UnixMilli(1_800_000_000_000)
 	check := func(name string, overdue, never int64) {
 		t.Helper()

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -88,22 +89,16 @@ func (p *Pass) takeEach(ctx context.Context, stop <-chan struct{}) (Taken, error
 		if err != nil {
 			return Taken{}, err
 		}
-		switch got := try.got.(type) {
-		case int64:
-			switch got {
-			case fullFence:
-				return Taken{}, ErrFull
-			case rateFence:
-				return Taken{}, ErrRateFull
-			case 1:
-			default:
-				continue
-			}
+		var wrongType lockTypeError
+		switch err := try.refusal(); {
+		case err == nil:
 			if taken, done, err := t.own(ctx, try); done {
 				return taken, err
 			}
-		case string:
-			t.warnLockType(clip.Item(item), got)
+		case errors.Is(err, ErrFull), errors.Is(err, ErrRateFull):
+			return Taken{}, err
+		case errors.As(err, &wrongType):
+			t.warnLockType(clip.Item(item), wrongType.kind)
 		}
 	}
 	return Taken{}, ErrNoWork
@@ -149,6 +144,35 @@ type lockTry struct {
 	// notReplicated is the error of a lock taken that too few replicas
 	// confirmed (redisconn.ErrNotReplicated), else nil.
 	notReplicated error
+}
+
+// refusal is nil where try took the lock; ErrFull or ErrRateFull where
+// the fleet's --fleet-max-running or --fleet-rate allowed no start;
+// ErrHeld where another holder has it; a lockTypeError where its key
+// holds something other than a lock.
+func (try lockTry) refusal() error {
+	switch got := try.got.(type) {
+	case string:
+		return lockTypeError{key: try.Key, kind: got}
+	case int64:
+		switch got {
+		case 1:
+			return nil
+		case fullFence:
+			return ErrFull
+		case rateFence:
+			return ErrRateFull
+		}
+	}
+	return ErrHeld
+}
+
+// lockTypeError is a lock key that holds a kind of value other than a
+// lock: no worker may take the item until an operator deletes it.
+type lockTypeError struct{ key, kind string }
+
+func (e lockTypeError) Error() string {
+	return fmt.Sprintf("the lock key %s holds a %s, not a lock: delete it or choose another --key-prefix", quote(e.key), e.kind)
 }
 
 // tryLock tries item's lock with eachScript, confirmed by

@@ -237,3 +237,44 @@ func TestLookFirstPassTakesEachOnce(t *testing.T) {
 		t.Fatalf("the third take of the pass took %q (%v), want no work", taken.Item, err)
 	}
 }
+
+// TestLookHoldsPausedItems: an idle worker's look (look.lua) passes by a due
+// item that an operator paused, as a take does, and looks at it again when
+// the pause ends: at its expiry, or (for a pause without one) at the
+// fleet's next sweep, which the index then leaves it to.
+func TestLookHoldsPausedItems(t *testing.T) {
+	rdb, ctx := redistest.Client(t)
+	keys := schema.Keys{Prefix: "look:", Colocated: true}
+	redistest.Seed(t, rdb, keys.List(), "for-an-hour", "until-resumed")
+	// The fleet has tried the list: only the due index is left to look at.
+	rdb.Set(ctx, keys.Seen(), 2, 0)
+	rdb.Set(ctx, keys.Untried(), 0, 0)
+	rdb.HSet(ctx, keys.Pause("for-an-hour"), schema.PauseFieldReason, "flaky")
+	rdb.PExpire(ctx, keys.Pause("for-an-hour"), time.Hour)
+	rdb.HSet(ctx, keys.Pause("until-resumed"), schema.PauseFieldReason, "broken")
+	rdb.ZAdd(ctx, keys.Due(), redis.Z{Score: 0, Member: "for-an-hour"}, redis.Z{Score: 0, Member: "until-resumed"})
+
+	var logs bytes.Buffer
+	r := testTaker(rdb, keys.Prefix, true, 0, &logs)
+	before := time.Now()
+	if taken, err := r.LookFirst().Take(ctx, nil); !errors.Is(err, ErrNoWork) {
+		t.Fatalf("a look took %q (%v), want nothing: both items are paused", taken.Item, err)
+	}
+	due, err := rdb.ZRangeWithScores(ctx, keys.Due(), 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(due) != 1 || due[0].Member != "for-an-hour" || due[0].Score < float64(before.Add(time.Hour-time.Minute).UnixMilli()) {
+		t.Errorf("due index after the look: %v, want only for-an-hour, due when its pause ends in an hour", due)
+	}
+
+	rdb.Del(ctx, keys.Pause("for-an-hour"))
+	rdb.ZAdd(ctx, keys.Due(), redis.Z{Score: 0, Member: "for-an-hour"})
+	taken, err := r.LookFirst().Take(ctx, nil)
+	if err != nil || taken.Item != "for-an-hour" {
+		t.Fatalf("a look after the pause was deleted took %q (%v), want for-an-hour", taken.Item, err)
+	}
+	if taken.Fence != 1 || rdb.Get(ctx, keys.Fence()).Val() != "1" {
+		t.Errorf("the look's take has the fence %d, and the key %q; want 1", taken.Fence, rdb.Get(ctx, keys.Fence()).Val())
+	}
+}

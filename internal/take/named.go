@@ -107,18 +107,8 @@ func (t *Taker) TakeNamed(ctx context.Context, item string, ignorePause bool) (T
 	if err != nil {
 		return Taken{}, err
 	}
-	switch got := try.got.(type) {
-	case string:
-		return Taken{}, fmt.Errorf("the lock key %s holds a %s, not a lock: delete it or choose another --key-prefix", quote(try.Key), got)
-	case int64:
-		switch got {
-		case fullFence:
-			return Taken{}, ErrFull
-		case rateFence:
-			return Taken{}, ErrRateFull
-		case 0:
-			return Taken{}, ErrHeld
-		}
+	if err := try.refusal(); err != nil {
+		return Taken{}, err
 	}
 	// The lock is ours: a stop signal must not cut short what completes it.
 	ctx, cancel := t.held(ctx)

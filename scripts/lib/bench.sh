@@ -39,7 +39,9 @@ stop_bg() {
 
 bash "$root/scripts/ensure-redis.sh"
 CGO_ENABLED=0 go build -C "$root" -tags w8y_lean -o bin/w8y .
-w8y="$root/bin/w8y"
+# W8Y=path measures another build of w8y (a lean build of main, for the
+# figures before a change).
+w8y=${W8Y:-$root/bin/w8y}
 
 # shellcheck source=scripts/lib/redis.sh
 source "$root/scripts/lib/redis.sh"
@@ -47,3 +49,19 @@ start_redis || broken "could not start redis-server on a free loopback port"
 port=$redis_port
 url="redis://127.0.0.1:$port"
 rcli() { redis-cli -p "$port" "$@"; }
+
+# cpu_ms prints the server's CPU time so far, user and system, in ms (INFO
+# cpu), and since the CPU in ms since $1, a cpu_ms reading.
+cpu_ms() {
+	rcli INFO cpu | tr -d '\r' | awk -F: '/^used_cpu_(user|sys):/ {s += $2} END {printf "%.1f", s * 1000}'
+}
+since() { awk -v a="$1" -v b="$(cpu_ms)" 'BEGIN {printf "%.1f", b - a}'; }
+# calls prints how many times Redis ran one command so far (0 before any),
+# and usec those calls and the microseconds Redis spent in them (INFO
+# commandstats).
+calls() {
+	rcli INFO commandstats | tr -d '\r' | awk -F'[:=,]' -v c="cmdstat_$1" '$1 == c {n = $3} END {print n + 0}'
+}
+usec() {
+	rcli INFO commandstats | tr -d '\r' | awk -F'[:=,]' -v c="cmdstat_$1" '$1 == c {n = $3; u = $5} END {print n + 0, u + 0}'
+}
