@@ -105,10 +105,13 @@ verdict "Bytes an item after one run of each (--cooldown 1h)" \
 if [ "${LEAN_BUSY:-1}" != 0 ]; then
 	bench=$(go test -run '^$' -bench 'FinishThenLook$' -benchtime "${busy_runs}x" ./internal/take/) ||
 		broken "BenchmarkFinishThenLook: $bench"
-	line=$(grep '^BenchmarkFinishThenLook' <<<"$bench")
-	metric() { awk -v m="$1" '{for (i = 2; i < NF; i++) if ($(i + 1) == m) print $i}' <<<"$line"; }
-	verdict "Redis CPU of a busy item / a bare EVALSHA, same run" "$(metric x-bare)" 3 \
-		"$(metric redis-µs/op) us / $(metric bare-µs/op) us; go test -run '^\$' -bench 'FinishThenLook\$' -benchtime ${busy_runs}x ./internal/take/"
-	verdict "Commands a busy item runs inside Redis" "$(metric commands/op)" 15 \
-		"INFO commandstats; the same go test"
+	# One line a sub-benchmark: rate=none, then under --fleet-rate.
+	while read -r line; do
+		rate=$(awk '{sub(/^BenchmarkFinishThenLook\//, "", $1); sub(/-[0-9]+$/, "", $1); print $1}' <<<"$line")
+		metric() { awk -v m="$1" '{for (i = 2; i < NF; i++) if ($(i + 1) == m) print $i}' <<<"$line"; }
+		verdict "Redis CPU of a busy item / a bare EVALSHA ($rate)" "$(metric x-bare)" 3 \
+			"$(metric redis-µs/op) us / $(metric bare-µs/op) us; go test -run '^\$' -bench 'FinishThenLook\$' -benchtime ${busy_runs}x ./internal/take/"
+		verdict "Commands a busy item runs inside Redis ($rate)" "$(metric commands/op)" 15 \
+			"INFO commandstats; the same go test"
+	done < <(grep '^BenchmarkFinishThenLook/' <<<"$bench")
 fi

@@ -46,6 +46,11 @@
 --                           wake an idle worker, while it holds fewer than
 --                           N (absent or 0: none)
 --           wake_ttl=MS     the wake list's expiry after a push
+--           placed=0        the run took no place of --fleet-max-running
+--                           (its take had no cap): its lock is not looked
+--                           for among the places (a member that another
+--                           run left there is dropped by the next capped
+--                           take that counts it, once its lock is gone)
 -- ARGV[4] the reason that a cancelled run's request gave, and ARGV[5] who
 --         asked: free text, so not among the words
 -- ARGV[6] the last bytes of the child's stdout, and ARGV[7] of its stderr
@@ -88,18 +93,17 @@ end
 -- The run's place under --fleet-max-running goes with its lock, in the same
 -- step, and only if the lock was still ours: a lock lost and taken again
 -- by another run is that run's place now.
-local freed = 0
-if released == 1 then
-  freed = redis.pcall("SREM", KEYS[7], KEYS[1])
-end
--- Everything below is written whether or not the lock was still ours: a
--- lost lock is a failed run.
-
 local token, item = ARGV[1], ARGV[2]
 local opt = {}
 for name, value in string.gmatch(ARGV[3] or "", "([%w_]+)=(%S*)") do
   opt[name] = value
 end
+local freed = 0
+if released == 1 and opt.placed ~= "0" then
+  freed = redis.pcall("SREM", KEYS[7], KEYS[1])
+end
+-- Everything below is written whether or not the lock was still ours: a
+-- lost lock is a failed run.
 local state = KEYS[2]
 -- A primary that a failover demoted runs the script as a replica, which
 -- refuses every write: redis.pcall's below would fail one by one, unseen,
@@ -110,6 +114,19 @@ local state = KEYS[2]
 local kept = 0
 if tonumber(opt.state_ttl or 0) > 0 then
   kept = redis.call("PEXPIRE", state, opt.state_ttl)
+end
+-- was is what the existing state hash holds of the fields that the record
+-- below changes by what they were: one read (HMGET) that spares a busy
+-- item's finish the writes that would change nothing (the HDEL of fields
+-- it does not have, the failing index's ZREM of an item that was not
+-- failing) and the HINCRBY of the runs, which the record's HSET writes.
+-- nil where there was no hash (or another type): the writes, as always.
+local was
+if kept == 1 then
+  local got = redis.pcall("HMGET", state, "consecutive_failures", "runs", "last_reason", "last_stdout", "last_stderr", "next_slot")
+  if type(got) == "table" and not got.err then
+    was = got
+  end
 end
 local reason, by
 if opt.reason == "1" then
@@ -132,6 +149,10 @@ local left = {}
 -- longer or no expiry, or a key of another type, which w8y does not own).
 -- It returns the key's time to live after it. Keep in step with pause.lua.
 local function pause(key, ms)
+  -- Most often no key holds the item: one SET, which also tells.
+  if redis.call("SET", key, token, "PX", ms, "NX") then
+    return ms
+  end
   local ttl = redis.call("PTTL", key)
   if ttl == -2 or (ttl >= 0 and ttl < ms and redis.call("TYPE", key).ok == "string") then
     redis.call("SET", key, token, "PX", ms)
@@ -176,7 +197,9 @@ if released == 1 then
 end
 if opt.result == "success" then
   push(record, "consecutive_failures", 0)
-  if counted == 1 then
+  -- A hash whose count is 0 or absent has no entry among the failing
+  -- (a failure's finish writes both; the entry outlives no hash).
+  if counted == 1 and not (was and (not was[1] or was[1] == "0")) then
     redis.pcall("ZREM", keyPrefix .. "failing", item)
   end
   local cooldown = tonumber(opt.cooldown or 0)
@@ -277,22 +300,42 @@ end
 -- their place must not hide whether the lock was released.
 -- One HSET writes them all, and one HDEL drops what this run has not to
 -- say, so that an earlier run's does not seem to be this one's.
+-- dropped adds a field to drop unless was shows the hash without it.
 local drop = {}
+local function dropped(name, at)
+  if not was or was[at] then
+    drop[#drop + 1] = name
+  end
+end
 if reason then
   push(record, "last_reason", reason)
 else
-  drop[#drop + 1] = "last_reason"
+  dropped("last_reason", 3)
 end
 if opt.output == "1" then
   push(record, "last_stdout", ARGV[6], "last_stderr", ARGV[7])
 else
-  drop[#drop + 1] = "last_stdout"
-  drop[#drop + 1] = "last_stderr"
+  dropped("last_stdout", 4)
+  dropped("last_stderr", 5)
 end
 if opt.next_slot then
   push(record, "next_slot", opt.next_slot)
 else
-  drop[#drop + 1] = "next_slot"
+  dropped("next_slot", 6)
+end
+-- The runs: counted in the record's HSET where was read a whole number
+-- (or none), else by HINCRBY, which fails as it always has on a value
+-- that is not one.
+local runs
+if was then
+  if not was[2] then
+    runs = 1
+  elseif string.match(was[2], "^%d+$") and #was[2] < 16 then
+    runs = tonumber(was[2]) + 1
+  end
+end
+if runs then
+  push(record, "runs", runs)
 end
 if opt.exit_code then
   push(record, "last_exit_code", opt.exit_code, "last_duration_ms", opt.duration_ms)
@@ -301,8 +344,12 @@ local ok = redis.pcall("HSET", state, unpack(record))
 if opt.result == "success" and type(ok) == "table" and ok.err then
   problem = ok.err
 end
-redis.pcall("HDEL", state, unpack(drop))
-redis.pcall("HINCRBY", state, "runs", 1)
+if #drop > 0 then
+  redis.pcall("HDEL", state, unpack(drop))
+end
+if not runs then
+  redis.pcall("HINCRBY", state, "runs", 1)
+end
 if opt.failed == "1" then
   redis.pcall("HINCRBY", state, "failures", 1)
 end

@@ -101,13 +101,16 @@ end
 -- the others' looks leave the steps to it, so that a fleet of idle workers
 -- does not make the steps all at once.
 --
+-- waits is whether keyPrefix .. "sweep" exists, where the caller has read
+-- it already (look.lua, with its marks); nil: the step reads it.
+--
 -- Returns how many items it gave an entry, or moved one earlier, and 1 when
 -- this caller drives a sweep that is not over (it may step again at once),
 -- else 0.
-local function sweepStep(list, length, keyPrefix, now, maxLen, token, opt)
+local function sweepStep(list, length, keyPrefix, now, maxLen, token, opt, waits)
   local step = tonumber(opt.sweep or 0)
   local sweepKey, sweptKey = keyPrefix .. "sweep", keyPrefix .. "swept"
-  if step <= 0 or length == 0 or redis.call("EXISTS", sweepKey) == 1 then
+  if step <= 0 or length == 0 or waits or (waits == nil and redis.call("EXISTS", sweepKey) == 1) then
     return 0, 0
   end
   local covered, was = 0, length

@@ -113,17 +113,22 @@ end
 -- before the look elects a sweep. An empty or missing list forgets both
 -- marks, so that a list made anew is tried whole. pcall: a key of another
 -- type reads as missing, and is replaced.
-local untriedKey = keyPrefix .. "untried"
-local untried = tonumber(redis.pcall("GET", untriedKey))
+-- One MGET reads both marks and whether the fleet's sweep waits (its key
+-- exists: see index.lua's sweepStep); MGET reads a key of another type as
+-- missing, as GET under pcall did.
+local untriedKey, sweepKey = keyPrefix .. "untried", keyPrefix .. "sweep"
+local marks = redis.call("MGET", untriedKey, seenKey, sweepKey)
+local untried, stored, sweepWaits = tonumber(marks[1]), tonumber(marks[2]), marks[3] ~= false
 if length == 0 then
   redis.call("DEL", seenKey, untriedKey)
-  untried = 0
+  untried, stored = 0, nil
 elseif not untried then
-  untried = length
+  untried, stored = length, length
   redis.pcall("SET", untriedKey, length)
   redis.pcall("SET", seenKey, length)
   if tonumber(opt.sweep or 0) > 0 then
-    redis.pcall("SET", keyPrefix .. "sweep", now, "NX", "PX", sweepEvery(length, opt))
+    redis.pcall("SET", sweepKey, now, "NX", "PX", sweepEvery(length, opt))
+    sweepWaits = true
   end
 end
 -- A capped look whose places are all in use tries nothing, and elects no
@@ -149,11 +154,10 @@ if untried > 0 and opt.head ~= "0" then
   return {0, false, 0, 0, untried, 0, false}
 end
 -- last is where the appended items start; seen where the next look's will.
-local stored = tonumber(redis.pcall("GET", seenKey))
 local last = math.min(stored or length, length)
 local seen = last
 
-local swept, sweeping = sweepStep(list, length, keyPrefix, now, maxLen, token, opt)
+local swept, sweeping = sweepStep(list, length, keyPrefix, now, maxLen, token, opt, sweepWaits)
 local reply = {0, false, swept, 0, untried, sweeping, false}
 local function skip(item, why)
   reply[#reply + 1] = sub(item, 1, clipLen)
@@ -294,11 +298,16 @@ if taken then
   if type(fence) == "number" then
     reply[4] = fence
   end
-  takePlace(keyPrefix .. "running", keyPrefix .. "fleet-max-running", keyPrefix .. "lock:" .. taken, cap)
   -- An item that waits for its first slot starts nothing: the fleet's
-  -- rate does not count it.
-  if not fresh then
-    takeRate(keyPrefix .. "starts", keyPrefix .. "fleet-rate", rateN, ratePer, now)
+  -- rate does not count it. A take under neither a cap nor a rate deletes
+  -- both records (takePlace's and takeRate's) in one DEL.
+  if cap <= 0 and not rateN and not fresh then
+    redis.pcall("DEL", keyPrefix .. "fleet-max-running", keyPrefix .. "fleet-rate")
+  else
+    takePlace(keyPrefix .. "running", keyPrefix .. "fleet-max-running", keyPrefix .. "lock:" .. taken, cap)
+    if not fresh then
+      takeRate(keyPrefix .. "starts", keyPrefix .. "fleet-rate", rateN, ratePer, now)
+    end
   end
   if opt.state_ttl and not fresh then
     local state = keyPrefix .. "state:" .. taken

@@ -30,6 +30,11 @@ for i = 3, #ARGV do
     lookArgs[#lookArgs + 1] = ARGV[i]
   end
 end
+-- A worker whose takes have no cap (no cap=N among the look's options, the
+-- same as its take of the run that ends) took no place for that run.
+if finishArgs[3] and not string.match(" " .. (lookArgs[5] or ""), " cap=0*[1-9]") then
+  finishArgs[3] = finishArgs[3] .. " placed=0"
+end
 local finished = finishRun(finishKeys, finishArgs)
 -- A finish that added an end event has just set the stream's expiry, which
 -- the take's start event need not set again.
