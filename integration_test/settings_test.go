@@ -58,7 +58,10 @@ func TestItemSettings(t *testing.T) {
 	}
 
 	// A worker started later applies them too, and so does one started
-	// after both stopped: they live in Redis, not in a worker.
+	// after both stopped: they live in Redis, not in a worker. The first
+	// stops first, so that the second is the one to run c (two would race
+	// for it, and the first, busy with a, could win every time).
+	drain(t, []*proc{w1})
 	w2 := worker()
 	pid := itoa(w2.cmd.Process.Pid)
 	poll.WaitFor(t, "the second worker's run of c to time out", func() bool {
@@ -69,7 +72,7 @@ func TestItemSettings(t *testing.T) {
 		}
 		return false
 	})
-	drain(t, []*proc{w1, w2})
+	drain(t, []*proc{w2})
 	s.ctl("run-now", "b").mustExit(t, 0)
 	s.Client.Del(ctx(t), "started")
 	w3 := worker()

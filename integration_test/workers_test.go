@@ -234,7 +234,9 @@ func TestRunNowPickupInAFleet(t *testing.T) {
 	fleet := &control.Fleet{Client: s.Client, Keys: schema.Keys{Prefix: "pk:", Colocated: true}}
 	var waits []time.Duration
 	for _, item := range items {
-		last := "$"
+		// From the stream's newest entry, or its start where it has none
+		// yet ("$" would miss what the take writes before XREAD blocks).
+		last := "0"
 		if got := s.Client.XRevRangeN(ctx(t), s.key("events"), "+", "-", 1).Val(); len(got) > 0 {
 			last = got[0].ID
 		}
