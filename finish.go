@@ -91,7 +91,7 @@ func (w *worker) finish(ctx context.Context, lock *Lock, end finish.End, takeNex
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	log := w.log.With().Str("item", clip.Item(lock.Item)).Str("lock_key", clip.Item(lock.Key)).Logger()
-	end.Started = lock.Taken
+	end.Started, end.Taken = lock.Taken, lock.Start
 	var done finish.Reply
 	var err error
 	if takeNext {

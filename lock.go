@@ -41,8 +41,10 @@ type Lock struct {
 	// Fence is the list's fencing token that this take got (see
 	// schema.Keys.Fence), which the child gets as W8Y_FENCE.
 	Fence int64
-	// Taken is when the take that got the lock was sent: the run's start.
-	Taken time.Time
+	// Taken is when the take that got the lock was sent, on this host's
+	// clock, and Start when Redis took it, on Redis' clock (zero where the
+	// take did not say): the run's start.
+	Taken, Start time.Time
 	// CancelKey is the item's cancel request, which each refresh reads in
 	// the same call; "" where one script may not name it with the lock
 	// (see schema.Keys.Colocated), and no cancel can be asked for.

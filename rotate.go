@@ -19,7 +19,7 @@ type Rotator struct {
 // lock is the Lock of what a take of this Rotator took.
 func (r *Rotator) lock(t take.Taken) *Lock {
 	return &Lock{
-		Key: t.Key, Token: t.Token, TTL: r.TTL, Item: t.Item, Fence: t.Fence, Taken: t.At, CancelKey: t.CancelKey, LocksKey: t.LocksKey, Run: t.Run,
+		Key: t.Key, Token: t.Token, TTL: r.TTL, Item: t.Item, Fence: t.Fence, Taken: t.At, Start: t.Start, CancelKey: t.CancelKey, LocksKey: t.LocksKey, Run: t.Run,
 		client: r.Client, acks: r.ReplicaAcks, expires: t.Expires,
 	}
 }

@@ -29,9 +29,15 @@ type End struct {
 	// why it never started (a stop signal, proc.ErrNotFound, ...), or nil
 	// when the child ended by itself.
 	Err error
-	// At is when the run ended, and Started when its item was taken (the
-	// state hash's last_start), or zero where the caller does not know.
+	// At is when the run ended, and Started when its item was taken, on
+	// this host's clock, or zero where the caller does not know.
 	At, Started time.Time
+	// Taken is when Redis took the item, on Redis' clock (the state hash's
+	// last_start), where the take said; zero where it did not, and Started
+	// stands for it. A schedule counts the run's start from it: a take sent
+	// just before a slot that Redis runs just after it belongs to the new
+	// slot, which Started would put in the old one.
+	Taken time.Time
 	// Cancel is the request that cancelled the run, when its Result is
 	// schema.ResultCancelled.
 	Cancel *schema.CancelRequest

@@ -143,6 +143,9 @@ func (f *Finisher) Call(lockKey, token string, end End) (keys []string, args []a
 // record's times compare with those that the scripts write.
 func (f *Finisher) onRedisClock(end End) End {
 	end.At, end.Started = f.Clock.OnRedis(end.At), f.Clock.OnRedis(end.Started)
+	if !end.Taken.IsZero() {
+		end.Started = end.Taken
+	}
 	return end
 }
 

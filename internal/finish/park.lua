@@ -29,19 +29,20 @@ end
 
 -- The cooldown, unless its key already keeps the item longer (an
 -- operator's, or one of another type, which w8y does not own): as
--- finish.lua's pause.
-if ms > 0 then
-  local ttl = redis.call("PTTL", KEYS[2])
-  if ttl == -2 or (ttl >= 0 and ttl < ms and redis.call("TYPE", KEYS[2]).ok == "string") then
-    redis.call("SET", KEYS[2], token, "PX", ms)
-  end
+-- finish.lua's pause. left is the key's time to live after it: the cooldown
+-- set, as set (a PTTL read after the SET may have crossed a millisecond,
+-- and would put the due entry a millisecond before the slot), or the key's
+-- own.
+local left = redis.call("PTTL", KEYS[2])
+if ms > 0 and (left == -2 or (left >= 0 and left < ms and redis.call("TYPE", KEYS[2]).ok == "string")) then
+  redis.call("SET", KEYS[2], token, "PX", ms)
+  left = ms
 end
 -- pcall: a state key of another type must not keep the lock from going.
 redis.pcall("HSET", KEYS[3], "next_slot", slot)
 redis.pcall("PEXPIRE", KEYS[3], ARGV[5])
 
 -- Due when the cooldown ends, or left to the sweep where it never does.
-local left = redis.call("PTTL", KEYS[2])
 if left == -1 then
   redis.pcall("ZREM", KEYS[4], item)
 else

@@ -53,8 +53,8 @@ var batchSource string
 //	ARGV[6] -> options: "batch=N [state_ttl=MS events=N] [start=N] [cap=N]
 //	           [rate=N/MS]"
 //
-// Returns {left, item or false, length or -1, fence, head1, size-or-type1,
-// ...}, which decodeBatchReply reads.
+// Returns {left, item or false, length or -1, fence, settings, now, head1,
+// size-or-type1, ...}, which decodeBatchReply reads.
 var batchScript = indexed(batchSource)
 
 // batchCall is one call of batchScript.
@@ -90,6 +90,8 @@ type batchReply struct {
 	// Settings is takenSettings' reply for the item taken (see
 	// Taker.ownReply).
 	Settings any
+	// Now is Redis' clock at the call, Unix milliseconds.
+	Now int64
 	// Skipped are the items passed over that an operator should hear of.
 	Skipped []skippedItem
 	// Full is set when every place of --fleet-max-running was in use: the
@@ -148,7 +150,7 @@ func (p *Pass) takeInBatches(ctx context.Context, stop <-chan struct{}) (Taken, 
 		}
 		if reply.Taken {
 			taken := t.taken(reply.Item, sent)
-			taken.Fence = reply.Fence
+			taken.Fence, taken.Start = reply.Fence, redisTime(reply.Now)
 			t.ownReply(&taken, reply.Settings)
 			t.warnNoFence(taken)
 			if err != nil {
@@ -203,8 +205,8 @@ func (b batchCall) run(ctx context.Context, client redisconn.ScriptClient, acks 
 // decodeBatchReply reads batchScript's reply.
 func decodeBatchReply(reply []any) (batchReply, error) {
 	// Three values from a call that ended early, else the fence, the
-	// settings and pairs.
-	if len(reply) != 3 && (len(reply) < 5 || len(reply)%2 != 1) {
+	// settings, Redis' clock and pairs.
+	if len(reply) != 3 && (len(reply) < 6 || len(reply)%2 != 0) {
 		return batchReply{}, fmt.Errorf("unexpected reply from batch.lua: %d values", len(reply))
 	}
 	left, ok := reply[0].(int64)
@@ -217,7 +219,8 @@ func decodeBatchReply(reply []any) (batchReply, error) {
 	if len(reply) > 3 {
 		out.Fence, _ = reply[3].(int64)
 		out.Settings = reply[4]
-		out.Skipped = decodeSkipped(reply[5:])
+		out.Now, _ = reply[5].(int64)
+		out.Skipped = decodeSkipped(reply[6:])
 	}
 	return out, nil
 }

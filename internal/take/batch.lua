@@ -35,14 +35,16 @@
 --                        (see settings.lua's takenSettings)
 
 --
--- Returns {left, taken, length, fence, settings, head1, size1, head2, size2,
--- ...}: the candidates left in the pass after this call (0 when it is
+-- Returns {left, taken, length, fence, settings, now, head1, size1, head2,
+-- size2, ...}: the candidates left in the pass after this call (0 when it is
 -- over), the item whose lock is now ours or nil, the list's length when
 -- this call read it (at the start of a pass) or -1, the take's fencing
 -- token (0 without a take; absent when the call ends early; -1 when cap=N
 -- found every place in use, and the call looked at no candidate), the
 -- taken item's settings and whether it is fresh (settings.lua's
--- takenSettings; false without a take), and for each item skipped because
+-- takenSettings; false without a take), Redis' clock at the take (Unix
+-- milliseconds: the run's start as last_start records it and a schedule
+-- counts it), and for each item skipped because
 -- the child cannot be given it (empty, too long, holding a NUL byte) its
 -- first clipLen bytes and its size,
 -- then for each item whose lock key was found holding another type (a hash,
@@ -101,14 +103,14 @@ local cap, full, err = placesFull(keyPrefix, opt)
 if err then
   return err
 elseif full then
-  return {0, false, length or -1, -1, false}
+  return {0, false, length or -1, -1, false, now}
 end
 -- So does one that --fleet-rate refuses (see rate.lua).
 local rateN, ratePer, rateIsFull, rateErr = ratesFull(keyPrefix, opt, now)
 if rateErr then
   return rateErr
 elseif rateIsFull then
-  return {0, false, length or -1, -2, false}
+  return {0, false, length or -1, -2, false, now}
 end
 
 -- The script runs atomically, so reading the candidates, trying their locks
@@ -204,7 +206,7 @@ if nrest > 0 and redis.call("EXISTS", list, unpack(keys, 1, nrest)) < nrest + 1 
   end
 end
 
-local reply = {left - looked, false, length or -1, 0, false}
+local reply = {left - looked, false, length or -1, 0, false, now}
 -- fresh: the item taken waits for its first slot, and runs not now (see
 -- settings.lua): its start is not recorded.
 local fresh = false

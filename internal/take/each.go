@@ -219,7 +219,7 @@ func (t *Taker) started(ctx context.Context, try lockTry, named bool) (Taken, er
 	// onRedisClock): a start on the host's clock and an end on its estimate
 	// of Redis' could come out in the wrong order for a short run.
 	if !taken.fresh {
-		if err := t.Record.RecordStart(ctx, t.Client, taken.Item, t.Token, taken.Fence, t.Clock.OnRedis(taken.At)); err != nil {
+		if err := t.Record.RecordStart(ctx, t.Client, taken.Item, t.Token, taken.Fence, t.startOnRedis(taken)); err != nil {
 			t.Log.Warn().Err(err).Str("item", clip.Item(taken.Item)).Msg("could not record the start of the run")
 		}
 	}

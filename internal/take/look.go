@@ -53,8 +53,8 @@ var lookSource string
 //	           sweep_max=MS sweep_lease=MS [head=0] [state_ttl=MS events=N]
 //	           [cap=N] [rate=N/MS]"
 //
-// Returns {unseen, item or false, swept, fence, untried, sweeping, head1,
-// size-or-type1, ...}, which look reads.
+// Returns {unseen, item or false, swept, fence, untried, sweeping, settings,
+// now, head1, size-or-type1, ...}, which look reads.
 var lookScript = indexed(lookSource)
 
 // looking is what a Taker learns from its passes and looks for the next
@@ -133,7 +133,7 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 		}
 		return lookReply{}, redisconn.Wrap("look at "+quote(list), err)
 	}
-	if len(reply) < 7 || len(reply)%2 != 1 {
+	if len(reply) < 8 || len(reply)%2 != 0 {
 		return lookReply{}, redisconn.Wrap("look at "+quote(list), fmt.Errorf("unexpected reply from look.lua: %d values", len(reply)))
 	}
 	unseen, _ := reply[0].(int64)
@@ -196,7 +196,7 @@ func (t *Taker) lookArgs(head string) []any {
 // readTaken reads the item that lookScript's reply, to a look sent at sent,
 // says it took, if any, and warns of the items it skipped for good.
 func (t *Taker) readTaken(reply []any, sent time.Time) (Taken, bool) {
-	for _, s := range decodeSkipped(reply[7:]) {
+	for _, s := range decodeSkipped(reply[8:]) {
 		t.warnSkipped(s)
 	}
 	item, isTaken := reply[1].(string)
@@ -205,6 +205,8 @@ func (t *Taker) readTaken(reply []any, sent time.Time) (Taken, bool) {
 	}
 	taken := t.taken(item, sent)
 	taken.Fence, _ = reply[3].(int64)
+	now, _ := reply[7].(int64)
+	taken.Start = redisTime(now)
 	t.ownReply(&taken, reply[6])
 	t.warnNoFence(taken)
 	return taken, true

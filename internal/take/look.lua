@@ -65,8 +65,8 @@
 --                        the events stream's expiry was set earlier in the
 --                        same call (next.lua's finish): not set again
 --
--- Returns {unseen, taken, swept, fence, untried, sweeping, settings, head1,
--- size1, ...}: how many appended items are still to be tried after this look (a
+-- Returns {unseen, taken, swept, fence, untried, sweeping, settings, now,
+-- head1, size1, ...}: how many appended items are still to be tried after this look (a
 -- caller that took nothing looks again at once while there are), the item
 -- whose lock is now ours or false, how many items the sweep's step gave an
 -- entry in the due index (or an earlier one), the take's
@@ -77,7 +77,8 @@
 -- passes over them with batch.lua, as a pass of that many), 1 when this
 -- caller drives the fleet's sweep and its next step may come at once (a
 -- caller that took nothing looks again at once), the taken item's
--- settings as batch.lua returns them (false without a take), and for each
+-- settings as batch.lua returns them (false without a take), Redis' clock
+-- at the take (Unix milliseconds, as batch.lua returns it), and for each
 -- item skipped because the child cannot be given it, or because its lock
 -- key holds another type, its head and size or type name, as batch.lua
 -- reports them.
@@ -137,7 +138,7 @@ local cap, full, err = placesFull(keyPrefix, opt)
 if err then
   return err
 elseif full then
-  return {0, false, 0, -1, 0, 0, false}
+  return {0, false, 0, -1, 0, 0, false, now}
 end
 -- So does a look that --fleet-rate refuses: the fleet started N items in
 -- the rate's last window (see rate.lua).
@@ -145,20 +146,20 @@ local rateN, ratePer, rateIsFull, rateErr = ratesFull(keyPrefix, opt, now)
 if rateErr then
   return rateErr
 elseif rateIsFull then
-  return {0, false, 0, -2, 0, 0, false}
+  return {0, false, 0, -2, 0, 0, false, now}
 end
 -- A pass tries the head first: while items there are untried, the caller
 -- (unless it asks for the rest, head=0) passes over them before anything
 -- else, as a take always has.
 if untried > 0 and opt.head ~= "0" then
-  return {0, false, 0, 0, untried, 0, false}
+  return {0, false, 0, 0, untried, 0, false, now}
 end
 -- last is where the appended items start; seen where the next look's will.
 local last = math.min(stored or length, length)
 local seen = last
 
 local swept, sweeping = sweepStep(list, length, keyPrefix, now, maxLen, token, opt, sweepWaits)
-local reply = {0, false, swept, 0, untried, sweeping, false}
+local reply = {0, false, swept, 0, untried, sweeping, false, now}
 local function skip(item, why)
   reply[#reply + 1] = sub(item, 1, clipLen)
   reply[#reply + 1] = why

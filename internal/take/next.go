@@ -60,7 +60,7 @@ func (t *Taker) FinishThenLook(ctx context.Context, f *finish.Finisher, lockKey,
 		return finish.Reply{}, Taken{}, false, err
 	}
 	look, _ := reply[1].([]any)
-	if len(look) < 7 {
+	if len(look) < 8 {
 		return done, Taken{}, false, nil
 	}
 	t.logSwept(look[2])

@@ -100,6 +100,15 @@ func (t *Taker) readOwn(ctx context.Context, taken *Taken, named bool) {
 	t.apply(taken, stored, fresh)
 }
 
+// startOnRedis is when Redis took taken, on its clock: what the take said, or
+// where it did not, when the take was sent, by this host's estimate.
+func (t *Taker) startOnRedis(taken Taken) time.Time {
+	if !taken.Start.IsZero() {
+		return taken.Start
+	}
+	return t.Clock.OnRedis(taken.At)
+}
+
 // park gives back the lock of a fresh take: the item waits for its first
 // slot, with a cooldown until then and the slot in its state hash (see
 // finish.Recorder.Park), as it would after a success. Where the schedule
@@ -110,20 +119,23 @@ func (t *Taker) park(ctx context.Context, taken Taken) (run bool, err error) {
 	defer cancel()
 	cron := t.run(taken).Schedule.Cron
 	if !cron.Set() {
-		if err := t.Record.RecordStart(ctx, t.Client, taken.Item, t.Token, taken.Fence, taken.At); err != nil {
+		if err := t.Record.RecordStart(ctx, t.Client, taken.Item, t.Token, taken.Fence, t.startOnRedis(taken)); err != nil {
 			t.Log.Warn().Err(err).Str("item", clip.Item(taken.Item)).Msg("could not record the start of the run")
 		}
 		return true, nil
 	}
+	// The first slot after the take, on Redis' clock: a take that Redis
+	// ran just after a slot began waits for the next one, as a run it
+	// started would.
 	now := t.Clock.Now()
-	slot := cron.Next(taken.Item, now)
+	slot := cron.Next(taken.Item, t.startOnRedis(taken))
 	wait := time.Duration(0)
 	if slot.IsZero() {
 		// No slot within five years: the item waits that long.
 		wait = 5 * 365 * 24 * time.Hour
 		slot = now.Add(wait)
 	} else {
-		wait = (slot.Sub(now) + time.Millisecond - 1).Truncate(time.Millisecond)
+		wait = max((slot.Sub(now) + time.Millisecond - 1).Truncate(time.Millisecond), 0)
 	}
 	if err := t.Record.Park(ctx, t.Client, taken.Key, taken.Token, taken.Item, slot, wait); err != nil {
 		return false, err

@@ -123,9 +123,13 @@ type Taken struct {
 	// LocksKey is the counts' index of locks (schema.Keys.Locks), whose
 	// entry the lock's refreshes move, where CancelKey is set; else "".
 	LocksKey string
-	// At is when the call that took it was sent: the run's start, as the
-	// item's state hash records it (last_start) and --schedule counts it.
+	// At is when the call that took it was sent, on this host's clock.
 	At time.Time
+	// Start is when Redis took it, on Redis' clock: the run's start, as
+	// the item's state hash records it (last_start) and --schedule counts
+	// it. It is the zero time where the take did not say (the pass per
+	// candidate, see takeEach), and At stands for it.
+	Start time.Time
 	// Expires is the earliest moment the server may expire the lock: At
 	// plus the TTL.
 	Expires time.Time
@@ -399,3 +403,12 @@ func (t *Taker) warnLockType(item, kind string) {
 
 // quote quotes key for messages, its head only when it is long.
 func quote(key string) string { return fmt.Sprintf("%q", clip.Item(key)) }
+
+// redisTime is ms, a time on Redis' clock in Unix milliseconds that a
+// script returned, or the zero time where it gave none.
+func redisTime(ms int64) time.Time {
+	if ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}

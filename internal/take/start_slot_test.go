@@ -1,0 +1,94 @@
+package take
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/clock"
+	"github.com/w8y/w8y/internal/finish"
+	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/schema"
+)
+
+// TestScheduleCountsRedisTake: under --schedule, a run's start is its take
+// as Redis ran it (the state hash's last_start), not the moment the take
+// was sent by this host's estimate of Redis' clock, which a take sent just
+// before a slot and run by Redis just after it would put in the slot
+// before. The worker's clock here is 300ms behind Redis' and the take comes
+// just after a slot begins: the run's success must cool the item down until
+// the slot after its take, not leave it due again in the slot it ran in
+// (the whole suite saw a scheduled item start twice in one slot this way).
+// Both ways to take are tried: the pass (batch.lua) and the look (look.lua).
+func TestScheduleCountsRedisTake(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	cron, err := finish.ParseCron("*/2 * * * * *", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	behind := &clock.Clock{}
+	now := time.Now()
+	behind.Set(now.Add(-300*time.Millisecond), now, now)
+	for _, look := range []bool{false, true} {
+		keys := schema.Keys{Prefix: fmt.Sprintf("slot:%v:", look), Colocated: true}
+		redistest.Seed(t, rdb, keys.List(), "a")
+		var logs bytes.Buffer
+		taker := testTaker(rdb, keys.Prefix, true, 0, &logs)
+		rec := &finish.Recorder{Keys: keys, StateTTL: time.Hour}
+		taker.Record, taker.Clock = rec, behind
+		finisher := &finish.Finisher{Client: rdb, Record: rec, Schedule: finish.Schedule{Cron: cron}, Clock: behind}
+
+		justAfterASlot(t, rdb)
+		pass := taker.Pass()
+		if look {
+			pass = taker.LookFirst()
+		}
+		taken, err := pass.Take(ctx, nil)
+		if err != nil || taken.Item != "a" {
+			t.Fatalf("took %q (%v), want a", taken.Item, err)
+		}
+		start, err := rdb.HGet(ctx, keys.State("a"), schema.FieldLastStart).Int64()
+		if err != nil {
+			t.Fatalf("last_start: %v", err)
+		}
+		if !taken.Start.Equal(time.UnixMilli(start)) {
+			t.Errorf("the take says Redis took a at %s, its state hash %s", taken.Start, time.UnixMilli(start))
+		}
+		end := finish.End{Item: "a", Result: schema.ResultSuccess, Exited: true, At: time.Now(), Started: taken.At, Taken: taken.Start}
+		if _, err := finisher.Finish(ctx, taken.Key, taken.Token, end); err != nil {
+			t.Fatalf("Finish: %v", err)
+		}
+		want := cron.Next("a", time.UnixMilli(start)).UnixMilli()
+		if got, _ := rdb.HGet(ctx, keys.State("a"), schema.FieldNextSlot).Int64(); got != want {
+			t.Errorf("look=%v: a run taken at %d waits for the slot %d, want %d, the first after its take", look, start, got, want)
+		}
+		if ends := rdb.PExpireTime(ctx, keys.Cooldown("a")).Val().Milliseconds(); ends < want {
+			t.Errorf("look=%v: a's cooldown ends at %d, before its next slot %d", look, ends, want)
+		}
+		if due := rdb.ZScore(ctx, keys.Due(), "a").Val(); int64(due) < want {
+			t.Errorf("look=%v: a is due at %d, before its next slot %d", look, int64(due), want)
+		}
+	}
+}
+
+// justAfterASlot returns once Redis' clock is in the first 150ms of a
+// two-second slot.
+func justAfterASlot(t *testing.T, rdb *redis.Client) {
+	t.Helper()
+	for range 100 {
+		now, err := rdb.Time(context.Background()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		into := now.UnixMilli() % 2000
+		if into >= 20 && into < 150 {
+			return
+		}
+		time.Sleep(time.Duration(min(2000-into+20, 100)) * time.Millisecond)
+	}
+	t.Fatal("Redis' clock never came to the start of a slot")
+}
