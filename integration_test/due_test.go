@@ -205,14 +205,14 @@ redis-cli -p "$REDIS_PORT" DECR fresh:running >/dev/null`}
 func TestOneSweepForTheFleet(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
-	items := s.seedCooling(t, "sw", 300, 10*time.Minute)
+	items := s.seedCooling(t, "sw", take.SweepStep+44, 10*time.Minute)
 	const workers = 4
 	var ps []*proc
 	for range workers {
 		ps = append(ps, startW8y(t, nil, "-u", s.URL, "-k", "sw", "-c", "-q", "true"))
 	}
-	// A sweep of 300 items is two steps (take.SweepStep is 256), an LRANGE
-	// each; the looks and probes of idle workers send none.
+	// A sweep of a step and 44 items is two steps (take.SweepStep), an
+	// LRANGE each; the looks and probes of idle workers send none.
 	const steps = 2
 	// Settled: the head tried, and no item left after the fleet's mark (four
 	// workers passing over the head at once can leave the mark short, and

@@ -24,7 +24,7 @@ workers=4
 throughput_items=100
 throughput_secs=5
 # Idle figure: the window over which commands are counted.
-idle_secs=10
+idle_secs=20
 # Memory figure: items a continuous worker runs before RSS is read again.
 memory_items=10000
 
@@ -181,36 +181,50 @@ done
 w=$(median "${w8y_rates[@]}") x=$(median "${xargs_rates[@]}")
 verdict "continuous throughput" "$(ratio "$w" "$x")" ge 0.9 "w8y ${w} items/s, xargs -P$workers ${x} items/s (medians of $throughput_rounds x ${throughput_secs}s)"
 
-# 4. Idle load: one continuous worker, every item locked by someone else, the
-# default --idle-wait. MONITOR shows each command the worker sends; Redis'
-# total_commands_processed also counts the commands that batch.lua runs.
-for i in $(seq 0 99); do
-	rcli SET "idle:lock:t$i" other PX 3600000 >/dev/null
-done
-rcli COPY tput:list idle:list >/dev/null
-rcli CONFIG RESETSTAT >/dev/null
-"$w8y" -q -c -u "$url" -k idle true &
-idle_pid=$!
-bg_pids=("$idle_pid")
-# Wait for the worker's first pass, so that start-up is not counted.
-for _ in $(seq 100); do
-	rcli INFO commandstats | grep -q '^cmdstat_evalsha:' && break
-	sleep 0.05
-done
-before=$(rcli INFO stats | tr -d '\r' | awk -F: '/^total_commands_processed:/ {print $2}')
-timeout "$idle_secs" redis-cli -p "$port" MONITOR >"$tmp/monitor" || true
-after=$(rcli INFO stats | tr -d '\r' | awk -F: '/^total_commands_processed:/ {print $2}')
-kill -TERM "$idle_pid"
-wait "$idle_pid" || broken "the idle worker exited $? after SIGTERM"
-bg_pids=()
-# Every command the worker sent (its waits, probes, looks of the fleet's
-# sweep and registry beats), less the lines of the scripts' own commands
-# and MONITOR's own first line.
-sent=$(grep -v ' lua\] ' "$tmp/monitor" | grep -c '^[0-9]' || true)
-# Less the INFO that ends the window.
-server=$((after - before - 1))
-verdict "idle load" "$(awk -v n="$sent" -v s="$idle_secs" 'BEGIN {printf "%.1f", n / s}')" le 2 \
-	"commands/s sent by the worker ($sent in ${idle_secs}s); Redis ran $(awk -v n="$server" -v s="$idle_secs" 'BEGIN {printf "%.1f", n / s}')/s counting the script's own"
+# 4. Idle load: one continuous worker over a list where nothing can be
+# taken, the default --idle-wait: 100 items locked by someone else, and the
+# issue's own case, 1,000 items cooling (a sweep of the list is due every
+# 6 s, in steps of take.SweepStep items). MONITOR shows each command the
+# worker sends; Redis' total_commands_processed also counts the commands
+# that the scripts run.
+idle_load() { # prefix items held-by: "locked" or "cooling"
+	local k=$1 n=$2 held=$3 i
+	for i in $(seq 0 $((n - 1))); do
+		echo "RPUSH ${k}list t$i"
+		if [ "$held" = locked ]; then
+			echo "SET ${k}lock:t$i other PX 3600000"
+		else
+			echo "SET ${k}cooldown:t$i other PX 3600000"
+		fi
+	done | redis-cli -p "$port" >/dev/null
+	rcli CONFIG RESETSTAT >/dev/null
+	"$w8y" -q -c -u "$url" -k "$k" true &
+	idle_pid=$!
+	bg_pids=("$idle_pid")
+	# Wait for the worker's first pass, so that start-up is not counted.
+	for _ in $(seq 100); do
+		rcli INFO commandstats | grep -q '^cmdstat_evalsha:' && break
+		sleep 0.05
+	done
+	sleep 1
+	before=$(rcli INFO stats | tr -d '\r' | awk -F: '/^total_commands_processed:/ {print $2}')
+	timeout "$idle_secs" redis-cli -p "$port" MONITOR >"$tmp/monitor" || true
+	after=$(rcli INFO stats | tr -d '\r' | awk -F: '/^total_commands_processed:/ {print $2}')
+	kill -TERM "$idle_pid"
+	wait "$idle_pid" || broken "the idle worker exited $? after SIGTERM"
+	bg_pids=()
+	[ "$(rcli LLEN "${k}list")" = "$n" ] || broken "the idle list changed length"
+	# Every command the worker sent (its waits, probes, looks of the fleet's
+	# sweep and registry beats), less the lines of the scripts' own commands
+	# and MONITOR's own first line.
+	sent=$(grep -v ' lua\] ' "$tmp/monitor" | grep -c '^[0-9]' || true)
+	# Less the INFO that ends the window.
+	server=$((after - before - 1))
+	verdict "idle load, $n items $held" "$(awk -v n="$sent" -v s="$idle_secs" 'BEGIN {printf "%.1f", n / s}')" le 2 \
+		"commands/s sent by the worker ($sent in ${idle_secs}s); Redis ran $(awk -v n="$server" -v s="$idle_secs" 'BEGIN {printf "%.1f", n / s}')/s counting the script's own"
+}
+idle_load idle: 100 locked
+idle_load idlec: 1000 cooling
 
 # 5. Memory: the peak RSS of a one-shot run, which its child reads from
 # /proc while w8y waits for it; then the RSS of a continuous worker after a

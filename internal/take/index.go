@@ -34,11 +34,14 @@ func indexed(source string) *redis.Script {
 
 const (
 	// SweepStep is how many items of the list one look's step of the sweep
-	// reads: under a millisecond of Redis' time (about 3µs an item, see
-	// BenchmarkSweepStep and docs/benchmarks.md), less than a batch of
-	// batch.lua, so that a step never holds Redis up for long; a list of up
-	// to this many items is swept in one look.
-	SweepStep = 256
+	// reads: 1.5 to 2.5ms of Redis' time (3 to 5µs an item, see
+	// BenchmarkSweepStep and docs/benchmarks.md), so that a step never
+	// holds Redis up for long; a list of up to this many items is swept in
+	// one look. Each step is a call that wakes Redis, and an idle worker
+	// over a list that has a sweep due every few seconds makes them: 256
+	// items a step made a lone worker over 1,000 cooling items send 2
+	// commands a second, 512 make it 1.7 (scripts/bench.sh's idle load).
+	SweepStep = 512
 	// SweepPerItem is how long the fleet waits between two sweeps for each
 	// item of the list: a sweep reads every item once, at 3 to 5µs of
 	// Redis' time an item (BenchmarkSweepStep and scripts/bench-fleet.sh, on
