@@ -13,22 +13,44 @@ fleet_median() {
 	printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
 }
 
-# fleet_pickups measures how soon the $1 idle workers that run take an item
-# made due, from just before the change to the child's start, each way
-# $samples times, one item at a time, with the items after i$2 and new$2;
-# w8yctl's own run is in the figure.
-fleet_pickups() {
-	local n=$1 from=$2 i t t1 s runnow=() rpush=() took=()
-	for i in $(seq $((from + 1)) $((from + samples))); do
+# fleet_verb_pickups measures how soon the $1 idle workers that run take an
+# item that w8yctl's verb $2 makes due, for the items $3..., from just
+# before w8yctl starts to the child's start; w8yctl's own run is in the
+# figure.
+fleet_verb_pickups() {
+	local n=$1 verb=$2 item t t1 s got=() took=()
+	shift 2
+	for item in "$@"; do
 		t=$EPOCHREALTIME
-		"$ctl" -u "$url" -k f run-now "i$i" >/dev/null || broken "w8yctl run-now i$i"
+		"$ctl" -u "$url" -k f "$verb" "$item" >/dev/null || broken "w8yctl $verb $item"
 		t1=$EPOCHREALTIME
-		s=$(fstarted_at "i$i")
-		runnow+=("$(awk -v a="$t" -v b="$s" 'BEGIN {printf "%.0f", (b - a) * 1000}')")
+		s=$(fstarted_at "$item")
+		got+=("$(awk -v a="$t" -v b="$s" 'BEGIN {printf "%.0f", (b - a) * 1000}')")
 		took+=("$(awk -v a="$t" -v b="$t1" 'BEGIN {printf "%.0f", (b - a) * 1000}')")
 	done
-	verdict "pickup, $n idle workers: run-now, median ms" "$(fleet_median "${runnow[@]}")" le 50 \
-		"from before w8yctl run-now to the child's start: ${runnow[*]} ms (w8yctl itself: median $(fleet_median "${took[@]}") ms)"
+	verdict "pickup, $n idle workers: $verb, median ms" "$(fleet_median "${got[@]}")" le 50 \
+		"from before w8yctl $verb to the child's start: ${got[*]} ms (w8yctl itself: median $(fleet_median "${took[@]}") ms)"
+}
+
+# fleet_pickups measures how soon the $1 idle workers that run take an item
+# made due, from just before the change to the child's start, each way
+# $samples times, one item at a time: w8yctl run-now, add and resume (of a
+# pause over an item that nothing else holds) and an outside RPUSH, with
+# the items after i$2, add$2 and new$2.
+fleet_pickups() {
+	local n=$1 from=$2 i t s rpush=() runnow=() resume=() add=()
+	for i in $(seq $((from + 1)) $((from + samples))); do
+		runnow+=("i$i")
+		add+=("add$i")
+		resume+=("i$((i + samples))")
+		# Paused first, then its cooldown gone by hand: nothing but the
+		# pause holds it, and no worker took it in between.
+		"$ctl" -u "$url" -k f pause "i$((i + samples))" >/dev/null || broken "w8yctl pause"
+		rcli DEL "f:cooldown:i$((i + samples))" >/dev/null
+	done
+	fleet_verb_pickups "$n" run-now "${runnow[@]}"
+	fleet_verb_pickups "$n" add "${add[@]}"
+	fleet_verb_pickups "$n" resume "${resume[@]}"
 	# An outside program pushes at any moment of the workers' waits: a
 	# random one, up to two seconds after the last start (the fallback is
 	# 1.5s ±25%); pushed at once, every push would meet a fresh wait.
@@ -60,9 +82,9 @@ fleet_size() {
 	# fsettled: no whole pass or sweep (LRANGE) in the last second.
 	fsettled() {
 		local a
-		a=$(stat lrange)
+		a=$(calls lrange)
 		sleep 1
-		[ "$(stat lrange)" = "$a" ]
+		[ "$(calls lrange)" = "$a" ]
 	}
 	fstart() {
 		"$bin" -q -c -u "$url" -k f --cooldown 1h bash -c 'echo "$W8Y_ITEM $EPOCHREALTIME" >>"$0"' "$starts" &
