@@ -37,7 +37,8 @@ var eachSource string
 //	ARGV[5] -> and the item
 //	ARGV[6] -> and the rate, --fleet-rate, as N/MS ("" for none)
 //
-// Returns 1 when taken, 0 when another holder has it, -1 when every place
+// Returns {1, Redis' clock in Unix milliseconds} when taken, 0 when another
+// holder has it, -1 when every place
 // under the cap was in use, -2 when the rate allowed no start, or the
 // key's type (such as "hash") when it holds something that is not a lock.
 var eachScript = withPlaces(eachSource)
@@ -138,8 +139,9 @@ func (t *Taker) held(ctx context.Context) (context.Context, context.CancelFunc) 
 type lockTry struct {
 	// Taken is the take that the attempt stands for, if got is 1.
 	Taken
-	// got is each.lua's reply: 1 for the lock taken, 0 for one another
-	// holder has, or the type of a lock key that holds something else.
+	// got is each.lua's reply: {1, now} for the lock taken, 0 for one
+	// another holder has, or the type of a lock key that holds something
+	// else.
 	got any
 	// notReplicated is the error of a lock taken that too few replicas
 	// confirmed (redisconn.ErrNotReplicated), else nil.
@@ -151,13 +153,14 @@ type lockTry struct {
 // ErrHeld where another holder has it; a lockTypeError where its key
 // holds something other than a lock.
 func (try lockTry) refusal() error {
+	if tookLock(try.got) {
+		return nil
+	}
 	switch got := try.got.(type) {
 	case string:
 		return lockTypeError{key: try.Key, kind: got}
 	case int64:
 		switch got {
-		case 1:
-			return nil
 		case fullFence:
 			return ErrFull
 		case rateFence:
@@ -165,6 +168,13 @@ func (try lockTry) refusal() error {
 		}
 	}
 	return ErrHeld
+}
+
+// tookLock reports whether got, each.lua's reply, says that it took the
+// lock: {1, now}.
+func tookLock(got any) bool {
+	reply, ok := got.([]any)
+	return ok && len(reply) == 2 && reply[0] == int64(1)
 }
 
 // lockTypeError is a lock key that holds a kind of value other than a
@@ -195,8 +205,12 @@ func (t *Taker) tryLock(ctx context.Context, item string) (lockTry, error) {
 		args = append(args, t.Keys.Locks(), item, rate)
 	}
 	got, err := redisconn.RunConfirmed(ctx, t.Client, eachScript, t.ReplicaAcks, t.TTL, keys, args...)
-	if got != int64(1) && err != nil {
+	if !tookLock(got) && err != nil {
 		return lockTry{}, redisconn.Wrap("take lock "+quote(taken.Key), err)
+	}
+	if reply, ok := got.([]any); ok && len(reply) == 2 {
+		now, _ := reply[1].(int64)
+		taken.Start = redisTime(now)
 	}
 	// With a reply, the only error is redisconn.ErrNotReplicated.
 	return lockTry{Taken: taken, got: got, notReplicated: err}, nil

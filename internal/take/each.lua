@@ -1,6 +1,8 @@
 -- Takes the lock KEYS[1] for our token ARGV[1] and ARGV[2] milliseconds if it
--- is free, as SET NX PX does, in the same single round trip. Returns 1 when
--- taken, 0 when another holder has it, and the key's type (such as "hash")
+-- is free, as SET NX PX does, in the same single round trip. Returns {1, now}
+-- when taken, now being the lock's server's clock at the take in Unix
+-- milliseconds (the run's start, as a schedule counts it), 0 when another
+-- holder has it, and the key's type (such as "hash")
 -- when it holds something that is not a lock at all, which SET NX alone
 -- would pass over without a word. Only the one key is touched, so this also
 -- runs where lock keys live in other slots than the list (Redis Cluster).
@@ -55,7 +57,7 @@ if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
     -- as refresh.lua reads the cancel request.
     redis.pcall("ZADD", ARGV[4], redisNow() + tonumber(ARGV[2]), ARGV[5])
   end
-  return 1
+  return {1, redisNow()}
 end
 local kind = redis.call("TYPE", KEYS[1]).ok
 if kind ~= "string" then

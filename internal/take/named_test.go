@@ -70,7 +70,7 @@ type stoppingClient struct {
 
 func (c *stoppingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
 	cmd := c.Client.EvalSha(ctx, sha, keys, args...)
-	if sha == eachScript.Hash() && cmd.Val() == int64(1) {
+	if sha == eachScript.Hash() && tookLock(cmd.Val()) {
 		if c.cooldown != "" {
 			c.Client.(*redis.Client).Set(context.Background(), c.cooldown, "other-host", time.Hour)
 		}
