@@ -220,6 +220,14 @@ func TestOneSweepForTheFleet(t *testing.T) {
 	poll.WaitFor(t, "the fleet to try the list", func() bool {
 		return s.Client.Get(ctx(t), "sw:untried").Val() == "0" && s.Client.Get(ctx(t), "sw:seen").Val() == itoa(len(items))
 	})
+	// and every worker's pass over it is over: a worker that started its
+	// pass while the whole list was untried goes on reading it in batches
+	// (an LRANGE each) after the others have tried the rest, and waits
+	// (BLPOP) only once its pass has ended.
+	poll.WaitFor(t, "every worker to wait", func() bool {
+		waiting, _ := blocked(t, s)
+		return waiting == workers
+	})
 	before, start := redistest.CommandStats(t, s.Client), time.Now()
 	poll.WaitFor(t, "twelve seconds of looks", func() bool {
 		return time.Since(start) > 12*time.Second && s.looks(t) >= looksIn(before)+4*workers
