@@ -140,8 +140,17 @@ func (f *Finisher) Call(lockKey, token string, end End) (keys []string, args []a
 
 // onRedisClock is end with its times, read on this host's clock, on Redis'
 // clock: a schedule's slot is the same whichever host finds it, and a
-// record's times compare with those that the scripts write.
+// record's times compare with those that the scripts write. Where the take
+// said when Redis took the item, the run starts then, and ends as long
+// after as this host counted between its take and its end: both times
+// then stand on Redis' own reading, not on this host's estimate of it,
+// which may be minutes wrong (a one-shot run without --schedule reads no
+// TIME, and an item's own settings may give it a schedule).
 func (f *Finisher) onRedisClock(end End) End {
+	if !end.Taken.IsZero() && !end.Started.IsZero() && !end.At.IsZero() {
+		end.At, end.Started = end.Taken.Add(max(end.At.Sub(end.Started), 0)), end.Taken
+		return end
+	}
 	end.At, end.Started = f.Clock.OnRedis(end.At), f.Clock.OnRedis(end.Started)
 	if !end.Taken.IsZero() {
 		end.Started = end.Taken

@@ -137,7 +137,8 @@ func (t *Taker) held(ctx context.Context) (context.Context, context.CancelFunc) 
 // lockTry is what each.lua made of one attempt at an item's lock, which
 // a pass per candidate and a named take (TakeNamed) make alike.
 type lockTry struct {
-	// Taken is the take that the attempt stands for, if got is 1.
+	// Taken is the take that the attempt stands for, if got says it took
+	// the lock (see tookLock).
 	Taken
 	// got is each.lua's reply: {1, now} for the lock taken, 0 for one
 	// another holder has, or the type of a lock key that holds something
@@ -208,8 +209,8 @@ func (t *Taker) tryLock(ctx context.Context, item string) (lockTry, error) {
 	if !tookLock(got) && err != nil {
 		return lockTry{}, redisconn.Wrap("take lock "+quote(taken.Key), err)
 	}
-	if reply, ok := got.([]any); ok && len(reply) == 2 {
-		now, _ := reply[1].(int64)
+	if tookLock(got) {
+		now, _ := got.([]any)[1].(int64)
 		taken.Start = redisTime(now)
 	}
 	// With a reply, the only error is redisconn.ErrNotReplicated.
