@@ -18,6 +18,7 @@ import (
 	"github.com/w8y/w8y/internal/lease"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/script"
 	"github.com/w8y/w8y/internal/settings"
 )
 
@@ -27,7 +28,7 @@ import (
 //go:embed refresh.lua
 var refreshSource string
 
-var refreshScript = redis.NewScript(clock.Lua + refreshSource)
+var refreshScript = script.New(clock.Lua, refreshSource)
 
 // Lock is an item's lock that this run holds in Redis: the key's value is
 // Token, and the key expires TTL after it was last set or refreshed.

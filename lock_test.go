@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/control"
 	"github.com/w8y/w8y/internal/lease"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/script"
 )
 
 // TestRefreshLost: a refresh extends a lock that holds our token, and finds
@@ -77,7 +77,7 @@ func TestRefreshFindsCancel(t *testing.T) {
 // TestRefreshOnlyOurs: refresh.lua keeps to compare-and-expire, and loads
 // in a real Redis under the hash that EVALSHA finds it by.
 func TestRefreshOnlyOurs(t *testing.T) {
-	redistest.ScriptsLoad(t, map[string]*redis.Script{"refresh": refreshScript})
+	redistest.ScriptsLoad(t, map[string]*script.Script{"refresh": refreshScript})
 	rdb, ctx := redistest.OnlyOurs(t, refreshScript, "w:lock:x", []any{60000},
 		redistest.TokenStep{Token: "me", Want: 1}, redistest.TokenStep{Token: "other"})
 	rdb.Del(ctx, "w:lock:x")

@@ -1,6 +1,10 @@
 package integration_test
 
 import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -47,4 +51,40 @@ func TestSchemaVersion(t *testing.T) {
 		}
 	}
 	b.noLocks()
+}
+
+// TestStartsLight: w8y's own packages allocate little before main runs. Every
+// process of w8y pays for its package initialisation, a one-shot run twice
+// (its guard is the same binary started again): the Lua scripts are joined
+// and hashed at their first use (internal/script), not at start, where
+// internal/take's alone cost 467 KB. GODEBUG=inittrace=1 prints what each
+// package's init allocated, which does not depend on the machine's speed.
+func TestStartsLight(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(binary, "--version")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("w8y --version: %v\n%s", err, out)
+	}
+	total, seen := 0, 0
+	for line := range strings.Lines(string(out)) {
+		// init github.com/w8y/w8y/internal/take @1.4 ms, 0.013 ms clock, 2936 bytes, 11 allocs
+		f := strings.Fields(line)
+		if len(f) < 10 || f[0] != "init" || !(f[1] == "main" || strings.HasPrefix(f[1], "github.com/w8y/w8y/")) {
+			continue
+		}
+		n, err := strconv.Atoi(f[7])
+		if err != nil || f[8] != "bytes," {
+			t.Fatalf("cannot read inittrace's line %q", line)
+		}
+		total += n
+		seen++
+	}
+	if seen == 0 {
+		t.Fatalf("GODEBUG=inittrace=1 printed no init of w8y's packages:\n%s", out)
+	}
+	if total > 100<<10 {
+		t.Errorf("w8y's packages allocate %d bytes in their inits, want at most %d:\n%s", total, 100<<10, out)
+	}
 }

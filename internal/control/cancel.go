@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/script"
 )
 
 // cancelScript asks the holder of an item's lock, whoever it is now, to
@@ -20,7 +21,7 @@ import (
 //go:embed cancel.lua
 var cancelSource string
 
-var cancelScript = redis.NewScript(cancelSource)
+var cancelScript = script.New(cancelSource)
 
 var (
 	// ErrNotRunning is a cancel of an item that no run holds: its lock is

@@ -13,6 +13,7 @@ import (
 	"github.com/w8y/w8y/internal/childcmd"
 	"github.com/w8y/w8y/internal/clip"
 	"github.com/w8y/w8y/internal/redisconn"
+	"github.com/w8y/w8y/internal/script"
 )
 
 // dedupeScript removes an item's extra occurrences from the list, keeping
@@ -21,7 +22,7 @@ import (
 //go:embed dedupe.lua
 var dedupeSource string
 
-var dedupeScript = redis.NewScript(dedupeSource)
+var dedupeScript = script.New(dedupeSource)
 
 // Kinds of what Check finds: the JSON names are part of w8yctl's interface
 // (see docs/operating.md).

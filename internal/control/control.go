@@ -26,6 +26,7 @@ import (
 	"github.com/w8y/w8y/internal/clock"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/script"
 	"github.com/w8y/w8y/internal/status"
 )
 
@@ -35,7 +36,7 @@ import (
 //go:embed control.lua
 var controlSource string
 
-var controlScript = redis.NewScript(clock.Lua + controlSource)
+var controlScript = script.New(clock.Lua, controlSource)
 
 // runNowScript makes an item that never ran run now rather than at its
 // first slot, on its state hash alone: run-now's path per key (see
@@ -44,7 +45,7 @@ var controlScript = redis.NewScript(clock.Lua + controlSource)
 //go:embed runnow.lua
 var runNowSource string
 
-var runNowScript = redis.NewScript(runNowSource)
+var runNowScript = script.New(runNowSource)
 
 // runNowStateTTL is the expiry of a state hash that run-now makes (see
 // runnow.lua): the workers' default --state-ttl, which w8yctl does not

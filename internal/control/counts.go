@@ -11,6 +11,7 @@ import (
 	"github.com/w8y/w8y/internal/clock"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/script"
 )
 
 // reindexScript compares a batch of items' entries in the counts' indexes
@@ -20,7 +21,7 @@ import (
 //go:embed reindex.lua
 var reindexSource string
 
-var reindexScript = redis.NewScript(clock.Lua + reindexSource)
+var reindexScript = script.New(clock.Lua, reindexSource)
 
 // Kinds of what checkCounts finds.
 const (

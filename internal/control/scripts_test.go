@@ -3,14 +3,14 @@ package control
 import (
 	"testing"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/script"
 )
 
 // TestScriptsLoad: every script that an operator's command runs compiles
 // in a real Redis, and each keeps the hash that EVALSHA finds it by.
 func TestScriptsLoad(t *testing.T) {
-	redistest.ScriptsLoad(t, map[string]*redis.Script{
+	redistest.ScriptsLoad(t, map[string]*script.Script{
 		"control": controlScript, "cancel": cancelScript, "dedupe": dedupeScript,
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/script"
 	"github.com/w8y/w8y/internal/settings"
 )
 
@@ -21,7 +22,7 @@ import (
 //go:embed settings.lua
 var settingsSource string
 
-var settingsScript = redis.NewScript(settingsSource)
+var settingsScript = script.New(settingsSource)
 
 // SettingsResult is what w8yctl set or unset did to one item.
 type SettingsResult struct {

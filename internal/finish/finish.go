@@ -14,6 +14,7 @@ import (
 	"github.com/w8y/w8y/internal/clock"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/script"
 )
 
 // The scripts that end a run. redis.Script runs a script with EVALSHA and
@@ -30,12 +31,12 @@ var (
 	// finishScript releases a lock while it holds our token and writes
 	// what the run's end changes; given the lock's key alone, it only
 	// releases.
-	finishScript = redis.NewScript(clock.Lua + finishSource)
+	finishScript = script.New(clock.Lua, finishSource)
 	// countScript counts a run's end in the state hash alone, and
 	// pauseScript sets a cooldown or backoff key alone: finish.lua's halves
 	// for where an item's keys live on different servers.
-	countScript = redis.NewScript(countSource)
-	pauseScript = redis.NewScript(clock.Lua + pauseSource)
+	countScript = script.New(countSource)
+	pauseScript = script.New(clock.Lua, pauseSource)
 )
 
 // Source is finish.lua's text, for a script that finishes a run and goes

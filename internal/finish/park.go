@@ -6,10 +6,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/clock"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/script"
 )
 
 //go:embed park.lua
@@ -17,7 +17,7 @@ var parkSource string
 
 // parkScript gives back the lock of an item that waits for its first
 // slot (park.lua).
-var parkScript = redis.NewScript(clock.Lua + parkSource)
+var parkScript = script.New(clock.Lua, parkSource)
 
 // Park gives back the lock lockKey, which holds token, of a take whose
 // item waits for its first slot rather than run now (a new item under a

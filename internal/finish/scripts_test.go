@@ -3,14 +3,14 @@ package finish
 import (
 	"testing"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/script"
 )
 
 // TestScriptsLoad: every script that ends a run compiles in a real Redis,
 // and each keeps the hash that EVALSHA finds it by.
 func TestScriptsLoad(t *testing.T) {
-	redistest.ScriptsLoad(t, map[string]*redis.Script{
+	redistest.ScriptsLoad(t, map[string]*script.Script{
 		"finish": finishScript, "count": countScript, "pause": pauseScript,
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/script"
 )
 
 // ErrNotReplicated marks a write that fewer replicas than asked for
@@ -29,7 +30,7 @@ func ReplicaWait(ttl time.Duration) time.Duration {
 	return max(min(ttl/10, time.Second), time.Millisecond)
 }
 
-// RunConfirmed runs script as script.Run does. With replicas > 0 it sends
+// RunConfirmed runs s as s.Run does. With replicas > 0 it sends
 // WAIT replicas after it, in the same round trip on the same connection,
 // and returns the script's reply along with ErrNotReplicated when fewer
 // replicas confirmed the script's writes within ReplicaWait(ttl). Then the
@@ -40,9 +41,9 @@ func ReplicaWait(ttl time.Duration) time.Duration {
 // not yet sent to a replica is gone when Sentinel promotes that replica,
 // and another worker can take the item on the new master while the first
 // still runs it. A lock that the replicas confirmed survives the failover.
-func RunConfirmed(ctx context.Context, c ScriptClient, script *redis.Script, replicas int, ttl time.Duration, keys []string, args ...any) (any, error) {
+func RunConfirmed(ctx context.Context, c ScriptClient, s *script.Script, replicas int, ttl time.Duration, keys []string, args ...any) (any, error) {
 	if replicas <= 0 {
-		return script.Run(ctx, c, keys, args...).Result()
+		return s.Run(ctx, c, keys, args...).Result()
 	}
 	var cmd *redis.Cmd
 	var wait *redis.IntCmd
@@ -51,9 +52,9 @@ func RunConfirmed(ctx context.Context, c ScriptClient, script *redis.Script, rep
 		// which the two commands report themselves.
 		_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			if byHash {
-				cmd = script.EvalSha(ctx, p, keys, args...)
+				cmd = s.EvalSha(ctx, p, keys, args...)
 			} else {
-				cmd = script.Eval(ctx, p, keys, args...)
+				cmd = s.Eval(ctx, p, keys, args...)
 			}
 			// Pipeliner lacks a Wait method; the command is the same.
 			wait = redis.NewIntCmd(ctx, "wait", replicas, ReplicaWait(ttl).Milliseconds())

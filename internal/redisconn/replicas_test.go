@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/script"
 )
 
 // setScript sets KEYS[1] to ARGV[1] and returns 1: a write for WAIT to
 // count.
-var setScript = redis.NewScript(`redis.call("SET", KEYS[1], ARGV[1]) return 1`)
+var setScript = script.New(`redis.call("SET", KEYS[1], ARGV[1]) return 1`)
 
 // TestRunConfirmed: without replicas, asking for none runs the script
 // alone; asking for one still runs it, and reports ErrNotReplicated with

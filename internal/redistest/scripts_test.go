@@ -4,15 +4,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/poll"
+	"github.com/w8y/w8y/internal/script"
 )
 
 func TestScriptsLoadNamesTheScriptThatDoesNot(t *testing.T) {
 	failure := poll.Failure(t, func(tb testing.TB) {
-		ScriptsLoad(tb, map[string]*redis.Script{
-			"good": redis.NewScript(`return 1`),
-			"bad":  redis.NewScript(`return (`),
+		ScriptsLoad(tb, map[string]*script.Script{
+			"good": script.New(`return 1`),
+			"bad":  script.New(`return (`),
 		})
 	})
 	if !strings.Contains(failure, "bad.lua does not load") || strings.Contains(failure, "good.lua") {

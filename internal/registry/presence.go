@@ -16,6 +16,7 @@ import (
 	"github.com/w8y/w8y/internal/clock"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/script"
 )
 
 const (
@@ -259,7 +260,7 @@ var beatSource string
 
 // beatScript is a beat in one call (beat.lua), where the keys are
 // colocated.
-var beatScript = redis.NewScript(clock.Lua + beatSource)
+var beatScript = script.New(clock.Lua, beatSource)
 
 // announce writes the entry and its expiry (three beats), drops the dead
 // workers' members, and counts the live workers and those that look, in

@@ -5,9 +5,9 @@ import (
 	_ "embed"
 	"strconv"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/clock"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/script"
 )
 
 var (
@@ -15,7 +15,7 @@ var (
 	countsSource string
 	// countsScript counts the list by state from the indexes that every
 	// writer keeps, without reading the list.
-	countsScript = redis.NewScript(clock.Lua + countsSource)
+	countsScript = script.New(clock.Lua, countsSource)
 )
 
 // Counted is the summary that Count reads from the indexes, with what the

@@ -12,6 +12,7 @@ import (
 	"github.com/w8y/w8y/internal/clock"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/script"
 )
 
 //go:embed rate.lua
@@ -19,7 +20,7 @@ var rateSource string
 
 // rateScript counts the fleet's starts in the window of --fleet-rate, on
 // Redis' clock (rate.lua says how).
-var rateScript = redis.NewScript(clock.Lua + rateSource)
+var rateScript = script.New(clock.Lua, rateSource)
 
 // Rate is the --fleet-rate that the list's last take enforced, and the
 // fleet's starts in its last window: "5 of 5 in the last 2s, next start in

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/script"
 )
 
 var (
@@ -23,7 +24,7 @@ var (
 	readSource string
 	// readScript reads the list a batch at a time, following its circular
 	// order while workers rotate it.
-	readScript = redis.NewScript(readSource)
+	readScript = script.New(readSource)
 )
 
 // Batch is how many items --status reads per round trip: one call of

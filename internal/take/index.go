@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/w8y/w8y/internal/script"
 )
 
 // The due index's upkeep (index.lua): every item a take passes over gets
@@ -27,9 +27,9 @@ var startSource string
 
 // indexed is the script of a take that passes over items or sweeps
 // (batch.lua, look.lua and next.lua): place.lua's functions, counts.lua's,
-// index.lua's, start.lua's and settings.lua's, then source.
-func indexed(source string) *redis.Script {
-	return withPlaces(countsSource + "\n" + indexSource + "\n" + startSource + "\n" + settingsSource + "\n" + source)
+// index.lua's, start.lua's and settings.lua's, then source's parts.
+func indexed(source ...string) *script.Script {
+	return withPlaces(append([]string{countsSource, "\n", indexSource, "\n", startSource, "\n", settingsSource, "\n"}, source...)...)
 }
 
 const (

@@ -21,9 +21,9 @@ var nextSource string
 // nextScript is next.lua after finish.lua and look.lua, each made a
 // function of its own keys and arguments.
 var nextScript = indexed(
-	"local function finishRun(KEYS, ARGV)\n" + finish.Source() + "\nend\n" +
-		"local function lookDue(KEYS, ARGV)\n" + lookSource + "\nend\n" +
-		nextSource)
+	"local function finishRun(KEYS, ARGV)\n", finish.Source(), "\nend\n",
+	"local function lookDue(KEYS, ARGV)\n", lookSource, "\nend\n",
+	nextSource)
 
 // FinishThenLook finishes the run that end says, which held lockKey with
 // token, as f.Finish does, and in the same call looks for the next item

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/clock"
+	"github.com/w8y/w8y/internal/script"
 )
 
 // The places of --fleet-max-running (Taker.FleetMax): a cap on the runs of
@@ -39,11 +39,11 @@ var ErrPlacesNotColocated = errors.New("--fleet-max-running needs every key of t
 //go:embed settled.lua
 var settledSource string
 
-// withPlaces is the script of a take's source, which Redis' clock
+// withPlaces is the script of a take's source (its parts, joined), which Redis' clock
 // (clock.Lua's redisNow), settled.lua's guard, place.lua's functions and
 // rate.lua's come before.
-func withPlaces(source string) *redis.Script {
-	return redis.NewScript(clock.Lua + settledSource + "\n" + placeSource + "\n" + rateSource + "\n" + source)
+func withPlaces(source ...string) *script.Script {
+	return script.New(append([]string{clock.Lua, settledSource, "\n", placeSource, "\n", rateSource, "\n"}, source...)...)
 }
 
 // CheckPlaces says whether this Taker can enforce its FleetMax and its

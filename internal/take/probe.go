@@ -5,8 +5,8 @@ import (
 	_ "embed"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/clock"
+	"github.com/w8y/w8y/internal/script"
 )
 
 //go:embed probe.lua
@@ -22,7 +22,7 @@ var probeSource string
 //	ARGV[3] -> --fleet-rate's N, or 0; ARGV[4] -> its D in milliseconds
 //
 // Returns {worth, full, next, now, sweep}, which probe reads.
-var probeScript = redis.NewScript(clock.Lua + probeSource)
+var probeScript = script.New(clock.Lua, probeSource)
 
 // nextDue is what a probe said of the moment its answer may change without
 // a write that wakes the worker: in, from the moment at of the probe, when

@@ -4,14 +4,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/redistest"
+	"github.com/w8y/w8y/internal/script"
 )
 
 // TestScriptsLoad: every take script compiles in a real Redis, and each
 // keeps the hash that EVALSHA finds it by.
 func TestScriptsLoad(t *testing.T) {
-	redistest.ScriptsLoad(t, map[string]*redis.Script{
+	redistest.ScriptsLoad(t, map[string]*script.Script{
 		"batch": batchScript, "each": eachScript, "look": lookScript,
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/redistest"
 	"github.com/w8y/w8y/internal/schema"
+	"github.com/w8y/w8y/internal/script"
 )
 
 // takeOutcome is everything a series of Takes leaves behind: what each
@@ -360,13 +361,13 @@ func TestBatchedTakeErrors(t *testing.T) {
 	}
 }
 
-// clientLoaded is redistest.Client with script loaded, so that the script's
+// clientLoaded is redistest.Client with s loaded, so that the script's
 // first EVALSHA, which a test's wrapping client hooks into, does not fail
 // with NOSCRIPT and go again as EVAL, past the hook.
-func clientLoaded(t *testing.T, script *redis.Script) (*redis.Client, context.Context) {
+func clientLoaded(t *testing.T, s *script.Script) (*redis.Client, context.Context) {
 	t.Helper()
 	rdb, ctx := redistest.Client(t)
-	if err := script.Load(ctx, rdb).Err(); err != nil {
+	if err := s.Load(ctx, rdb).Err(); err != nil {
 		t.Fatal(err)
 	}
 	return rdb, ctx
