@@ -36,15 +36,27 @@ type nextDue struct {
 	probed bool
 }
 
-// passed reports whether a moment that the probe named has passed by now:
-// the probe's "no" is stale, and a look would find what changed.
+// passed reports whether a moment that the probe named has passed by now,
+// so that its "no" is stale and a look would find what changed: the due
+// index's first entry, or the fleet's sweep, but the sweep only within
+// SweepGrace (and sweepSlack) of its moment. That is when a worker's wait
+// ends for it (see NextDue), and when a lone worker's fallback finds it
+// due. A worker of a fleet whose wait ended later, spread by the fleet's
+// size, most likely finds the step made by the worker whose fallback came
+// first (the fleet's come about every 50ms): its probe, not a look, says
+// whether the step is still due, which spares an idle fleet a look at each
+// of its fallbacks.
 func (n nextDue) passed(now time.Time) bool {
 	if !n.probed {
 		return false
 	}
 	since := now.Sub(n.at)
-	return (n.in >= 0 && since >= n.in) || (n.sweep >= 0 && since >= n.sweep)
+	return (n.in >= 0 && since >= n.in) || (n.sweep >= 0 && since >= n.sweep && since <= n.sweep+SweepGrace+sweepSlack)
 }
+
+// sweepSlack is how late past SweepGrace a wait that ended for the sweep
+// may come and still look at once: a timer's lateness.
+const sweepSlack = 250 * time.Millisecond
 
 // probe is what an idle worker sends instead of a look while its last look
 // found nothing: one call of probe.lua, which costs Redis a fraction of a

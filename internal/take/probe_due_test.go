@@ -68,3 +68,62 @@ func TestProbeNamesTheSweepApartAndAPassedMomentLooksAtOnce(t *testing.T) {
 		t.Errorf("after the sweep, NextDue is %s (probed %v), want the next sweep's, seconds away", in, probed)
 	}
 }
+
+// TestProbeFirstOnceTheSweepIsLongPast: a worker whose wait ended long
+// after the sweep's moment that its probe named (a fleet's worker, its
+// wait spread by the fleet's size) most likely finds the step made by the
+// worker whose fallback came first: its take probes, one call that finds
+// nothing, rather than a look and then a probe at each of an idle fleet's
+// fallbacks. One whose wait ended within SweepGrace of the moment, as a
+// lone worker's does, looks at once.
+func TestProbeFirstOnceTheSweepIsLongPast(t *testing.T) {
+	rdb := redistest.Start(t).Client
+	ctx := context.Background()
+	keys := schema.Keys{Prefix: "pl:", Colocated: true}
+	takeSetup{items: redistest.Items(5), cooling: redistest.Items(5)}.seed(t, rdb, keys)
+	taker := testTaker(rdb, keys.Prefix, true, 2, &bytes.Buffer{})
+	rdb.Set(ctx, keys.Sweep(), "0", time.Hour)
+	for range 4 {
+		if _, err := taker.LookFirst().Take(ctx, nil); !errors.Is(err, ErrNoWork) {
+			t.Fatalf("a take over a cooling list: %v, want no work", err)
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		// late is how long past the sweep's moment the take comes.
+		late time.Duration
+		// look: the take looks at once; else it probes.
+		look bool
+	}{
+		{"long past, as a fleet's worker", SweepGrace + sweepSlack + time.Second, false},
+		{"within the grace, as a lone worker", SweepGrace / 2, true},
+	} {
+		// The probe names the sweep due in 300ms; by the take, the step
+		// has been made (the key is back, as another worker sets it).
+		rdb.PExpire(ctx, keys.Sweep(), 300*time.Millisecond)
+		if _, err := taker.LookFirst().Take(ctx, nil); !errors.Is(err, ErrNoWork) {
+			t.Fatalf("%s: a probe: %v, want no work", tt.name, err)
+		}
+		next := &taker.Memory.look.next
+		if !next.probed || next.sweep < 0 || next.sweep > 300*time.Millisecond {
+			t.Fatalf("%s: the probe named the sweep in %s (probed %v), want within 300ms", tt.name, next.sweep, next.probed)
+		}
+		next.at = next.at.Add(-(next.sweep + tt.late))
+		rdb.Set(ctx, keys.Sweep(), "0", time.Hour)
+
+		before := redistest.CommandStats(t, rdb)
+		if _, err := taker.LookFirst().Take(ctx, nil); !errors.Is(err, ErrNoWork) {
+			t.Fatalf("%s: a take after the step: %v, want no work", tt.name, err)
+		}
+		after := redistest.CommandStats(t, rdb)
+		calls, looks, probes := after["evalsha"]-before["evalsha"], after["mget"]-before["mget"], after["pttl"]-before["pttl"]
+		switch {
+		case calls != 1:
+			t.Errorf("%s: %d script calls, want 1", tt.name, calls)
+		case tt.look && (looks != 1 || probes != 0):
+			t.Errorf("%s: %d looks and %d probes, want the look at once", tt.name, looks, probes)
+		case !tt.look && (looks != 0 || probes != 1):
+			t.Errorf("%s: %d looks and %d probes, want the probe alone", tt.name, looks, probes)
+		}
+	}
+}

@@ -248,8 +248,9 @@ func (p *Pass) take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
 				return Taken{}, jobctl.ErrStopped
 			}
 			// A probe that named a moment now passed (an item's due entry,
-			// the sweep's step) would say yes: the look goes first, and
-			// what it finds is the next probe's to say.
+			// the sweep's step that came due just now) would say yes: the
+			// look goes first, and what it finds is the next probe's to
+			// say.
 			if next := &p.t.Memory.look.next; next.passed(time.Now()) {
 				*next = nextDue{}
 			} else if p.t.Memory.look.quiet && !p.looked {
