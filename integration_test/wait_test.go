@@ -256,3 +256,60 @@ func TestIdleWorkerWakesAtAPausesEnd(t *testing.T) {
 		t.Errorf("p started %s after its pause of 1.5s began", since)
 	}
 }
+
+// TestIdleWorkerHoldsTwoConnections: an idle worker holds two connections
+// to Redis, its wait for a wake and its registry's beat, however many its
+// start opened beside its first beat; a fleet's every connection is one
+// that Redis tends each second.
+func TestIdleWorkerHoldsTwoConnections(t *testing.T) {
+	items := redistest.Items(3)
+	b := withList(t, "conns", items...)
+	b.coolAll(t, b.prefix, items, time.Hour)
+	ours := clientIDs(t, b.server)
+	before := redistest.CommandStats(t, b.Client)["blpop"]
+	p := b.start("--continuous", "--idle-wait", "200ms", "--cooldown", "1h", "true")
+	t.Cleanup(func() { p.stop(t) })
+	// Its first beat, and three waits (a wait ended, a probe, a wait
+	// again): every connection that the worker has used has been handed
+	// back to its pool since.
+	poll.WaitFor(t, "the worker's beat and its third wait", func() bool {
+		return b.Client.Exists(ctx(t), b.key("workers")).Val() == 1 && redistest.CommandStats(t, b.Client)["blpop"]-before >= 3
+	})
+	for range 3 {
+		// The worker's connections: those that the test's own client did
+		// not hold before it started.
+		var its []string
+		for id, line := range clientIDs(t, b.server) {
+			if _, mine := ours[id]; !mine {
+				its = append(its, line)
+			}
+		}
+		if len(its) > 2 {
+			t.Fatalf("an idle worker holds %d connections, want 2 (its wait, its beat):\n%s", len(its), strings.Join(its, "\n"))
+		}
+		blpops := redistest.CommandStats(t, b.Client)["blpop"]
+		poll.WaitFor(t, "another fallback", func() bool { return redistest.CommandStats(t, b.Client)["blpop"] > blpops })
+	}
+}
+
+// clientIDs is the connections that CLIENT LIST shows, by id, with their
+// lines, but for the one that asks.
+func clientIDs(t *testing.T, s *server) map[string]string {
+	t.Helper()
+	list, err := s.Client.ClientList(ctx(t)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for line := range strings.Lines(list) {
+		if strings.Contains(line, " cmd=client|list ") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if id, ok := strings.CutPrefix(f, "id="); ok {
+				ids[id] = strings.TrimSpace(line)
+			}
+		}
+	}
+	return ids
+}

@@ -76,7 +76,7 @@ func New(opts *Options, conns int) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, badURL(rawURL, err)
 		}
-		if err := (shared{&opt.Password, &opt.TLSConfig, &opt.DialTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, &opt.PoolSize, &opt.DisableIdentity, &opt.Dialer}).apply(opts, password, conns); err != nil {
+		if err := (shared{&opt.Password, &opt.TLSConfig, &opt.DialTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, &opt.PoolSize, &opt.PipelinePoolSize, &opt.DisableIdentity, &opt.Dialer}).apply(opts, password, conns); err != nil {
 			return nil, err
 		}
 		opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
@@ -96,7 +96,7 @@ func New(opts *Options, conns int) (redis.UniversalClient, error) {
 		// password of their own get it from W8Y_SENTINEL_PASSWORD.
 		opt.Username, opt.Password = opt.SentinelUsername, opt.SentinelPassword
 		opt.SentinelUsername, opt.SentinelPassword = "", opts.SentinelPassword
-		if err := (shared{&opt.Password, &opt.TLSConfig, &opt.DialTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, &opt.PoolSize, &opt.DisableIdentity, &opt.Dialer}).apply(opts, password, conns); err != nil {
+		if err := (shared{&opt.Password, &opt.TLSConfig, &opt.DialTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, &opt.PoolSize, &opt.PipelinePoolSize, &opt.DisableIdentity, &opt.Dialer}).apply(opts, password, conns); err != nil {
 			return nil, err
 		}
 		return redis.NewFailoverClient(opt), nil
@@ -108,7 +108,7 @@ func New(opts *Options, conns int) (redis.UniversalClient, error) {
 			}
 			return nil, badURL(rawURL, err)
 		}
-		if err := (shared{&opt.Password, &opt.TLSConfig, &opt.DialTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, &opt.PoolSize, &opt.DisableIdentity, &opt.Dialer}).apply(opts, password, conns); err != nil {
+		if err := (shared{&opt.Password, &opt.TLSConfig, &opt.DialTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, &opt.PoolSize, &opt.PipelinePoolSize, &opt.DisableIdentity, &opt.Dialer}).apply(opts, password, conns); err != nil {
 			return nil, err
 		}
 		opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
@@ -165,12 +165,13 @@ type shared struct {
 	dialerRetries   *int
 	contextTimeout  *bool
 	poolSize        *int
+	pipelinePool    *int
 	disableIdentity *bool
 	dialer          *func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // apply sets password (if not "") and the TLS options, bounds dials and
-// retries, and sizes the pool to conns connections.
+// retries, and sizes the pool to conns connections, pipelines' too.
 func (c shared) apply(opts *Options, password string, conns int) error {
 	if password != "" {
 		*c.password = password
@@ -201,6 +202,17 @@ func (c shared) apply(opts *Options, password string, conns int) error {
 	// relies on them to give up before the lease runs out.
 	*c.contextTimeout = true
 	*c.poolSize = conns
+	// go-redis (v9.23) sends pipelines through a pool of their own, of up
+	// to ten more connections, which it keeps open once dialed: a worker's
+	// few pipelines (its start's checks, the rate's record) held a third
+	// connection beside its wait and its beat for as long as it ran, a
+	// third of an idle fleet's connections, each of which Redis tends
+	// every second (clientsCron). Pipelines share the pool above, which
+	// conns counts them in. A pipeline_pool_size in the URL's query still
+	// wins.
+	if *c.pipelinePool == 0 {
+		*c.pipelinePool = -1
+	}
 	// CLIENT SETINFO and maintenance-notification handshakes are round trips
 	// that w8y has no use for.
 	*c.disableIdentity = true

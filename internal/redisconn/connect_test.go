@@ -121,7 +121,7 @@ func TestNewRedisClientForms(t *testing.T) {
 			opts: Options{URL: "redis://u@host:7000/2", Password: "env-pw"},
 			check: func(t *testing.T, c redis.UniversalClient) {
 				o := c.(*redis.Client).Options()
-				if o.Addr != "host:7000" || o.DB != 2 || o.Username != "u" || o.Password != "env-pw" || o.TLSConfig != nil || o.PoolSize != 2 {
+				if o.Addr != "host:7000" || o.DB != 2 || o.Username != "u" || o.Password != "env-pw" || o.TLSConfig != nil || o.PoolSize != 2 || o.PipelinePoolSize != -1 {
 					t.Errorf("options %+v", o)
 				}
 			},
@@ -169,7 +169,7 @@ func TestNewRedisClientForms(t *testing.T) {
 			opts: Options{URL: "redis://:pw@a:7000?addr=b:7001&addr=c:7002", Cluster: true},
 			check: func(t *testing.T, c redis.UniversalClient) {
 				o := c.(*redis.ClusterClient).Options()
-				if strings.Join(o.Addrs, ",") != "a:7000,b:7001,c:7002" || o.Password != "pw" || o.PoolSize != 2 {
+				if strings.Join(o.Addrs, ",") != "a:7000,b:7001,c:7002" || o.Password != "pw" || o.PoolSize != 2 || o.PipelinePoolSize != -1 {
 					t.Errorf("options %+v", o)
 				}
 			},
