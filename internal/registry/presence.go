@@ -25,11 +25,17 @@ const (
 	// Redis, a failover) does not drop a live worker.
 	beatEvery = TTL / 3
 	// fleetBeats bounds the beats a second of the whole fleet: a worker
-	// beats every beatEvery while the fleet is small (up to 500 workers,
-	// 100 beats a second), and less often in a larger one, so that the
-	// registry costs Redis about the same for 500 workers or 50,000 (see
-	// beatInterval).
-	fleetBeats = 100
+	// beats every beatEvery while the fleet is small (up to 100 workers,
+	// 20 beats a second), and less often in a larger one, up to
+	// slowestBeat (see beatInterval). Each beat is a wake of an otherwise
+	// idle Redis, which costs it more than the script (about 75 µs of CPU
+	// on the project's VMs: docs/benchmarks.md); twenty a second is what
+	// the fleet's fallback looks come to (FleetLookSpacing).
+	fleetBeats = 20
+	// slowestBeat bounds how seldom a worker beats, and so how long a dead
+	// worker's entry lasts (three beats): 3 minutes in a fleet of 1,200
+	// workers or more, which then beats n/60 times a second.
+	slowestBeat = time.Minute
 	// changeGap is the least time between two beats that a change (an item
 	// started or ended) brings on: a worker that runs many short items
 	// announces at most four times a second, not twice an item, and the
@@ -92,10 +98,11 @@ type Presence struct {
 }
 
 // beatInterval is how often each of live workers beats: every beatEvery,
-// or in a fleet of more than beatEvery × fleetBeats (500) workers, so that
-// the fleet beats fleetBeats times a second (a minute for 6,000 workers).
+// or in a fleet of more than beatEvery × fleetBeats (100) workers, so that
+// the fleet beats fleetBeats times a second (15 s each for 300 workers),
+// but at least every slowestBeat (from 1,200 workers on).
 func beatInterval(live int64) time.Duration {
-	return max(beatEvery, time.Duration(live)*time.Second/fleetBeats)
+	return min(max(beatEvery, time.Duration(live)*time.Second/fleetBeats), slowestBeat)
 }
 
 // NewPresence makes the Presence of the worker self under keys, whose

@@ -15,7 +15,7 @@ import (
 )
 
 // TTL is how long a worker's entry outlives its last beat in a fleet of up
-// to 500 workers: a worker that dies without a word (SIGKILL, a lost host)
+// to 100 workers: a worker that dies without a word (SIGKILL, a lost host)
 // is gone from the registry within it. Fifteen seconds keeps a dead worker
 // out of w8yctl workers soon enough for an operator. A larger fleet beats
 // less often, and its entries last longer (see beatInterval).

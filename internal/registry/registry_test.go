@@ -166,11 +166,11 @@ func TestItemsWithSpaces(t *testing.T) {
 	}
 }
 
-// TestBeatInterval: a fleet of up to 500 workers beats every 5 s each; a
-// larger one beats 100 times a second in all, and its entries last three
-// beats.
+// TestBeatInterval: a fleet of up to 100 workers beats every 5 s each; a
+// larger one beats 20 times a second in all, but each worker at least once
+// a minute, and its entries last three beats.
 func TestBeatInterval(t *testing.T) {
-	for live, want := range map[int64]time.Duration{0: 5 * time.Second, 1: 5 * time.Second, 500: 5 * time.Second, 1000: 10 * time.Second, 6000: time.Minute} {
+	for live, want := range map[int64]time.Duration{0: 5 * time.Second, 1: 5 * time.Second, 100: 5 * time.Second, 101: 5050 * time.Millisecond, 300: 15 * time.Second, 1000: 50 * time.Second, 1200: time.Minute, 6000: time.Minute, 50000: time.Minute} {
 		if got := beatInterval(live); got != want {
 			t.Errorf("beatInterval(%d) = %s, want %s", live, got, want)
 		}

@@ -129,7 +129,10 @@ fleet_size() {
 	# The fleet: started together, then left until their first passes are
 	# over and each has beaten at least once more (every 5 s), so that each
 	# spaces its looks by the fleet's size. The sleep waits for a round of
-	# beats, which nothing in Redis marks for an older build.
+	# beats, which nothing in Redis marks for an older build. Redis' own
+	# idle cost moves between runs on a VM (3 to 7 ms/s): it is read again
+	# just before the fleet starts, for the fleet's line.
+	base=$(window_cpu)
 	bg_pids=()
 	for _ in $(seq "$n"); do
 		fstart
