@@ -9,12 +9,14 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 	"github.com/rs/zerolog"
+	"github.com/w8y/w8y/internal/clip"
 )
 
 // dialTimeout bounds one attempt to connect to Redis, so an address that
@@ -123,7 +125,35 @@ func badURL(rawURL string, err error) error {
 	if errors.As(err, &uerr) {
 		err = uerr.Err
 	}
-	return fmt.Errorf("invalid --redis-url %s: %s", shownURL(rawURL), redact(err.Error(), rawURL))
+	return fmt.Errorf("invalid --redis-url %s: %s", shownURL(rawURL), redact(queryWords(rawURL, err.Error()), rawURL))
+}
+
+// goRedisQuery matches go-redis' words for a query option of the URL that
+// it could not read, which end in Go's own (strconv.Atoi: parsing "x":
+// invalid syntax).
+var goRedisQuery = regexp.MustCompile(`^redis: invalid (\w+) (number|duration|boolean): `)
+
+// queryWords puts go-redis' message for a query option it could not read
+// (msg) in the user's words: the option as they wrote it, and what it
+// takes. Other messages are left as they are.
+func queryWords(rawURL, msg string) string {
+	if rest, ok := strings.CutPrefix(msg, "redis: unexpected option: "); ok {
+		return "unknown query option " + rest + ": the URL's query takes go-redis' options (dial_timeout, read_timeout, write_timeout, max_retries, pool_size...), and addr= with --redis-cluster or --sentinel-master"
+	}
+	m := goRedisQuery.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	name, value := m[1], ""
+	if u, err := url.Parse(rawURL); err == nil {
+		value = u.Query().Get(name)
+	}
+	takes := map[string]string{
+		"number":   "a whole number",
+		"duration": "a length of time, such as 500ms or 5s (a bare number is seconds; 0 or less turns the timeout off)",
+		"boolean":  "true or false (or 1 or 0)",
+	}[m[2]]
+	return fmt.Sprintf("%s=%s: %s takes %s", name, clip.OneLine(value), name, takes)
 }
 
 // readPassword returns the password from W8Y_REDIS_PASSWORD or

@@ -211,3 +211,33 @@ func TestNewRedisClientForms(t *testing.T) {
 		})
 	}
 }
+
+// TestURLQueryInTheUsersWords: a query option of --redis-url that go-redis
+// cannot read is refused with the option as the user wrote it and what it
+// takes, in every form of the client, not in Go's words (strconv.Atoi,
+// time.ParseDuration) or go-redis'.
+func TestURLQueryInTheUsersWords(t *testing.T) {
+	for _, tt := range []struct{ query, want string }{
+		{"dial_timeout=x", "dial_timeout=x: dial_timeout takes a length of time, such as 500ms or 5s"},
+		{"pipeline_pool_size=x", "pipeline_pool_size=x: pipeline_pool_size takes a whole number"},
+		{"max_retries=-5x", "max_retries=-5x: max_retries takes a whole number"},
+		{"read_timeout=1h&pool_fifo=maybe", "pool_fifo=maybe: pool_fifo takes true or false"},
+		{"foo=1", "unknown query option foo: the URL's query takes go-redis' options"},
+	} {
+		for _, form := range []Options{
+			{URL: "redis://127.0.0.1:1?" + tt.query},
+			{URL: "redis://127.0.0.1:1?" + tt.query, Cluster: true},
+			{URL: "redis://127.0.0.1:1?" + tt.query, SentinelMaster: "m"},
+		} {
+			_, err := New(&form, 2)
+			switch {
+			case err == nil:
+				t.Errorf("%+v: no error", form)
+			case !strings.Contains(err.Error(), "invalid --redis-url ") || !strings.Contains(err.Error(), tt.want):
+				t.Errorf("%+v: %v, want one saying %q", form, err, tt.want)
+			case strings.Contains(err.Error(), "strconv") || strings.Contains(err.Error(), "time: ") || strings.Contains(err.Error(), "redis: "):
+				t.Errorf("%+v: %v, in Go's or go-redis' words", form, err)
+			}
+		}
+	}
+}
