@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/finish"
 	"github.com/w8y/w8y/internal/jobctl"
 	"github.com/w8y/w8y/internal/schema"
@@ -96,6 +97,9 @@ type continuous struct {
 	// woken is set while an idle worker waits for a wake (see wait): it
 	// receives the wait's end.
 	woken chan error
+	// probe is the take's probe sent with the wait under way, if any (see
+	// wait): its answer is the wait's end's.
+	probe *redis.Cmd
 	// closing is set once no more items are taken; the loop then waits for
 	// the running children, and the wait under way. closed is the same,
 	// for the slots to read.

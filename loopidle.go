@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/duration"
 	"github.com/w8y/w8y/internal/redisconn"
 )
@@ -70,10 +71,17 @@ func (l *continuous) wait(ctx context.Context, d time.Duration) {
 	}
 	woken := make(chan error, 1)
 	l.woken = woken
+	// The take that follows the wait would probe first: the probe goes
+	// with the wait, and Redis runs it as the wait ends (see
+	// take.Taker.ProbeCmd); woke hands its answer to that take.
+	var then redis.Cmder
+	if l.probe = l.w.rotator.ProbeCmd(ctx); l.probe != nil {
+		then = l.probe
+	}
 	// /healthz expects the next beat after the wait, however long.
 	l.w.health.Beat(d)
 	go func() {
-		_, err := l.w.waker.Wait(ctx, d)
+		_, err := l.w.waker.Wait(ctx, d, then)
 		woken <- err
 	}()
 }
@@ -85,6 +93,10 @@ func (l *continuous) wait(ctx context.Context, d time.Duration) {
 // followed by a pause, so that the worker does not spin.
 func (l *continuous) woke(err error) {
 	l.woken = nil
+	if l.probe != nil {
+		l.w.rotator.Probed(l.probe)
+		l.probe = nil
+	}
 	if err == nil || l.closing {
 		return
 	}

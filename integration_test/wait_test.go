@@ -313,3 +313,53 @@ func clientIDs(t *testing.T, s *server) map[string]string {
 	}
 	return ids
 }
+
+// TestAnIdleWaitAndItsProbeAreOneRead: an idle worker's probe goes with its
+// wait (take.Taker.ProbeCmd, wake.Waiter.Wait), so that Redis reads both
+// in one read, and an idle Redis wakes once a fallback, not twice. Over a
+// window of the worker's fallbacks, the server's reads
+// (total_reads_processed) fall short of the calls it served from clients
+// (BLPOP, the scripts, the test's own INFO) by about one a wait; sent
+// apart, they would be as many.
+func TestAnIdleWaitAndItsProbeAreOneRead(t *testing.T) {
+	items := redistest.Items(3)
+	b := withList(t, "oneread", items...)
+	b.coolAll(t, b.prefix, items, time.Hour)
+	blpops := func() int { return redistest.CommandStats(t, b.Client)["blpop"] }
+	before := blpops()
+	p := b.start("--continuous", "--idle-wait", "200ms", "--cooldown", "1h", "true")
+	t.Cleanup(func() { p.stop(t) })
+	poll.WaitFor(t, "the worker's beat and its third wait", func() bool {
+		return b.Client.Exists(ctx(t), b.key("workers")).Val() == 1 && blpops()-before >= 3
+	})
+
+	// calls is what clients sent: the calls that are not a script's own
+	// (INFO commandstats counts those too, by their names), and reads the
+	// server's reads; each INFO of the test is one of each.
+	calls := func() (calls, waits int) {
+		stats := redistest.CommandStats(t, b.Client)
+		for _, name := range []string{"blpop", "evalsha", "eval", "evalsha_ro", "eval_ro", "info", "ping", "hello", "client|list"} {
+			calls += stats[name]
+		}
+		return calls, stats["blpop"]
+	}
+	reads := func() int {
+		n, err := strconv.Atoi(redistest.Info(t, b.Client, "stats")["total_reads_processed"])
+		if err != nil {
+			t.Fatalf("INFO stats total_reads_processed: %v", err)
+		}
+		return n
+	}
+	calls0, waits0 := calls()
+	reads0 := reads()
+	poll.WaitFor(t, "six more waits", func() bool { _, w := calls(); return w-waits0 >= 6 })
+	reads1 := reads()
+	calls1, waits1 := calls()
+	// The two INFOs that took calls0 and reads0 are in calls1, and not in
+	// the reads after reads0.
+	waits, sent, read := waits1-waits0, calls1-calls0-2, reads1-reads0
+	if sent-read < waits-2 {
+		t.Errorf("over %d waits, Redis read %d times for %d calls: want at most about one read a wait and its probe (%d fewer reads than calls)",
+			waits, read, sent, waits-2)
+	}
+}

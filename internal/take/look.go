@@ -70,6 +70,12 @@ type looking struct {
 	// next is what the last probe said of when its answer may change by
 	// itself (see Taker.NextDue); zero after a look.
 	next nextDue
+	// early is a probe's answer that came with the end of a wait (see
+	// Taker.ProbeCmd), which the next take reads instead of probing.
+	early earlyProbe
+	// loaded is set once a probe of this Taker's ran: Redis has the
+	// script, which ProbeCmd names by its hash alone.
+	loaded bool
 }
 
 // Looks reports whether a take of this Taker starts with a look instead of
@@ -161,6 +167,7 @@ func (p *Pass) look(ctx context.Context) (lookReply, error) {
 	out := lookReply{more: unseen > 0, untried: untried, sweeping: sweeping == 1}
 	look.quiet = !out.more && untried == 0 && !out.sweeping
 	look.next = nextDue{}
+	look.early = earlyProbe{}
 	return out, nil
 }
 

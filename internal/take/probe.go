@@ -5,7 +5,9 @@ import (
 	_ "embed"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/w8y/w8y/internal/clock"
+	"github.com/w8y/w8y/internal/redisconn"
 	"github.com/w8y/w8y/internal/script"
 )
 
@@ -72,12 +74,17 @@ func (p *Pass) probe(ctx context.Context) (worth bool, full error) {
 	t := p.t
 	look := &t.Memory.look
 	look.next = nextDue{}
-	args := []any{t.Keys.Prefix, t.FleetMax, t.Rate.Starts, t.Rate.Per.Milliseconds()}
-	reply, err := probeScript.Run(ctx, t.Client, []string{t.Keys.List()}, args...).Int64Slice()
-	if err != nil || len(reply) != 5 {
-		return true, nil
+	reply, at, ok := look.early.use(time.Now())
+	if !ok {
+		var err error
+		reply, err = probeScript.Run(ctx, t.Client, []string{t.Keys.List()}, t.probeArgs()...).Int64Slice()
+		if err != nil || len(reply) != 5 {
+			return true, nil
+		}
+		look.loaded = true
+		at = time.Now()
 	}
-	look.next = nextDue{at: time.Now(), in: -1, sweep: -1, probed: true}
+	look.next = nextDue{at: at, in: -1, sweep: -1, probed: true}
 	if reply[2] >= 0 {
 		look.next.in = time.Duration(max(reply[2]-reply[3], 0)) * time.Millisecond
 	}
@@ -91,6 +98,77 @@ func (p *Pass) probe(ctx context.Context) (worth bool, full error) {
 		return false, ErrRateFull
 	}
 	return reply[0] == 1, nil
+}
+
+// probeArgs are probe.lua's ARGV for this Taker.
+func (t *Taker) probeArgs() []any {
+	return []any{t.Keys.Prefix, t.FleetMax, t.Rate.Starts, t.Rate.Per.Milliseconds()}
+}
+
+// ProbeCmd is the probe that this Taker's next take would send first (see
+// Pass.probe), as a command of its own, or nil where that take looks
+// without one (its last look found something, or it cannot look): an idle
+// worker's wait sends it behind its BLPOP, in the same write (see
+// wake.Waiter.Wait), so that Redis runs it the moment the wait ends and
+// the take reads its answer (Probed) instead of asking again. An idle
+// worker thus wakes Redis once a wait, not twice: the wait and its probe
+// arrive together.
+//
+// The command names the script by its hash alone, so it goes only once a
+// probe of this Taker's own has run (and loaded the script where Redis
+// lacked it); where Redis has lost it since (a restart), the take probes
+// as it would have, which loads it again.
+func (t *Taker) ProbeCmd(ctx context.Context) *redis.Cmd {
+	if !t.Looks() || t.Memory == nil || !t.Memory.look.quiet || !t.Memory.look.loaded {
+		return nil
+	}
+	args := append([]any{"evalsha", probeScript.Hash(), 1, t.Keys.List()}, t.probeArgs()...)
+	return redis.NewCmd(ctx, args...)
+}
+
+// Probed keeps the answer of a ProbeCmd that Redis ran as the worker's
+// wait ended, for the next take, which reads it instead of probing if it
+// comes within earlyFresh; a probe that failed is forgotten, and the take
+// probes itself.
+func (t *Taker) Probed(cmd *redis.Cmd) {
+	if t.Memory == nil || cmd == nil {
+		return
+	}
+	reply, err := cmd.Int64Slice()
+	if err != nil || len(reply) != 5 {
+		t.Memory.look.early = earlyProbe{}
+		if redisconn.NoScript(err) {
+			t.Memory.look.loaded = false
+		}
+		return
+	}
+	t.Memory.look.early = earlyProbe{reply: reply, at: time.Now()}
+}
+
+// earlyProbe is a probe's answer that came with the end of a wait (see
+// Taker.ProbeCmd), for the take that follows.
+type earlyProbe struct {
+	reply []int64
+	at    time.Time
+}
+
+// earlyFresh is how old an early probe's answer may be and still stand for
+// the take's own: the loop takes as soon as the wait ends, so an answer
+// older than this belongs to a wait whose take did not follow (the worker
+// stopped, or ran a finish's item instead), and the take probes again.
+const earlyFresh = 100 * time.Millisecond
+
+// fresh reports whether an early answer stands at now.
+func (e earlyProbe) fresh(now time.Time) bool {
+	return e.reply != nil && now.Sub(e.at) < earlyFresh
+}
+
+// use returns the early answer, if it stands at now, and forgets it: it
+// stands for one probe.
+func (e *earlyProbe) use(now time.Time) (reply []int64, at time.Time, ok bool) {
+	reply, at, ok = e.reply, e.at, e.fresh(now)
+	*e = earlyProbe{}
+	return reply, at, ok
 }
 
 // SweepGrace is how long past its due moment the fleet's sweep may wait

@@ -250,9 +250,10 @@ func (p *Pass) take(ctx context.Context, stop <-chan struct{}) (Taken, error) {
 			// A probe that named a moment now passed (an item's due entry,
 			// the sweep's step that came due just now) would say yes: the
 			// look goes first, and what it finds is the next probe's to
-			// say.
-			if next := &p.t.Memory.look.next; next.passed(time.Now()) {
-				*next = nextDue{}
+			// say; but an answer that came with the wait's end (see
+			// Taker.ProbeCmd) is newer than that moment, and says.
+			if look := &p.t.Memory.look; look.next.passed(time.Now()) && !look.early.fresh(time.Now()) {
+				look.next = nextDue{}
 			} else if p.t.Memory.look.quiet && !p.looked {
 				if worth, full := p.probe(ctx); !worth {
 					p.left = 0

@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -43,6 +44,12 @@ type Waiter struct {
 	Client Client
 	Keys   schema.Keys
 	Holder string
+
+	// patient holds the clones of Client that a wait with a command behind
+	// it reads through, by the extra time they wait (see patientFor); mu
+	// guards it.
+	mu      sync.Mutex
+	patient map[time.Duration]*redis.Client
 }
 
 // shortest is the shortest wait that Wait blocks for: BLPOP reads a
@@ -60,14 +67,36 @@ const precise = 2 * time.Second
 // Wait blocks until a token wakes the worker, or d has passed: woken
 // reports a token (the fleet's, or the worker's own from Interrupt). An
 // error is Redis', which the take that follows meets too.
-func (w *Waiter) Wait(ctx context.Context, d time.Duration) (woken bool, err error) {
+//
+// then, if not nil, is sent behind the wait in the same write, so that
+// Redis runs it as the wait ends (a blocked client's next command waits
+// for its block to end) and one wake of Redis serves both: the take's
+// probe (see take.Taker.ProbeCmd). That takes a client whose pipelines
+// wait for their replies longer than d (a *redis.Client's clone, sharing
+// its connections); where there is none (Redis Cluster), or d is too
+// short to wait for, then is not sent, and its error says so.
+func (w *Waiter) Wait(ctx context.Context, d time.Duration, then redis.Cmder) (woken bool, err error) {
+	var patient Client
+	if then != nil && d >= shortest {
+		patient = w.patientFor(d)
+	}
+	if then != nil && patient == nil {
+		then.SetErr(ErrNotSent)
+	}
 	if d < shortest {
 		return false, nil
 	}
 	keys := []string{w.Keys.Wake(), w.Keys.WakeOf(w.Holder)}
-	if d < precise {
-		err = w.Client.Do(ctx, "blpop", keys[0], keys[1], strconv.FormatFloat(d.Seconds(), 'f', 3, 64)).Err()
-	} else {
+	switch {
+	case patient != nil:
+		pipe := patient.Pipeline()
+		wait := pipe.Do(ctx, "blpop", keys[0], keys[1], seconds(d))
+		_ = pipe.Process(ctx, then)
+		_, _ = pipe.Exec(ctx)
+		err = wait.Err()
+	case d < precise:
+		err = w.Client.Do(ctx, "blpop", keys[0], keys[1], seconds(d)).Err()
+	default:
 		err = w.Client.BLPop(ctx, d.Truncate(time.Second), keys...).Err()
 	}
 	if errors.Is(err, redis.Nil) {
@@ -75,6 +104,54 @@ func (w *Waiter) Wait(ctx context.Context, d time.Duration) (woken bool, err err
 	}
 	return err == nil, err
 }
+
+// ErrNotSent is the error of a command that Wait was given to send behind
+// the wait and did not send.
+var ErrNotSent = errors.New("not sent with the wait")
+
+// seconds is d as BLPOP's timeout: seconds, to the millisecond (Redis 6.0
+// and later read a fraction).
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', 3, 64)
+}
+
+// patientFor returns a client that shares the Waiter's connections and
+// whose pipelines wait for replies at least d longer than its own (go-redis
+// reads a pipeline's replies within the client's read timeout, whatever its
+// commands), or nil where the Waiter's client has no such clone (a
+// Cluster's). Clones are kept by the length they wait for, rounded up to
+// a power of two times patientStep, so that a worker's waits, whose
+// lengths vary, share a few, and a Redis that stops answering is still
+// found out within about twice the wait.
+func (w *Waiter) patientFor(d time.Duration) Client {
+	rc, ok := w.Client.(*redis.Client)
+	if !ok {
+		return nil
+	}
+	read := rc.Options().ReadTimeout
+	if read < 0 {
+		// No read deadline: a pipeline waits as long as it takes.
+		return rc
+	}
+	step := patientStep
+	for step < d {
+		step *= 2
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c, ok := w.patient[step]; ok {
+		return c
+	}
+	if w.patient == nil {
+		w.patient = map[time.Duration]*redis.Client{}
+	}
+	c := rc.WithTimeout(step + read)
+	w.patient[step] = c
+	return c
+}
+
+// patientStep is the shortest extra wait of patientFor's clones.
+const patientStep = 250 * time.Millisecond
 
 // Interrupt ends the worker's wait now, or its next one at once if none is
 // under way: a token in the worker's own list, which expires with the
