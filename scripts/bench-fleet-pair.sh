@@ -18,18 +18,14 @@ source "$root/scripts/lib/redis.sh"
 before=$1 after=$2
 n=${FLEET_WORKERS:-300}
 start_redis || { echo "bench-fleet-pair: could not start redis-server" >&2; exit 1; }
-rcli() { redis-cli -p "$redis_port" "$@"; }
-cpu_ms() { rcli INFO cpu | tr -d '\r' | awk -F: '/^used_cpu_(user|sys):/ {s += $2} END {printf "%.1f", s * 1000}'; }
+# shellcheck source=scripts/lib/pair.sh
+source "$root/scripts/lib/pair.sh"
 reads() { rcli INFO stats | tr -d '\r' | awk -F: '$1 == "total_reads_processed" {print $2}'; }
 for round in 1 2; do
 	for name in before after; do
 		bin=$before
 		[ "$name" = after ] && bin=$after
-		rcli FLUSHALL >/dev/null
-		awk 'BEGIN {for (i = 0; i < 10000; i++) {it = "i" i; k = "f:cooldown:" it
-			printf "*3\r\n$5\r\nRPUSH\r\n$6\r\nf:list\r\n$%d\r\n%s\r\n", length(it), it
-			printf "*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$5\r\nother\r\n$2\r\nPX\r\n$7\r\n3600000\r\n", length(k), k}}' |
-			rcli --pipe >/dev/null
+		load_cooling f:
 		a=$(cpu_ms)
 		sleep 10 # the server alone: a window, not a synchronisation
 		alone=$(awk -v a="$a" -v b="$(cpu_ms)" 'BEGIN {printf "%.2f", (b - a) / 10}')

@@ -15,17 +15,13 @@ source "$root/scripts/lib/redis.sh"
 before=$1 after=$2
 window=${IDLE_WINDOW:-90}
 start_redis || { echo "bench-idle-pair: could not start redis-server" >&2; exit 1; }
-rcli() { redis-cli -p "$redis_port" "$@"; }
-cpu_ms() { rcli INFO cpu | tr -d '\r' | awk -F: '/^used_cpu_(user|sys):/ {s += $2} END {printf "%.1f", s * 1000}'; }
+# shellcheck source=scripts/lib/pair.sh
+source "$root/scripts/lib/pair.sh"
 for round in 1 2; do
 	for name in before after; do
 		bin=$before
 		[ "$name" = after ] && bin=$after
-		rcli FLUSHALL >/dev/null
-		awk 'BEGIN {for (i = 0; i < 10000; i++) {it = "i" i; k = "b:cooldown:" it
-			printf "*3\r\n$5\r\nRPUSH\r\n$6\r\nb:list\r\n$%d\r\n%s\r\n", length(it), it
-			printf "*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$5\r\nother\r\n$2\r\nPX\r\n$7\r\n3600000\r\n", length(k), k}}' |
-			rcli --pipe >/dev/null
+		load_cooling b:
 		"$bin" -q -c -u "redis://127.0.0.1:$redis_port" -k b true &
 		bg_pids=($!)
 		# The first pass over the list is over (see internal/take's look.lua).
