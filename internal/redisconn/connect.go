@@ -11,6 +11,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -130,8 +131,10 @@ func badURL(rawURL string, err error) error {
 
 // goRedisQuery matches go-redis' words for a query option of the URL that
 // it could not read, which end in Go's own (strconv.Atoi: parsing "x":
-// invalid syntax).
-var goRedisQuery = regexp.MustCompile(`^redis: invalid (\w+) (number|duration|boolean): `)
+// invalid syntax). It is compiled on first use, by a URL that fails.
+var goRedisQuery = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^redis: invalid (\w+) (number|duration|boolean): `)
+})
 
 // queryWords puts go-redis' message for a query option it could not read
 // (msg) in the user's words: the option as they wrote it, and what it
@@ -140,7 +143,7 @@ func queryWords(rawURL, msg string) string {
 	if rest, ok := strings.CutPrefix(msg, "redis: unexpected option: "); ok {
 		return "unknown query option " + rest + ": the URL's query takes go-redis' options (dial_timeout, read_timeout, write_timeout, max_retries, pool_size...), and addr= with --redis-cluster or --sentinel-master"
 	}
-	m := goRedisQuery.FindStringSubmatch(msg)
+	m := goRedisQuery().FindStringSubmatch(msg)
 	if m == nil {
 		return msg
 	}

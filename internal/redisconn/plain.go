@@ -3,12 +3,16 @@ package redisconn
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // scriptWhere is what Redis and Valkey add to an error raised inside a
 // script: the script's hash and its Lua line, which tell a user nothing
-// they can act on (" script: 4bee2263…, on @user_script:190.").
-var scriptWhere = regexp.MustCompile(`\s*script: [0-9a-f]+, on @user_script:\d+\.?`)
+// they can act on (" script: 4bee2263…, on @user_script:190."). It is
+// compiled on first use, by such an error.
+var scriptWhere = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\s*script: [0-9a-f]+, on @user_script:\d+\.?`)
+})
 
 // plainWords are the replies that a user can act on, each in w8y's words
 // with the fix. A script's hash and Lua line never reach a user.
@@ -40,8 +44,8 @@ func Plain(err error) error {
 	if words, ok := plainWords[Code(err)]; ok {
 		return &plainError{msg: words, err: err}
 	}
-	if msg := err.Error(); scriptWhere.MatchString(msg) {
-		return &plainError{msg: strings.TrimSpace(scriptWhere.ReplaceAllString(msg, "")), err: err}
+	if msg := err.Error(); scriptWhere().MatchString(msg) {
+		return &plainError{msg: strings.TrimSpace(scriptWhere().ReplaceAllString(msg, "")), err: err}
 	}
 	return err
 }

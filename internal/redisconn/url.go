@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/w8y/w8y/internal/clip"
 )
@@ -56,19 +57,23 @@ func checkURL(rawURL string) error {
 
 // mistypedScheme is a scheme written with its "://" mistyped: redis:host,
 // redis:/host, redis//host, rediss:host, unix:/path.
-var mistypedScheme = regexp.MustCompile(`(?i)^(rediss?|unix)([:/]+)(.*)$`)
+var mistypedScheme = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)^(rediss?|unix)([:/]+)(.*)$`)
+})
 
 // hostPort is what follows "redis:" in redis:6379, a host named redis (a
 // container's, say) and its port, not a scheme.
-var hostPort = regexp.MustCompile(`^[0-9]+(/.*)?$`)
+var hostPort = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[0-9]+(/.*)?$`)
+})
 
 // meantURL is the URL that rawURL, which lacks "://", most likely means:
 // its scheme with the separator mended (redis//host:port is
 // redis://host:port, unix:/run/redis.sock is unix:///run/redis.sock), or
 // redis:// before the whole of it (localhost:6379, redis:6379).
 func meantURL(rawURL string) string {
-	m := mistypedScheme.FindStringSubmatch(rawURL)
-	if m == nil || m[2] == ":" && hostPort.MatchString(m[3]) {
+	m := mistypedScheme().FindStringSubmatch(rawURL)
+	if m == nil || m[2] == ":" && hostPort().MatchString(m[3]) {
 		return "redis://" + rawURL
 	}
 	scheme, rest := strings.ToLower(m[1]), strings.TrimLeft(m[3], "/")
