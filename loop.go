@@ -100,6 +100,8 @@ type continuous struct {
 	// probe is the take's probe sent with the wait under way, if any (see
 	// wait): its answer is the wait's end's.
 	probe *redis.Cmd
+	// beat is the registry's beat sent with the wait under way, if any.
+	beat *redis.Cmd
 	// closing is set once no more items are taken; the loop then waits for
 	// the running children, and the wait under way. closed is the same,
 	// for the slots to read.

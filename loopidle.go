@@ -74,14 +74,19 @@ func (l *continuous) wait(ctx context.Context, d time.Duration) {
 	// The take that follows the wait would probe first: the probe goes
 	// with the wait, and Redis runs it as the wait ends (see
 	// take.Taker.ProbeCmd); woke hands its answer to that take.
-	var then redis.Cmder
+	var then []redis.Cmder
 	if l.probe = l.w.rotator.ProbeCmd(ctx); l.probe != nil {
-		then = l.probe
+		then = append(then, l.probe)
+	}
+	// The registry's beat, if it comes due during the wait, goes with it
+	// too (see registry.Presence.BeatCmd), and runs as the wait ends.
+	if l.beat = l.w.presence.BeatCmd(ctx, d); l.beat != nil {
+		then = append(then, l.beat)
 	}
 	// /healthz expects the next beat after the wait, however long.
 	l.w.health.Beat(d)
 	go func() {
-		_, err := l.w.waker.Wait(ctx, d, then)
+		_, err := l.w.waker.Wait(ctx, d, then...)
 		woken <- err
 	}()
 }
@@ -96,6 +101,10 @@ func (l *continuous) woke(err error) {
 	if l.probe != nil {
 		l.w.rotator.Probed(l.probe)
 		l.probe = nil
+	}
+	if l.beat != nil {
+		l.w.presence.Beaten(l.beat)
+		l.beat = nil
 	}
 	if err == nil || l.closing {
 		return

@@ -31,31 +31,7 @@ func TestOneShotIsOneConnectionAndTwoCalls(t *testing.T) {
 	}
 
 	// MONITOR, as an operator would watch it.
-	c, cancel := context.WithTimeout(context.Background(), poll.Timeout)
-	defer cancel()
-	mon := exec.CommandContext(c, "redis-cli", "-p", strconv.Itoa(b.Port), "MONITOR")
-	out, err := mon.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mon.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string, 1000)
-	go func() {
-		defer close(lines)
-		scan := bufio.NewScanner(out)
-		for scan.Scan() {
-			lines <- scan.Text()
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		_ = mon.Wait()
-	})
-	if l := <-lines; l != "OK" {
-		t.Fatalf("MONITOR said %q", l)
-	}
+	lines, c := monitor(t, b.Port)
 	b.run("true").wantExit(t, 0)
 	b.Client.Echo(ctx(t), "monitor-off")
 	byConn := map[string][]string{}
@@ -87,6 +63,40 @@ func TestOneShotIsOneConnectionAndTwoCalls(t *testing.T) {
 			t.Errorf("the one-shot run sent %q through %s, want its handshake, its take and its finish", got, conn)
 		}
 	}
+}
+
+// monitor runs redis-cli MONITOR against the server on port until the
+// test's end, and returns its lines, once MONITOR has said OK, and the
+// context that bounds it.
+func monitor(t *testing.T, port int) (<-chan string, context.Context) {
+	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), poll.Timeout)
+	mon := exec.CommandContext(c, "redis-cli", "-p", strconv.Itoa(port), "MONITOR")
+	out, err := mon.StdoutPipe()
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if err := mon.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	lines := make(chan string, 10000)
+	go func() {
+		defer close(lines)
+		scan := bufio.NewScanner(out)
+		for scan.Scan() {
+			lines <- scan.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		_ = mon.Wait()
+	})
+	if l := <-lines; l != "OK" {
+		t.Fatalf("MONITOR said %q", l)
+	}
+	return lines, c
 }
 
 // blocked is the count of clients that wait in BLPOP (idle workers waiting
@@ -361,5 +371,64 @@ func TestAnIdleWaitAndItsProbeAreOneRead(t *testing.T) {
 	if sent-read < waits-2 {
 		t.Errorf("over %d waits, Redis read %d times for %d calls: want at most about one read a wait and its probe (%d fewer reads than calls)",
 			waits, read, sent, waits-2)
+	}
+}
+
+// TestAnIdleWorkersBeatRidesItsWait: the registry's beat that comes due
+// while an idle worker waits goes with the wait (registry.Presence.BeatCmd)
+// and runs as it ends: MONITOR shows the beat (beat.lua, the one call with
+// the registry's three keys) right after the probe that ended a BLPOP, on
+// the same connection, not as a call of its own; and the worker's entry
+// lives on, its expiry pushed on by each beat.
+func TestAnIdleWorkersBeatRidesItsWait(t *testing.T) {
+	items := redistest.Items(3)
+	b := withList(t, "ride", items...)
+	b.coolAll(t, b.prefix, items, time.Hour)
+	p := b.start("--continuous", "--idle-wait", "1s", "--cooldown", "1h", "true")
+	t.Cleanup(func() { p.stop(t) })
+	poll.WaitFor(t, "the worker's first beat", func() bool { return b.Client.Exists(ctx(t), b.key("workers")).Val() == 1 })
+	lines, c := monitor(t, b.Port)
+	type call struct {
+		at   float64
+		what string
+	}
+	last := map[string][]call{} // by connection, its last two calls
+	beats, ridden := 0, 0
+	for beats < 2 {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("MONITOR ended")
+			}
+			// 1795920422.909531 [0 127.0.0.1:43258] "evalsha" "9f…" "3" "ride:worker:…"
+			f := strings.Fields(l)
+			if len(f) < 4 || f[2] == "lua]" {
+				continue
+			}
+			at, _ := strconv.ParseFloat(f[0], 64)
+			what := strings.Trim(strings.ToLower(f[3]), `"`)
+			if what == "evalsha" && len(f) >= 7 && f[5] == `"3"` && strings.Contains(f[6], b.key("worker:")) {
+				what = "beat"
+				beats++
+				// Ridden: the connection's last calls were a BLPOP and then,
+				// in the same moment as the beat, the call that it ended
+				// with (the probe).
+				if prev := last[f[2]]; len(prev) == 2 && prev[0].what == "blpop" && prev[1].what == "evalsha" && at-prev[1].at < 0.005 {
+					ridden++
+				}
+			}
+			prev := append(last[f[2]], call{at, what})
+			last[f[2]] = prev[max(0, len(prev)-2):]
+		case <-c.Done():
+			t.Fatalf("MONITOR showed %d beats before the test's timeout, want 2", beats)
+		}
+	}
+	if ridden == 0 {
+		t.Errorf("none of the worker's %d beats rode its wait", beats)
+	}
+	members := b.Client.ZRangeWithScores(ctx(t), b.key("workers"), 0, -1).Val()
+	now := b.Client.Time(ctx(t)).Val()
+	if len(members) != 1 || members[0].Score <= float64(now.UnixMilli()) {
+		t.Errorf("after its beats rode its waits, the registry holds %+v at %d, want the worker, live", members, now.UnixMilli())
 	}
 }

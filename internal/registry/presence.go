@@ -52,6 +52,11 @@ const (
 	// while Redis hangs must not wait long for an entry that expires by
 	// itself anyway.
 	removeTimeout = time.Second
+	// measureEvery is how long the skew of Redis' clock may go unmeasured:
+	// a beat that rides an idle worker's wait (see BeatCmd) cannot measure
+	// it, since its reply comes when the wait ends, so the beat that comes
+	// due once the last measurement is this old goes on its own.
+	measureEvery = time.Minute
 )
 
 // Self is what a worker says of itself, which does not change while it
@@ -92,9 +97,16 @@ type Presence struct {
 	// read it.
 	lookers atomic.Int64
 	// interval is the time until the next beat, which the last beat set
-	// from the fleet's size; the entry expires after three of them. Only
-	// Run's goroutine uses it.
+	// from the fleet's size; the entry expires after three of them. mu
+	// guards it and the schedule below.
 	interval time.Duration
+	// last is when the last beat was made, next when the next is due;
+	// riding is set while a beat rides a wait (see BeatCmd); measured is
+	// when a beat last measured the skew of Redis' clock. rearm tells Run
+	// that next has moved.
+	last, next, measured time.Time
+	riding               bool
+	rearm                chan struct{}
 }
 
 // beatInterval is how often each of live workers beats: every beatEvery,
@@ -108,7 +120,8 @@ func beatInterval(live int64) time.Duration {
 // NewPresence makes the Presence of the worker self under keys, whose
 // expiries clk puts on Redis' clock; Run announces it.
 func NewPresence(client BeatClient, keys schema.Keys, self Self, clk *clock.Clock, log zerolog.Logger) *Presence {
-	return &Presence{client: client, keys: keys, self: self, clock: clk, log: log, since: self.Started, changed: make(chan struct{}, 1), interval: beatEvery}
+	return &Presence{client: client, keys: keys, self: self, clock: clk, log: log, since: self.Started, changed: make(chan struct{}, 1),
+		interval: beatEvery, rearm: make(chan struct{}, 1)}
 }
 
 // Started tells the registry that the worker runs item from now on. A nil
@@ -142,9 +155,12 @@ func (p *Presence) Ended(item string) {
 	p.wake()
 }
 
-func (p *Presence) wake() {
+func (p *Presence) wake() { signal(p.changed) }
+
+// signal wakes whoever waits on c, if no wake is pending.
+func signal(c chan struct{}) {
 	select {
-	case p.changed <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
@@ -162,6 +178,11 @@ func (p *Presence) Lookers() int {
 func (p *Presence) entry(now time.Time, ttl time.Duration) (Entry, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.entryLocked(now, ttl)
+}
+
+// entryLocked is entry, with mu held.
+func (p *Presence) entryLocked(now time.Time, ttl time.Duration) (Entry, bool) {
 	mode, state := "one-shot", schema.WorkerIdle
 	if p.self.Continuous {
 		mode = "continuous"
@@ -196,6 +217,12 @@ func (p *Presence) Run(ctx context.Context) {
 		defer cancel()
 		announced = true
 		err := p.announce(bctx, p.clock.Now())
+		if err != nil {
+			// The next in a whole beat, as after one that went through.
+			p.mu.Lock()
+			p.next = time.Now().Add(p.interval)
+			p.mu.Unlock()
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -219,7 +246,7 @@ func (p *Presence) Run(ctx context.Context) {
 	first := oneShotQuiet
 	if p.self.Continuous {
 		beat()
-		first = p.interval
+		first = time.Until(p.nextBeat())
 	}
 	timer := time.NewTimer(first)
 	defer timer.Stop()
@@ -248,11 +275,97 @@ func (p *Presence) Run(ctx context.Context) {
 				continue
 			case <-time.After(changeGap):
 			}
+		case <-p.rearm:
+			// A beat rides a wait, or has ridden one: the next is due
+			// later, or at once where it failed.
+			timer.Reset(time.Until(p.nextBeat()))
+			continue
 		case <-timer.C:
+			if due := time.Until(p.nextBeat()); due > 0 {
+				timer.Reset(due)
+				continue
+			}
 		}
 		beat()
-		timer.Reset(p.interval)
+		timer.Reset(time.Until(p.nextBeat()))
 	}
+}
+
+// nextBeat is when the next beat is due.
+func (p *Presence) nextBeat() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.next
+}
+
+// beaten records a beat made at at, which counted lookers and live, and
+// measured the skew of Redis' clock if measured says so.
+func (p *Presence) beaten(at time.Time, lookers, live int64, measured bool) {
+	p.mu.Lock()
+	p.interval = beatInterval(live)
+	p.last, p.next = at, at.Add(p.interval)
+	if measured {
+		p.measured = at
+	}
+	p.mu.Unlock()
+	// Last: whoever sees the count sees the beat's schedule too.
+	p.lookers.Store(lookers)
+}
+
+// BeatCmd is the beat that an idle worker's wait of d sends behind it (see
+// wake.Waiter.Wait), where the next beat comes due during the wait, or
+// nil: Redis runs it as the wait ends, so that the beat costs an idle Redis
+// no wake of its own (a fleet of 300 idle workers beats 20 times a second,
+// a third of its reads). The beat then comes up to d late, which the
+// entry's three beats of life allow only where it still comes within two
+// beats of the last; and its reply comes when the wait ends, too late to
+// measure the skew of Redis' clock, so one beat a measureEvery goes on its
+// own. Beaten takes the reply. Only a --continuous worker's beat rides,
+// where the registry's keys share the list's server, once Run has made
+// the first.
+func (p *Presence) BeatCmd(ctx context.Context, d time.Duration) *redis.Cmd {
+	if p == nil || !p.self.Continuous || !p.keys.Colocated {
+		return nil
+	}
+	now := time.Now()
+	end := now.Add(d)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last.IsZero() || p.riding || now.Sub(p.measured) >= measureEvery ||
+		p.next.After(end) || end.After(p.last.Add(2*p.interval)) {
+		return nil
+	}
+	p.riding = true
+	// Run leaves it to this wait, and beats again a whole beat after it.
+	p.next = end.Add(p.interval)
+	signal(p.rearm)
+	ttl := 3 * p.interval
+	e, looks := p.entryLocked(p.clock.OnRedis(end), ttl)
+	args := []any{"evalsha", beatScript.Hash(), 3, p.keys.Worker(e.Holder), p.keys.Workers(), p.keys.Looking(),
+		e.Holder, ttl.Milliseconds(), map[bool]int{true: 1}[looks]}
+	return redis.NewCmd(ctx, append(args, e.values()...)...)
+}
+
+// Beaten takes the reply of a beat that BeatCmd gave, which ran as the
+// wait ended: its counts, as a beat of Run's own; where it failed (Redis
+// lost the script, the wait failed), Run beats at once.
+func (p *Presence) Beaten(cmd *redis.Cmd) {
+	if p == nil || cmd == nil {
+		return
+	}
+	reply, err := cmd.Int64Slice()
+	if err == nil && len(reply) == 3 {
+		p.beaten(time.Now(), reply[0], reply[1], false)
+	} else {
+		p.log.Debug().Err(err).Msg("a beat sent with a wait failed: the worker beats now")
+		p.mu.Lock()
+		p.next = time.Now()
+		p.mu.Unlock()
+	}
+	p.mu.Lock()
+	p.riding = false
+	p.mu.Unlock()
+	signal(p.rearm)
 }
 
 // BeatClient is the part of the Redis client that a worker's beat needs:
@@ -275,7 +388,9 @@ var beatScript = script.New(clock.Lua, beatSource)
 // a pipeline of the same writes, whose expiries are on Redis' clock as
 // this host knows it.
 func (p *Presence) announce(ctx context.Context, now time.Time) error {
+	p.mu.Lock()
 	ttl := 3 * p.interval
+	p.mu.Unlock()
 	e, looks := p.entry(now, ttl)
 	if p.keys.Colocated {
 		return p.announceInOne(ctx, e, looks, ttl)
@@ -303,7 +418,7 @@ func (p *Presence) announce(ctx context.Context, now time.Time) error {
 		return redisconn.Wrap("announce the worker in "+strconv.Quote(p.keys.Workers()), err)
 	}
 	p.clock.Set(redisNow.Val(), sent, p.clock.Host())
-	p.counted(lookers.Val(), live.Val())
+	p.beaten(time.Now(), lookers.Val(), live.Val(), true)
 	return nil
 }
 
@@ -322,15 +437,8 @@ func (p *Presence) announceInOne(ctx context.Context, e Entry, looks bool, ttl t
 		return redisconn.Wrap("announce the worker in "+strconv.Quote(p.keys.Workers()), err)
 	}
 	p.clock.Set(time.UnixMilli(reply[2]), sent, p.clock.Host())
-	p.counted(reply[0], reply[1])
+	p.beaten(time.Now(), reply[0], reply[1], true)
 	return nil
-}
-
-// counted keeps what a beat counted: the live workers that look, which
-// space the looks, and all the live ones, which space the beats.
-func (p *Presence) counted(lookers, live int64) {
-	p.lookers.Store(lookers)
-	p.interval = beatInterval(live)
 }
 
 // remove deletes the entry, in one round trip.

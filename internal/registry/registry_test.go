@@ -231,3 +231,73 @@ func TestOneShotAnnouncesAfterASecond(t *testing.T) {
 		t.Errorf("the one-shot run's end left %d keys: %q", n, s.Client.Keys(testCtx(t), "*").Val())
 	}
 }
+
+// TestABeatRidesAWait: once Run has made its first beat, the beat that
+// comes due during an idle worker's wait is sent with it (BeatCmd), and
+// Run's own waits a whole beat past the wait's end; a short wait, a second
+// wait while one rides, a one-shot run and a clock unmeasured for
+// measureEvery carry none; the ridden beat's reply refreshes the entry and
+// its counts (Beaten), and one that failed has Run beat at once.
+func TestABeatRidesAWait(t *testing.T) {
+	s := redistest.Start(t)
+	ctx := testCtx(t)
+	keys := schema.Keys{Prefix: "ride:", Colocated: true}
+	p := NewPresence(s.Client, keys, self("r:1:a", true), nil, zerolog.Nop())
+	if cmd := p.BeatCmd(ctx, time.Hour); cmd != nil {
+		t.Fatal("BeatCmd before Run's first beat gave a beat")
+	}
+	present(t, p)
+	poll.WaitFor(t, "the first beat", func() bool { return s.Client.Exists(ctx, keys.Worker("r:1:a")).Val() == 1 })
+	poll.WaitFor(t, "the first beat's counts", func() bool { return p.Lookers() == 1 })
+
+	if cmd := p.BeatCmd(ctx, time.Second); cmd != nil {
+		t.Errorf("a wait of 1s, %s before the next beat, carries one", beatEvery)
+	}
+	cmd := p.BeatCmd(ctx, beatEvery+time.Second)
+	if cmd == nil {
+		t.Fatalf("a wait of %s, past the next beat, carries none", beatEvery+time.Second)
+	}
+	if next := time.Until(p.nextBeat()); next < 2*beatEvery {
+		t.Errorf("with a beat riding a wait of %s, Run's next beat is due in %s, want a whole beat after the wait", beatEvery+time.Second, next)
+	}
+	if again := p.BeatCmd(ctx, beatEvery+time.Second); again != nil {
+		t.Error("a second wait carries a beat while one rides")
+	}
+	s.Client.Del(ctx, keys.Worker("r:1:a"))
+	_ = s.Client.Process(ctx, cmd)
+	p.Beaten(cmd)
+	if ttl := s.Client.PTTL(ctx, keys.Worker("r:1:a")).Val(); ttl <= 0 || ttl > TTL {
+		t.Errorf("after the ridden beat, the entry's expiry is %s, want up to %s", ttl, TTL)
+	}
+	if e := readOne(t, s, keys); e.Holder != "r:1:a" || e.State != schema.WorkerIdle {
+		t.Errorf("after the ridden beat, the entry is %+v", e)
+	}
+	if next := time.Until(p.nextBeat()); next <= beatEvery-time.Second || next > beatEvery {
+		t.Errorf("after the ridden beat, the next is due in %s, want a beat after it", next)
+	}
+
+	// A beat that failed: Run beats at once.
+	failed := p.BeatCmd(ctx, beatEvery+time.Second)
+	if failed == nil {
+		t.Fatal("a wait after the ridden beat carries none")
+	}
+	s.Client.Del(ctx, keys.Worker("r:1:a"))
+	failed.SetErr(fmt.Errorf("the wait failed"))
+	p.Beaten(failed)
+	poll.WaitFor(t, "Run's beat after a ridden one failed", func() bool { return s.Client.Exists(ctx, keys.Worker("r:1:a")).Val() == 1 })
+
+	// The clock unmeasured for measureEvery: Run's beat measures it.
+	p.mu.Lock()
+	p.measured = p.measured.Add(-measureEvery)
+	p.mu.Unlock()
+	if cmd := p.BeatCmd(ctx, time.Hour); cmd != nil {
+		t.Error("a wait carries a beat though the clock's skew was last measured a minute ago")
+	}
+
+	one := NewPresence(s.Client, keys, self("o:1:a", false), nil, zerolog.Nop())
+	present(t, one)
+	poll.WaitFor(t, "the one-shot run's entry", func() bool { return s.Client.Exists(ctx, keys.Worker("o:1:a")).Val() == 1 })
+	if cmd := one.BeatCmd(ctx, time.Hour); cmd != nil {
+		t.Error("a one-shot run's wait carries a beat")
+	}
+}

@@ -68,20 +68,23 @@ const precise = 2 * time.Second
 // reports a token (the fleet's, or the worker's own from Interrupt). An
 // error is Redis', which the take that follows meets too.
 //
-// then, if not nil, is sent behind the wait in the same write, so that
-// Redis runs it as the wait ends (a blocked client's next command waits
-// for its block to end) and one wake of Redis serves both: the take's
-// probe (see take.Taker.ProbeCmd). That takes a client whose pipelines
-// wait for their replies longer than d (a *redis.Client's clone, sharing
-// its connections); where there is none (Redis Cluster), or d is too
-// short to wait for, then is not sent, and its error says so.
-func (w *Waiter) Wait(ctx context.Context, d time.Duration, then redis.Cmder) (woken bool, err error) {
+// then are sent behind the wait in the same write, so that Redis runs
+// them as the wait ends (a blocked client's next command waits for its
+// block to end) and one wake of Redis serves all: the take's probe (see
+// take.Taker.ProbeCmd) and the registry's beat when it is due (see
+// registry.Presence.BeatCmd). That takes a client whose pipelines wait for
+// their replies longer than d (a *redis.Client's clone, sharing its
+// connections); where there is none (Redis Cluster), or d is too short to
+// wait for, then are not sent, and their errors say so.
+func (w *Waiter) Wait(ctx context.Context, d time.Duration, then ...redis.Cmder) (woken bool, err error) {
 	var patient Client
-	if then != nil && d >= shortest {
+	if len(then) > 0 && d >= shortest {
 		patient = w.patientFor(d)
 	}
-	if then != nil && patient == nil {
-		then.SetErr(ErrNotSent)
+	if patient == nil {
+		for _, cmd := range then {
+			cmd.SetErr(ErrNotSent)
+		}
 	}
 	if d < shortest {
 		return false, nil
@@ -91,7 +94,9 @@ func (w *Waiter) Wait(ctx context.Context, d time.Duration, then redis.Cmder) (w
 	case patient != nil:
 		pipe := patient.Pipeline()
 		wait := pipe.Do(ctx, "blpop", keys[0], keys[1], seconds(d))
-		_ = pipe.Process(ctx, then)
+		for _, cmd := range then {
+			_ = pipe.Process(ctx, cmd)
+		}
 		_, _ = pipe.Exec(ctx)
 		err = wait.Err()
 	case d < precise:

@@ -23,7 +23,7 @@ func TestWait(t *testing.T) {
 	b := &Waiter{Client: rdb, Keys: keys, Holder: "b"}
 
 	for _, d := range []time.Duration{0, 50 * time.Millisecond, 1500 * time.Millisecond, 2 * time.Second} {
-		if woken, err := a.Wait(ctx, d, nil); woken || err != nil {
+		if woken, err := a.Wait(ctx, d); woken || err != nil {
 			t.Errorf("a wait of %s with no token: woken %v, %v", d, woken, err)
 		}
 	}
@@ -36,7 +36,7 @@ func TestWait(t *testing.T) {
 	ends := make(chan end, 2)
 	for _, w := range []*Waiter{a, b} {
 		go func() {
-			woken, err := w.Wait(context.WithoutCancel(ctx), 5*time.Second, nil)
+			woken, err := w.Wait(context.WithoutCancel(ctx), 5*time.Second)
 			ends <- end{w.Holder, woken, err}
 		}()
 	}
@@ -63,8 +63,8 @@ func TestWait(t *testing.T) {
 // TestWaitThen: a command given to Wait runs as the wait ends, not as it is
 // sent (it reads what another client wrote during the wait), after a
 // timeout and after a token, though the wait is longer than the client's
-// read timeout; the wait and the command reach Redis in one read, where
-// sent one after the other they take two; and where Wait cannot send it
+// read timeout; the wait and the commands behind it reach Redis in one
+// read, where sent one after the other they take one each; and where Wait cannot send it
 // with the wait, the command says so and the wait goes on alone.
 func TestWaitThen(t *testing.T) {
 	rdb, ctx := redistest.Client(t)
@@ -119,18 +119,18 @@ func TestWaitThen(t *testing.T) {
 		return n
 	}
 	before := reads()
-	if _, err := w.Wait(ctx, 20*time.Millisecond, redis.NewCmd(ctx, "ping")); err != nil {
+	if _, err := w.Wait(ctx, 20*time.Millisecond, redis.NewCmd(ctx, "ping"), redis.NewCmd(ctx, "ping")); err != nil {
 		t.Fatal(err)
 	}
 	together := reads() - before - 1
 	before = reads()
-	if _, err := w.Wait(ctx, 20*time.Millisecond, nil); err != nil {
+	if _, err := w.Wait(ctx, 20*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	short.Ping(ctx)
 	apart := reads() - before - 1
 	if together != 1 || apart != 2 {
-		t.Errorf("Redis read a wait with a PING behind it in %d reads, and the two sent apart in %d: want 1 and 2", together, apart)
+		t.Errorf("Redis read a wait with two PINGs behind it in %d reads, and a wait and a PING sent apart in %d: want 1 and 2", together, apart)
 	}
 
 	// No wait to send it with, or no client that waits for it.
