@@ -141,7 +141,7 @@ var goRedisQuery = sync.OnceValue(func() *regexp.Regexp {
 // takes. Other messages are left as they are.
 func queryWords(rawURL, msg string) string {
 	if rest, ok := strings.CutPrefix(msg, "redis: unexpected option: "); ok {
-		return "unknown query option " + rest + ": the URL's query takes go-redis' options (dial_timeout, read_timeout, write_timeout, max_retries, pool_size...), and addr= with --redis-cluster or --sentinel-master"
+		return "unknown query option " + rest + ": the URL's query takes go-redis' options (dial_timeout, read_timeout, write_timeout, max_retries...), and addr= with --redis-cluster or --sentinel-master"
 	}
 	m := goRedisQuery().FindStringSubmatch(msg)
 	if m == nil {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -212,11 +213,20 @@ func TestNewRedisClientForms(t *testing.T) {
 	}
 }
 
-// TestURLQueryInTheUsersWords: a query option of --redis-url that go-redis
-// cannot read is refused with the option as the user wrote it and what it
-// takes, in every form of the client, not in Go's words (strconv.Atoi,
+// TestURLQueryInTheUsersWords: the query options of --redis-url that
+// docs/reference.md shows are taken; one that go-redis cannot read is
+// refused with the option as the user wrote it and what it takes, in
+// every form of the client, not in Go's words (strconv.Atoi,
 // time.ParseDuration) or go-redis'.
 func TestURLQueryInTheUsersWords(t *testing.T) {
+	c, err := New(&Options{URL: "redis://127.0.0.1:1?dial_timeout=5s&read_timeout=10s"}, 2)
+	if err != nil {
+		t.Fatalf("the reference's example query: %v", err)
+	}
+	if o := c.(*redis.Client).Options(); o.DialTimeout != 5*time.Second || o.ReadTimeout != 10*time.Second {
+		t.Errorf("?dial_timeout=5s&read_timeout=10s gave dial timeout %s and read timeout %s", o.DialTimeout, o.ReadTimeout)
+	}
+	_ = c.Close()
 	for _, tt := range []struct{ query, want string }{
 		{"dial_timeout=x", "dial_timeout=x: dial_timeout takes a length of time, such as 500ms or 5s"},
 		{"pipeline_pool_size=x", "pipeline_pool_size=x: pipeline_pool_size takes a whole number"},
