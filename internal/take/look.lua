@@ -114,11 +114,13 @@ end
 -- before the look elects a sweep. An empty or missing list forgets both
 -- marks, so that a list made anew is tried whole. pcall: a key of another
 -- type reads as missing, and is replaced.
--- One MGET reads both marks and whether the fleet's sweep waits (its key
--- exists: see index.lua's sweepStep); MGET reads a key of another type as
--- missing, as GET under pcall did.
+-- One MGET reads both marks, whether the fleet's sweep waits (its key
+-- exists: see index.lua's sweepStep) and whether the fleet's records of a
+-- cap and a rate are there (see the take below); MGET reads a key of
+-- another type as missing, as GET under pcall did.
 local untriedKey, sweepKey = keyPrefix .. "untried", keyPrefix .. "sweep"
-local marks = redis.call("MGET", untriedKey, seenKey, sweepKey)
+local capKey, rateKey = keyPrefix .. "fleet-max-running", keyPrefix .. "fleet-rate"
+local marks = redis.call("MGET", untriedKey, seenKey, sweepKey, capKey, rateKey)
 local untried, stored, sweepWaits = tonumber(marks[1]), tonumber(marks[2]), marks[3] ~= false
 if length == 0 then
   redis.call("DEL", seenKey, untriedKey)
@@ -261,8 +263,15 @@ for c, item in ipairs(candidates) do
       -- long ago would starve). Left where it is, it is simply not
       -- rotated; the appended items drain, each taken where it stands.
       if fromIndex[item] and seen >= length then
-        redis.call("RPUSH", list, item)
-        redis.call("LREM", list, 1, item)
+        -- At the head, where the item that comes due next most often is
+        -- (the items are moved to the tail in the order they run), one
+        -- LMOVE is the move; elsewhere, or on a server without LMOVE (see
+        -- README.md), RPUSH then LREM of its first occurrence.
+        local moved = at == 0 and redis.pcall("LMOVE", list, list, "LEFT", "RIGHT")
+        if not moved or type(moved) == "table" then
+          redis.call("RPUSH", list, item)
+          redis.call("LREM", list, 1, item)
+        end
         -- Every item after it moved one towards the head; the mark, at the
         -- list's end, stays there.
       end
@@ -301,13 +310,17 @@ if taken then
   end
   -- An item that waits for its first slot starts nothing: the fleet's
   -- rate does not count it. A take under neither a cap nor a rate deletes
-  -- both records (takePlace's and takeRate's) in one DEL.
+  -- both records (takePlace's and takeRate's), in one DEL and only where
+  -- the MGET above found one: a fleet that never had a cap or a rate, or
+  -- whose records an earlier take deleted, writes nothing for them.
   if cap <= 0 and not rateN and not fresh then
-    redis.pcall("DEL", keyPrefix .. "fleet-max-running", keyPrefix .. "fleet-rate")
+    if marks[4] or marks[5] then
+      redis.pcall("DEL", capKey, rateKey)
+    end
   else
-    takePlace(keyPrefix .. "running", keyPrefix .. "fleet-max-running", keyPrefix .. "lock:" .. taken, cap)
+    takePlace(keyPrefix .. "running", capKey, keyPrefix .. "lock:" .. taken, cap)
     if not fresh then
-      takeRate(keyPrefix .. "starts", keyPrefix .. "fleet-rate", rateN, ratePer, now)
+      takeRate(keyPrefix .. "starts", rateKey, rateN, ratePer, now)
     end
   end
   if opt.state_ttl and not fresh then
