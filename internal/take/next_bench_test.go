@@ -25,7 +25,9 @@ import (
 // measured in the same run, the Redis CPU of a bare EVALSHA of "return 1"
 // (bare-µs/op), the call's cost as a multiple of it (x-bare, issue 34's
 // target: 3 at most), and the commands that a call runs inside Redis
-// (commands/op, from INFO commandstats: 15 at most). The
+// (commands/op, from INFO commandstats: 15 at most), with the time that
+// INFO commandstats gives the script (script-µs/op) and, of it, the
+// commands it called (commands-µs/op). The
 // script's own cost, apart from what worker processes that share Redis'
 // cores add to it (see docs/benchmarks.md): compare two builds by running
 // each in turn, more than once, on the same machine.
@@ -91,7 +93,7 @@ func benchFinishThenLook(b *testing.B, rate schema.Rate) {
 		}
 	}
 	reference := cpu() - before
-	commands := commandsRun(b, rdb)
+	commands, commandsUsec, scriptUsec := commandsRun(b, rdb)
 	before = cpu()
 	for range b.N {
 		// Each finish is its own item's, as a worker's is: its state hash,
@@ -105,8 +107,15 @@ func benchFinishThenLook(b *testing.B, rate schema.Rate) {
 	}
 	used := cpu() - before
 	b.StopTimer()
-	commands = commandsRun(b, rdb) - commands
+	after, afterUsec, afterScript := commandsRun(b, rdb)
+	commands = after - commands
 	b.ReportMetric(used/float64(b.N), "redis-µs/op")
+	// Where the call's time goes, by INFO commandstats: the script's
+	// (evalsha's usec, the commands it calls included), and of it the
+	// commands' own; the rest is Lua's, and the passage of each call
+	// between Lua and Redis.
+	b.ReportMetric((afterScript-scriptUsec)/float64(b.N), "script-µs/op")
+	b.ReportMetric((afterUsec-commandsUsec)/float64(b.N), "commands-µs/op")
 	b.ReportMetric(reference/float64(b.N), "bare-µs/op")
 	b.ReportMetric(used/reference, "x-bare")
 	b.ReportMetric(float64(commands)/float64(b.N), "commands/op")
@@ -115,26 +124,36 @@ func benchFinishThenLook(b *testing.B, rate schema.Rate) {
 	}
 }
 
-// commandsRun is how many commands Redis has run so far, counting those
-// that scripts call (INFO commandstats counts each), but not the script
-// calls themselves (EVAL, EVALSHA, and their _RO forms), nor INFO, nor
-// the pings and HELLOs of a client's connection.
-func commandsRun(b *testing.B, rdb *redis.Client) int64 {
-	var n int64
+// commandsRun is how many commands Redis has run so far, and the
+// microseconds they took (INFO commandstats' usec), counting those that
+// scripts call (INFO commandstats counts each), but not the script calls
+// themselves (EVAL, EVALSHA, and their _RO forms), nor INFO, nor the pings
+// and HELLOs of a client's connection; and the microseconds of EVALSHA,
+// the commands that its scripts called included.
+func commandsRun(b *testing.B, rdb *redis.Client) (n int64, usec, scriptUsec float64) {
 	for name, value := range redistest.Info(b, rdb, "commandstats") {
-		command := strings.TrimPrefix(name, "cmdstat_")
-		if !strings.HasPrefix(name, "cmdstat_") || strings.HasPrefix(command, "eval") || strings.HasPrefix(command, "script") ||
-			command == "info" || command == "ping" || command == "hello" || strings.HasPrefix(command, "client") {
+		command, ok := strings.CutPrefix(name, "cmdstat_")
+		script := command == "evalsha"
+		if !ok || !script && (strings.HasPrefix(command, "eval") || strings.HasPrefix(command, "script") ||
+			command == "info" || command == "ping" || command == "hello" || strings.HasPrefix(command, "client")) {
 			continue
 		}
 		for field := range strings.SplitSeq(value, ",") {
-			if calls, ok := strings.CutPrefix(field, "calls="); ok {
+			if calls, ok := strings.CutPrefix(field, "calls="); ok && !script {
 				c, _ := strconv.ParseInt(calls, 10, 64)
 				n += c
 			}
+			if us, ok := strings.CutPrefix(field, "usec="); ok {
+				u, _ := strconv.ParseFloat(us, 64)
+				if script {
+					scriptUsec += u
+				} else {
+					usec += u
+				}
+			}
 		}
 	}
-	return n
+	return n, usec, scriptUsec
 }
 
 // redisCPU is the CPU time that Redis has used, in microseconds, from
