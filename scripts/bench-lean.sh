@@ -110,7 +110,7 @@ if [ "${LEAN_BUSY:-1}" != 0 ]; then
 		rate=$(awk '{sub(/^BenchmarkFinishThenLook\//, "", $1); sub(/-[0-9]+$/, "", $1); print $1}' <<<"$line")
 		metric() { awk -v m="$1" '{for (i = 2; i < NF; i++) if ($(i + 1) == m) print $i}' <<<"$line"; }
 		verdict "Redis CPU of a busy item / a bare EVALSHA ($rate)" "$(metric x-bare)" 3 \
-			"$(metric redis-µs/op) us / $(metric bare-µs/op) us; go test -run '^\$' -bench 'FinishThenLook\$' -benchtime ${busy_runs}x ./internal/take/"
+			"$(metric redis-µs/op) us / $(metric bare-µs/op) us (in the script $(metric script-µs/op) us, of it its commands $(metric commands-µs/op) us); go test -run '^\$' -bench 'FinishThenLook\$' -benchtime ${busy_runs}x ./internal/take/"
 		verdict "Commands a busy item runs inside Redis ($rate)" "$(metric commands/op)" 15 \
 			"INFO commandstats; the same go test"
 	done < <(grep '^BenchmarkFinishThenLook/' <<<"$bench")
