@@ -66,6 +66,13 @@ func New(opts *Options, conns int) (redis.UniversalClient, error) {
 	if err != nil {
 		return nil, badURL(rawURL, err)
 	}
+	// go-redis takes any whole number for the protocol, and speaks RESP3,
+	// or RESP2 where the server refuses what HELLO asked: a mistyped
+	// ?protocol=9 would run without a word. Only the two that Redis speaks
+	// are taken.
+	if q := u.Query(); q.Has("protocol") && q.Get("protocol") != "2" && q.Get("protocol") != "3" {
+		return nil, fmt.Errorf("invalid --redis-url %s: protocol=%s: protocol takes 2 (RESP2) or 3 (RESP3, the default)", shownURL(rawURL), clip.OneLine(q.Get("protocol")))
+	}
 	password, err := readPassword(opts, u)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package redisconn
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -227,12 +228,27 @@ func TestURLQueryInTheUsersWords(t *testing.T) {
 		t.Errorf("?dial_timeout=5s&read_timeout=10s gave dial timeout %s and read timeout %s", o.DialTimeout, o.ReadTimeout)
 	}
 	_ = c.Close()
+	// The two protocols that Redis speaks are taken.
+	for _, protocol := range []int{2, 3} {
+		c, err := New(&Options{URL: fmt.Sprintf("redis://127.0.0.1:1?protocol=%d", protocol)}, 2)
+		if err != nil {
+			t.Fatalf("?protocol=%d: %v", protocol, err)
+		}
+		if got := c.(*redis.Client).Options().Protocol; got != protocol {
+			t.Errorf("?protocol=%d gave protocol %d", protocol, got)
+		}
+		_ = c.Close()
+	}
 	for _, tt := range []struct{ query, want string }{
 		{"dial_timeout=x", "dial_timeout=x: dial_timeout takes a length of time, such as 500ms or 5s"},
 		{"pipeline_pool_size=x", "pipeline_pool_size=x: pipeline_pool_size takes a whole number"},
 		{"max_retries=-5x", "max_retries=-5x: max_retries takes a whole number"},
 		{"read_timeout=1h&pool_fifo=maybe", "pool_fifo=maybe: pool_fifo takes true or false"},
 		{"foo=1", "unknown query option foo: the URL's query takes go-redis' options"},
+		{"protocol=9", "protocol=9: protocol takes 2 (RESP2) or 3"},
+		{"protocol=1", "protocol=1: protocol takes 2 (RESP2) or 3"},
+		{"protocol=", "protocol=: protocol takes 2 (RESP2) or 3"},
+		{"protocol=x", "protocol=x: protocol takes 2 (RESP2) or 3"},
 	} {
 		for _, form := range []Options{
 			{URL: "redis://127.0.0.1:1?" + tt.query},
