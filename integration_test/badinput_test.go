@@ -138,6 +138,13 @@ func TestBadInput(t *testing.T) {
 		},
 		{name: "Redis down", url: "redis://127.0.0.1:" + itoa(redistest.FreePort(t)), code: 125, line: "connection refused"},
 		{name: "password refused", url: "redis://:wrong-staple-secret@127.0.0.1:" + itoa(secured.Port), code: 125, line: "WRONGPASS"},
+		// Mistakes of the URL that the server, not the URL, tells: a
+		// continuous worker ends on them as a one-shot run does, where it
+		// used to retry for ever.
+		{name: "a database the server lacks", url: s.URL + "/99", code: 125, line: "this server has no database of the number that --redis-url names"},
+		{name: "a database the server lacks, continuous", url: s.URL + "?db=16", args: []string{"-c"}, code: 125, line: "this server has no database of the number that --redis-url names"},
+		{name: "--redis-cluster on one server", args: []string{"-c", "--redis-cluster"}, code: 125, line: "--redis-cluster is given, but this server is not a Redis Cluster"},
+		{name: "a port out of range", url: "redis://127.0.0.1:99999", code: 125, line: `the port "99999" of 127.0.0.1:99999 is not a port number (1 to 65535)`},
 		{name: "no password given", url: "redis://127.0.0.1:" + itoa(secured.Port), code: 125, line: "NOAUTH"},
 		{
 			name: "address that never answers", url: "redis://" + silent.Addr().String(), code: 125, line: "i/o timeout",

@@ -71,6 +71,11 @@ func TestCheckURL(t *testing.T) {
 		{"redis://localhost/-1", `the database "-1" is not a number from 0 up`},
 		{"redis://localhost/x", `the database "x" is not a number from 0 up`},
 		{"unix:///s?db=-1", `the database "-1"`},
+		{"redis://localhost:99999", `the port "99999" of localhost:99999 is not a port number (1 to 65535)`},
+		{"redis://localhost:0", `the port "0" of localhost:0`},
+		{"redis://u:secret@[::1]:65536", `the port "65536" of [::1]:65536`},
+		{"redis://localhost:65535", ""},
+		{"redis://a:1?addr=b:2&addr=c:123456", `the port "123456" of c:123456`},
 	}
 	for _, tt := range tests {
 		err := checkURL(tt.url)

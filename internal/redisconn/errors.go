@@ -91,6 +91,17 @@ func Wrap(what string, err error) error {
 	}
 	err = Plain(err)
 	msg := err.Error()
+	// The database that --redis-url names (its /N, or ?db=N), which go-redis
+	// selects on each new connection: a server that has fewer refuses it
+	// on every try, so that a worker would retry it for ever.
+	if strings.Contains(msg, "DB index is out of range") {
+		return fmt.Errorf("%s: %w: this server has no database of the number that --redis-url names (its /N or ?db=N): its databases are numbered from 0 to its databases setting less one (16 by default)", what, ErrRefused)
+	}
+	// --redis-cluster against a server that is not one: every command is
+	// refused the same way (CLUSTER SLOTS, which the client asks first).
+	if strings.Contains(msg, "cluster support disabled") {
+		return fmt.Errorf("%s: %w: --redis-cluster is given, but this server is not a Redis Cluster (its cluster-enabled is no): leave out --redis-cluster (W8Y_REDIS_CLUSTER)", what, ErrRefused)
+	}
 	switch code := Code(err); {
 	case code == "":
 	case code == "ERR":

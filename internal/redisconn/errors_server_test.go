@@ -50,6 +50,14 @@ func TestWrapSortsTheServersOwnReplies(t *testing.T) {
 	// A Cluster node that serves no slot yet.
 	node := redistest.Start(t, redistest.Args("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"))
 
+	// A database that the server does not have (it has 16), and a
+	// Cluster's client for a server that is not one: mistakes of
+	// --redis-url that no retry mends.
+	noDB := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr, DB: 99, MaxRetries: -1})
+	t.Cleanup(func() { noDB.Close() })
+	notCluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{rdb.Options().Addr}, MaxRetries: -1})
+	t.Cleanup(func() { notCluster.Close() })
+
 	// Nobody listens on this port: a dial that fails.
 	nobody := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t)), MaxRetries: -1})
 	t.Cleanup(func() { nobody.Close() })
@@ -76,6 +84,8 @@ func TestWrapSortsTheServersOwnReplies(t *testing.T) {
 		{"MASTERDOWN", orphan.Client.Get(ctx, "k").Err(), "MASTERDOWN", unavailable, again},
 		{"CLUSTERDOWN", node.Client.Get(ctx, "k").Err(), "CLUSTERDOWN", unavailable, again},
 		{"a refused connection", nobody.Ping(ctx).Err(), "", unavailable, again},
+		{"a database the server lacks", noDB.Ping(ctx).Err(), "", refused, notAgain},
+		{"--redis-cluster on one server", notCluster.Get(ctx, "k").Err(), "", refused, notAgain},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package redisconn
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -40,6 +41,19 @@ func checkURL(rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return badURL(rawURL, err)
+	}
+	// A port out of range is refused here, in the words of the URL, not
+	// at the first dial ("dial tcp: address 99999: invalid port").
+	if u.Scheme != "unix" {
+		for _, hostPort := range append([]string{u.Host}, u.Query()["addr"]...) {
+			_, port, err := net.SplitHostPort(hostPort)
+			if err != nil || port == "" {
+				continue
+			}
+			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+				return fmt.Errorf("invalid --redis-url %s: the port %q of %s is not a port number (1 to 65535)", shownURL(rawURL), port, clip.OneLine(hostPort))
+			}
+		}
 	}
 	db := u.Query().Get("db")
 	if u.Scheme != "unix" {
