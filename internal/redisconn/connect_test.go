@@ -76,6 +76,10 @@ func TestCheckURL(t *testing.T) {
 		{"redis://u:secret@[::1]:65536", `the port "65536" of [::1]:65536`},
 		{"redis://localhost:65535", ""},
 		{"redis://a:1?addr=b:2&addr=c:123456", `the port "123456" of c:123456`},
+		{"redis://a:1?addr=b:2&addr=c:3", ""},
+		{"redis://a:1?db=3&db=4", "db= is given 2 times: give it once"},
+		{"redis://a:1?password=secret&password=secret2", "password= is given 2 times: give it once"},
+		{"unix:///s?db=1&dial_timeout=1s&db=2", "db= is given 2 times"},
 	}
 	for _, tt := range tests {
 		err := checkURL(tt.url)

@@ -42,6 +42,14 @@ func checkURL(rawURL string) error {
 	if err != nil {
 		return badURL(rawURL, err)
 	}
+	// An option given twice: go-redis reads the first and drops the
+	// other without a word (?db=3&db=4 ran on database 3). Only addr=
+	// (the addresses of --redis-cluster and --sentinel-master) repeats.
+	for name, values := range u.Query() {
+		if len(values) > 1 && name != "addr" {
+			return fmt.Errorf("invalid --redis-url %s: %s= is given %d times: give it once", shownURL(rawURL), clip.OneLine(name), len(values))
+		}
+	}
 	// A port out of range is refused here, in the words of the URL, not
 	// at the first dial ("dial tcp: address 99999: invalid port").
 	if u.Scheme != "unix" {
