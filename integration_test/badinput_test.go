@@ -144,6 +144,7 @@ func TestBadInput(t *testing.T) {
 		{name: "a database the server lacks", url: s.URL + "/99", code: 125, line: "this server has no database of the number that --redis-url names"},
 		{name: "a database the server lacks, continuous", url: s.URL + "?db=16", args: []string{"-c"}, code: 125, line: "this server has no database of the number that --redis-url names"},
 		{name: "--redis-cluster on one server", args: []string{"-c", "--redis-cluster"}, code: 125, line: "--redis-cluster is given, but this server is not a Redis Cluster"},
+		{name: "a client name the server refuses, continuous", url: s.URL + "?client_name=a%20b", args: []string{"-c"}, code: 125, line: "client_name=a b: a client name takes letters, digits and the signs from ! to ~"},
 		{name: "a port out of range", url: "redis://127.0.0.1:99999", code: 125, line: `the port "99999" of 127.0.0.1:99999 is not a port number (1 to 65535)`},
 		{name: "no password given", url: "redis://127.0.0.1:" + itoa(secured.Port), code: 125, line: "NOAUTH"},
 		{

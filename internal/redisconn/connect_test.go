@@ -78,6 +78,9 @@ func TestCheckURL(t *testing.T) {
 		{"redis://a:1?addr=b:2&addr=c:123456", `the port "123456" of c:123456`},
 		{"redis://a:1?addr=b:2&addr=c:3", ""},
 		{"redis://a:1?db=3&db=4", "db= is given 2 times: give it once"},
+		{"redis://a:1?client_name=a%20b", "client_name=a b: a client name takes letters, digits and the signs from ! to ~, without spaces"},
+		{"redis://a:1?client_name=w%C3%A9", "client_name=wé: a client name takes"},
+		{"redis://a:1?client_name=worker-1.host_a", ""},
 		{"redis://a:1?password=secret&password=secret2", "password= is given 2 times: give it once"},
 		{"unix:///s?db=1&dial_timeout=1s&db=2", "db= is given 2 times"},
 	}

@@ -50,6 +50,12 @@ func checkURL(rawURL string) error {
 			return fmt.Errorf("invalid --redis-url %s: %s= is given %d times: give it once", shownURL(rawURL), clip.OneLine(name), len(values))
 		}
 	}
+	// A client name that the server refuses at every connection (CLIENT
+	// SETNAME takes the characters from ! to ~ alone): refused here, where
+	// a worker would otherwise retry it for ever.
+	if name := u.Query().Get("client_name"); strings.IndexFunc(name, func(r rune) bool { return r < '!' || r > '~' }) >= 0 {
+		return fmt.Errorf("invalid --redis-url %s: client_name=%s: a client name takes letters, digits and the signs from ! to ~, without spaces", shownURL(rawURL), clip.OneLine(name))
+	}
 	// A port out of range is refused here, in the words of the URL, not
 	// at the first dial ("dial tcp: address 99999: invalid port").
 	if u.Scheme != "unix" {
