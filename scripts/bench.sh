@@ -70,8 +70,8 @@ echo
 # as processes started one after the other; a run adds its guard's start
 # (w8y again), its three round trips and its waits to it.
 rcli RPUSH one:list item >/dev/null
-child=$(command -v -p true 2>/dev/null || true)
-[ -x "$child" ] || child=/bin/true
+# The true that w8y runs is the one on PATH, not bash's builtin.
+truebin=$(type -P true) || broken "no true on PATH"
 w8y_times=() ping_times=() floor_times=()
 for _ in $(seq "$rounds"); do
 	start=$(now_us)
@@ -87,14 +87,14 @@ for _ in $(seq "$rounds"); do
 	start=$(now_us)
 	for _ in $(seq "$oneshots"); do
 		"$w8y" --version >/dev/null || broken "w8y --version failed"
-		"$child" || broken "$child failed"
+		"$truebin" || broken "$truebin failed"
 	done
 	floor_times+=($((($(now_us) - start) / oneshots)))
 done
 [ -z "$(rcli --scan --pattern 'one:lock:*')" ] || broken "one-shot runs left a lock behind"
 w=$(median "${w8y_times[@]}") p=$(median "${ping_times[@]}") f=$(median "${floor_times[@]}")
 verdict "one-shot overhead" "$(ratio "$w" "$p")" le 1.3 "w8y ${w} us per run, redis-cli ping ${p} us (medians of $rounds x $oneshots)"
-printf '%-22s %8s  %s\n' "one-shot floor" "$(ratio "$f" "$p")" "w8y --version then $child: ${f} us, no Redis and no guard, against the same ping (what the target leaves: $(awk -v f="$f" -v p="$p" 'BEGIN {printf "%d", 1.3 * p - f}') us for the guard, three round trips and the child's wait)"
+printf '%-22s %8s  %s\n' "one-shot floor" "$(ratio "$f" "$p")" "w8y --version then $truebin: ${f} us, no Redis and no guard, against the same ping (what the target leaves: $(awk -v f="$f" -v p="$p" 'BEGIN {printf "%d", 1.3 * p - f}') us for the guard, three round trips and the child's wait)"
 
 # 1b. Kept output: by default a one-shot run's child writes to pipes that w8y
 # reads, to keep a failure's last words; against --keep-output 0, which
