@@ -12,12 +12,12 @@ import (
 
 // states reads the lock, cooldown, backoff, pause and state of items,
 // whether the list holds them or not: Read's batches, and Items'. It reads
-// in two pipelines: for every item, whether a lock, a backoff or a pause
-// exists (one EXISTS), what is left of its cooldown and its state hash's
-// fields; then, only for the items that one of those holds (a fleet's few
-// runs, pauses and backoffs), the rest. A list's
-// usual item, never run or cooling down, costs three commands, not eight
-// (see docs/benchmarks.md).
+// in two pipelines: for every item, whether a lock, a backoff, a pause or
+// its own settings exist (one EXISTS, see heldWeight), what is left of its
+// cooldown and its state hash (HGETALL); then, only for the items that one
+// of those holds (a fleet's few runs, pauses and backoffs), the rest. A
+// list's usual item, never run or cooling down, costs three commands, not
+// eight, and no read of its settings (see docs/benchmarks.md).
 func (s *Reader) states(ctx context.Context, items []string) ([]Item, error) {
 	if len(items) == 0 {
 		return nil, nil
@@ -38,19 +38,60 @@ func (s *Reader) states(ctx context.Context, items []string) ([]Item, error) {
 		if r := second[i]; r != nil {
 			holderErr = r.apply(&st)
 		}
-		if values, err := first[i].state.Result(); err == nil {
-			st.setState(values, now)
+		if fields, err := first[i].state.Result(); err == nil {
+			st.setState(stateValues(fields), now)
 		}
+		st.settingsRead = first[i].settings == noSettings
 		st.classify(holderErr)
 		out[i] = st
 	}
 	return out, nil
 }
 
-// firstReads are what states reads of every item.
+// firstReads are what states reads of every item, and what its EXISTS
+// told: how many of the keys that hold an item exist, and whether its own
+// settings do (unknown where no EXISTS could name all its keys: a Cluster
+// without a hash tag).
 type firstReads struct {
 	held, cooldown *redis.Cmd
-	state          *redis.SliceCmd
+	state          *redis.MapStringStringCmd
+	holds          int64
+	settings       known
+}
+
+// known is what an EXISTS told of a key: unknown, or that it is there or
+// not.
+type known int
+
+const (
+	unknown known = iota
+	noSettings
+	hasSettings
+)
+
+// heldWeight is how many times the EXISTS of readFirst names an item's
+// settings key, after its lock, backoff and pause keys. EXISTS counts a key
+// once for each time it is named, so that its reply tells both apart: its
+// remainder by heldWeight is how many of the three keys that hold an item
+// exist (at most three), its quotient whether the settings do.
+const heldWeight = 4
+
+// tell reads what r's EXISTS replied, where it could be sent and did not
+// fail (a key of another type counts as any other).
+func (r *firstReads) tell() {
+	r.holds = -1
+	if r.held == nil {
+		return
+	}
+	n, err := r.held.Int64()
+	if err != nil {
+		return
+	}
+	r.holds = n % heldWeight
+	r.settings = noSettings
+	if n >= heldWeight {
+		r.settings = hasSettings
+	}
 }
 
 // readFirst sends the first pipeline of states: Redis' clock, the one that
@@ -63,16 +104,27 @@ func (s *Reader) readFirst(ctx context.Context, items []string) (int64, []firstR
 	for i, item := range items {
 		first[i] = firstReads{
 			cooldown: pipe.Do(ctx, "PTTL", s.Keys.Cooldown(item)),
-			state:    pipe.HMGet(ctx, s.Keys.State(item), stateFields...),
+			// HGETALL, not an HMGET of the fields shown: Redis parses each
+			// field named as an argument, which made an HMGET of ten cost
+			// it 2.7 times an HGETALL of a missing hash, and no less of an
+			// existing one (see docs/benchmarks.md).
+			state: pipe.HGetAll(ctx, s.Keys.State(item)),
 		}
 		if s.Keys.Colocated {
-			first[i].held = pipe.Do(ctx, "EXISTS", s.Keys.Lock(item), s.Keys.Backoff(item), s.Keys.Pause(item))
+			args := []any{"EXISTS", s.Keys.Lock(item), s.Keys.Backoff(item), s.Keys.Pause(item)}
+			for range heldWeight {
+				args = append(args, s.Keys.Settings(item))
+			}
+			first[i].held = pipe.Do(ctx, args...)
 		}
 	}
 	// Errors are read per command: a key of another type spoils only its
 	// own column.
 	if _, err := pipe.Exec(ctx); err != nil && !redisconn.IsReply(err) {
 		return 0, nil, redisconn.Wrap("read the status of "+strconv.Itoa(len(items))+" items", err)
+	}
+	for i := range first {
+		first[i].tell()
 	}
 	now := time.Now().UnixMilli()
 	if at, err := redisNow.Result(); err == nil {
@@ -90,16 +142,15 @@ type heldReads struct {
 
 // readHeld sends the second pipeline of states, for the items that the
 // first found held (every item where one EXISTS cannot name an item's keys:
-// a Cluster without a hash tag), and returns their heldReads (nil for the
+// a Cluster without a hash tag; an item with settings alone is not held),
+// and returns their heldReads (nil for the
 // others).
 func (s *Reader) readHeld(ctx context.Context, items []string, first []firstReads) ([]*heldReads, error) {
 	second := make([]*heldReads, len(items))
 	pipe := s.Client.Pipeline()
 	for i, item := range items {
-		if r := first[i].held; r != nil {
-			if n, err := r.Int64(); err == nil && n == 0 {
-				continue
-			}
+		if first[i].holds == 0 {
+			continue
 		}
 		lock := s.Keys.Lock(item)
 		second[i] = &heldReads{
@@ -142,4 +193,16 @@ func (r *heldReads) apply(st *Item) error {
 		st.Holder = &holder
 	}
 	return err
+}
+
+// stateValues puts the fields of a state hash, as HGETALL replies them, in
+// stateFields' order, as HMGET would: nil for a missing field.
+func stateValues(fields map[string]string) []any {
+	values := make([]any, len(stateFields))
+	for i, f := range stateFields {
+		if v, ok := fields[f]; ok {
+			values[i] = v
+		}
+	}
+	return values
 }

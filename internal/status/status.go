@@ -77,10 +77,14 @@ type Item struct {
 	// apply in place of their options: field to value, as
 	// internal/settings names them; null where it has none.
 	Settings map[string]string `json:"settings"`
+	// settingsRead says that Settings is already as Redis holds them: the
+	// read of the row's state found no settings key (see readFirst), so
+	// that AddSettings need not read it.
+	settingsRead bool
 }
 
-// stateFields are the fields of the state hash that --status reads, in the
-// order of the HMGET.
+// stateFields are the fields of the state hash that --status shows, in the
+// order that setState reads them.
 var stateFields = []string{
 	schema.FieldLastStart, schema.FieldLastEnd, schema.FieldLastExitCode, schema.FieldLastDuration, schema.FieldLastHolder,
 	schema.FieldLastResult, schema.FieldRuns, schema.FieldFailures, schema.FieldConsecutiveFailures, schema.FieldNextSlot,
@@ -237,20 +241,30 @@ func (s *Reader) Items(ctx context.Context, items []string) ([]Item, error) {
 // AddSettings reads the own settings (w8yctl set) of the rows, a Batch a
 // round trip. Read's batches leave them out: the summary of the whole list
 // needs none, and a read of every item's settings hash would cost Redis an
-// eighth more on a list of a million items; only the rows shown read them.
+// eighth more on a list of a million items; only the rows shown read them,
+// and of those only the ones whose state's read found a settings key or
+// could not tell (see readFirst).
 func (s *Reader) AddSettings(ctx context.Context, rows []Item) error {
 	for start := 0; start < len(rows); start += Batch {
 		batch := rows[start:min(start+Batch, len(rows))]
 		pipe := s.Client.Pipeline()
 		own := make([]*redis.MapStringStringCmd, len(batch))
 		for i, st := range batch {
-			own[i] = pipe.HGetAll(ctx, s.Keys.Settings(st.Item))
+			if !st.settingsRead {
+				own[i] = pipe.HGetAll(ctx, s.Keys.Settings(st.Item))
+			}
+		}
+		if pipe.Len() == 0 {
+			continue
 		}
 		// A settings key of another type spoils only its own row.
 		if _, err := pipe.Exec(ctx); err != nil && !redisconn.IsReply(err) {
 			return redisconn.Wrap("read the settings of "+strconv.Itoa(len(batch))+" items", err)
 		}
 		for i := range batch {
+			if own[i] == nil {
+				continue
+			}
 			if got, err := own[i].Result(); err == nil && len(got) > 0 {
 				batch[i].Settings = got
 			}
