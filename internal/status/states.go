@@ -41,7 +41,7 @@ func (s *Reader) states(ctx context.Context, items []string) ([]Item, error) {
 		if fields, err := first[i].state.Result(); err == nil {
 			st.setState(stateValues(fields), now)
 		}
-		st.settingsRead = first[i].settings == noSettings
+		st.settingsRead = first[i].noSettings
 		st.classify(holderErr)
 		out[i] = st
 	}
@@ -49,25 +49,15 @@ func (s *Reader) states(ctx context.Context, items []string) ([]Item, error) {
 }
 
 // firstReads are what states reads of every item, and what its EXISTS
-// told: how many of the keys that hold an item exist, and whether its own
-// settings do (unknown where no EXISTS could name all its keys: a Cluster
-// without a hash tag).
+// told: how many of the keys that hold an item exist (-1 where no EXISTS
+// could name them all: a Cluster without a hash tag), and that it has no
+// settings of its own.
 type firstReads struct {
 	held, cooldown *redis.Cmd
 	state          *redis.MapStringStringCmd
 	holds          int64
-	settings       known
+	noSettings     bool
 }
-
-// known is what an EXISTS told of a key: unknown, or that it is there or
-// not.
-type known int
-
-const (
-	unknown known = iota
-	noSettings
-	hasSettings
-)
 
 // heldWeight is how many times the EXISTS of readFirst names an item's
 // settings key, after its lock, backoff and pause keys. EXISTS counts a key
@@ -88,10 +78,7 @@ func (r *firstReads) tell() {
 		return
 	}
 	r.holds = n % heldWeight
-	r.settings = noSettings
-	if n >= heldWeight {
-		r.settings = hasSettings
-	}
+	r.noSettings = n < heldWeight
 }
 
 // readFirst sends the first pipeline of states: Redis' clock, the one that
@@ -143,8 +130,7 @@ type heldReads struct {
 // readHeld sends the second pipeline of states, for the items that the
 // first found held (every item where one EXISTS cannot name an item's keys:
 // a Cluster without a hash tag; an item with settings alone is not held),
-// and returns their heldReads (nil for the
-// others).
+// and returns their heldReads (nil for the others).
 func (s *Reader) readHeld(ctx context.Context, items []string, first []firstReads) ([]*heldReads, error) {
 	second := make([]*heldReads, len(items))
 	pipe := s.Client.Pipeline()
